@@ -1,0 +1,10 @@
+//! The discrete-event engine: virtual time, the event queue and seeded random streams.
+//! It knows nothing about gateways, nodes or policies.
+
+pub mod queue;
+pub mod rng;
+pub mod time;
+
+pub use queue::EventQueue;
+pub use rng::{SimRng, Stream};
+pub use time::{SimDuration, SimTime};

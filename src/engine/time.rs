@@ -1,0 +1,258 @@
+//! Virtual time: `SimTime` (an instant) and `SimDuration` (a span), integer microseconds.
+
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+use std::fmt;
+use std::ops::{Add, AddAssign, Sub};
+
+/// Microseconds per second.
+pub const MICROS_PER_SEC: u64 = 1_000_000;
+
+/// An instant of virtual time, in microseconds since the start of the run.
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct SimTime(u64);
+
+/// A span of virtual time, in microseconds.
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct SimDuration(u64);
+
+impl SimTime {
+    pub const ZERO: SimTime = SimTime(0);
+    pub const MAX: SimTime = SimTime(u64::MAX);
+
+    pub const fn from_micros(us: u64) -> Self {
+        SimTime(us)
+    }
+    pub const fn as_micros(self) -> u64 {
+        self.0
+    }
+    pub fn as_secs_f64(self) -> f64 {
+        self.0 as f64 / MICROS_PER_SEC as f64
+    }
+    /// The span from `earlier` to `self`, or zero if `earlier` is later.
+    pub fn saturating_since(self, earlier: SimTime) -> SimDuration {
+        SimDuration(self.0.saturating_sub(earlier.0))
+    }
+    /// The span since the start of the run.
+    pub fn since_start(self) -> SimDuration {
+        SimDuration(self.0)
+    }
+}
+
+impl SimDuration {
+    pub const ZERO: SimDuration = SimDuration(0);
+    pub const MAX: SimDuration = SimDuration(u64::MAX);
+
+    pub const fn from_micros(us: u64) -> Self {
+        SimDuration(us)
+    }
+    pub const fn from_millis(ms: u64) -> Self {
+        SimDuration(ms * 1_000)
+    }
+    pub const fn from_secs(s: u64) -> Self {
+        SimDuration(s * MICROS_PER_SEC)
+    }
+    /// Rounds to the nearest microsecond; negative and NaN inputs give zero.
+    pub fn from_secs_f64(s: f64) -> Self {
+        if s.is_nan() || s <= 0.0 {
+            SimDuration(0)
+        } else {
+            SimDuration((s * MICROS_PER_SEC as f64).round().min(u64::MAX as f64) as u64)
+        }
+    }
+    pub const fn as_micros(self) -> u64 {
+        self.0
+    }
+    pub fn as_secs_f64(self) -> f64 {
+        self.0 as f64 / MICROS_PER_SEC as f64
+    }
+    pub const fn is_zero(self) -> bool {
+        self.0 == 0
+    }
+    /// Whole seconds if the span is an exact number of seconds.
+    pub fn whole_secs(self) -> Option<u64> {
+        (self.0 % MICROS_PER_SEC == 0).then_some(self.0 / MICROS_PER_SEC)
+    }
+    pub fn mul_f64(self, k: f64) -> Self {
+        Self::from_secs_f64(self.as_secs_f64() * k)
+    }
+    pub fn saturating_add(self, other: SimDuration) -> Self {
+        SimDuration(self.0.saturating_add(other.0))
+    }
+    pub fn half(self) -> Self {
+        SimDuration(self.0 / 2)
+    }
+}
+
+impl Add<SimDuration> for SimTime {
+    type Output = SimTime;
+    fn add(self, d: SimDuration) -> SimTime {
+        SimTime(self.0.saturating_add(d.0))
+    }
+}
+impl AddAssign<SimDuration> for SimTime {
+    fn add_assign(&mut self, d: SimDuration) {
+        self.0 = self.0.saturating_add(d.0);
+    }
+}
+impl Add for SimDuration {
+    type Output = SimDuration;
+    fn add(self, d: SimDuration) -> SimDuration {
+        SimDuration(self.0.saturating_add(d.0))
+    }
+}
+impl Sub for SimDuration {
+    type Output = SimDuration;
+    fn sub(self, d: SimDuration) -> SimDuration {
+        SimDuration(self.0.saturating_sub(d.0))
+    }
+}
+
+impl fmt::Display for SimTime {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{:.6}s", self.as_secs_f64())
+    }
+}
+
+/// Writes the shortest exact form: `"5s"`, `"300ms"`, `"1.5s"`, `"250us"`.
+impl fmt::Display for SimDuration {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let us = self.0;
+        if us == 0 {
+            f.write_str("0s")
+        } else if us % MICROS_PER_SEC == 0 {
+            write!(f, "{}s", us / MICROS_PER_SEC)
+        } else if us % 1_000 == 0 && us < MICROS_PER_SEC {
+            write!(f, "{}ms", us / 1_000)
+        } else if us % 1_000 == 0 {
+            let s = format!("{:.3}", us as f64 / MICROS_PER_SEC as f64);
+            write!(f, "{}s", s.trim_end_matches('0'))
+        } else {
+            write!(f, "{us}us")
+        }
+    }
+}
+
+/// Parses a duration as nginx and Envoy write them: a sequence of
+/// `<number><unit>` parts, units `h`, `m`, `s`, `ms`, `us`; e.g. `"5s"`,
+/// `"300ms"`, `"1.5s"`, `"1m30s"`. A bare number is rejected: units are never implicit.
+pub fn parse_duration(text: &str) -> Result<SimDuration, String> {
+    let s = text.trim();
+    if s.is_empty() {
+        return Err(
+            "expected a duration such as \"5s\" or \"300ms\", found an empty string".into(),
+        );
+    }
+    let bad = || {
+        format!(
+            "expected a duration with a unit such as \"5s\", \"300ms\" or \"1m30s\", found \"{text}\""
+        )
+    };
+    let mut total: f64 = 0.0;
+    let mut rest = s;
+    while !rest.is_empty() {
+        let num_len = rest
+            .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+            .unwrap_or(rest.len());
+        if num_len == 0 {
+            return Err(bad());
+        }
+        let value: f64 = rest[..num_len].parse().map_err(|_| bad())?;
+        rest = &rest[num_len..];
+        let unit_len = rest
+            .find(|c: char| c.is_ascii_digit() || c == '.')
+            .unwrap_or(rest.len());
+        let unit = &rest[..unit_len];
+        rest = &rest[unit_len..];
+        let scale = match unit {
+            "h" => 3600.0 * 1e6,
+            "m" | "min" => 60.0 * 1e6,
+            "s" => 1e6,
+            "ms" => 1e3,
+            "us" | "µs" => 1.0,
+            _ => return Err(bad()),
+        };
+        total += value * scale;
+    }
+    if !total.is_finite() || total > 1e15 {
+        return Err(format!("duration \"{text}\" is too large"));
+    }
+    let us = total.round();
+    if (us - total).abs() > 1e-6 {
+        return Err(format!(
+            "duration \"{text}\" is finer than the simulator's 1us resolution"
+        ));
+    }
+    Ok(SimDuration(us as u64))
+}
+
+impl Serialize for SimDuration {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(self)
+    }
+}
+
+impl<'de> Deserialize<'de> for SimDuration {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl serde::de::Visitor<'_> for V {
+            type Value = SimDuration;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("a duration string with a unit, such as \"5s\" or \"300ms\"")
+            }
+            fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<SimDuration, E> {
+                parse_duration(v).map_err(E::custom)
+            }
+        }
+        d.deserialize_str(V)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_nginx_style_durations() {
+        assert_eq!(parse_duration("5s").unwrap(), SimDuration::from_secs(5));
+        assert_eq!(
+            parse_duration("300ms").unwrap(),
+            SimDuration::from_millis(300)
+        );
+        assert_eq!(
+            parse_duration("1.5s").unwrap(),
+            SimDuration::from_millis(1500)
+        );
+        assert_eq!(parse_duration("1m30s").unwrap(), SimDuration::from_secs(90));
+        assert_eq!(
+            parse_duration("250us").unwrap(),
+            SimDuration::from_micros(250)
+        );
+        assert_eq!(parse_duration("0s").unwrap(), SimDuration::ZERO);
+        assert!(parse_duration("5").is_err());
+        assert!(parse_duration("5 parsecs").is_err());
+        assert!(parse_duration("").is_err());
+        assert!(parse_duration("-1s").is_err());
+        assert!(parse_duration("0.1us").is_err());
+    }
+
+    #[test]
+    fn displays_shortest_exact_form_and_round_trips() {
+        for s in ["5s", "300ms", "1.5s", "250us", "0s", "1.001s"] {
+            let d = parse_duration(s).unwrap();
+            assert_eq!(d.to_string(), s);
+        }
+    }
+
+    #[test]
+    fn time_arithmetic_saturates() {
+        let t = SimTime::from_micros(10) + SimDuration::from_micros(5);
+        assert_eq!(t.as_micros(), 15);
+        assert_eq!(
+            SimTime::from_micros(3).saturating_since(SimTime::from_micros(5)),
+            SimDuration::ZERO
+        );
+        assert_eq!((SimTime::MAX + SimDuration::from_secs(1)), SimTime::MAX);
+        assert_eq!(SimDuration::from_secs(7).whole_secs(), Some(7));
+        assert_eq!(SimDuration::from_millis(7500).whole_secs(), None);
+    }
+}

@@ -1,0 +1,86 @@
+//! Errors a user can fix: each names the file, the JSON path and what was expected.
+
+use std::fmt;
+use std::path::PathBuf;
+
+#[derive(Debug)]
+pub enum Error {
+    /// A file could not be read.
+    ReadFile {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    /// A file is not valid JSON.
+    Json {
+        path: PathBuf,
+        line: usize,
+        column: usize,
+        msg: String,
+    },
+    /// A JSON value has the wrong type or an unknown field.
+    Parse {
+        path: PathBuf,
+        field: String,
+        msg: String,
+    },
+    /// A value is well-formed but not acceptable.
+    Invalid {
+        path: PathBuf,
+        field: String,
+        reason: String,
+    },
+    /// A `--set PATH=VALUE` argument could not be applied.
+    Set { arg: String, reason: String },
+    /// An output could not be written.
+    Write {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    /// A command-line usage problem that clap cannot see.
+    Usage(String),
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Error::ReadFile { path, source } => {
+                write!(f, "{}: cannot read: {source}", path.display())
+            }
+            Error::Json {
+                path,
+                line,
+                column,
+                msg,
+            } => write!(
+                f,
+                "{}:{line}:{column}: not valid JSON: {msg}",
+                path.display()
+            ),
+            Error::Parse { path, field, msg } if field.is_empty() => {
+                write!(f, "{}: {msg}", path.display())
+            }
+            Error::Parse { path, field, msg } => {
+                write!(f, "{}: {field}: {msg}", path.display())
+            }
+            Error::Invalid {
+                path,
+                field,
+                reason,
+            } => write!(f, "{}: {field}: {reason}", path.display()),
+            Error::Set { arg, reason } => write!(f, "--set {arg}: {reason}"),
+            Error::Write { path, source } => {
+                write!(f, "{}: cannot write: {source}", path.display())
+            }
+            Error::Usage(msg) => f.write_str(msg),
+        }
+    }
+}
+
+impl std::error::Error for Error {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            Error::ReadFile { source, .. } | Error::Write { source, .. } => Some(source),
+            _ => None,
+        }
+    }
+}

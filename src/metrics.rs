@@ -1,0 +1,641 @@
+//! Streaming metrics: the `Recorder` counts during a run (memory does not grow
+//! with the number of requests) and yields a `RunSummary` afterwards.
+
+use crate::engine::{SimDuration, SimTime};
+use crate::model::NodeId;
+use crate::policy::{Notice, ScopeSel};
+use serde::Serialize;
+use std::collections::BTreeMap;
+
+/// A log-linear latency histogram over microseconds: 32 sub-buckets per
+/// power of two, so quantiles are within about 3%.
+#[derive(Clone, Debug)]
+pub struct Histogram {
+    counts: Vec<u64>,
+    n: u64,
+    sum_us: u128,
+    max_us: u64,
+}
+
+const SUB: u64 = 32;
+const SUB_BITS: u32 = 5;
+
+impl Default for Histogram {
+    fn default() -> Self {
+        Histogram {
+            counts: vec![0; 64 * SUB as usize],
+            n: 0,
+            sum_us: 0,
+            max_us: 0,
+        }
+    }
+}
+
+impl Histogram {
+    fn index(v: u64) -> usize {
+        if v < SUB {
+            v as usize
+        } else {
+            let msb = 63 - v.leading_zeros();
+            let shift = msb - SUB_BITS;
+            ((shift as u64 + 1) * SUB + ((v >> shift) & (SUB - 1))) as usize
+        }
+    }
+
+    /// The smallest value that falls in bucket `i`, and the bucket's width.
+    fn bounds(i: usize) -> (u64, u64) {
+        let i = i as u64;
+        if i < SUB {
+            (i, 1)
+        } else {
+            let shift = i / SUB - 1;
+            let low = (SUB + i % SUB) << shift;
+            (low, 1 << shift)
+        }
+    }
+
+    pub fn record(&mut self, d: SimDuration) {
+        let v = d.as_micros();
+        self.counts[Self::index(v)] += 1;
+        self.n += 1;
+        self.sum_us += v as u128;
+        self.max_us = self.max_us.max(v);
+    }
+
+    pub fn count(&self) -> u64 {
+        self.n
+    }
+
+    /// The `q`-quantile in microseconds (bucket midpoint, capped at the max).
+    pub fn quantile_us(&self, q: f64) -> Option<f64> {
+        if self.n == 0 {
+            return None;
+        }
+        let rank = ((q * self.n as f64).ceil() as u64).clamp(1, self.n);
+        let mut seen = 0;
+        for (i, &c) in self.counts.iter().enumerate() {
+            seen += c;
+            if seen >= rank {
+                let (low, width) = Self::bounds(i);
+                let mid = low as f64 + (width as f64 - 1.0) / 2.0;
+                return Some(mid.min(self.max_us as f64));
+            }
+        }
+        Some(self.max_us as f64)
+    }
+
+    pub fn mean_us(&self) -> Option<f64> {
+        (self.n > 0).then(|| self.sum_us as f64 / self.n as f64)
+    }
+
+    pub fn max_us(&self) -> Option<u64> {
+        (self.n > 0).then_some(self.max_us)
+    }
+}
+
+/// Latency percentiles in milliseconds.
+#[derive(Clone, Debug, Default, Serialize, PartialEq)]
+pub struct LatencySummary {
+    pub mean: Option<f64>,
+    pub p50: Option<f64>,
+    pub p90: Option<f64>,
+    pub p99: Option<f64>,
+    pub max: Option<f64>,
+}
+
+impl LatencySummary {
+    fn from_hist(h: &Histogram) -> Self {
+        let ms = |v: Option<f64>| v.map(|us| round6(us / 1000.0));
+        LatencySummary {
+            mean: ms(h.mean_us()),
+            p50: ms(h.quantile_us(0.50)),
+            p90: ms(h.quantile_us(0.90)),
+            p99: ms(h.quantile_us(0.99)),
+            max: ms(h.max_us().map(|v| v as f64)),
+        }
+    }
+}
+
+/// What the clients saw (requests sent inside the measurement window).
+#[derive(Clone, Debug, Default, Serialize, PartialEq)]
+pub struct ClientSummary {
+    pub requests: u64,
+    /// Answered with a 2xx status.
+    pub ok: u64,
+    /// Answered with any other status (the gateway's 502/504, or a passed-through upstream status).
+    pub errors: u64,
+    /// The client gave up first (`clients.timeout`).
+    pub timeouts: u64,
+    /// Still in flight when the run ended.
+    pub unfinished: u64,
+    /// Answers by status code.
+    pub status: BTreeMap<String, u64>,
+    /// Latency of answered requests (not of timeouts), milliseconds.
+    pub latency_ms: LatencySummary,
+}
+
+/// What happened to one node.
+#[derive(Clone, Debug, Default, Serialize, PartialEq)]
+pub struct NodeSummary {
+    pub name: String,
+    /// Upstream attempts the gateway made to it (first tries and retries).
+    pub attempts: u64,
+    /// Successful (2xx) answers from it that reached a client.
+    pub answered: u64,
+    /// `answered` / all successful answers.
+    pub share: f64,
+    /// Attempts the gateway charged as failures (nginx `NGX_PEER_FAILED`).
+    pub failures: u64,
+    /// Times it went from routable to ejected (summed over nginx workers).
+    pub ejections: u64,
+    /// Time it spent ejected, averaged over gateway workers, seconds.
+    pub ejected_time_s: f64,
+    /// From the start of its first fault to its first ejection after it.
+    pub first_ejection_delay_s: Option<f64>,
+    /// From the end of its last fault to its first successful answer after it.
+    pub recovery_delay_s: Option<f64>,
+}
+
+/// The metrics of one run.
+#[derive(Clone, Debug, Serialize, PartialEq)]
+pub struct RunSummary {
+    pub model: String,
+    pub seed: u64,
+    /// Where the run started within nginx's wall-clock second.
+    pub clock_phase_s: f64,
+    pub duration_s: f64,
+    pub measure_from_s: f64,
+    pub measure_to_s: f64,
+    /// Events processed by the engine.
+    pub events: u64,
+    pub client: ClientSummary,
+    pub nodes: Vec<NodeSummary>,
+    /// Per-bucket counts over the whole run (written to `timeline.csv`).
+    #[serde(skip)]
+    pub timeline: Timeline,
+    /// Every ejection interval (written to `ejections.csv`).
+    #[serde(skip)]
+    pub ejection_log: Vec<EjectionRecord>,
+}
+
+/// One ejection interval of one node in one gateway scope.
+#[derive(Clone, Debug, Serialize, PartialEq)]
+pub struct EjectionRecord {
+    pub node: String,
+    pub scope: u16,
+    pub start_s: f64,
+    /// `None`: still ejected when the run ended.
+    pub end_s: Option<f64>,
+}
+
+/// Per-bucket counts: the data behind timeline charts.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Timeline {
+    pub bucket_s: f64,
+    pub node_names: Vec<String>,
+    pub rows: Vec<TimelineRow>,
+}
+
+#[derive(Clone, Debug, Default, Serialize, PartialEq)]
+pub struct TimelineRow {
+    pub t_s: f64,
+    pub requests: u64,
+    pub ok: u64,
+    pub errors: u64,
+    pub timeouts: u64,
+    /// Per node: successful answers in the bucket.
+    pub answered: Vec<u64>,
+    /// Per node: attempts started in the bucket.
+    pub attempts: Vec<u64>,
+    /// Per node: attempts charged as failures in the bucket.
+    pub failures: Vec<u64>,
+    /// Per node: fraction of the bucket it was ejected (mean over scopes).
+    pub ejected: Vec<f64>,
+}
+
+const MAX_INTERVALS: usize = 100_000;
+const COLS_FIXED: usize = 4;
+const COLS_PER_NODE: usize = 3;
+
+/// Collects counts while a run goes on.
+pub struct Recorder {
+    from: SimTime,
+    to: SimTime,
+    end: SimTime,
+    bucket_us: u64,
+    scopes: usize,
+    names: Vec<String>,
+    requests: u64,
+    ok: u64,
+    errors: u64,
+    timeouts: u64,
+    status: BTreeMap<u16, u64>,
+    latency: Histogram,
+    attempts: Vec<u64>,
+    answered: Vec<u64>,
+    failures: Vec<u64>,
+    /// Per (node, scope): how many policies eject it now, and since when.
+    holders: Vec<u16>,
+    since: Vec<Option<SimTime>>,
+    ejections: Vec<u64>,
+    ejected_us: Vec<u64>,
+    intervals: Vec<(u32, u16, SimTime, Option<SimTime>)>,
+    fault_first_start: Vec<Option<SimTime>>,
+    fault_last_end: Vec<Option<SimTime>>,
+    first_ejection_after_fault: Vec<Option<SimTime>>,
+    recovered_at: Vec<Option<SimTime>>,
+    timeline: Vec<u64>,
+}
+
+impl Recorder {
+    pub fn new(
+        names: Vec<String>,
+        scopes: usize,
+        end: SimTime,
+        window: (SimTime, SimTime),
+        bucket: SimDuration,
+    ) -> Self {
+        let n = names.len();
+        Recorder {
+            from: window.0,
+            to: window.1,
+            end,
+            bucket_us: bucket.as_micros().max(1),
+            scopes,
+            names,
+            requests: 0,
+            ok: 0,
+            errors: 0,
+            timeouts: 0,
+            status: BTreeMap::new(),
+            latency: Histogram::default(),
+            attempts: vec![0; n],
+            answered: vec![0; n],
+            failures: vec![0; n],
+            holders: vec![0; n * scopes],
+            since: vec![None; n * scopes],
+            ejections: vec![0; n],
+            ejected_us: vec![0; n],
+            intervals: Vec::new(),
+            fault_first_start: vec![None; n],
+            fault_last_end: vec![None; n],
+            first_ejection_after_fault: vec![None; n],
+            recovered_at: vec![None; n],
+            timeline: Vec::new(),
+        }
+    }
+
+    /// Declares a fault window (before the run starts).
+    pub fn fault_window(&mut self, node: NodeId, start: SimTime, end: Option<SimTime>) {
+        let i = node.index();
+        let first = self.fault_first_start[i].get_or_insert(start);
+        *first = (*first).min(start);
+        if let Some(e) = end {
+            let last = self.fault_last_end[i].get_or_insert(e);
+            *last = (*last).max(e);
+        }
+    }
+
+    /// Whether a request sent at `t` counts towards request metrics.
+    pub fn in_window(&self, t: SimTime) -> bool {
+        t >= self.from && t < self.to
+    }
+
+    fn row(&mut self, t: SimTime) -> &mut [u64] {
+        let cols = COLS_FIXED + COLS_PER_NODE * self.names.len();
+        let b = (t.as_micros() / self.bucket_us) as usize;
+        let need = (b + 1) * cols;
+        if self.timeline.len() < need {
+            self.timeline.resize(need, 0);
+        }
+        &mut self.timeline[b * cols..(b + 1) * cols]
+    }
+
+    pub fn request_sent(&mut self, t: SimTime, counted: bool) {
+        if counted {
+            self.requests += 1;
+        }
+        self.row(t)[0] += 1;
+    }
+
+    pub fn attempt(&mut self, t: SimTime, node: NodeId, counted: bool) {
+        if counted {
+            self.attempts[node.index()] += 1;
+        }
+        self.row(t)[COLS_FIXED + COLS_PER_NODE * node.index() + 1] += 1;
+    }
+
+    pub fn failure(&mut self, t: SimTime, node: NodeId, counted: bool) {
+        if counted {
+            self.failures[node.index()] += 1;
+        }
+        self.row(t)[COLS_FIXED + COLS_PER_NODE * node.index() + 2] += 1;
+    }
+
+    /// The gateway answered the client.
+    pub fn answered(
+        &mut self,
+        t: SimTime,
+        status: u16,
+        latency: SimDuration,
+        by: Option<NodeId>,
+        counted: bool,
+    ) {
+        let ok = (200..300).contains(&status);
+        if counted {
+            *self.status.entry(status).or_insert(0) += 1;
+            self.latency.record(latency);
+            if ok {
+                self.ok += 1;
+            } else {
+                self.errors += 1;
+            }
+        }
+        let row = self.row(t);
+        if ok {
+            row[1] += 1;
+        } else {
+            row[2] += 1;
+        }
+        if ok && let Some(n) = by {
+            let i = n.index();
+            if counted {
+                self.answered[i] += 1;
+            }
+            self.row(t)[COLS_FIXED + COLS_PER_NODE * i] += 1;
+            if self.recovered_at[i].is_none()
+                && let Some(end) = self.fault_last_end[i]
+                && t >= end
+            {
+                self.recovered_at[i] = Some(t);
+            }
+        }
+    }
+
+    pub fn timed_out(&mut self, t: SimTime, counted: bool) {
+        if counted {
+            self.timeouts += 1;
+        }
+        self.row(t)[3] += 1;
+    }
+
+    /// Applies a policy's notice; `scopes` expands `ScopeSel::All`.
+    pub fn notice(&mut self, t: SimTime, notice: Notice) {
+        let (sel, node, up) = match notice {
+            Notice::Ejected { scope, node } => (scope, node, true),
+            Notice::Readmitted { scope, node } => (scope, node, false),
+        };
+        let range = match sel {
+            ScopeSel::One(s) => s as usize..s as usize + 1,
+            ScopeSel::All => 0..self.scopes,
+        };
+        for s in range {
+            let k = node.index() * self.scopes + s;
+            if up {
+                self.holders[k] += 1;
+                if self.holders[k] == 1 {
+                    self.since[k] = Some(t);
+                    self.ejections[node.index()] += 1;
+                    let i = node.index();
+                    if self.first_ejection_after_fault[i].is_none()
+                        && self.fault_first_start[i].is_some_and(|f| t >= f)
+                    {
+                        self.first_ejection_after_fault[i] = Some(t);
+                    }
+                }
+            } else if self.holders[k] > 0 {
+                self.holders[k] -= 1;
+                if self.holders[k] == 0
+                    && let Some(start) = self.since[k].take()
+                {
+                    self.close_interval(node, s as u16, start, Some(t));
+                }
+            }
+        }
+    }
+
+    fn close_interval(&mut self, node: NodeId, scope: u16, start: SimTime, end: Option<SimTime>) {
+        let stop = end.unwrap_or(self.end);
+        let a = start.max(self.from);
+        let b = stop.min(self.to);
+        if b > a {
+            self.ejected_us[node.index()] += b.as_micros() - a.as_micros();
+        }
+        if self.intervals.len() < MAX_INTERVALS {
+            self.intervals.push((node.0, scope, start, end));
+        }
+    }
+
+    /// Is `node` ejected by some policy in `scope` right now?
+    pub fn is_ejected(&self, node: NodeId, scope: u16) -> bool {
+        self.holders[node.index() * self.scopes + scope as usize] > 0
+    }
+
+    pub fn finish(
+        mut self,
+        model: &str,
+        seed: u64,
+        clock_phase: SimDuration,
+        events: u64,
+        unfinished: u64,
+    ) -> RunSummary {
+        // Close ejections still open at the end.
+        for k in 0..self.since.len() {
+            if let Some(start) = self.since[k].take() {
+                let node = NodeId((k / self.scopes) as u32);
+                self.close_interval(node, (k % self.scopes) as u16, start, None);
+            }
+        }
+        let total_ok: u64 = self.answered.iter().sum();
+        let window_s = (self.to.as_micros() - self.from.as_micros()) as f64 / 1e6;
+        let _ = window_s;
+        let nodes = (0..self.names.len())
+            .map(|i| NodeSummary {
+                name: self.names[i].clone(),
+                attempts: self.attempts[i],
+                answered: self.answered[i],
+                share: if total_ok > 0 {
+                    round6(self.answered[i] as f64 / total_ok as f64)
+                } else {
+                    0.0
+                },
+                failures: self.failures[i],
+                ejections: self.ejections[i],
+                ejected_time_s: round6(self.ejected_us[i] as f64 / 1e6 / self.scopes as f64),
+                first_ejection_delay_s: self.first_ejection_after_fault[i]
+                    .zip(self.fault_first_start[i])
+                    .map(|(e, f)| round6(e.saturating_since(f).as_secs_f64())),
+                recovery_delay_s: self.recovered_at[i]
+                    .zip(self.fault_last_end[i])
+                    .map(|(r, f)| round6(r.saturating_since(f).as_secs_f64())),
+            })
+            .collect();
+        let client = ClientSummary {
+            requests: self.requests,
+            ok: self.ok,
+            errors: self.errors,
+            timeouts: self.timeouts,
+            unfinished,
+            status: self
+                .status
+                .iter()
+                .map(|(k, v)| (k.to_string(), *v))
+                .collect(),
+            latency_ms: LatencySummary::from_hist(&self.latency),
+        };
+        let ejection_log = self
+            .intervals
+            .iter()
+            .map(|&(n, scope, s, e)| EjectionRecord {
+                node: self.names[n as usize].clone(),
+                scope,
+                start_s: round6(s.as_secs_f64()),
+                end_s: e.map(|e| round6(e.as_secs_f64())),
+            })
+            .collect();
+        let timeline = self.build_timeline();
+        RunSummary {
+            model: model.to_string(),
+            seed,
+            clock_phase_s: round6(clock_phase.as_secs_f64()),
+            duration_s: round6(self.end.as_secs_f64()),
+            measure_from_s: round6(self.from.as_secs_f64()),
+            measure_to_s: round6(self.to.as_secs_f64()),
+            events,
+            client,
+            nodes,
+            timeline,
+            ejection_log,
+        }
+    }
+
+    fn build_timeline(&self) -> Timeline {
+        let n = self.names.len();
+        let cols = COLS_FIXED + COLS_PER_NODE * n;
+        let buckets = self.end.as_micros().div_ceil(self.bucket_us) as usize;
+        let mut rows: Vec<TimelineRow> = (0..buckets)
+            .map(|b| {
+                let get = |c: usize| self.timeline.get(b * cols + c).copied().unwrap_or(0);
+                TimelineRow {
+                    t_s: round6((b as u64 * self.bucket_us) as f64 / 1e6),
+                    requests: get(0),
+                    ok: get(1),
+                    errors: get(2),
+                    timeouts: get(3),
+                    answered: (0..n)
+                        .map(|i| get(COLS_FIXED + COLS_PER_NODE * i))
+                        .collect(),
+                    attempts: (0..n)
+                        .map(|i| get(COLS_FIXED + COLS_PER_NODE * i + 1))
+                        .collect(),
+                    failures: (0..n)
+                        .map(|i| get(COLS_FIXED + COLS_PER_NODE * i + 2))
+                        .collect(),
+                    ejected: vec![0.0; n],
+                }
+            })
+            .collect();
+        for &(node, _scope, s, e) in &self.intervals {
+            let e = e.unwrap_or(self.end).as_micros();
+            let s = s.as_micros();
+            let first = (s / self.bucket_us) as usize;
+            let last = (e.saturating_sub(1) / self.bucket_us) as usize;
+            for (b, row) in rows.iter_mut().enumerate().take(last + 1).skip(first) {
+                let lo = (b as u64 * self.bucket_us).max(s);
+                let hi = ((b as u64 + 1) * self.bucket_us).min(e);
+                if hi > lo {
+                    row.ejected[node as usize] +=
+                        (hi - lo) as f64 / self.bucket_us as f64 / self.scopes as f64;
+                }
+            }
+        }
+        for row in &mut rows {
+            for v in &mut row.ejected {
+                *v = round6(*v);
+            }
+        }
+        Timeline {
+            bucket_s: self.bucket_us as f64 / 1e6,
+            node_names: self.names.clone(),
+            rows,
+        }
+    }
+}
+
+/// Rounds to 6 decimals so that JSON output is stable and readable.
+pub fn round6(x: f64) -> f64 {
+    (x * 1e6).round() / 1e6
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn histogram_quantiles_are_close() {
+        let mut h = Histogram::default();
+        for us in 1..=100_000u64 {
+            h.record(SimDuration::from_micros(us));
+        }
+        let p50 = h.quantile_us(0.5).unwrap();
+        let p99 = h.quantile_us(0.99).unwrap();
+        assert!((p50 / 50_000.0 - 1.0).abs() < 0.03, "p50 {p50}");
+        assert!((p99 / 99_000.0 - 1.0).abs() < 0.03, "p99 {p99}");
+        assert_eq!(h.max_us(), Some(100_000));
+        assert_eq!(h.count(), 100_000);
+        for v in [0u64, 1, 31, 32, 33, 1000, 1 << 40] {
+            let (low, width) = Histogram::bounds(Histogram::index(v));
+            assert!(v >= low && v < low + width, "{v} not in [{low}, +{width})");
+        }
+    }
+
+    #[test]
+    fn ejection_intervals_nest_across_policies_and_clip_to_the_window() {
+        let names = vec!["a".to_string()];
+        let ms = |m: u64| SimTime::from_micros(m * 1000);
+        let mut r = Recorder::new(
+            names,
+            1,
+            ms(10_000),
+            (ms(1000), ms(9000)),
+            SimDuration::from_secs(1),
+        );
+        let a = NodeId(0);
+        r.fault_window(a, ms(500), Some(ms(2000)));
+        r.notice(
+            ms(600),
+            Notice::Ejected {
+                scope: ScopeSel::All,
+                node: a,
+            },
+        );
+        r.notice(
+            ms(700),
+            Notice::Ejected {
+                scope: ScopeSel::One(0),
+                node: a,
+            },
+        );
+        r.notice(
+            ms(800),
+            Notice::Readmitted {
+                scope: ScopeSel::All,
+                node: a,
+            },
+        );
+        assert!(r.is_ejected(a, 0), "still held by the second policy");
+        r.notice(
+            ms(3000),
+            Notice::Readmitted {
+                scope: ScopeSel::One(0),
+                node: a,
+            },
+        );
+        let s = r.finish("m", 1, SimDuration::ZERO, 0, 0);
+        assert_eq!(s.nodes[0].ejections, 1);
+        assert_eq!(s.nodes[0].ejected_time_s, 2.0, "clipped to [1s, 3s)");
+        assert_eq!(s.nodes[0].first_ejection_delay_s, Some(0.1));
+        assert_eq!(s.timeline.rows[0].ejected[0], 0.4);
+        assert_eq!(s.timeline.rows[2].ejected[0], 1.0);
+    }
+}

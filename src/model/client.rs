@@ -1,0 +1,129 @@
+//! Clients: open-loop arrivals (generated lazily, one pending at a time) and
+//! closed-loop clients that send again after a think time; client timeouts.
+
+use super::{Event, World};
+use crate::engine::{SimDuration, SimTime};
+use crate::scenario::{Arrivals, Scenario};
+use rand::RngExt;
+use rand_distr::{Distribution, Exp};
+
+/// Client-side state.
+pub(crate) enum Clients {
+    Open {
+        arrivals: Arrivals,
+        rate_per_s: f64,
+        /// Constant spacing: index of the next arrival.
+        next_k: u64,
+        exp: Option<Exp<f64>>,
+    },
+    Closed {
+        concurrency: u32,
+        think_time: SimDuration,
+    },
+}
+
+impl Clients {
+    pub(crate) fn new(sc: &Scenario) -> Self {
+        match sc.clients {
+            crate::scenario::Clients::Open {
+                rate_per_s,
+                arrivals,
+                ..
+            } => Clients::Open {
+                arrivals,
+                rate_per_s,
+                next_k: 0,
+                exp: Exp::new(rate_per_s).ok(),
+            },
+            crate::scenario::Clients::Closed {
+                concurrency,
+                think_time,
+                ..
+            } => Clients::Closed {
+                concurrency,
+                think_time,
+            },
+        }
+    }
+}
+
+impl World<'_> {
+    pub(crate) fn start_clients(&mut self) {
+        match &self.clients {
+            Clients::Open { .. } => {
+                if let Some(t) = self.next_arrival_time() {
+                    self.q.schedule(t, Event::Arrival);
+                }
+            }
+            Clients::Closed { concurrency, .. } => {
+                for c in 0..*concurrency {
+                    self.q.schedule(SimTime::ZERO, Event::ClientWake(c));
+                }
+            }
+        }
+    }
+
+    /// The time of the next open-loop arrival (constant: `k / rate`, exact;
+    /// Poisson: now + Exp(rate)).
+    fn next_arrival_time(&mut self) -> Option<SimTime> {
+        let now = self.q.now();
+        match &mut self.clients {
+            Clients::Open {
+                arrivals: Arrivals::Constant,
+                rate_per_s,
+                next_k,
+                ..
+            } => {
+                let t = SimTime::ZERO + SimDuration::from_secs_f64(*next_k as f64 / *rate_per_s);
+                *next_k += 1;
+                Some(t.max(now))
+            }
+            Clients::Open {
+                arrivals: Arrivals::Poisson,
+                exp,
+                ..
+            } => {
+                let gap: f64 = exp.as_ref()?.sample(&mut self.rng_arrivals);
+                Some(now + SimDuration::from_secs_f64(gap).max(SimDuration::from_micros(1)))
+            }
+            Clients::Closed { .. } => None,
+        }
+    }
+
+    pub(crate) fn on_arrival(&mut self) {
+        if let Some(t) = self.next_arrival_time() {
+            self.q.schedule(t, Event::Arrival);
+        }
+        self.start_request(None);
+    }
+
+    pub(crate) fn on_client_wake(&mut self, client: u32) {
+        self.start_request(Some(client));
+    }
+
+    /// A request ended (answered or timed out): a closed-loop client thinks, then sends again.
+    pub(crate) fn client_done(&mut self, client: Option<u32>) {
+        if let (Some(c), Clients::Closed { think_time, .. }) = (client, &self.clients) {
+            let at = self.q.now() + *think_time;
+            self.q.schedule(at, Event::ClientWake(c));
+        }
+    }
+
+    /// Draws the gateway worker a new client connection lands on.
+    pub(crate) fn pick_worker(&mut self) -> u16 {
+        let workers = self.sc.gateway.workers;
+        if workers <= 1 {
+            0
+        } else {
+            self.rng_gateway.random_range(0..workers) as u16
+        }
+    }
+
+    pub(crate) fn arm_client_timeout(&mut self, slot: u32, generation: u32) {
+        if let Some(t) = self.sc.clients.timeout() {
+            let at = self.q.now() + t;
+            self.q
+                .schedule(at, Event::ClientTimeout { slot, generation });
+        }
+    }
+}

@@ -1,0 +1,673 @@
+//! The gateway: nginx's upstream request pipeline (`ngx_http_upstream.c`) and
+//! its balancers (`ngx_http_upstream_round_robin.c`, least_conn, random).
+//!
+//! One request walks: select a peer (health policies decide eligibility) →
+//! connect → send → wait for the header → either answer the client or, per
+//! `proxy_next_upstream`, free the peer as failed and try the next one.
+
+use super::{Event, Fail, NodeId, World};
+use crate::engine::SimTime;
+use crate::policy::{AttemptReport, AttemptResult, Charge, HealthPolicy, Now};
+use crate::scenario::{Balancer, NextUpstream, Scenario};
+use rand::RngExt;
+
+/// What came back from a node.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum Reply {
+    Status(u16),
+    /// The connection was reset or closed before a response header.
+    Reset,
+}
+
+/// Why nginx calls `ngx_http_upstream_next` (its `ft_type`).
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+enum Ft {
+    Error,
+    Timeout,
+    Http(u16),
+}
+
+/// One client request inside the gateway.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct Request {
+    active: bool,
+    /// Bumped when the request ends: stale client timeouts are ignored.
+    req_gen: u32,
+    /// Bumped for each attempt and when the request ends.
+    att_gen: u32,
+    id: u64,
+    client: Option<u32>,
+    start: SimTime,
+    /// Which copy of peer state this request uses (its worker, or 0 with `zone`).
+    scope: u16,
+    counted: bool,
+    /// `u.peer.tries`: attempts left.
+    tries: u32,
+    in_backup: bool,
+    /// Bitmap of nodes already tried in the current set.
+    tried: Vec<u64>,
+    /// The peer of the attempt in flight.
+    node: Option<NodeId>,
+    /// The request was sent on the current attempt (`u->request_sent`).
+    sent: bool,
+    /// Random draws so far (nginx's random balancer falls back to RR after 20).
+    random_tries: u32,
+}
+
+impl Request {
+    fn is_tried(&self, n: NodeId) -> bool {
+        self.tried[n.index() / 64] & (1 << (n.index() % 64)) != 0
+    }
+    fn mark_tried(&mut self, n: NodeId) {
+        self.tried[n.index() / 64] |= 1 << (n.index() % 64);
+    }
+}
+
+/// Gateway state: in-flight requests and the balancer's per-peer tables.
+pub(crate) struct Gateway {
+    reqs: Vec<Request>,
+    free: Vec<u32>,
+    next_id: u64,
+    in_flight: usize,
+    n: usize,
+    /// Per (scope, node): smooth-WRR current and effective weights, and
+    /// connections in flight.
+    cw: Vec<i64>,
+    ew: Vec<i64>,
+    conns: Vec<u32>,
+    weight: Vec<i64>,
+    primary: Vec<NodeId>,
+    backup: Vec<NodeId>,
+    down: Vec<bool>,
+    max_conns: Vec<u32>,
+    /// One primary peer and no backup: nginx skips all accounting.
+    single: bool,
+    initial_tries: u32,
+    /// Cumulative weights of the primary set, for the random balancers.
+    ranges: Vec<(i64, NodeId)>,
+    total_weight: i64,
+}
+
+impl Gateway {
+    pub(crate) fn new(sc: &Scenario) -> Self {
+        let n = sc.nodes.len();
+        let scopes = sc.scopes();
+        let primary: Vec<NodeId> = (0..n)
+            .filter(|&i| !sc.nodes[i].backup)
+            .map(|i| NodeId(i as u32))
+            .collect();
+        let backup: Vec<NodeId> = (0..n)
+            .filter(|&i| sc.nodes[i].backup)
+            .map(|i| NodeId(i as u32))
+            .collect();
+        let weight: Vec<i64> = sc.nodes.iter().map(|x| x.weight as i64).collect();
+        let usable = sc.nodes.iter().filter(|x| !x.down).count() as u32;
+        let cap = sc.gateway.proxy_next_upstream_tries;
+        let mut acc = 0;
+        let ranges = primary
+            .iter()
+            .map(|&p| {
+                acc += weight[p.index()];
+                (acc, p)
+            })
+            .collect();
+        Gateway {
+            reqs: Vec::new(),
+            free: Vec::new(),
+            next_id: 0,
+            in_flight: 0,
+            n,
+            cw: vec![0; n * scopes],
+            ew: (0..scopes).flat_map(|_| weight.iter().copied()).collect(),
+            conns: vec![0; n * scopes],
+            weight,
+            single: primary.len() == 1 && backup.is_empty(),
+            primary,
+            backup,
+            down: sc.nodes.iter().map(|x| x.down).collect(),
+            max_conns: sc.nodes.iter().map(|x| x.max_conns).collect(),
+            initial_tries: if cap > 0 { usable.min(cap) } else { usable },
+            ranges,
+            total_weight: acc,
+        }
+    }
+
+    pub(crate) fn in_flight(&self) -> usize {
+        self.in_flight
+    }
+
+    fn k(&self, scope: u16, node: NodeId) -> usize {
+        scope as usize * self.n + node.index()
+    }
+}
+
+/// `max_conns` reached (0 means unlimited).
+fn at_max_conns(max_conns: u32, conns: u32) -> bool {
+    max_conns > 0 && conns >= max_conns
+}
+
+/// Is `node` eligible for this request: not tried, not `down`, not ejected
+/// by any policy, not at `max_conns` (the skip tests of `get_peer`).
+fn eligible(
+    gw: &Gateway,
+    policies: &[Box<dyn HealthPolicy>],
+    r: &Request,
+    node: NodeId,
+    now: Now,
+) -> bool {
+    let k = gw.k(r.scope, node);
+    !r.is_tried(node)
+        && !gw.down[node.index()]
+        && policies.iter().all(|p| p.is_routable(r.scope, node, now))
+        && !at_max_conns(gw.max_conns[node.index()], gw.conns[k])
+}
+
+impl World<'_> {
+    pub(crate) fn start_request(&mut self, client: Option<u32>) {
+        let now = self.q.now();
+        let scope = if self.sc.gateway.zone {
+            // Keep the draw so that `zone` does not shift the gateway stream.
+            let _ = self.pick_worker();
+            0
+        } else {
+            self.pick_worker()
+        };
+        let counted = self.rec.in_window(now);
+        self.rec.request_sent(now, counted);
+        let gw = &mut self.gw;
+        let slot = match gw.free.pop() {
+            Some(s) => s,
+            None => {
+                gw.reqs.push(Request {
+                    tried: vec![0; gw.n.div_ceil(64)],
+                    ..Default::default()
+                });
+                (gw.reqs.len() - 1) as u32
+            }
+        };
+        gw.next_id += 1;
+        gw.in_flight += 1;
+        let tries = gw.initial_tries;
+        let id = gw.next_id;
+        let r = &mut gw.reqs[slot as usize];
+        r.active = true;
+        r.id = id;
+        r.client = client;
+        r.start = now;
+        r.scope = scope;
+        r.counted = counted;
+        r.tries = tries;
+        r.in_backup = false;
+        r.tried.iter_mut().for_each(|w| *w = 0);
+        r.node = None;
+        r.sent = false;
+        r.random_tries = 0;
+        let generation = r.req_gen;
+        self.arm_client_timeout(slot, generation);
+        self.connect(slot);
+    }
+
+    /// `ngx_http_upstream_connect`: select a peer and start an attempt.
+    fn connect(&mut self, slot: u32) {
+        let now = self.q.now();
+        let Some(node) = self.select_peer(slot) else {
+            // BUSY -> "no live upstreams" -> upstream_next(NOLIVE): nothing is
+            // freed and NOLIVE is never in the mask, so 502 at once.
+            self.finalize(slot, 502, None);
+            return;
+        };
+        let r = &mut self.gw.reqs[slot as usize];
+        r.att_gen = r.att_gen.wrapping_add(1);
+        r.node = Some(node);
+        r.sent = false;
+        let generation = r.att_gen;
+        let counted = r.counted;
+        self.rec.attempt(now, node, counted);
+        let g = &self.sc.gateway;
+        let n = &self.nodes[node.index()];
+        if n.refuses_connections() {
+            self.q.schedule(
+                now + g.rtt,
+                Event::AttemptFailed {
+                    slot,
+                    generation,
+                    why: Fail::Refused,
+                },
+            );
+        } else if n.drops_syn() {
+            self.q.schedule(
+                now + g.proxy_connect_timeout,
+                Event::AttemptFailed {
+                    slot,
+                    generation,
+                    why: Fail::ConnectTimeout,
+                },
+            );
+        } else {
+            self.gw.reqs[slot as usize].sent = true;
+            let sent_at = now + g.rtt;
+            self.q.schedule(
+                sent_at + g.rtt.half(),
+                Event::AtNode {
+                    slot,
+                    generation,
+                    node,
+                },
+            );
+            self.q.schedule(
+                sent_at + g.proxy_read_timeout,
+                Event::AttemptFailed {
+                    slot,
+                    generation,
+                    why: Fail::ReadTimeout,
+                },
+            );
+        }
+    }
+
+    /// `get_round_robin_peer` (or the configured balancer) with the backup fallback.
+    fn select_peer(&mut self, slot: u32) -> Option<NodeId> {
+        let now = self.clock.now(self.q.now());
+        loop {
+            let r = &self.gw.reqs[slot as usize];
+            let picked = if self.gw.single && !r.in_backup {
+                self.pick_single(slot, now)
+            } else {
+                match self.sc.gateway.balancer {
+                    Balancer::RoundRobin => self.pick_round_robin(slot, now),
+                    Balancer::LeastConn => self.pick_least_conn(slot, now),
+                    Balancer::RandomTwo => self.pick_random_two(slot, now),
+                }
+            };
+            match picked {
+                Some(node) => {
+                    let r = &self.gw.reqs[slot as usize];
+                    let (scope, single) = (r.scope, self.gw.single && !r.in_backup);
+                    let k = self.gw.k(scope, node);
+                    self.gw.conns[k] += 1;
+                    for i in 0..self.policies.len() {
+                        if !(single && self.policies[i].bypassed_for_single_server()) {
+                            self.with_policy(i, |p, cx| p.on_selected(cx, scope, node));
+                        }
+                    }
+                    return Some(node);
+                }
+                None => {
+                    let r = &mut self.gw.reqs[slot as usize];
+                    if !r.in_backup && !self.gw.backup.is_empty() {
+                        r.in_backup = true;
+                        r.tried.iter_mut().for_each(|w| *w = 0);
+                        continue;
+                    }
+                    return None;
+                }
+            }
+        }
+    }
+
+    /// The `peers->single` path: no `max_fails` at all.
+    fn pick_single(&mut self, slot: u32, now: Now) -> Option<NodeId> {
+        let node = self.gw.primary[0];
+        let r = &self.gw.reqs[slot as usize];
+        let k = self.gw.k(r.scope, node);
+        let m = self.gw.max_conns[node.index()];
+        let ok = !self.gw.down[node.index()]
+            && !at_max_conns(m, self.gw.conns[k])
+            && self
+                .policies
+                .iter()
+                .all(|p| p.bypassed_for_single_server() || p.is_routable(r.scope, node, now));
+        ok.then_some(node)
+    }
+
+    fn set_len(&self, slot: u32) -> usize {
+        if self.gw.reqs[slot as usize].in_backup {
+            self.gw.backup.len()
+        } else {
+            self.gw.primary.len()
+        }
+    }
+
+    fn set_node(&self, slot: u32, i: usize) -> NodeId {
+        if self.gw.reqs[slot as usize].in_backup {
+            self.gw.backup[i]
+        } else {
+            self.gw.primary[i]
+        }
+    }
+
+    /// `ngx_http_upstream_get_peer`: smooth weighted round-robin, strict `>`.
+    fn pick_round_robin(&mut self, slot: u32, now: Now) -> Option<NodeId> {
+        let mut best: Option<NodeId> = None;
+        let mut total = 0;
+        for i in 0..self.set_len(slot) {
+            let node = self.set_node(slot, i);
+            let r = &self.gw.reqs[slot as usize];
+            if !eligible(&self.gw, &self.policies, r, node, now) {
+                continue;
+            }
+            let k = self.gw.k(r.scope, node);
+            let gw = &mut self.gw;
+            gw.cw[k] += gw.ew[k];
+            total += gw.ew[k];
+            if gw.ew[k] < gw.weight[node.index()] {
+                gw.ew[k] += 1;
+            }
+            if best.is_none_or(|b| gw.cw[k] > gw.cw[gw.k(gw.reqs[slot as usize].scope, b)]) {
+                best = Some(node);
+            }
+        }
+        let best = best?;
+        let r = &mut self.gw.reqs[slot as usize];
+        r.mark_tried(best);
+        let scope = r.scope;
+        let k = self.gw.k(scope, best);
+        self.gw.cw[k] -= total;
+        Some(best)
+    }
+
+    /// `ngx_http_upstream_get_least_conn_peer`: fewest `conns/weight`; ties
+    /// broken by smooth WRR over the tied peers.
+    fn pick_least_conn(&mut self, slot: u32, now: Now) -> Option<NodeId> {
+        let scope = self.gw.reqs[slot as usize].scope;
+        let mut best: Option<(usize, NodeId)> = None;
+        let mut many = false;
+        for i in 0..self.set_len(slot) {
+            let node = self.set_node(slot, i);
+            if !eligible(
+                &self.gw,
+                &self.policies,
+                &self.gw.reqs[slot as usize],
+                node,
+                now,
+            ) {
+                continue;
+            }
+            let gw = &self.gw;
+            let c = gw.conns[gw.k(scope, node)] as i64;
+            match best {
+                None => best = Some((i, node)),
+                Some((_, b)) => {
+                    let lhs = c * gw.weight[b.index()];
+                    let rhs = gw.conns[gw.k(scope, b)] as i64 * gw.weight[node.index()];
+                    if lhs < rhs {
+                        best = Some((i, node));
+                        many = false;
+                    } else if lhs == rhs {
+                        many = true;
+                    }
+                }
+            }
+        }
+        let (first, mut chosen) = best?;
+        let mut total = 0;
+        if many {
+            let (bc, bw) = {
+                let gw = &self.gw;
+                (
+                    gw.conns[gw.k(scope, chosen)] as i64,
+                    gw.weight[chosen.index()],
+                )
+            };
+            for i in first..self.set_len(slot) {
+                let node = self.set_node(slot, i);
+                if !eligible(
+                    &self.gw,
+                    &self.policies,
+                    &self.gw.reqs[slot as usize],
+                    node,
+                    now,
+                ) {
+                    continue;
+                }
+                let gw = &mut self.gw;
+                let k = gw.k(scope, node);
+                if gw.conns[k] as i64 * bw != bc * gw.weight[node.index()] {
+                    continue;
+                }
+                gw.cw[k] += gw.ew[k];
+                total += gw.ew[k];
+                if gw.ew[k] < gw.weight[node.index()] {
+                    gw.ew[k] += 1;
+                }
+                if gw.cw[k] > gw.cw[gw.k(scope, chosen)] {
+                    chosen = node;
+                }
+            }
+        }
+        let k = self.gw.k(scope, chosen);
+        self.gw.cw[k] -= total;
+        self.gw.reqs[slot as usize].mark_tried(chosen);
+        Some(chosen)
+    }
+
+    /// `ngx_http_upstream_get_random2_peer`: two weighted random draws, the
+    /// one with fewer `conns/weight` wins; after 20 unsuccessful draws in a
+    /// request, plain round-robin. Backup sets use round-robin.
+    fn pick_random_two(&mut self, slot: u32, now: Now) -> Option<NodeId> {
+        if self.gw.reqs[slot as usize].in_backup || self.gw.total_weight == 0 {
+            return self.pick_round_robin(slot, now);
+        }
+        let scope = self.gw.reqs[slot as usize].scope;
+        let mut prev: Option<NodeId> = None;
+        loop {
+            if self.gw.reqs[slot as usize].random_tries > 20 {
+                return self.pick_round_robin(slot, now);
+            }
+            let x = self.rng_gateway.random_range(0..self.gw.total_weight);
+            let i = self.gw.ranges.partition_point(|&(acc, _)| acc <= x);
+            let node = self.gw.ranges[i].1;
+            let ok = prev != Some(node)
+                && eligible(
+                    &self.gw,
+                    &self.policies,
+                    &self.gw.reqs[slot as usize],
+                    node,
+                    now,
+                );
+            if ok {
+                match prev {
+                    None => prev = Some(node),
+                    Some(p) => {
+                        let gw = &self.gw;
+                        let lhs = gw.conns[gw.k(scope, node)] as i64 * gw.weight[p.index()];
+                        let rhs = gw.conns[gw.k(scope, p)] as i64 * gw.weight[node.index()];
+                        let chosen = if lhs > rhs { p } else { node };
+                        self.gw.reqs[slot as usize].mark_tried(chosen);
+                        return Some(chosen);
+                    }
+                }
+            }
+            self.gw.reqs[slot as usize].random_tries += 1;
+        }
+    }
+
+    /// `free_round_robin_peer`: return the connection slot and do the
+    /// passive accounting (nothing for a single server).
+    fn free_peer(&mut self, slot: u32, node: NodeId, charge: Charge, result: AttemptResult) {
+        let now = self.q.now();
+        let r = &mut self.gw.reqs[slot as usize];
+        r.node = None;
+        let (scope, counted, id) = (r.scope, r.counted, r.id);
+        let single = self.gw.single && !r.in_backup;
+        let k = self.gw.k(scope, node);
+        self.gw.conns[k] = self.gw.conns[k].saturating_sub(1);
+        self.trace_attempt(id, scope, node, result, charge);
+        if single {
+            self.gw.reqs[slot as usize].tries = 0;
+            let report = AttemptReport {
+                scope,
+                node,
+                result,
+                charge,
+            };
+            for i in 0..self.policies.len() {
+                if !self.policies[i].bypassed_for_single_server() {
+                    self.with_policy(i, |p, cx| p.on_attempt(cx, &report));
+                }
+            }
+            return;
+        }
+        if charge == Charge::Failed {
+            self.rec.failure(now, node, counted);
+            let w = self.gw.weight[node.index()];
+            let cut: i64 = self
+                .policies
+                .iter()
+                .map(|p| p.weight_cut(node, w as u32) as i64)
+                .sum();
+            self.gw.ew[k] = (self.gw.ew[k] - cut).max(0);
+        }
+        let report = AttemptReport {
+            scope,
+            node,
+            result,
+            charge,
+        };
+        for i in 0..self.policies.len() {
+            self.with_policy(i, |p, cx| p.on_attempt(cx, &report));
+        }
+        let r = &mut self.gw.reqs[slot as usize];
+        r.tries = r.tries.saturating_sub(1);
+    }
+
+    fn attempt_of(&self, slot: u32, generation: u32) -> Option<NodeId> {
+        let r = self.gw.reqs.get(slot as usize)?;
+        if r.active && r.att_gen == generation {
+            r.node
+        } else {
+            None
+        }
+    }
+
+    pub(crate) fn on_attempt_failed(&mut self, slot: u32, generation: u32, why: Fail) {
+        let Some(node) = self.attempt_of(slot, generation) else {
+            return;
+        };
+        let (ft, result) = match why {
+            Fail::Refused => (Ft::Error, AttemptResult::Refused),
+            Fail::ConnectTimeout => (Ft::Timeout, AttemptResult::ConnectTimeout),
+            Fail::ReadTimeout => (Ft::Timeout, AttemptResult::ReadTimeout),
+        };
+        self.next_upstream(slot, node, ft, result);
+    }
+
+    /// A response header (or a reset) reached the gateway.
+    pub(crate) fn on_response(&mut self, slot: u32, generation: u32, reply: Reply) {
+        let Some(node) = self.attempt_of(slot, generation) else {
+            return;
+        };
+        match reply {
+            Reply::Reset => self.next_upstream(slot, node, Ft::Error, AttemptResult::Reset),
+            Reply::Status(s) => {
+                if self.test_next(slot, s) {
+                    self.next_upstream(slot, node, Ft::Http(s), AttemptResult::Status(s));
+                } else {
+                    self.free_peer(slot, node, Charge::Success, AttemptResult::Status(s));
+                    self.finalize(slot, s, Some(node));
+                }
+            }
+        }
+    }
+
+    /// `ngx_http_upstream_test_next`: is this status a failure to retry?
+    fn test_next(&self, slot: u32, status: u16) -> bool {
+        let word = match status {
+            500 => NextUpstream::Http500,
+            502 => NextUpstream::Http502,
+            503 => NextUpstream::Http503,
+            504 => NextUpstream::Http504,
+            403 => NextUpstream::Http403,
+            404 => NextUpstream::Http404,
+            429 => NextUpstream::Http429,
+            _ => return false,
+        };
+        let r = &self.gw.reqs[slot as usize];
+        let mask = self.sc.next_upstream;
+        let non_idem = r.sent && self.sc.clients.method().is_non_idempotent();
+        r.tries > 1
+            && mask.contains(word)
+            && (!non_idem || mask.contains(NextUpstream::NonIdempotent))
+            && !self.next_upstream_timed_out(r)
+    }
+
+    fn next_upstream_timed_out(&self, r: &Request) -> bool {
+        let t = self.sc.gateway.proxy_next_upstream_timeout;
+        !t.is_zero() && self.q.now().saturating_since(r.start) >= t
+    }
+
+    /// `ngx_http_upstream_next`: free the peer as failed (403/404: next),
+    /// then retry at once or give up with the status nginx maps `ft` to.
+    fn next_upstream(&mut self, slot: u32, node: NodeId, ft: Ft, result: AttemptResult) {
+        let charge = match ft {
+            Ft::Http(403 | 404) => Charge::Next,
+            _ => Charge::Failed,
+        };
+        self.free_peer(slot, node, charge, result);
+        let status = match ft {
+            Ft::Timeout | Ft::Http(504) => 504,
+            Ft::Http(s @ (500 | 503 | 403 | 404 | 429)) => s,
+            _ => 502,
+        };
+        let r = &self.gw.reqs[slot as usize];
+        let mask = self.sc.next_upstream;
+        let word = match ft {
+            Ft::Error => NextUpstream::Error,
+            Ft::Timeout => NextUpstream::Timeout,
+            // test_next already checked the status word
+            Ft::Http(_) => NextUpstream::Error,
+        };
+        let listed = matches!(ft, Ft::Http(_)) || mask.contains(word);
+        let non_idem = r.sent && self.sc.clients.method().is_non_idempotent();
+        let give_up = r.tries == 0
+            || !listed
+            || (non_idem && !mask.contains(NextUpstream::NonIdempotent))
+            || self.next_upstream_timed_out(r);
+        if give_up {
+            self.finalize(slot, status, None);
+        } else {
+            self.connect(slot);
+        }
+    }
+
+    /// The gateway answers the client with `status`; `by` is the node whose
+    /// response is relayed (already freed as a success).
+    fn finalize(&mut self, slot: u32, status: u16, by: Option<NodeId>) {
+        let now = self.q.now();
+        let r = &self.gw.reqs[slot as usize];
+        let (start, counted, client) = (r.start, r.counted, r.client);
+        self.rec
+            .answered(now, status, now.saturating_since(start), by, counted);
+        self.release(slot);
+        self.client_done(client);
+    }
+
+    fn release(&mut self, slot: u32) {
+        let r = &mut self.gw.reqs[slot as usize];
+        r.active = false;
+        r.node = None;
+        r.req_gen = r.req_gen.wrapping_add(1);
+        r.att_gen = r.att_gen.wrapping_add(1);
+        self.gw.free.push(slot);
+        self.gw.in_flight -= 1;
+    }
+
+    /// The client gave up: nginx sees the client connection close and
+    /// finalizes with 499, freeing the peer with state 0 (not a failure).
+    pub(crate) fn on_client_timeout(&mut self, slot: u32, generation: u32) {
+        let Some(r) = self.gw.reqs.get(slot as usize) else {
+            return;
+        };
+        if !r.active || r.req_gen != generation {
+            return;
+        }
+        let (counted, client, node) = (r.counted, r.client, r.node);
+        if let Some(node) = node {
+            self.free_peer(slot, node, Charge::Success, AttemptResult::ClientAbort);
+        }
+        let now = self.q.now();
+        self.rec.timed_out(now, counted);
+        self.release(slot);
+        self.client_done(client);
+    }
+}

@@ -1,0 +1,327 @@
+//! The simulated system: clients → gateway (balancer + health policies) → nodes,
+//! with faults acting on nodes. `World` holds the state; handlers live in the
+//! submodule of the component they belong to (`on_<what happened>`).
+
+mod client;
+mod fault;
+mod gateway;
+mod node;
+
+use crate::engine::rng::{self, Stream};
+use crate::engine::{EventQueue, SimDuration, SimRng, SimTime};
+use crate::metrics::{Recorder, RunSummary};
+use crate::policy::{self, AttemptResult, Charge, HealthPolicy, Now, PolicyCx, PolicyTimer};
+use crate::scenario::Scenario;
+use rand::RngExt;
+
+pub use gateway::Reply;
+
+/// A node's index in the model's `nodes` list.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct NodeId(pub u32);
+
+impl NodeId {
+    pub fn index(self) -> usize {
+        self.0 as usize
+    }
+}
+
+/// nginx's `ngx_time()`: whole wall-clock seconds. The run starts `phase`
+/// into a wall-clock second, at an arbitrary epoch (so that peers' initial
+/// `checked = 0` is, as in nginx, long ago).
+#[derive(Copy, Clone, Debug)]
+pub struct WallClock {
+    phase_us: u64,
+}
+
+/// The wall-clock second at which every run starts.
+pub const WALL_EPOCH_S: i64 = 1_700_000_000;
+
+impl WallClock {
+    pub fn new(phase: SimDuration) -> Self {
+        WallClock {
+            phase_us: phase.as_micros() % 1_000_000,
+        }
+    }
+    pub fn phase(&self) -> SimDuration {
+        SimDuration::from_micros(self.phase_us)
+    }
+    pub fn secs(&self, t: SimTime) -> i64 {
+        WALL_EPOCH_S + ((t.as_micros() + self.phase_us) / 1_000_000) as i64
+    }
+    pub fn now(&self, t: SimTime) -> Now {
+        Now {
+            t,
+            wall_s: self.secs(t),
+        }
+    }
+}
+
+/// Why an attempt failed without a response.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum Fail {
+    Refused,
+    ConnectTimeout,
+    ReadTimeout,
+}
+
+/// Everything that can happen. Attempt events carry the request slot and the
+/// attempt's generation; a stale generation means the attempt is over and
+/// the event is ignored.
+#[derive(Copy, Clone, Debug)]
+pub(crate) enum Event {
+    /// The next open-loop request arrives.
+    Arrival,
+    /// A closed-loop client sends its next request.
+    ClientWake(u32),
+    ClientTimeout {
+        slot: u32,
+        generation: u32,
+    },
+    AttemptFailed {
+        slot: u32,
+        generation: u32,
+        why: Fail,
+    },
+    AtNode {
+        slot: u32,
+        generation: u32,
+        node: NodeId,
+    },
+    Response {
+        slot: u32,
+        generation: u32,
+        reply: Reply,
+    },
+    ServiceDone {
+        node: NodeId,
+        worker: u32,
+        epoch: u32,
+    },
+    FaultStart(u32),
+    FaultEnd(u32),
+    Policy {
+        policy: u16,
+        timer: PolicyTimer,
+    },
+}
+
+/// One line of the attempt trace (an access log of upstream attempts).
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct TraceLine {
+    pub t_s: f64,
+    pub request: u64,
+    pub scope: u16,
+    pub node: String,
+    pub result: String,
+    pub charge: &'static str,
+}
+
+/// Receives trace lines when tracing is on.
+pub type TraceSink<'a> = &'a mut dyn FnMut(&TraceLine);
+
+/// The state of one run.
+pub struct World<'s> {
+    pub(crate) sc: &'s Scenario,
+    pub(crate) q: EventQueue<Event>,
+    pub(crate) clock: WallClock,
+    pub(crate) rng_arrivals: SimRng,
+    pub(crate) rng_service: SimRng,
+    pub(crate) rng_faults: SimRng,
+    pub(crate) rng_gateway: SimRng,
+    pub(crate) rng_policy: SimRng,
+    pub(crate) clients: client::Clients,
+    pub(crate) gw: gateway::Gateway,
+    pub(crate) nodes: Vec<node::Node>,
+    pub(crate) policies: Vec<Box<dyn HealthPolicy>>,
+    pub(crate) timers_buf: Vec<(SimTime, PolicyTimer)>,
+    pub(crate) notices_buf: Vec<policy::Notice>,
+    pub(crate) rec: Recorder,
+    pub(crate) trace: Option<TraceSink<'s>>,
+    pub(crate) seed: u64,
+}
+
+/// Runs `sc` with `seed` (the model's own seed is ignored) and returns its metrics.
+pub fn run(sc: &Scenario, seed: u64) -> RunSummary {
+    World::new(sc, seed, None).run()
+}
+
+/// Like [`run`], calling `sink` for every upstream attempt.
+pub fn run_traced<'s>(sc: &'s Scenario, seed: u64, sink: TraceSink<'s>) -> RunSummary {
+    World::new(sc, seed, Some(sink)).run()
+}
+
+impl<'s> World<'s> {
+    pub fn new(sc: &'s Scenario, seed: u64, trace: Option<TraceSink<'s>>) -> Self {
+        let phase = match sc.gateway.clock_phase {
+            Some(p) => p,
+            None => SimDuration::from_micros(
+                rng::stream(seed, Stream::Clock).random_range(0..1_000_000),
+            ),
+        };
+        let names = sc.nodes.iter().map(|n| n.name.clone()).collect();
+        let mut rec = Recorder::new(
+            names,
+            sc.scopes(),
+            sc.end(),
+            (sc.measure_from, sc.measure_to),
+            sc.bucket,
+        );
+        for f in &sc.faults {
+            rec.fault_window(f.node, f.start, f.end);
+        }
+        let policies = sc
+            .policies
+            .iter()
+            .map(|p| policy::build(p, sc.scopes(), sc.nodes.len()))
+            .collect();
+        World {
+            sc,
+            q: EventQueue::new(),
+            clock: WallClock::new(phase),
+            rng_arrivals: rng::stream(seed, Stream::Arrivals),
+            rng_service: rng::stream(seed, Stream::Service),
+            rng_faults: rng::stream(seed, Stream::Faults),
+            rng_gateway: rng::stream(seed, Stream::Gateway),
+            rng_policy: rng::stream(seed, Stream::Policy),
+            clients: client::Clients::new(sc),
+            gw: gateway::Gateway::new(sc),
+            nodes: sc.nodes.iter().map(node::Node::new).collect(),
+            policies,
+            timers_buf: Vec::new(),
+            notices_buf: Vec::new(),
+            rec,
+            trace,
+            seed,
+        }
+    }
+
+    pub fn now(&self) -> SimTime {
+        self.q.now()
+    }
+
+    /// Runs to the end of the scenario and summarises.
+    pub fn run(mut self) -> RunSummary {
+        let end = self.sc.end();
+        for (i, f) in self.sc.faults.iter().enumerate() {
+            self.q.schedule(f.start, Event::FaultStart(i as u32));
+            if let Some(e) = f.end {
+                self.q.schedule(e, Event::FaultEnd(i as u32));
+            }
+        }
+        self.start_clients();
+        for i in 0..self.policies.len() {
+            self.with_policy(i, |p, cx| p.on_start(cx));
+        }
+        while let Some(t) = self.q.peek_time() {
+            if t >= end {
+                break;
+            }
+            let Some((_, ev)) = self.q.pop() else { break };
+            self.dispatch(ev);
+        }
+        let unfinished = self.gw.in_flight() as u64;
+        let seed_phase = self.clock.phase();
+        let events = self.q.popped();
+        let model = self.sc.name.clone();
+        let seed = self.seed;
+        self.rec
+            .finish(&model, seed, seed_phase, events, unfinished)
+    }
+
+    fn dispatch(&mut self, ev: Event) {
+        match ev {
+            Event::Arrival => self.on_arrival(),
+            Event::ClientWake(c) => self.on_client_wake(c),
+            Event::ClientTimeout { slot, generation } => self.on_client_timeout(slot, generation),
+            Event::AttemptFailed {
+                slot,
+                generation,
+                why,
+            } => self.on_attempt_failed(slot, generation, why),
+            Event::AtNode {
+                slot,
+                generation,
+                node,
+            } => self.on_request_at_node(slot, generation, node),
+            Event::Response {
+                slot,
+                generation,
+                reply,
+            } => self.on_response(slot, generation, reply),
+            Event::ServiceDone {
+                node,
+                worker,
+                epoch,
+            } => self.on_service_done(node, worker, epoch),
+            Event::FaultStart(i) => self.on_fault_start(i as usize),
+            Event::FaultEnd(i) => self.on_fault_end(i as usize),
+            Event::Policy { policy, timer } => {
+                self.with_policy(policy as usize, |p, cx| p.on_timer(cx, timer))
+            }
+        }
+    }
+
+    /// Calls policy `i` with a fresh context, then turns its requests into
+    /// events and its notices into metrics.
+    pub(crate) fn with_policy<R>(
+        &mut self,
+        i: usize,
+        f: impl FnOnce(&mut dyn HealthPolicy, &mut PolicyCx) -> R,
+    ) -> R {
+        let now = self.clock.now(self.q.now());
+        let mut cx = PolicyCx::new(
+            now,
+            &mut self.rng_policy,
+            &mut self.timers_buf,
+            &mut self.notices_buf,
+        );
+        let r = f(self.policies[i].as_mut(), &mut cx);
+        for (at, timer) in self.timers_buf.drain(..) {
+            self.q.schedule(
+                at,
+                Event::Policy {
+                    policy: i as u16,
+                    timer,
+                },
+            );
+        }
+        for n in self.notices_buf.drain(..) {
+            self.rec.notice(now.t, n);
+        }
+        r
+    }
+
+    /// Reports a finished attempt to the trace, if any.
+    pub(crate) fn trace_attempt(
+        &mut self,
+        request: u64,
+        scope: u16,
+        node: NodeId,
+        result: AttemptResult,
+        charge: Charge,
+    ) {
+        if let Some(sink) = self.trace.as_mut() {
+            let line = TraceLine {
+                t_s: self.q.now().as_secs_f64(),
+                request,
+                scope,
+                node: self.sc.nodes[node.index()].name.clone(),
+                result: match result {
+                    AttemptResult::Status(s) => s.to_string(),
+                    AttemptResult::Refused => "refused".into(),
+                    AttemptResult::ConnectTimeout => "connect_timeout".into(),
+                    AttemptResult::ReadTimeout => "read_timeout".into(),
+                    AttemptResult::Reset => "reset".into(),
+                    AttemptResult::ClientAbort => "client_abort".into(),
+                },
+                charge: match charge {
+                    Charge::Failed => "failed",
+                    Charge::Next => "next",
+                    Charge::Success => "ok",
+                },
+            };
+            sink(&line);
+        }
+    }
+}

@@ -1,0 +1,364 @@
+//! nginx passive health checking: `max_fails` / `fail_timeout`, exactly as
+//! `ngx_http_upstream_round_robin.c` implements it (get_peer and free_peer).
+//!
+//! State per peer and per scope (nginx worker, or one shared copy with `zone`):
+//! `fails`, `accessed` (wall second of the last failure) and `checked` (wall
+//! second of the last failure, or of a selection made more than `fail_timeout`
+//! after the previous `checked`). All comparisons use nginx's whole-second
+//! `ngx_time()`. There are no timers: an ejection ends lazily, when a selection
+//! finds `now - checked > fail_timeout`; that selection moves `checked`, which
+//! excludes the peer again, so exactly one probe attempt passes per window.
+
+use super::{AttemptReport, Charge, HealthPolicy, Now, PolicyCx, Scope, ScopeSel};
+use crate::engine::SimDuration;
+use crate::model::NodeId;
+use serde::{Deserialize, Serialize};
+
+/// Parameters of the nginx `server` line (the same for every node of the upstream).
+#[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct MaxFailsParams {
+    /// Failures that make the peer unavailable; `0` turns accounting off. nginx default: 1.
+    #[serde(default = "default_max_fails")]
+    pub max_fails: u32,
+    /// Both the chaining window and the ejection length, whole seconds. nginx default: 10s.
+    #[serde(default = "default_fail_timeout")]
+    pub fail_timeout: SimDuration,
+}
+
+fn default_max_fails() -> u32 {
+    1
+}
+fn default_fail_timeout() -> SimDuration {
+    SimDuration::from_secs(10)
+}
+
+impl Default for MaxFailsParams {
+    fn default() -> Self {
+        MaxFailsParams {
+            max_fails: default_max_fails(),
+            fail_timeout: default_fail_timeout(),
+        }
+    }
+}
+
+impl MaxFailsParams {
+    pub fn validate(&self) -> Result<(), (String, String)> {
+        if self.fail_timeout.whole_secs().is_none() {
+            return Err((
+                "fail_timeout".into(),
+                format!(
+                    "nginx takes fail_timeout in whole seconds (ms units are a config error), found \"{}\"",
+                    self.fail_timeout
+                ),
+            ));
+        }
+        Ok(())
+    }
+}
+
+#[derive(Clone, Copy, Debug, Default)]
+struct Peer {
+    fails: u32,
+    accessed: i64,
+    checked: i64,
+}
+
+/// nginx passive counting for every (scope, node) pair.
+pub struct MaxFails {
+    max_fails: u32,
+    fail_timeout: i64,
+    nodes: usize,
+    peers: Vec<Peer>,
+}
+
+impl MaxFails {
+    pub fn new(p: &MaxFailsParams, scopes: usize, nodes: usize) -> Self {
+        MaxFails {
+            max_fails: p.max_fails,
+            fail_timeout: p.fail_timeout.whole_secs().unwrap_or(0) as i64,
+            nodes,
+            peers: vec![Peer::default(); scopes.max(1) * nodes],
+        }
+    }
+
+    fn peer(&self, scope: Scope, node: NodeId) -> &Peer {
+        &self.peers[scope as usize * self.nodes + node.index()]
+    }
+
+    fn peer_mut(&mut self, scope: Scope, node: NodeId) -> &mut Peer {
+        &mut self.peers[scope as usize * self.nodes + node.index()]
+    }
+
+    /// The failure counter of one peer (for tests and traces).
+    pub fn fails(&self, scope: Scope, node: NodeId) -> u32 {
+        self.peer(scope, node).fails
+    }
+}
+
+impl HealthPolicy for MaxFails {
+    fn is_routable(&self, scope: Scope, node: NodeId, now: Now) -> bool {
+        let p = self.peer(scope, node);
+        !(self.max_fails > 0
+            && p.fails >= self.max_fails
+            && now.wall_s - p.checked <= self.fail_timeout)
+    }
+
+    fn on_selected(&mut self, cx: &mut PolicyCx, scope: Scope, node: NodeId) {
+        let ft = self.fail_timeout;
+        let p = self.peer_mut(scope, node);
+        if cx.now().wall_s - p.checked > ft {
+            p.checked = cx.now().wall_s;
+        }
+    }
+
+    fn on_attempt(&mut self, cx: &mut PolicyCx, r: &AttemptReport) {
+        let max_fails = self.max_fails;
+        let now = cx.now().wall_s;
+        let p = self.peer_mut(r.scope, r.node);
+        match r.charge {
+            Charge::Failed => {
+                p.fails += 1;
+                p.accessed = now;
+                p.checked = now;
+                if max_fails > 0 && p.fails == max_fails {
+                    cx.ejected(ScopeSel::One(r.scope), r.node);
+                }
+            }
+            Charge::Next | Charge::Success => {
+                if p.accessed < p.checked {
+                    let was_out = max_fails > 0 && p.fails >= max_fails;
+                    p.fails = 0;
+                    if was_out {
+                        cx.readmitted(ScopeSel::One(r.scope), r.node);
+                    }
+                }
+            }
+        }
+    }
+
+    fn weight_cut(&self, _node: NodeId, weight: u32) -> u32 {
+        // integer division, as nginx; max_fails=0 cuts nothing
+        weight.checked_div(self.max_fails).unwrap_or(0)
+    }
+
+    fn bypassed_for_single_server(&self) -> bool {
+        true
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::{SimTime, Stream, rng};
+    use crate::model::WallClock;
+    use crate::policy::{AttemptResult, Notice, PolicyTimer};
+
+    /// Drives one policy through a script of (time, action) with a fake context.
+    struct Harness {
+        policy: MaxFails,
+        clock: WallClock,
+        rng: crate::engine::SimRng,
+        timers: Vec<(SimTime, PolicyTimer)>,
+        notices: Vec<Notice>,
+    }
+
+    const A: NodeId = NodeId(0);
+
+    impl Harness {
+        fn new(max_fails: u32, fail_timeout_s: u64, phase_ms: u64) -> Self {
+            let p = MaxFailsParams {
+                max_fails,
+                fail_timeout: SimDuration::from_secs(fail_timeout_s),
+            };
+            Harness {
+                policy: MaxFails::new(&p, 1, 2),
+                clock: WallClock::new(SimDuration::from_millis(phase_ms)),
+                rng: rng::stream(1, Stream::Policy),
+                timers: vec![],
+                notices: vec![],
+            }
+        }
+        fn now(&self, ms: u64) -> Now {
+            self.clock.now(SimTime::from_micros(ms * 1000))
+        }
+        fn routable(&self, ms: u64) -> bool {
+            self.policy.is_routable(0, A, self.now(ms))
+        }
+        /// A request selects A at `ms` and completes at once with `charge`.
+        fn attempt(&mut self, ms: u64, charge: Charge) {
+            let now = self.now(ms);
+            let mut cx = PolicyCx::new(now, &mut self.rng, &mut self.timers, &mut self.notices);
+            self.policy.on_selected(&mut cx, 0, A);
+            let result = match charge {
+                Charge::Failed => AttemptResult::Refused,
+                _ => AttemptResult::Status(200),
+            };
+            self.policy.on_attempt(
+                &mut cx,
+                &AttemptReport {
+                    scope: 0,
+                    node: A,
+                    result,
+                    charge,
+                },
+            );
+        }
+        /// Selection at `ms` only (the attempt is still in flight).
+        fn select(&mut self, ms: u64) {
+            let now = self.now(ms);
+            let mut cx = PolicyCx::new(now, &mut self.rng, &mut self.timers, &mut self.notices);
+            self.policy.on_selected(&mut cx, 0, A);
+        }
+        fn complete(&mut self, ms: u64, charge: Charge) {
+            let now = self.now(ms);
+            let mut cx = PolicyCx::new(now, &mut self.rng, &mut self.timers, &mut self.notices);
+            self.policy.on_attempt(
+                &mut cx,
+                &AttemptReport {
+                    scope: 0,
+                    node: A,
+                    result: AttemptResult::Status(200),
+                    charge,
+                },
+            );
+        }
+    }
+
+    #[test]
+    fn failures_chain_across_successes() {
+        // Reference D2: max_fails=2, fail_timeout=10, failure at s=302, nine
+        // successes, failure at s=307 -> disabled at 307, next used at 318.
+        let mut h = Harness::new(2, 10, 0);
+        h.attempt(302_000, Charge::Failed);
+        for s in 303..=306 {
+            h.attempt(s * 1000, Charge::Success);
+            h.attempt(s * 1000 + 500, Charge::Success);
+        }
+        h.attempt(306_900, Charge::Success);
+        assert_eq!(
+            h.policy.fails(0, A),
+            1,
+            "successes within the window keep fails"
+        );
+        h.attempt(307_000, Charge::Failed);
+        assert_eq!(h.policy.fails(0, A), 2);
+        assert!(!h.routable(307_001));
+        assert!(
+            !h.routable(317_999),
+            "still out in second 317 (317-307 <= 10)"
+        );
+        assert!(h.routable(318_000), "eligible again at 307+10+1");
+        assert_eq!(h.notices.len(), 1);
+    }
+
+    #[test]
+    fn a_success_after_the_window_resets_fails() {
+        let mut h = Harness::new(3, 5, 0);
+        h.attempt(1_000, Charge::Failed);
+        h.attempt(2_000, Charge::Failed);
+        // Selected more than fail_timeout after `checked` (second 2): 8 - 2 > 5.
+        h.attempt(8_000, Charge::Success);
+        assert_eq!(h.policy.fails(0, A), 0);
+        h.attempt(8_500, Charge::Failed);
+        assert!(h.routable(8_600), "the chain restarted at one failure");
+    }
+
+    #[test]
+    fn exactly_one_probe_per_window() {
+        let mut h = Harness::new(1, 3, 0);
+        h.attempt(10_000, Charge::Failed);
+        assert!(!h.routable(13_999));
+        assert!(h.routable(14_000), "window over: eligible");
+        h.select(14_100); // the probe is selected: checked = 14
+        assert!(
+            !h.routable(14_200),
+            "the probe's selection excludes the peer again"
+        );
+        assert!(!h.routable(17_999));
+        // The probe succeeds: accessed (10) < checked (14) -> fails = 0.
+        h.complete(14_300, Charge::Success);
+        assert!(h.routable(14_301));
+        assert!(matches!(h.notices.last(), Some(Notice::Readmitted { .. })));
+    }
+
+    #[test]
+    fn a_failed_probe_ejects_for_a_whole_new_window() {
+        let mut h = Harness::new(1, 3, 0);
+        h.attempt(10_000, Charge::Failed);
+        h.attempt(14_250, Charge::Failed); // the probe fails at second 14
+        assert!(!h.routable(17_999));
+        assert!(h.routable(18_000));
+        assert_eq!(
+            h.policy.fails(0, A),
+            2,
+            "fails keeps counting past max_fails"
+        );
+    }
+
+    #[test]
+    fn a_hung_probe_lets_a_second_probe_through_after_the_next_window() {
+        let mut h = Harness::new(1, 2, 0);
+        h.attempt(5_000, Charge::Failed);
+        h.select(8_100); // probe selected at second 8 and never completes
+        assert!(!h.routable(10_999));
+        assert!(h.routable(11_000), "8 + 2 + 1: a second probe may go");
+    }
+
+    #[test]
+    fn whole_second_clock_with_phase() {
+        // Reference D1/A2: a failure at x.480 with fail_timeout=3 became eligible at (x+4).000.
+        // With phase 0.3 s, sim time 1.180 s is wall x.480 (x = epoch + 1).
+        let mut h = Harness::new(1, 3, 300);
+        h.attempt(1_180, Charge::Failed);
+        assert!(!h.routable(4_699), "wall x+3.999");
+        assert!(h.routable(4_700), "wall x+4.000 is sim 4.700 s");
+    }
+
+    #[test]
+    fn max_fails_zero_disables_ejection() {
+        let mut h = Harness::new(0, 10, 0);
+        for i in 0..10 {
+            h.attempt(1_000 + i, Charge::Failed);
+        }
+        assert!(h.routable(1_100));
+        assert_eq!(h.policy.fails(0, A), 10, "fails still increments");
+        assert_eq!(h.policy.weight_cut(A, 5), 0);
+        assert!(h.notices.is_empty());
+    }
+
+    #[test]
+    fn next_takes_the_success_path() {
+        let mut h = Harness::new(1, 2, 0);
+        h.attempt(1_000, Charge::Failed);
+        h.select(4_000);
+        h.complete(4_100, Charge::Next); // a 403/404 retried: resets like a success
+        assert!(h.routable(4_200));
+    }
+
+    #[test]
+    fn weight_cut_is_integer_division() {
+        let h = Harness::new(3, 5, 0);
+        assert_eq!(h.policy.weight_cut(A, 1), 0, "weight 1 / max_fails 3 = 0");
+        let p = MaxFails::new(
+            &MaxFailsParams {
+                max_fails: 2,
+                fail_timeout: SimDuration::from_secs(5),
+            },
+            1,
+            1,
+        );
+        assert_eq!(p.weight_cut(A, 5), 2);
+    }
+
+    #[test]
+    fn fractional_fail_timeout_is_rejected() {
+        let p = MaxFailsParams {
+            max_fails: 1,
+            fail_timeout: SimDuration::from_millis(1500),
+        };
+        let (field, reason) = p.validate().unwrap_err();
+        assert_eq!(field, "fail_timeout");
+        assert!(reason.contains("whole seconds"), "{reason}");
+    }
+}
