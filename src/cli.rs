@@ -23,6 +23,19 @@ pub struct Cli {
 pub enum Command {
     /// Run a model (optionally several seeded replications) and report its metrics.
     Run(RunArgs),
+    /// Run the seed experiments' models and compare hcsim with the figures
+    /// measured on real software.
+    Reproduce(ReproduceArgs),
+}
+
+#[derive(Args, Debug)]
+pub struct ReproduceArgs {
+    /// Directory holding the shipped models.
+    #[arg(long, default_value = "models")]
+    pub models: PathBuf,
+    /// Print a Markdown table (for docs/seed-comparison.md).
+    #[arg(long)]
+    pub markdown: bool,
 }
 
 #[derive(Args, Debug)]
@@ -96,6 +109,7 @@ pub fn load_with_overrides(path: &Path, sets: &[String]) -> Result<Scenario, Err
 pub fn run(cli: Cli) -> Result<ExitCode, Error> {
     match cli.command {
         Command::Run(args) => cmd_run(args),
+        Command::Reproduce(args) => cmd_reproduce(args),
     }
 }
 
@@ -167,6 +181,39 @@ fn cmd_run(args: RunArgs) -> Result<ExitCode, Error> {
             print!("{}", report::table(&report));
             println!("\nwrote {}", out_dir.display());
         }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn cmd_reproduce(args: ReproduceArgs) -> Result<ExitCode, Error> {
+    let rows = crate::reproduce::rows(&args.models)?;
+    if args.markdown {
+        print!("{}", crate::reproduce::markdown(&rows));
+    } else {
+        let mut table = vec![vec![
+            "exp".to_string(),
+            "case".into(),
+            "metric".into(),
+            "seed".into(),
+            "hcsim".into(),
+            "verdict".into(),
+        ]];
+        for r in &rows {
+            table.push(vec![
+                r.experiment.to_string(),
+                r.case.clone(),
+                r.metric.clone(),
+                r.seed.clone(),
+                r.hcsim.clone(),
+                r.verdict.clone(),
+            ]);
+        }
+        print!("{}", report::align(&table));
+    }
+    let outside = rows.iter().filter(|r| r.is_outside()).count();
+    if outside > 0 {
+        eprintln!("{outside} figure(s) outside their acceptance band");
+        return Ok(ExitCode::from(1));
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -58,6 +58,7 @@ pub mod metrics;
 pub mod model;
 pub mod policy;
 pub mod report;
+pub mod reproduce;
 pub mod scenario;
 
 pub use error::Error;

@@ -263,7 +263,7 @@ fn cell(v: &Value, key: &str, unit: &str, digits: usize) -> String {
             format!("{m:.digits$}{unit} [{lo:.digits$}–{hi:.digits$}]")
         }
         (Some(m), _, _) => format!("{m:.digits$}{unit}"),
-        _ => "never".into(),
+        _ => "-".into(),
     }
 }
 

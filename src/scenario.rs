@@ -851,6 +851,12 @@ pub fn set_path(doc: &mut Value, path: &str, value: Value) -> Result<(), String>
     let mut cur = doc;
     let mut walked = String::new();
     for p in parents {
+        // A section the file leaves to its defaults (e.g. `gateway`) is created.
+        if let Value::Object(map) = cur
+            && !map.contains_key(p.as_str())
+        {
+            map.insert(p.clone(), Value::Object(Default::default()));
+        }
         cur = step(cur, p).ok_or_else(|| {
             format!(
                 "no field `{p}` under `{}`",
@@ -1046,7 +1052,9 @@ mod tests {
         assert_eq!(d["clients"]["rate_per_s"], json!(10000));
         assert_eq!(d["nodes"][1]["weight"], json!(3));
         assert_eq!(d["nodes"][0]["weight"], json!(2));
-        assert!(set_path(&mut d, "gatway.workers", json!(2)).is_err());
+        assert!(set_path(&mut d, "nodes[7].weight", json!(2)).is_err());
+        set_path(&mut d, "gateway.workers", json!(2)).unwrap();
+        assert_eq!(d["gateway"]["workers"], json!(2));
         assert_eq!(get_path(&d, "nodes[1].name"), Some(&json!("b")));
         assert_eq!(parse_set_value("5s"), json!("5s"));
         assert_eq!(parse_set_value("3"), json!(3));

@@ -1,0 +1,143 @@
+//! `hcsim reproduce`: runs the shipped models of the seed experiments and sets
+//! each figure measured on real software beside the one hcsim produces.
+//!
+//! The seed figures are quoted from `seed-experiments.md` (measured on real
+//! nginx and small Python services); every hcsim figure is computed here, now.
+
+mod e1_e5;
+
+use crate::cli::rep_seed;
+use crate::error::Error;
+use crate::metrics::RunSummary;
+use crate::model::{self, TraceLine};
+use crate::scenario::{self, Scenario};
+use serde::Serialize;
+use std::path::Path;
+
+/// One comparison: a figure of the seed experiment and hcsim's.
+#[derive(Clone, Debug, Serialize)]
+pub struct Row {
+    pub experiment: &'static str,
+    pub case: String,
+    pub metric: String,
+    /// As measured on real software (from the seed articles).
+    pub seed: String,
+    /// As hcsim computes it.
+    pub hcsim: String,
+    /// `within` the acceptance band, `outside` it, or `differs` with a reason.
+    pub verdict: String,
+}
+
+impl Row {
+    pub fn new(
+        experiment: &'static str,
+        case: impl Into<String>,
+        metric: impl Into<String>,
+        seed: impl Into<String>,
+        hcsim: impl Into<String>,
+        within: bool,
+    ) -> Row {
+        Row {
+            experiment,
+            case: case.into(),
+            metric: metric.into(),
+            seed: seed.into(),
+            hcsim: hcsim.into(),
+            verdict: if within { "within" } else { "outside" }.into(),
+        }
+    }
+
+    /// A figure with no acceptance band, shown for information.
+    pub fn info(
+        experiment: &'static str,
+        case: impl Into<String>,
+        metric: impl Into<String>,
+        seed: impl Into<String>,
+        hcsim: impl Into<String>,
+        note: &str,
+    ) -> Row {
+        Row {
+            experiment,
+            case: case.into(),
+            metric: metric.into(),
+            seed: seed.into(),
+            hcsim: hcsim.into(),
+            verdict: note.into(),
+        }
+    }
+
+    pub fn is_outside(&self) -> bool {
+        self.verdict == "outside"
+    }
+}
+
+/// Loads a shipped model, with `--set`-style overrides.
+pub(crate) fn load(
+    models: &Path,
+    file: &str,
+    sets: &[(&str, serde_json::Value)],
+) -> Result<Scenario, Error> {
+    let path = models.join(file);
+    let mut doc = scenario::read_document(&path)?;
+    for (k, v) in sets {
+        scenario::set_path(&mut doc, k, v.clone()).map_err(|reason| Error::Set {
+            arg: format!("{k}={v}"),
+            reason,
+        })?;
+    }
+    Scenario::from_document(&doc, &path)
+}
+
+/// `reps` replications with the seeds `hcsim run --reps` uses.
+pub(crate) fn replicate(sc: &Scenario, reps: u64) -> Vec<RunSummary> {
+    (0..reps)
+        .map(|r| model::run(sc, rep_seed(sc.seed, r)))
+        .collect()
+}
+
+/// One run with its attempt trace.
+pub(crate) fn traced(sc: &Scenario, seed: u64) -> (RunSummary, Vec<TraceLine>) {
+    let mut lines = Vec::new();
+    let mut sink = |l: &TraceLine| lines.push(l.clone());
+    let s = model::run_traced(sc, seed, &mut sink);
+    (s, lines)
+}
+
+pub(crate) fn median(mut xs: Vec<f64>) -> Option<f64> {
+    if xs.is_empty() {
+        return None;
+    }
+    xs.sort_by(f64::total_cmp);
+    let n = xs.len();
+    Some(if n % 2 == 1 {
+        xs[n / 2]
+    } else {
+        (xs[n / 2 - 1] + xs[n / 2]) / 2.0
+    })
+}
+
+/// Every comparison row, experiment by experiment.
+pub fn rows(models: &Path) -> Result<Vec<Row>, Error> {
+    let mut rows = Vec::new();
+    rows.extend(e1_e5::rows(models)?);
+    Ok(rows)
+}
+
+/// The rows as a Markdown table.
+pub fn markdown(rows: &[Row]) -> String {
+    let mut out = String::from(
+        "| exp | case | metric | seed (real software) | hcsim | verdict |\n|---|---|---|---|---|---|\n",
+    );
+    for r in rows {
+        out.push_str(&format!(
+            "| {} | {} | {} | {} | {} | {} |\n",
+            r.experiment,
+            r.case,
+            r.metric,
+            r.seed.replace('|', "\\|"),
+            r.hcsim.replace('|', "\\|"),
+            r.verdict
+        ));
+    }
+    out
+}

@@ -1,0 +1,72 @@
+//! One integration-test binary (faster to build than one per file).
+
+mod cli;
+mod determinism;
+mod nginx;
+mod scenarios;
+mod seeds;
+
+use hcsim::metrics::RunSummary;
+use hcsim::model::{self, TraceLine};
+use hcsim::scenario::Scenario;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+/// The repository root (tests run the binary from there).
+pub fn root() -> &'static Path {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// A fresh temporary directory for one test.
+pub fn tmp(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("hcsim-it-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).expect("create temp dir");
+    d
+}
+
+/// Runs the hcsim binary from the repository root.
+pub fn hcsim(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_hcsim"))
+        .args(args)
+        .current_dir(root())
+        .output()
+        .expect("run hcsim")
+}
+
+/// Builds a scenario from an inline JSON model.
+pub fn scenario(doc: serde_json::Value) -> Scenario {
+    Scenario::from_document(&doc, Path::new("inline.json")).unwrap_or_else(|e| panic!("{e}"))
+}
+
+/// One run and its attempt trace.
+pub fn traced(sc: &Scenario, seed: u64) -> (RunSummary, Vec<TraceLine>) {
+    let mut lines = Vec::new();
+    let mut sink = |l: &TraceLine| lines.push(l.clone());
+    let s = model::run_traced(sc, seed, &mut sink);
+    (s, lines)
+}
+
+/// Every request ends exactly once.
+pub fn assert_conserved(s: &RunSummary) {
+    let c = &s.client;
+    assert_eq!(
+        c.requests,
+        c.ok + c.errors + c.timeouts + c.unfinished,
+        "requests not conserved in {} seed {}: {c:?}",
+        s.model,
+        s.seed
+    );
+    let by_status: u64 = c.status.values().sum();
+    assert_eq!(by_status, c.ok + c.errors, "status counts in {}", s.model);
+    let answered: u64 = s.nodes.iter().map(|n| n.answered).sum();
+    assert_eq!(answered, c.ok, "answers by node vs ok in {}", s.model);
+    if c.ok > 0 {
+        let shares: f64 = s.nodes.iter().map(|n| n.share).sum();
+        assert!(
+            (shares - 1.0).abs() < 1e-5,
+            "shares sum to {shares} in {}",
+            s.model
+        );
+    }
+}
