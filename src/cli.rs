@@ -23,9 +23,17 @@ pub struct Cli {
 pub enum Command {
     /// Run a model (optionally several seeded replications) and report its metrics.
     Run(RunArgs),
+    /// Redraw the charts and report.html of a finished run from its output files.
+    Plot(PlotArgs),
     /// Run the seed experiments' models and compare hcsim with the figures
     /// measured on real software.
     Reproduce(ReproduceArgs),
+}
+
+#[derive(Args, Debug)]
+pub struct PlotArgs {
+    /// An output directory written by `hcsim run` (holding summary.json).
+    pub dir: PathBuf,
 }
 
 #[derive(Args, Debug)]
@@ -64,6 +72,9 @@ pub struct RunArgs {
     /// Replications run in parallel on this many threads (default: all cores).
     #[arg(long, short = 'j')]
     pub jobs: Option<usize>,
+    /// Skip the charts and report.html.
+    #[arg(long)]
+    pub no_charts: bool,
 }
 
 #[derive(Copy, Clone, Debug, PartialEq, Eq, ValueEnum)]
@@ -109,6 +120,7 @@ pub fn load_with_overrides(path: &Path, sets: &[String]) -> Result<Scenario, Err
 pub fn run(cli: Cli) -> Result<ExitCode, Error> {
     match cli.command {
         Command::Run(args) => cmd_run(args),
+        Command::Plot(args) => cmd_plot(&args.dir).map(|_| ExitCode::SUCCESS),
         Command::Reproduce(args) => cmd_reproduce(args),
     }
 }
@@ -150,7 +162,7 @@ fn cmd_run(args: RunArgs) -> Result<ExitCode, Error> {
             })
             .unzip()
     });
-    let report = RunReport::new(&sc.name, &args.model, base, &args.set, &runs);
+    let report = RunReport::new(&sc, &args.model, base, &args.set, &runs);
     let json =
         serde_json::to_string_pretty(&report).map_err(|e| Error::Usage(e.to_string()))? + "\n";
     let csv_err = |path: PathBuf| {
@@ -175,6 +187,9 @@ fn cmd_run(args: RunArgs) -> Result<ExitCode, Error> {
         let bytes = trace_csv(&runs, &traces).map_err(csv_err(p.clone()))?;
         report::write_atomic(&p, &bytes)?;
     }
+    if !args.no_charts {
+        cmd_plot(&out_dir)?;
+    }
     match args.format {
         Format::Json => print!("{json}"),
         Format::Table => {
@@ -183,6 +198,12 @@ fn cmd_run(args: RunArgs) -> Result<ExitCode, Error> {
         }
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// Draws the charts of an output directory and its report.html.
+fn cmd_plot(dir: &Path) -> Result<(), Error> {
+    let drawn = crate::charts::draw_run(dir)?;
+    crate::html::run_report(dir, &drawn)
 }
 
 fn cmd_reproduce(args: ReproduceArgs) -> Result<ExitCode, Error> {

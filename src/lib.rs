@@ -51,11 +51,14 @@
 //! assert!(summary.nodes[0].share < 0.25); // a is ejected most of the time
 //! ```
 
+pub mod charts;
 pub mod cli;
 pub mod engine;
 pub mod error;
+pub mod html;
 pub mod metrics;
 pub mod model;
+pub mod plot;
 pub mod policy;
 pub mod report;
 pub mod reproduce;

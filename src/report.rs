@@ -3,6 +3,7 @@
 
 use crate::error::Error;
 use crate::metrics::{RunSummary, round6};
+use crate::scenario::Scenario;
 use serde::Serialize;
 use serde_json::{Map, Value, json};
 use std::fmt::Write as _;
@@ -20,6 +21,8 @@ pub struct RunReport<'a> {
     pub hcsim_version: &'static str,
     pub model: &'a str,
     pub file: String,
+    /// The command that reproduces this report (options that change results only).
+    pub command: String,
     pub seed: u64,
     pub reps: usize,
     pub set: &'a [String],
@@ -27,12 +30,26 @@ pub struct RunReport<'a> {
     pub nodes: Value,
     pub clock_phase_s: Value,
     pub events: Value,
+    /// Fault windows, for charts: `{node, kind, start_s, end_s}`.
+    pub faults: Vec<FaultWindow>,
+    /// The model as simulated, every default filled in.
+    pub model_spec: Value,
     pub runs: &'a [RunSummary],
+}
+
+/// One fault window as it appears in `summary.json`.
+#[derive(Serialize, serde::Deserialize, Clone, Debug, PartialEq)]
+pub struct FaultWindow {
+    pub node: String,
+    pub kind: String,
+    pub start_s: f64,
+    /// `None`: to the end of the run.
+    pub end_s: Option<f64>,
 }
 
 impl<'a> RunReport<'a> {
     pub fn new(
-        model: &'a str,
+        sc: &'a Scenario,
         file: &Path,
         seed: u64,
         set: &'a [String],
@@ -44,10 +61,19 @@ impl<'a> RunReport<'a> {
             .collect();
         let agg = aggregate(&values);
         let get = |k: &str| agg.get(k).cloned().unwrap_or(Value::Null);
+        let mut command = format!(
+            "hcsim run {} --seed {seed} --reps {}",
+            file.display(),
+            runs.len()
+        );
+        for s in set {
+            command.push_str(&format!(" --set '{s}'"));
+        }
         RunReport {
             hcsim_version: env!("CARGO_PKG_VERSION"),
-            model,
+            model: &sc.name,
             file: file.display().to_string(),
+            command,
             seed,
             reps: runs.len(),
             set,
@@ -55,6 +81,17 @@ impl<'a> RunReport<'a> {
             nodes: get("nodes"),
             clock_phase_s: get("clock_phase_s"),
             events: get("events"),
+            faults: sc
+                .faults
+                .iter()
+                .map(|f| FaultWindow {
+                    node: sc.nodes[f.node.index()].name.clone(),
+                    kind: f.kind.name().to_string(),
+                    start_s: round6(f.start.as_secs_f64()),
+                    end_s: f.end.map(|e| round6(e.as_secs_f64())),
+                })
+                .collect(),
+            model_spec: serde_json::to_value(&sc.spec).unwrap_or(Value::Null),
             runs,
         }
     }

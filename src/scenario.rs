@@ -5,6 +5,7 @@
 //! Defaults are nginx's defaults (`proxy_next_upstream error timeout`, 60 s
 //! timeouts, `max_fails=1 fail_timeout=10s`). Durations are strings with units.
 
+use crate::charts::ChartSpec;
 use crate::engine::{SimDuration, SimTime};
 use crate::error::Error;
 use crate::model::NodeId;
@@ -48,6 +49,9 @@ pub struct ScenarioSpec {
     /// Several policies at once: a node is routable only if none ejects it.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub policies: Vec<PolicySpec>,
+    /// Charts `hcsim run` draws; default: a timeline, and distributions over replications.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub charts: Vec<ChartSpec>,
 }
 
 fn default_seed() -> u64 {

@@ -3,6 +3,7 @@
 mod cli;
 mod determinism;
 mod nginx;
+mod report;
 mod scenarios;
 mod seeds;
 
