@@ -245,6 +245,10 @@ pub struct Recorder {
     first_ejection_after_fault: Vec<Option<SimTime>>,
     recovered_at: Vec<Option<SimTime>>,
     timeline: Vec<u64>,
+    /// The bucket `row` returned last: `[row_from, row_to)` µs at offset `row_at`.
+    row_from: u64,
+    row_to: u64,
+    row_at: usize,
 }
 
 impl Recorder {
@@ -282,6 +286,9 @@ impl Recorder {
             first_ejection_after_fault: vec![None; n],
             recovered_at: vec![None; n],
             timeline: Vec::new(),
+            row_from: 0,
+            row_to: 0,
+            row_at: 0,
         }
     }
 
@@ -303,12 +310,19 @@ impl Recorder {
 
     fn row(&mut self, t: SimTime) -> &mut [u64] {
         let cols = COLS_FIXED + COLS_PER_NODE * self.names.len();
-        let b = (t.as_micros() / self.bucket_us) as usize;
-        let need = (b + 1) * cols;
-        if self.timeline.len() < need {
-            self.timeline.resize(need, 0);
+        let us = t.as_micros();
+        // Time only moves forward: most events fall in the current bucket.
+        if !(self.row_from..self.row_to).contains(&us) {
+            let b = us / self.bucket_us;
+            self.row_from = b * self.bucket_us;
+            self.row_to = self.row_from + self.bucket_us;
+            self.row_at = b as usize * cols;
+            let need = self.row_at + cols;
+            if self.timeline.len() < need {
+                self.timeline.resize(need, 0);
+            }
         }
-        &mut self.timeline[b * cols..(b + 1) * cols]
+        &mut self.timeline[self.row_at..self.row_at + cols]
     }
 
     pub fn request_sent(&mut self, t: SimTime, counted: bool) {

@@ -1,7 +1,7 @@
 //! Clients: open-loop arrivals (generated lazily, one pending at a time) and
 //! closed-loop clients that send again after a think time; client timeouts.
 
-use super::{Event, World};
+use super::{Event, World, lane};
 use crate::engine::{SimDuration, SimTime};
 use crate::scenario::{Arrivals, Scenario};
 use rand::RngExt;
@@ -52,7 +52,7 @@ impl World<'_> {
         match &self.clients {
             Clients::Open { .. } => {
                 if let Some(t) = self.next_arrival_time() {
-                    self.q.schedule(t, Event::Arrival);
+                    self.q.schedule_in_lane(lane::ARRIVAL, t, Event::Arrival);
                 }
             }
             Clients::Closed { concurrency, .. } => {
@@ -92,7 +92,7 @@ impl World<'_> {
 
     pub(crate) fn on_arrival(&mut self) {
         if let Some(t) = self.next_arrival_time() {
-            self.q.schedule(t, Event::Arrival);
+            self.q.schedule_in_lane(lane::ARRIVAL, t, Event::Arrival);
         }
         self.start_request(None);
     }
@@ -105,7 +105,8 @@ impl World<'_> {
     pub(crate) fn client_done(&mut self, client: Option<u32>) {
         if let (Some(c), Clients::Closed { think_time, .. }) = (client, &self.clients) {
             let at = self.q.now() + *think_time;
-            self.q.schedule(at, Event::ClientWake(c));
+            self.q
+                .schedule_in_lane(lane::THINK, at, Event::ClientWake(c));
         }
     }
 
@@ -122,8 +123,11 @@ impl World<'_> {
     pub(crate) fn arm_client_timeout(&mut self, slot: u32, generation: u32) {
         if let Some(t) = self.sc.clients.timeout() {
             let at = self.q.now() + t;
-            self.q
-                .schedule(at, Event::ClientTimeout { slot, generation });
+            self.q.schedule_in_lane(
+                lane::CLIENT_TIMEOUT,
+                at,
+                Event::ClientTimeout { slot, generation },
+            );
         }
     }
 }

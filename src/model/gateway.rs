@@ -5,7 +5,7 @@
 //! connect → send → wait for the header → either answer the client or, per
 //! `proxy_next_upstream`, free the peer as failed and try the next one.
 
-use super::{Event, Fail, NodeId, World};
+use super::{Event, Fail, NodeId, World, lane};
 use crate::engine::SimTime;
 use crate::policy::{AttemptReport, AttemptResult, Charge, HealthPolicy, Now};
 use crate::scenario::{Balancer, NextUpstream, Scenario};
@@ -50,6 +50,10 @@ pub(crate) struct Request {
     node: Option<NodeId>,
     /// The request was sent on the current attempt (`u->request_sent`).
     sent: bool,
+    /// When `proxy_read_timeout` expires for the current attempt.
+    read_deadline: SimTime,
+    /// The read timeout of the current attempt is in the event queue.
+    read_timer: bool,
     /// Random draws so far (nginx's random balancer falls back to RR after 20).
     random_tries: u32,
 }
@@ -226,7 +230,8 @@ impl World<'_> {
         let g = &self.sc.gateway;
         let n = &self.nodes[node.index()];
         if n.refuses_connections() {
-            self.q.schedule(
+            self.q.schedule_in_lane(
+                lane::RTT,
                 now + g.rtt,
                 Event::AttemptFailed {
                     slot,
@@ -235,7 +240,8 @@ impl World<'_> {
                 },
             );
         } else if n.drops_syn() {
-            self.q.schedule(
+            self.q.schedule_in_lane(
+                lane::CONNECT_TIMEOUT,
                 now + g.proxy_connect_timeout,
                 Event::AttemptFailed {
                     slot,
@@ -244,24 +250,27 @@ impl World<'_> {
                 },
             );
         } else {
-            self.gw.reqs[slot as usize].sent = true;
+            // The read timeout is armed lazily (see `arm_read_timeout`): most
+            // responses are known to come first, and a timer per attempt would
+            // keep rate × proxy_read_timeout events pending.
             let sent_at = now + g.rtt;
-            self.q.schedule(
-                sent_at + g.rtt.half(),
-                Event::AtNode {
-                    slot,
-                    generation,
-                    node,
-                },
-            );
-            self.q.schedule(
-                sent_at + g.proxy_read_timeout,
-                Event::AttemptFailed {
-                    slot,
-                    generation,
-                    why: Fail::ReadTimeout,
-                },
-            );
+            let r = &mut self.gw.reqs[slot as usize];
+            r.sent = true;
+            r.read_deadline = sent_at + g.proxy_read_timeout;
+            r.read_timer = false;
+            if g.rtt.is_zero() {
+                self.on_request_at_node(slot, generation, node);
+            } else {
+                self.q.schedule_in_lane(
+                    lane::AT_NODE,
+                    sent_at + g.rtt.half(),
+                    Event::AtNode {
+                        slot,
+                        generation,
+                        node,
+                    },
+                );
+            }
         }
     }
 
@@ -529,6 +538,38 @@ impl World<'_> {
         }
         let r = &mut self.gw.reqs[slot as usize];
         r.tries = r.tries.saturating_sub(1);
+    }
+
+    /// The read deadline of an attempt still in flight.
+    pub(crate) fn read_deadline(&self, slot: u32, generation: u32) -> Option<SimTime> {
+        let r = self.gw.reqs.get(slot as usize)?;
+        (r.active && r.att_gen == generation && r.sent).then_some(r.read_deadline)
+    }
+
+    /// Puts the attempt's `proxy_read_timeout` into the event queue: called
+    /// whenever its response is not known to arrive before the deadline
+    /// (queued, frozen, lost on the wire, or served too slowly). `at_node`:
+    /// armed as the request reaches the node, in the FIFO lane for that.
+    pub(crate) fn arm_read_timeout(&mut self, slot: u32, generation: u32, at_node: bool) {
+        let now = self.q.now();
+        let Some(r) = self.gw.reqs.get_mut(slot as usize) else {
+            return;
+        };
+        if !r.active || r.att_gen != generation || !r.sent || r.read_timer {
+            return;
+        }
+        r.read_timer = true;
+        let at = r.read_deadline.max(now);
+        let ev = Event::AttemptFailed {
+            slot,
+            generation,
+            why: Fail::ReadTimeout,
+        };
+        if at_node {
+            self.q.schedule_in_lane(lane::READ_TIMEOUT_AT_NODE, at, ev);
+        } else {
+            self.q.schedule(at, ev);
+        }
     }
 
     fn attempt_of(&self, slot: u32, generation: u32) -> Option<NodeId> {

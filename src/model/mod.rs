@@ -57,6 +57,28 @@ impl WallClock {
     }
 }
 
+/// FIFO lanes of the event queue, one per constant delay (see [`EventQueue`]).
+pub(crate) mod lane {
+    /// `clients.timeout` after a request starts.
+    pub const CLIENT_TIMEOUT: usize = 0;
+    /// `proxy_connect_timeout` after a connect.
+    pub const CONNECT_TIMEOUT: usize = 1;
+    /// One round trip after a connect (a refusal comes back).
+    pub const RTT: usize = 2;
+    /// One and a half round trips after a connect (the request reaches the node).
+    pub const AT_NODE: usize = 3;
+    /// Half a round trip after a node answers or resets.
+    pub const HALF_RTT: usize = 4;
+    /// A closed-loop client's think time after its request ended.
+    pub const THINK: usize = 5;
+    /// `proxy_read_timeout` of requests that reach a node and must wait
+    /// (armed at arrival, one and a half round trips after the request was
+    /// sent, so deadlines come in arming order).
+    pub const READ_TIMEOUT_AT_NODE: usize = 6;
+    /// The next open-loop arrival (one pending at a time).
+    pub const ARRIVAL: usize = 7;
+}
+
 /// Why an attempt failed without a response.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 pub enum Fail {
@@ -213,11 +235,7 @@ impl<'s> World<'s> {
         for i in 0..self.policies.len() {
             self.with_policy(i, |p, cx| p.on_start(cx));
         }
-        while let Some(t) = self.q.peek_time() {
-            if t >= end {
-                break;
-            }
-            let Some((_, ev)) = self.q.pop() else { break };
+        while let Some((_, ev)) = self.q.pop_before(end) {
             self.dispatch(ev);
         }
         let unfinished = self.gw.in_flight() as u64;

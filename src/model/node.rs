@@ -1,7 +1,7 @@
 //! Nodes (backends): a pool of workers with a FIFO accept queue, a service
 //! time distribution, and the state that faults change.
 
-use super::{Event, NodeId, Reply, World};
+use super::{Event, NodeId, Reply, World, lane};
 use crate::engine::{SimDuration, SimRng, SimTime};
 use crate::scenario::{FlakyError, LatencySpec, NodeSpec};
 use rand::RngExt;
@@ -115,7 +115,8 @@ impl World<'_> {
         let n = &mut self.nodes[node.index()];
         if n.crashed {
             let reply = Reply::Reset;
-            self.q.schedule(
+            self.q.schedule_in_lane(
+                lane::HALF_RTT,
                 now + half,
                 Event::Response {
                     slot,
@@ -126,10 +127,16 @@ impl World<'_> {
             return;
         }
         if n.partitioned {
-            return; // lost on the wire; the gateway's read timeout will fire
+            // lost on the wire; the gateway's read timeout will fire
+            self.arm_read_timeout(slot, generation, true);
+            return;
         }
         n.queue.push_back((slot, generation));
         self.start_work(node);
+        if !self.nodes[node.index()].queue.is_empty() {
+            // still waiting (FIFO: the request just queued is the last one)
+            self.arm_read_timeout(slot, generation, true);
+        }
     }
 
     /// Hands queued requests to idle workers while the process runs.
@@ -164,6 +171,13 @@ impl World<'_> {
                     epoch,
                 },
             );
+            let answer_at = done_at + self.sc.gateway.rtt.half();
+            if self
+                .read_deadline(slot, generation)
+                .is_some_and(|d| answer_at >= d)
+            {
+                self.arm_read_timeout(slot, generation, false);
+            }
         }
     }
 
@@ -184,10 +198,17 @@ impl World<'_> {
             },
             _ => Reply::Status(200),
         };
-        if !n.partitioned {
-            let at = now + self.sc.gateway.rtt.half();
-            self.q.schedule(
-                at,
+        let partitioned = n.partitioned;
+        self.start_work(node);
+        let half = self.sc.gateway.rtt.half();
+        if partitioned {
+            self.arm_read_timeout(job.slot, job.generation, false);
+        } else if half.is_zero() {
+            self.on_response(job.slot, job.generation, reply);
+        } else {
+            self.q.schedule_in_lane(
+                lane::HALF_RTT,
+                now + half,
                 Event::Response {
                     slot: job.slot,
                     generation: job.generation,
@@ -195,7 +216,6 @@ impl World<'_> {
                 },
             );
         }
-        self.start_work(node);
     }
 
     /// The process dies: every accepted connection is reset.
@@ -213,7 +233,8 @@ impl World<'_> {
         }
         for (slot, generation) in victims {
             let reply = Reply::Reset;
-            self.q.schedule(
+            self.q.schedule_in_lane(
+                lane::HALF_RTT,
                 at,
                 Event::Response {
                     slot,
@@ -229,8 +250,13 @@ impl World<'_> {
         let now = self.q.now();
         let n = &mut self.nodes[node.index()];
         n.epoch = n.epoch.wrapping_add(1);
+        let mut frozen = Vec::new();
         for job in n.busy.iter_mut().flatten() {
             job.remaining = job.done_at.saturating_since(now);
+            frozen.push((job.slot, job.generation));
+        }
+        for (slot, generation) in frozen {
+            self.arm_read_timeout(slot, generation, false);
         }
     }
 
