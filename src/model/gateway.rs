@@ -52,6 +52,8 @@ pub(crate) struct Request {
     sent: bool,
     /// Random draws so far (nginx's random balancer falls back to RR after 20).
     random_tries: u32,
+    /// The attempt in flight started while a fault of its node was active.
+    att_faulty: bool,
 }
 
 impl Request {
@@ -216,10 +218,12 @@ impl World<'_> {
             self.finalize(slot, 502, None);
             return;
         };
+        let faulty = self.rec.in_fault(node, now);
         let r = &mut self.gw.reqs[slot as usize];
         r.att_gen = r.att_gen.wrapping_add(1);
         r.node = Some(node);
         r.sent = false;
+        r.att_faulty = faulty;
         let generation = r.att_gen;
         let counted = r.counted;
         self.rec.attempt(now, node, counted);
@@ -635,9 +639,15 @@ impl World<'_> {
     fn finalize(&mut self, slot: u32, status: u16, by: Option<NodeId>) {
         let now = self.q.now();
         let r = &self.gw.reqs[slot as usize];
-        let (start, counted, client) = (r.start, r.counted, r.client);
+        let (start, counted, client, faulty) = (r.start, r.counted, r.client, r.att_faulty);
         self.rec
             .answered(now, status, now.saturating_since(start), by, counted);
+        if let Some(n) = by
+            && faulty
+            && (200..300).contains(&status)
+        {
+            self.rec.fault_answered(n, counted);
+        }
         self.release(slot);
         self.client_done(client);
     }

@@ -3,6 +3,7 @@
 
 use super::{Event, NodeId, Reply, World};
 use crate::engine::{SimDuration, SimRng, SimTime};
+use crate::policy::ProbeResult;
 use crate::scenario::{FlakyError, LatencySpec, NodeSpec};
 use rand::RngExt;
 use rand_distr::{Distribution, Exp, LogNormal};
@@ -49,10 +50,22 @@ impl Sampler {
     }
 }
 
+/// Work in a node's accept queue or on a worker.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Job {
+    /// A gateway attempt: (request slot, attempt generation).
+    Request { slot: u32, generation: u32 },
+    /// An HTTP probe.
+    Probe { probe: u32, generation: u32 },
+    /// A TCP probe's connection: accepted, then closed; no work.
+    Accept,
+    /// A heartbeat thread's self-check through the worker pool.
+    SelfCheck { policy: u16, generation: u32 },
+}
+
 #[derive(Clone, Copy, Debug)]
 struct InService {
-    slot: u32,
-    generation: u32,
+    job: Job,
     done_at: SimTime,
     /// Service left when the process was frozen (hang/stop).
     remaining: SimDuration,
@@ -63,8 +76,8 @@ pub(crate) struct Node {
     service: Sampler,
     busy: Vec<Option<InService>>,
     idle_workers: Vec<u32>,
-    /// Accepted connections waiting for a worker: (request slot, attempt generation).
-    queue: VecDeque<(u32, u32)>,
+    /// Accepted connections waiting for a worker.
+    queue: VecDeque<Job>,
     /// Bumped when in-service completions are invalidated (crash, freeze).
     epoch: u32,
     pub(crate) crashed: bool,
@@ -100,11 +113,21 @@ impl Node {
 
     /// The SYN is lost: the link is cut, or the accept queue is full.
     pub(crate) fn drops_syn(&self) -> bool {
-        self.partitioned || self.queue.len() >= self.backlog
+        self.partitioned || self.accept_queue_full()
+    }
+
+    /// The accept queue is full: new connections, even local ones, are not accepted.
+    pub(crate) fn accept_queue_full(&self) -> bool {
+        self.queue.len() >= self.backlog
     }
 
     fn runnable(&self) -> bool {
         !(self.crashed || self.hung || self.stopped)
+    }
+
+    /// Does its heartbeat thread run? (A hang blocks only the workers.)
+    pub(crate) fn beats(&self) -> bool {
+        !(self.crashed || self.stopped)
     }
 }
 
@@ -128,7 +151,13 @@ impl World<'_> {
         if n.partitioned {
             return; // lost on the wire; the gateway's read timeout will fire
         }
-        n.queue.push_back((slot, generation));
+        n.queue.push_back(Job::Request { slot, generation });
+        self.start_work(node);
+    }
+
+    /// Queues `job` behind the node's accepted connections and serves what it can.
+    pub(crate) fn enqueue(&mut self, node: NodeId, job: Job) {
+        self.nodes[node.index()].queue.push_back(job);
         self.start_work(node);
     }
 
@@ -140,18 +169,24 @@ impl World<'_> {
             if !n.runnable() || n.idle_workers.is_empty() || n.queue.is_empty() {
                 return;
             }
-            let (Some(w), Some((slot, generation))) = (n.idle_workers.pop(), n.queue.pop_front())
-            else {
+            let Some(job) = n.queue.pop_front() else {
                 return;
             };
-            let mut svc = n.service.sample(&mut self.rng_service);
+            let rng = match job {
+                Job::Request { .. } => &mut self.rng_service,
+                Job::Probe { .. } | Job::SelfCheck { .. } => &mut self.rng_probe,
+                Job::Accept => continue, // accept() and close: no work
+            };
+            let Some(w) = n.idle_workers.pop() else {
+                return;
+            };
+            let mut svc = n.service.sample(rng);
             if let Some((factor, extra)) = n.slow {
                 svc = svc.mul_f64(factor) + extra;
             }
             let done_at = now + svc;
             n.busy[w as usize] = Some(InService {
-                slot,
-                generation,
+                job,
                 done_at,
                 remaining: SimDuration::ZERO,
             });
@@ -177,23 +212,53 @@ impl World<'_> {
             return;
         };
         n.idle_workers.push(worker);
+        let rng = match job.job {
+            Job::Request { .. } => &mut self.rng_faults,
+            _ => &mut self.rng_probe,
+        };
         let reply = match n.flaky {
-            Some((p, error, status)) if self.rng_faults.random_bool(p) => match error {
+            Some((p, error, status)) if rng.random_bool(p) => match error {
                 FlakyError::Status => Reply::Status(status),
                 FlakyError::Reset => Reply::Reset,
             },
             _ => Reply::Status(200),
         };
-        if !n.partitioned {
-            let at = now + self.sc.gateway.rtt.half();
-            self.q.schedule(
-                at,
-                Event::Response {
-                    slot: job.slot,
-                    generation: job.generation,
-                    reply,
-                },
-            );
+        let partitioned = n.partitioned;
+        let at = now + self.sc.gateway.rtt.half();
+        match job.job {
+            Job::Request { slot, generation } => {
+                if !partitioned {
+                    self.q.schedule(
+                        at,
+                        Event::Response {
+                            slot,
+                            generation,
+                            reply,
+                        },
+                    );
+                }
+            }
+            Job::Probe { probe, generation } => {
+                if !partitioned {
+                    let result = match reply {
+                        Reply::Status(s) => ProbeResult::Status(s),
+                        Reply::Reset => ProbeResult::Reset,
+                    };
+                    self.q.schedule(
+                        at,
+                        Event::ProbeDone {
+                            probe,
+                            generation,
+                            result,
+                        },
+                    );
+                }
+            }
+            Job::SelfCheck { policy, generation } => {
+                let ok = matches!(reply, Reply::Status(s) if (200..300).contains(&s));
+                self.self_check_done(policy, node, generation, ok);
+            }
+            Job::Accept => {}
         }
         self.start_work(node);
     }
@@ -204,23 +269,37 @@ impl World<'_> {
         let n = &mut self.nodes[node.index()];
         n.crashed = true;
         n.epoch = n.epoch.wrapping_add(1);
-        let mut victims: Vec<(u32, u32)> = n.queue.drain(..).collect();
+        let mut victims: Vec<Job> = n.queue.drain(..).collect();
         for (w, b) in n.busy.iter_mut().enumerate() {
             if let Some(job) = b.take() {
-                victims.push((job.slot, job.generation));
+                victims.push(job.job);
                 n.idle_workers.push(w as u32);
             }
         }
-        for (slot, generation) in victims {
-            let reply = Reply::Reset;
-            self.q.schedule(
-                at,
-                Event::Response {
-                    slot,
-                    generation,
-                    reply,
-                },
-            );
+        for job in victims {
+            match job {
+                Job::Request { slot, generation } => {
+                    let reply = Reply::Reset;
+                    self.q.schedule(
+                        at,
+                        Event::Response {
+                            slot,
+                            generation,
+                            reply,
+                        },
+                    );
+                }
+                Job::Probe { probe, generation } => self.q.schedule(
+                    at,
+                    Event::ProbeDone {
+                        probe,
+                        generation,
+                        result: ProbeResult::Reset,
+                    },
+                ),
+                // The heartbeat thread dies too; its timeout ends the wait.
+                Job::SelfCheck { .. } | Job::Accept => {}
+            }
         }
     }
 
