@@ -108,6 +108,11 @@ pub(crate) enum Event {
         policy: u16,
         timer: PolicyTimer,
     },
+    /// HAProxy retries a failed connect after its turn-around pause.
+    Retry {
+        slot: u32,
+        generation: u32,
+    },
     /// An HTTP probe's request reached the node.
     ProbeAtNode {
         probe: u32,
@@ -299,6 +304,7 @@ impl<'s> World<'s> {
             Event::Policy { policy, timer } => {
                 self.with_policy(policy as usize, |p, cx| p.on_timer(cx, timer))
             }
+            Event::Retry { slot, generation } => self.on_retry(slot, generation),
             Event::ProbeAtNode { probe, generation } => self.on_probe_at_node(probe, generation),
             Event::ProbeDone {
                 probe,
