@@ -27,6 +27,7 @@ pub struct RunReport<'a> {
     pub nodes: Value,
     pub clock_phase_s: Value,
     pub events: Value,
+    pub probe_rounds: Value,
     pub runs: &'a [RunSummary],
 }
 
@@ -55,6 +56,7 @@ impl<'a> RunReport<'a> {
             nodes: get("nodes"),
             clock_phase_s: get("clock_phase_s"),
             events: get("events"),
+            probe_rounds: get("probe_rounds"),
             runs,
         }
     }
@@ -311,7 +313,38 @@ pub fn table(report: &RunReport) -> String {
             cell(l, "max", "ms", 1),
         );
     }
-    let headers = [
+    let r = &report.probe_rounds;
+    if r.get("rounds")
+        .and_then(|x| x.get("max"))
+        .and_then(Value::as_f64)
+        .is_some_and(|x| x > 0.0)
+    {
+        let _ = writeln!(
+            out,
+            "probe rounds {}  duration min {}  median {}  max {}",
+            cell(r, "rounds", "", 0),
+            cell(r, "min_s", "s", 3),
+            cell(r, "median_s", "s", 3),
+            cell(r, "max_s", "s", 3),
+        );
+    }
+    let empty = vec![];
+    let nodes = match &report.nodes {
+        Value::Array(nodes) => nodes,
+        _ => &empty,
+    };
+    // Columns that only some models need.
+    let any = |key: &str| {
+        nodes.iter().any(|n| {
+            n.get(key)
+                .and_then(|s| s.get("max"))
+                .and_then(Value::as_f64)
+                .is_some_and(|x| x > 0.0)
+        })
+    };
+    let (show_probes, show_false, show_fault) =
+        (any("probes"), any("false_ejections"), any("fault_attempts"));
+    let mut headers = vec![
         "node",
         "attempts",
         "answered",
@@ -322,8 +355,17 @@ pub fn table(report: &RunReport) -> String {
         "first ejection",
         "recovery",
     ];
+    if show_false {
+        headers.push("false ejections");
+    }
+    if show_fault {
+        headers.push("in fault (ok)");
+    }
+    if show_probes {
+        headers.push("probes/s");
+    }
     let mut rows: Vec<Vec<String>> = vec![headers.iter().map(|s| s.to_string()).collect()];
-    if let Value::Array(nodes) = &report.nodes {
+    {
         for n in nodes {
             let share = n.get("share").cloned().unwrap_or(Value::Null);
             let pct = |k: &str| share.get(k).and_then(Value::as_f64).map(|x| x * 100.0);
@@ -348,7 +390,7 @@ pub fn table(report: &RunReport) -> String {
                     base
                 }
             };
-            rows.push(vec![
+            let mut row = vec![
                 n.get("name")
                     .and_then(Value::as_str)
                     .unwrap_or("?")
@@ -361,7 +403,21 @@ pub fn table(report: &RunReport) -> String {
                 cell(n, "ejected_time_s", "s", 2),
                 optional("first_ejection_delay_s"),
                 optional("recovery_delay_s"),
-            ]);
+            ];
+            if show_false {
+                row.push(cell(n, "false_ejections", "", 0));
+            }
+            if show_fault {
+                row.push(format!(
+                    "{} ({})",
+                    cell(n, "fault_attempts", "", 0),
+                    cell(n, "fault_attempts_ok", "", 0)
+                ));
+            }
+            if show_probes {
+                row.push(cell(n, "probe_load_per_s", "", 2));
+            }
+            rows.push(row);
         }
     }
     out.push('\n');

@@ -2,3 +2,4 @@
 //! end-to-end checks that run models in-process.
 
 mod haproxy;
+mod probes;
