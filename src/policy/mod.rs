@@ -1,10 +1,12 @@
 //! Health policies: the `HealthPolicy` trait, the `PolicySpec` a model names, and `build`.
 //!
 //! A policy decides; the gateway acts on its decisions. It sees attempts the
-//! gateway reports, answers whether a node is routable, and may ask for timers.
-//! It never touches the event queue, the nodes or the metrics directly: it
-//! queues requests in a [`PolicyCx`], which the model turns into events and
-//! records.
+//! gateway reports, answers whether a node is routable, and may ask for
+//! timers, probes ([`PolicyCx::probe`]) and heartbeats
+//! ([`PolicyCx::start_heartbeats`]), whose results come back in
+//! `on_probe_result` and `on_heartbeat`. It never touches the event queue, the
+//! nodes or the metrics directly: it queues requests in a [`PolicyCx`], which
+//! the model turns into events and records.
 
 pub mod active_probe;
 pub mod gateway_view;

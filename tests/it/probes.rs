@@ -227,3 +227,16 @@ fn probe_load_and_false_ejections_are_counted() {
     assert!(r.nodes[1].false_ejections > 0, "B never faulted");
     assert_eq!(r.nodes[1].false_ejections, r.nodes[1].ejections);
 }
+
+#[test]
+fn the_new_policies_are_deterministic() {
+    for name in [
+        "e5-recommended-passive-tcp-http",
+        "e8-threads-10",
+        "haproxy-check-observe-layer7",
+        "registry-eureka-crash",
+    ] {
+        let sc = load(name, &[]);
+        assert_eq!(model::run(&sc, 7), model::run(&sc, 7), "{name}");
+    }
+}

@@ -287,6 +287,35 @@ impl HealthPolicy for ActiveProbe {
     }
 }
 
+#[cfg(test)]
+mod tests {
+    use crate::policy::PolicySpec;
+    use serde_json::json;
+
+    fn parse(v: serde_json::Value) -> Result<PolicySpec, String> {
+        serde_json::from_value::<PolicySpec>(v).map_err(|e| e.to_string())
+    }
+
+    #[test]
+    fn every_flavor_rejects_unknown_fields() {
+        for flavor in ["generic", "haproxy", "envoy", "tengine", "kubernetes"] {
+            let e = parse(json!({"kind": "active_probe", "flavor": flavor, "intervl": "1s"}))
+                .unwrap_err();
+            assert!(e.contains("unknown field `intervl`"), "{flavor}: {e}");
+        }
+        let e =
+            parse(json!({"kind": "heartbeat_ttl", "registry": "eureka", "ttl": "1s"})).unwrap_err();
+        assert!(e.contains("unknown field `ttl`"), "{e}");
+    }
+
+    #[test]
+    fn envoy_requires_what_its_proto_requires() {
+        let e = parse(json!({"kind": "active_probe", "flavor": "envoy", "interval": "5s"}))
+            .unwrap_err();
+        assert!(e.contains("missing field `timeout`"), "{e}");
+    }
+}
+
 /// A scripted driver for unit tests: feeds a policy callbacks at given times
 /// through a real `PolicyCx` and keeps what it asked for.
 #[cfg(test)]
