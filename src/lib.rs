@@ -9,11 +9,12 @@
 //! ```text
 //!   clients ──► gateway ─────────────────────────────► nodes
 //!  (open or     │ balancer (smooth WRR, least_conn,    (workers, accept queue,
-//!   closed       │   random two)                        service time)
-//!   loop,        │ proxy_next_upstream retries              ▲
-//!   timeouts)    │ health policies: is_routable? ◄── attempts │
-//!                └──────────────────────────────────     faults: crash, hang,
-//!                                                        stop, partition,
+//!   closed       │   random two; HAProxy roundrobin)    service time)
+//!   loop,        │ nginx or HAProxy retries                 ▲   │ heartbeat
+//!   timeouts)    │ health policies: is_routable? ◄── attempts │   │ threads
+//!                │   ◄── probes (TCP / HTTP) ─────────────────┤   ▼
+//!                └── ◄── registry view (TTL, caches) ◄── beats   faults: crash,
+//!                                                        hang, stop, partition,
 //!                                                        flaky, slow
 //! ```
 //!
@@ -21,9 +22,14 @@
 //! - [`engine`]: virtual time ([`engine::SimTime`], integer microseconds), the
 //!   [`engine::EventQueue`] and seeded random streams. It knows nothing of gateways.
 //! - [`scenario`]: the model file (`*Spec` types) and its validation into a [`scenario::Scenario`].
-//! - [`model`]: the `World` — clients, the gateway's nginx request pipeline, nodes, faults.
-//! - [`policy`]: the [`policy::HealthPolicy`] trait and its implementations
-//!   (nginx `max_fails`/`fail_timeout` first).
+//! - [`model`]: the `World` — clients, the gateway's request pipeline (nginx
+//!   or HAProxy settings), nodes, faults, and the probes and heartbeats that
+//!   policies ask for.
+//! - [`policy`]: the [`policy::HealthPolicy`] trait and its implementations:
+//!   nginx `max_fails`/`fail_timeout`, active probing (generic, HAProxy,
+//!   Envoy, tengine, Kubernetes) and heartbeat/TTL registries (generic,
+//!   Consul, Nacos 1.x, Eureka). Several run at once: a node is routable only
+//!   if none ejects it.
 //! - [`metrics`]: the streaming `Recorder` and the [`metrics::RunSummary`] it yields.
 //!
 //! ## Ordering and seeding contract

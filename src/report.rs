@@ -34,6 +34,7 @@ pub struct RunReport<'a> {
     pub faults: Vec<FaultWindow>,
     /// The model as simulated, every default filled in.
     pub model_spec: Value,
+    pub probe_rounds: Value,
     pub runs: &'a [RunSummary],
 }
 
@@ -92,6 +93,7 @@ impl<'a> RunReport<'a> {
                 })
                 .collect(),
             model_spec: serde_json::to_value(&sc.spec).unwrap_or(Value::Null),
+            probe_rounds: get("probe_rounds"),
             runs,
         }
     }
@@ -348,7 +350,38 @@ pub fn table(report: &RunReport) -> String {
             cell(l, "max", "ms", 1),
         );
     }
-    let headers = [
+    let r = &report.probe_rounds;
+    if r.get("rounds")
+        .and_then(|x| x.get("max"))
+        .and_then(Value::as_f64)
+        .is_some_and(|x| x > 0.0)
+    {
+        let _ = writeln!(
+            out,
+            "probe rounds {}  duration min {}  median {}  max {}",
+            cell(r, "rounds", "", 0),
+            cell(r, "min_s", "s", 3),
+            cell(r, "median_s", "s", 3),
+            cell(r, "max_s", "s", 3),
+        );
+    }
+    let empty = vec![];
+    let nodes = match &report.nodes {
+        Value::Array(nodes) => nodes,
+        _ => &empty,
+    };
+    // Columns that only some models need.
+    let any = |key: &str| {
+        nodes.iter().any(|n| {
+            n.get(key)
+                .and_then(|s| s.get("max"))
+                .and_then(Value::as_f64)
+                .is_some_and(|x| x > 0.0)
+        })
+    };
+    let (show_probes, show_false, show_fault) =
+        (any("probes"), any("false_ejections"), any("fault_attempts"));
+    let mut headers = vec![
         "node",
         "attempts",
         "answered",
@@ -359,8 +392,17 @@ pub fn table(report: &RunReport) -> String {
         "first ejection",
         "recovery",
     ];
+    if show_false {
+        headers.push("false ejections");
+    }
+    if show_fault {
+        headers.push("in fault (ok)");
+    }
+    if show_probes {
+        headers.push("probes/s");
+    }
     let mut rows: Vec<Vec<String>> = vec![headers.iter().map(|s| s.to_string()).collect()];
-    if let Value::Array(nodes) = &report.nodes {
+    {
         for n in nodes {
             let share = n.get("share").cloned().unwrap_or(Value::Null);
             let pct = |k: &str| share.get(k).and_then(Value::as_f64).map(|x| x * 100.0);
@@ -385,7 +427,7 @@ pub fn table(report: &RunReport) -> String {
                     base
                 }
             };
-            rows.push(vec![
+            let mut row = vec![
                 n.get("name")
                     .and_then(Value::as_str)
                     .unwrap_or("?")
@@ -398,7 +440,21 @@ pub fn table(report: &RunReport) -> String {
                 cell(n, "ejected_time_s", "s", 2),
                 optional("first_ejection_delay_s"),
                 optional("recovery_delay_s"),
-            ]);
+            ];
+            if show_false {
+                row.push(cell(n, "false_ejections", "", 0));
+            }
+            if show_fault {
+                row.push(format!(
+                    "{} ({})",
+                    cell(n, "fault_attempts", "", 0),
+                    cell(n, "fault_attempts_ok", "", 0)
+                ));
+            }
+            if show_probes {
+                row.push(cell(n, "probe_load_per_s", "", 2));
+            }
+            rows.push(row);
         }
     }
     out.push('\n');

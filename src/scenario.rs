@@ -43,7 +43,8 @@ pub struct ScenarioSpec {
     pub nodes: Vec<NodeSpec>,
     #[serde(default)]
     pub faults: Vec<FaultSpec>,
-    /// The gateway's health policy. Default: nginx `max_fails=1 fail_timeout=10s`.
+    /// The gateway's health policy. Default: nginx `max_fails=1 fail_timeout=10s`
+    /// (none with the HAProxy gateway).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub policy: Option<PolicySpec>,
     /// Several policies at once: a node is routable only if none ejects it.
@@ -166,7 +167,81 @@ pub struct GatewaySpec {
     pub proxy_read_timeout: SimDuration,
     /// Network round-trip time between gateway and nodes. Default 0.2ms.
     pub rtt: SimDuration,
+    /// Whose request path: `nginx` (default) or `haproxy`.
+    pub flavor: GatewayFlavor,
+    /// HAProxy backend settings; only with `flavor: haproxy` (defaults if omitted).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub haproxy: Option<HaproxySpec>,
 }
+
+/// Which proxy's request path the gateway follows. Both share one pipeline
+/// (select a server, connect, wait for the response); they differ in the
+/// settings that decide retries and the status the client sees.
+#[derive(Clone, Copy, Debug, Default, Deserialize, Serialize, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum GatewayFlavor {
+    /// nginx `proxy_pass` to an upstream: `proxy_next_upstream` retries at once.
+    #[default]
+    Nginx,
+    /// An HAProxy backend (reference Part B §B5): only failed connects are
+    /// retried, `retries` times, on the same server unless redispatched.
+    Haproxy,
+}
+
+/// An HAProxy backend's request-path settings.
+#[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct HaproxySpec {
+    /// `retries`: connection attempts after the first. Default 3.
+    pub retries: u32,
+    /// `option redispatch [interval]`: `false` (default: off), `true` (the
+    /// last retry, HAProxy's -1), or the interval (N > 0: every Nth retry;
+    /// N < 0: the |N|th retry before the last; 0: off). Whatever the value,
+    /// with `round_robin` or `random_two` and more than one server up every
+    /// retry is redispatched.
+    pub redispatch: Redispatch,
+    /// `timeout connect`. Default: unset, which leaves it to the kernel's
+    /// SYN retries (Linux `tcp_syn_retries=6`: 127 s).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub timeout_connect: Option<SimDuration>,
+    /// `timeout server`: waiting for the response. Default: unset (never).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub timeout_server: Option<SimDuration>,
+}
+
+impl Default for HaproxySpec {
+    fn default() -> Self {
+        HaproxySpec {
+            retries: 3,
+            redispatch: Redispatch::Flag(false),
+            timeout_connect: None,
+            timeout_server: None,
+        }
+    }
+}
+
+/// `option redispatch`: a flag or an interval.
+#[derive(Clone, Copy, Debug, Deserialize, Serialize, PartialEq, Eq)]
+#[serde(untagged)]
+pub enum Redispatch {
+    Flag(bool),
+    Interval(i32),
+}
+
+impl Redispatch {
+    /// HAProxy's `redispatch_after`: `None` when the option is off.
+    pub fn after(self) -> Option<i32> {
+        match self {
+            Redispatch::Flag(false) | Redispatch::Interval(0) => None,
+            Redispatch::Flag(true) => Some(-1),
+            Redispatch::Interval(n) => Some(n),
+        }
+    }
+}
+
+/// What an unset HAProxy `timeout connect` amounts to: Linux gives up a
+/// connect after 6 SYN retransmissions (1+2+4+8+16+32+64 s).
+pub const KERNEL_CONNECT_TIMEOUT: SimDuration = SimDuration::from_secs(127);
 
 impl Default for GatewaySpec {
     fn default() -> Self {
@@ -181,7 +256,16 @@ impl Default for GatewaySpec {
             proxy_connect_timeout: SimDuration::from_secs(60),
             proxy_read_timeout: SimDuration::from_secs(60),
             rtt: SimDuration::from_micros(200),
+            flavor: GatewayFlavor::Nginx,
+            haproxy: None,
         }
+    }
+}
+
+impl GatewaySpec {
+    /// The HAProxy settings in force (defaults when the section is omitted).
+    pub fn haproxy(&self) -> HaproxySpec {
+        self.haproxy.clone().unwrap_or_default()
     }
 }
 
@@ -620,6 +704,35 @@ impl Scenario {
             }
         }
 
+        match (g.flavor, &g.haproxy) {
+            (GatewayFlavor::Nginx, Some(_)) => {
+                return Err(invalid(
+                    "gateway.haproxy".into(),
+                    "HAProxy settings need `\"flavor\": \"haproxy\"`".into(),
+                ));
+            }
+            (GatewayFlavor::Haproxy, Some(h)) => {
+                for (field, d) in [
+                    ("timeout_connect", h.timeout_connect),
+                    ("timeout_server", h.timeout_server),
+                ] {
+                    if d.is_some_and(|d| d.is_zero()) {
+                        return Err(invalid(
+                            format!("gateway.haproxy.{field}"),
+                            "must be positive (omit it for none)".into(),
+                        ));
+                    }
+                }
+            }
+            _ => {}
+        }
+        if g.flavor == GatewayFlavor::Haproxy && g.workers > 1 {
+            return Err(invalid(
+                "gateway.workers".into(),
+                "HAProxy's threads share one state per server: leave `workers` at 1".into(),
+            ));
+        }
+
         if spec.nodes.is_empty() {
             return Err(invalid(
                 "nodes".into(),
@@ -774,6 +887,8 @@ impl Scenario {
         let policies = match (&spec.policy, spec.policies.is_empty()) {
             (Some(p), _) => vec![p.clone()],
             (None, false) => spec.policies.clone(),
+            // HAProxy has no passive check of its own (`observe` belongs to `check`).
+            (None, true) if g.flavor == GatewayFlavor::Haproxy => vec![PolicySpec::None],
             (None, true) => vec![PolicySpec::MaxFails(Default::default())],
         };
         for (i, p) in policies.iter().enumerate() {

@@ -4,11 +4,19 @@
 //! One request walks: select a peer (health policies decide eligibility) →
 //! connect → send → wait for the header → either answer the client or, per
 //! `proxy_next_upstream`, free the peer as failed and try the next one.
+//!
+//! With `flavor: haproxy` the same pipeline follows an HAProxy backend
+//! (reference Part B §B5, haproxy `back_handle_st_cer`,
+//! `stream_choose_redispatch`): only a failed connect is retried, at most
+//! `retries` times, on the same server unless redispatched, after a
+//! turn-around pause of min(1 s, `timeout connect`) when the connect was
+//! refused; the client sees 503 when the retries run out or no server is up,
+//! 504 on `timeout server`, 502 when the server closes before answering.
 
 use super::{Event, Fail, NodeId, World, lane};
-use crate::engine::SimTime;
+use crate::engine::{SimDuration, SimTime};
 use crate::policy::{AttemptReport, AttemptResult, Charge, HealthPolicy, Now};
-use crate::scenario::{Balancer, NextUpstream, Scenario};
+use crate::scenario::{Balancer, GatewayFlavor, KERNEL_CONNECT_TIMEOUT, NextUpstream, Scenario};
 use rand::RngExt;
 
 /// What came back from a node.
@@ -56,6 +64,14 @@ pub(crate) struct Request {
     read_timer: bool,
     /// Random draws so far (nginx's random balancer falls back to RR after 20).
     random_tries: u32,
+    /// The attempt in flight started while a fault of its node was active.
+    att_faulty: bool,
+    /// HAProxy: connection retries so far (`conn_retries`).
+    retries_done: u32,
+    /// HAProxy: the server of the last attempt.
+    last_node: Option<NodeId>,
+    /// HAProxy: retry on this server (None: redispatch).
+    retry_same: Option<NodeId>,
 }
 
 impl Request {
@@ -67,8 +83,20 @@ impl Request {
     }
 }
 
+/// An HAProxy backend's settings, resolved.
+#[derive(Clone, Debug)]
+struct Haproxy {
+    retries: u32,
+    redispatch_after: Option<i32>,
+    /// `timeout connect` as configured (the turn-around pause uses it).
+    timeout_connect: Option<SimDuration>,
+    timeout_server: Option<SimDuration>,
+}
+
 /// Gateway state: in-flight requests and the balancer's per-peer tables.
 pub(crate) struct Gateway {
+    /// `Some`: the HAProxy request path.
+    hap: Option<Haproxy>,
     reqs: Vec<Request>,
     free: Vec<u32>,
     next_id: u64,
@@ -90,6 +118,11 @@ pub(crate) struct Gateway {
     /// Cumulative weights of the primary set, for the random balancers.
     ranges: Vec<(i64, NodeId)>,
     total_weight: i64,
+    /// HAProxy `roundrobin`: each node's next position, the position of the
+    /// last pick, and how far a pick moves a node (total weight / weight).
+    rr_pos: Vec<u64>,
+    rr_cur: u64,
+    rr_step: Vec<u64>,
 }
 
 impl Gateway {
@@ -107,6 +140,15 @@ impl Gateway {
         let weight: Vec<i64> = sc.nodes.iter().map(|x| x.weight as i64).collect();
         let usable = sc.nodes.iter().filter(|x| !x.down).count() as u32;
         let cap = sc.gateway.proxy_next_upstream_tries;
+        let hap = (sc.gateway.flavor == GatewayFlavor::Haproxy).then(|| {
+            let h = sc.gateway.haproxy();
+            Haproxy {
+                retries: h.retries,
+                redispatch_after: h.redispatch.after(),
+                timeout_connect: h.timeout_connect,
+                timeout_server: h.timeout_server,
+            }
+        });
         let mut acc = 0;
         let ranges = primary
             .iter()
@@ -125,14 +167,28 @@ impl Gateway {
             ew: (0..scopes).flat_map(|_| weight.iter().copied()).collect(),
             conns: vec![0; n * scopes],
             weight,
-            single: primary.len() == 1 && backup.is_empty(),
+            single: hap.is_none() && primary.len() == 1 && backup.is_empty(),
             primary,
             backup,
             down: sc.nodes.iter().map(|x| x.down).collect(),
             max_conns: sc.nodes.iter().map(|x| x.max_conns).collect(),
-            initial_tries: if cap > 0 { usable.min(cap) } else { usable },
+            initial_tries: match &hap {
+                Some(h) => 1 + h.retries,
+                None if cap > 0 => usable.min(cap),
+                None => usable,
+            },
+            hap,
             ranges,
             total_weight: acc,
+            rr_pos: vec![0; n],
+            rr_cur: 0,
+            rr_step: {
+                let total: u64 = sc.nodes.iter().map(|x| x.weight as u64).sum();
+                sc.nodes
+                    .iter()
+                    .map(|x| total * 1_000_000 / x.weight.max(1) as u64)
+                    .collect()
+            },
         }
     }
 
@@ -206,6 +262,9 @@ impl World<'_> {
         r.node = None;
         r.sent = false;
         r.random_tries = 0;
+        r.retries_done = 0;
+        r.last_node = None;
+        r.retry_same = None;
         let generation = r.req_gen;
         self.arm_client_timeout(slot, generation);
         self.connect(slot);
@@ -213,21 +272,38 @@ impl World<'_> {
 
     /// `ngx_http_upstream_connect`: select a peer and start an attempt.
     fn connect(&mut self, slot: u32) {
-        let now = self.q.now();
         let Some(node) = self.select_peer(slot) else {
             // BUSY -> "no live upstreams" -> upstream_next(NOLIVE): nothing is
             // freed and NOLIVE is never in the mask, so 502 at once.
-            self.finalize(slot, 502, None);
+            // HAProxy answers 503 when no server is usable.
+            let status = if self.gw.hap.is_some() { 503 } else { 502 };
+            self.finalize(slot, status, None);
             return;
         };
+        self.start_attempt(slot, node);
+    }
+
+    /// Connects to the selected `node` and sends the request.
+    fn start_attempt(&mut self, slot: u32, node: NodeId) {
+        let now = self.q.now();
+        let faulty = self.rec.in_fault(node, now);
         let r = &mut self.gw.reqs[slot as usize];
         r.att_gen = r.att_gen.wrapping_add(1);
         r.node = Some(node);
         r.sent = false;
+        r.att_faulty = faulty;
+        r.last_node = Some(node);
         let generation = r.att_gen;
         let counted = r.counted;
         self.rec.attempt(now, node, counted);
         let g = &self.sc.gateway;
+        let (connect_timeout, read_timeout) = match &self.gw.hap {
+            None => (g.proxy_connect_timeout, Some(g.proxy_read_timeout)),
+            Some(h) => (
+                h.timeout_connect.unwrap_or(KERNEL_CONNECT_TIMEOUT),
+                h.timeout_server,
+            ),
+        };
         let n = &self.nodes[node.index()];
         if n.refuses_connections() {
             self.q.schedule_in_lane(
@@ -242,7 +318,7 @@ impl World<'_> {
         } else if n.drops_syn() {
             self.q.schedule_in_lane(
                 lane::CONNECT_TIMEOUT,
-                now + g.proxy_connect_timeout,
+                now + connect_timeout,
                 Event::AttemptFailed {
                     slot,
                     generation,
@@ -256,7 +332,8 @@ impl World<'_> {
             let sent_at = now + g.rtt;
             let r = &mut self.gw.reqs[slot as usize];
             r.sent = true;
-            r.read_deadline = sent_at + g.proxy_read_timeout;
+            // HAProxy without `timeout server` waits for ever.
+            r.read_deadline = read_timeout.map_or(SimTime::MAX, |t| sent_at + t);
             r.read_timer = false;
             if g.rtt.is_zero() {
                 self.on_request_at_node(slot, generation, node);
@@ -283,6 +360,9 @@ impl World<'_> {
                 self.pick_single(slot, now)
             } else {
                 match self.sc.gateway.balancer {
+                    Balancer::RoundRobin if self.gw.hap.is_some() => {
+                        self.pick_haproxy_rr(slot, now)
+                    }
                     Balancer::RoundRobin => self.pick_round_robin(slot, now),
                     Balancer::LeastConn => self.pick_least_conn(slot, now),
                     Balancer::RandomTwo => self.pick_random_two(slot, now),
@@ -290,15 +370,7 @@ impl World<'_> {
             };
             match picked {
                 Some(node) => {
-                    let r = &self.gw.reqs[slot as usize];
-                    let (scope, single) = (r.scope, self.gw.single && !r.in_backup);
-                    let k = self.gw.k(scope, node);
-                    self.gw.conns[k] += 1;
-                    for i in 0..self.policies.len() {
-                        if !(single && self.policies[i].bypassed_for_single_server()) {
-                            self.with_policy(i, |p, cx| p.on_selected(cx, scope, node));
-                        }
-                    }
+                    self.take_peer(slot, node);
                     return Some(node);
                 }
                 None => {
@@ -310,6 +382,19 @@ impl World<'_> {
                     }
                     return None;
                 }
+            }
+        }
+    }
+
+    /// The balancer chose `node`: count the connection, tell the policies.
+    fn take_peer(&mut self, slot: u32, node: NodeId) {
+        let r = &self.gw.reqs[slot as usize];
+        let (scope, single) = (r.scope, self.gw.single && !r.in_backup);
+        let k = self.gw.k(scope, node);
+        self.gw.conns[k] += 1;
+        for i in 0..self.policies.len() {
+            if !(single && self.policies[i].bypassed_for_single_server()) {
+                self.with_policy(i, |p, cx| p.on_selected(cx, scope, node));
             }
         }
     }
@@ -373,6 +458,33 @@ impl World<'_> {
         let k = self.gw.k(scope, best);
         self.gw.cw[k] -= total;
         Some(best)
+    }
+
+    /// HAProxy `balance roundrobin` (`lb_fwrr.c`), as a weighted rotation:
+    /// the eligible server with the lowest next position wins (config order
+    /// breaks ties) and moves on by total weight / its weight; a server that
+    /// was out of the rotation comes back at the current position. With equal
+    /// weights it is a plain rotation, so a retry that is redispatched uses up
+    /// the next server's turn (reference D13).
+    fn pick_haproxy_rr(&mut self, slot: u32, now: Now) -> Option<NodeId> {
+        let cur = self.gw.rr_cur;
+        let mut best: Option<(u64, NodeId)> = None;
+        for i in 0..self.set_len(slot) {
+            let node = self.set_node(slot, i);
+            let r = &self.gw.reqs[slot as usize];
+            if !eligible(&self.gw, &self.policies, r, node, now) {
+                continue;
+            }
+            let pos = self.gw.rr_pos[node.index()].max(cur);
+            if best.is_none_or(|(b, _)| pos < b) {
+                best = Some((pos, node));
+            }
+        }
+        let (pos, node) = best?;
+        self.gw.rr_cur = pos;
+        self.gw.rr_pos[node.index()] = pos + self.gw.rr_step[node.index()];
+        self.gw.reqs[slot as usize].mark_tried(node);
+        Some(node)
     }
 
     /// `ngx_http_upstream_get_least_conn_peer`: fewest `conns/weight`; ties
@@ -519,6 +631,8 @@ impl World<'_> {
         }
         if charge == Charge::Failed {
             self.rec.failure(now, node, counted);
+        }
+        if charge == Charge::Failed && self.gw.hap.is_none() {
             let w = self.gw.weight[node.index()];
             let cut: i64 = self
                 .policies
@@ -555,7 +669,12 @@ impl World<'_> {
         let Some(r) = self.gw.reqs.get_mut(slot as usize) else {
             return;
         };
-        if !r.active || r.att_gen != generation || !r.sent || r.read_timer {
+        if !r.active
+            || r.att_gen != generation
+            || !r.sent
+            || r.read_timer
+            || r.read_deadline == SimTime::MAX
+        {
             return;
         }
         r.read_timer = true;
@@ -585,6 +704,10 @@ impl World<'_> {
         let Some(node) = self.attempt_of(slot, generation) else {
             return;
         };
+        if self.gw.hap.is_some() {
+            self.haproxy_failed(slot, node, why);
+            return;
+        }
         let (ft, result) = match why {
             Fail::Refused => (Ft::Error, AttemptResult::Refused),
             Fail::ConnectTimeout => (Ft::Timeout, AttemptResult::ConnectTimeout),
@@ -593,11 +716,127 @@ impl World<'_> {
         self.next_upstream(slot, node, ft, result);
     }
 
+    /// HAProxy: `timeout server` expired (504), or a connect failed
+    /// (`back_handle_st_cer`): retry, on the same server or redispatched.
+    fn haproxy_failed(&mut self, slot: u32, node: NodeId, why: Fail) {
+        let result = match why {
+            Fail::Refused => AttemptResult::Refused,
+            Fail::ConnectTimeout => AttemptResult::ConnectTimeout,
+            Fail::ReadTimeout => {
+                self.free_peer(slot, node, Charge::Failed, AttemptResult::ReadTimeout);
+                self.finalize(slot, 504, None);
+                return;
+            }
+        };
+        // Each failed attempt is an observe layer-4 error (in on_attempt).
+        self.free_peer(slot, node, Charge::Failed, result);
+        let Some(h) = self.gw.hap.clone() else {
+            return;
+        };
+        let now = self.clock.now(self.q.now());
+        let r = &self.gw.reqs[slot as usize];
+        if r.retries_done >= h.retries {
+            self.finalize(slot, 503, None);
+            return;
+        }
+        let (scope, retries_done) = (r.scope, r.retries_done + 1);
+        let up = |n: NodeId| {
+            !self.gw.down[n.index()] && self.policies.iter().all(|p| p.is_routable(scope, n, now))
+        };
+        let srv_act = self.gw.primary.iter().filter(|&&n| up(n)).count();
+        let rr = matches!(
+            self.sc.gateway.balancer,
+            Balancer::RoundRobin | Balancer::RandomTwo
+        );
+        // stream_choose_redispatch
+        let redispatch = h.redispatch_after.is_some_and(|after| {
+            let nth = if after > 0 {
+                retries_done as i32 % after == 0
+            } else {
+                let m = h.retries as i32 + 1 + after;
+                m != 0 && retries_done as i32 % m == 0
+            };
+            !up(node) || nth || (srv_act > 1 && rr)
+        });
+        // An asynchronous error (refused) pauses before retrying the same
+        // server; a connect timeout or an immediate RR redispatch does not.
+        let pause = why == Fail::Refused && (!redispatch || !rr || srv_act <= 1);
+        let delay = if pause {
+            h.timeout_connect.map_or(SimDuration::from_secs(1), |t| {
+                t.min(SimDuration::from_secs(1))
+            })
+        } else {
+            SimDuration::ZERO
+        };
+        let r = &mut self.gw.reqs[slot as usize];
+        r.retries_done = retries_done;
+        r.retry_same = (!redispatch).then_some(node);
+        if delay.is_zero() {
+            self.retry(slot);
+        } else {
+            let generation = r.att_gen;
+            self.q
+                .schedule(self.q.now() + delay, Event::Retry { slot, generation });
+        }
+    }
+
+    /// HAProxy's turn-around pause ended.
+    pub(crate) fn on_retry(&mut self, slot: u32, generation: u32) {
+        let Some(r) = self.gw.reqs.get(slot as usize) else {
+            return;
+        };
+        if r.active && r.att_gen == generation && r.node.is_none() {
+            self.retry(slot);
+        }
+    }
+
+    /// HAProxy: the next connection attempt of a request.
+    fn retry(&mut self, slot: u32) {
+        let r = &mut self.gw.reqs[slot as usize];
+        if let Some(node) = r.retry_same {
+            self.take_peer(slot, node);
+            self.start_attempt(slot, node);
+            return;
+        }
+        // Redispatch: back to load balancing, avoiding the last server when
+        // another one is usable.
+        let last = r.last_node;
+        r.in_backup = false;
+        r.tried.iter_mut().for_each(|w| *w = 0);
+        if let Some(l) = last {
+            r.mark_tried(l);
+        }
+        let picked = self.select_peer(slot).or_else(|| {
+            let r = &mut self.gw.reqs[slot as usize];
+            r.in_backup = false;
+            r.tried.iter_mut().for_each(|w| *w = 0);
+            self.select_peer(slot)
+        });
+        match picked {
+            Some(node) => self.start_attempt(slot, node),
+            None => self.finalize(slot, 503, None),
+        }
+    }
+
     /// A response header (or a reset) reached the gateway.
     pub(crate) fn on_response(&mut self, slot: u32, generation: u32, reply: Reply) {
         let Some(node) = self.attempt_of(slot, generation) else {
             return;
         };
+        if self.gw.hap.is_some() {
+            // HAProxy relays any status; a close before it is a 502.
+            match reply {
+                Reply::Reset => {
+                    self.free_peer(slot, node, Charge::Failed, AttemptResult::Reset);
+                    self.finalize(slot, 502, None);
+                }
+                Reply::Status(s) => {
+                    self.free_peer(slot, node, Charge::Success, AttemptResult::Status(s));
+                    self.finalize(slot, s, Some(node));
+                }
+            }
+            return;
+        }
         match reply {
             Reply::Reset => self.next_upstream(slot, node, Ft::Error, AttemptResult::Reset),
             Reply::Status(s) => {
@@ -676,9 +915,15 @@ impl World<'_> {
     fn finalize(&mut self, slot: u32, status: u16, by: Option<NodeId>) {
         let now = self.q.now();
         let r = &self.gw.reqs[slot as usize];
-        let (start, counted, client) = (r.start, r.counted, r.client);
+        let (start, counted, client, faulty) = (r.start, r.counted, r.client, r.att_faulty);
         self.rec
             .answered(now, status, now.saturating_since(start), by, counted);
+        if let Some(n) = by
+            && faulty
+            && (200..300).contains(&status)
+        {
+            self.rec.fault_answered(n, counted);
+        }
         self.release(slot);
         self.client_done(client);
     }

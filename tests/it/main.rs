@@ -2,7 +2,9 @@
 
 mod cli;
 mod determinism;
+mod haproxy;
 mod nginx;
+mod probes;
 mod report;
 mod scenarios;
 mod seeds;
