@@ -162,6 +162,13 @@ pub struct GatewaySpec {
     pub proxy_read_timeout: SimDuration,
     /// Network round-trip time between gateway and nodes. Default 0.2ms.
     pub rtt: SimDuration,
+    /// Envoy's `healthy_panic_threshold`, percent: while fewer than this
+    /// share of the non-`down` primary nodes is routable, selection ignores
+    /// the policies (ejected nodes get traffic again). Default: the policy's
+    /// own (50 with `outlier_detection`, `minHealthPercent` with `istio`),
+    /// else 0 = off, as in nginx.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub healthy_panic_threshold: Option<f64>,
 }
 
 impl Default for GatewaySpec {
@@ -177,6 +184,7 @@ impl Default for GatewaySpec {
             proxy_connect_timeout: SimDuration::from_secs(60),
             proxy_read_timeout: SimDuration::from_secs(60),
             rtt: SimDuration::from_micros(200),
+            healthy_panic_threshold: None,
         }
     }
 }
@@ -602,6 +610,14 @@ impl Scenario {
             return Err(invalid(
                 "gateway.clock_phase".into(),
                 format!("must be below 1s (a phase within one wall-clock second), found \"{p}\""),
+            ));
+        }
+        if let Some(t) = g.healthy_panic_threshold
+            && !(0.0..=100.0).contains(&t)
+        {
+            return Err(invalid(
+                "gateway.healthy_panic_threshold".into(),
+                format!("is a percentage (0..=100), found {t}"),
             ));
         }
         for (field, d) in [
