@@ -1,0 +1,3 @@
+//! One integration binary: every module below runs scenarios in-process.
+
+mod policies;
