@@ -22,8 +22,10 @@
 //!   [`engine::EventQueue`] and seeded random streams. It knows nothing of gateways.
 //! - [`scenario`]: the model file (`*Spec` types) and its validation into a [`scenario::Scenario`].
 //! - [`model`]: the `World` — clients, the gateway's nginx request pipeline, nodes, faults.
-//! - [`policy`]: the [`policy::HealthPolicy`] trait and its implementations
-//!   (nginx `max_fails`/`fail_timeout` first).
+//! - [`policy`]: the [`policy::HealthPolicy`] trait and its implementations:
+//!   nginx `max_fails`/`fail_timeout`, Envoy outlier detection (and Istio's
+//!   names for it), a generic ratio ejector, and the Resilience4j, Hystrix and
+//!   Finagle/Linkerd breakers; `docs/policies.md` compares them.
 //! - [`metrics`]: the streaming `Recorder` and the [`metrics::RunSummary`] it yields.
 //!
 //! ## Ordering and seeding contract

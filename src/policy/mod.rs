@@ -216,7 +216,10 @@ impl PolicySpec {
             ),
             PolicySpec::Resilience4j(_) => "resilience4j".into(),
             PolicySpec::Hystrix(_) => "hystrix".into(),
-            PolicySpec::FailureAccrual(p) => format!("failure_accrual {:?}", p.flavour),
+            PolicySpec::FailureAccrual(p) => match p.flavour {
+                failure_accrual::Flavour::Finagle => "failure_accrual finagle".into(),
+                failure_accrual::Flavour::Linkerd => "failure_accrual linkerd".into(),
+            },
         }
     }
 
