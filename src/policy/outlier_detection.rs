@@ -238,7 +238,7 @@ pub struct IstioParams {
     pub consecutive_errors: Option<u32>,
     #[serde(rename = "splitExternalLocalOriginErrors")]
     pub split_external_local_origin_errors: bool,
-    /// → `consecutive_local_origin_failure` with enforcing 100 (split mode).
+    /// → `consecutive_local_origin_failure` with enforcing 100 if > 0 (split mode).
     #[serde(
         rename = "consecutiveLocalOriginFailures",
         skip_serializing_if = "Option::is_none"
@@ -285,9 +285,9 @@ impl IstioParams {
         if self.split_external_local_origin_errors {
             p.split_external_local_origin_errors = true;
             p.enforcing_local_origin_success_rate = 0;
-            if let Some(v) = self.consecutive_local_origin_failures {
+            if let Some(v) = self.consecutive_local_origin_failures.filter(|&v| v > 0) {
                 p.consecutive_local_origin_failure = v;
-                p.enforcing_consecutive_local_origin_failure = if v > 0 { 100 } else { 0 };
+                p.enforcing_consecutive_local_origin_failure = 100;
             }
         }
         if let Some(v) = self.interval {
@@ -296,7 +296,8 @@ impl IstioParams {
         if let Some(v) = self.base_ejection_time {
             p.base_ejection_time = v;
         }
-        if let Some(v) = self.max_ejection_percent {
+        // istiod cannot tell 0 from unset: 0 leaves Envoy's default (10).
+        if let Some(v) = self.max_ejection_percent.filter(|&v| v > 0) {
             p.max_ejection_percent = v;
         }
         p
@@ -1282,6 +1283,13 @@ mod tests {
             ),
             (4, 100)
         );
+        // istiod cannot tell 0 from unset: maxEjectionPercent 0 leaves Envoy's 10.
+        let zero = IstioParams {
+            max_ejection_percent: Some(0),
+            ..Default::default()
+        }
+        .to_envoy();
+        assert_eq!(zero.max_ejection_percent, 10);
         // Legacy consecutiveErrors: gateway errors only.
         let legacy = IstioParams {
             consecutive_errors: Some(7),
