@@ -27,9 +27,11 @@
 //!   policies ask for.
 //! - [`policy`]: the [`policy::HealthPolicy`] trait and its implementations:
 //!   nginx `max_fails`/`fail_timeout`, active probing (generic, HAProxy,
-//!   Envoy, tengine, Kubernetes) and heartbeat/TTL registries (generic,
-//!   Consul, Nacos 1.x, Eureka). Several run at once: a node is routable only
-//!   if none ejects it.
+//!   Envoy, tengine, Kubernetes), heartbeat/TTL registries (generic, Consul,
+//!   Nacos 1.x, Eureka), Envoy outlier detection (and Istio's names for it),
+//!   a generic ratio ejector, and the Resilience4j, Hystrix and
+//!   Finagle/Linkerd breakers; `docs/policies.md` compares them. Several run
+//!   at once: a node is routable only if none ejects it.
 //! - [`metrics`]: the streaming `Recorder` and the [`metrics::RunSummary`] it yields.
 //!
 //! ## Ordering and seeding contract

@@ -172,6 +172,13 @@ pub struct GatewaySpec {
     /// HAProxy backend settings; only with `flavor: haproxy` (defaults if omitted).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub haproxy: Option<HaproxySpec>,
+    /// Envoy's `healthy_panic_threshold`, percent: while fewer than this
+    /// share of the non-`down` primary nodes is routable, selection ignores
+    /// the policies (ejected nodes get traffic again). Default: the policy's
+    /// own (50 with `outlier_detection`, `minHealthPercent` with `istio`),
+    /// else 0 = off, as in nginx.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub healthy_panic_threshold: Option<f64>,
 }
 
 /// Which proxy's request path the gateway follows. Both share one pipeline
@@ -258,6 +265,7 @@ impl Default for GatewaySpec {
             rtt: SimDuration::from_micros(200),
             flavor: GatewayFlavor::Nginx,
             haproxy: None,
+            healthy_panic_threshold: None,
         }
     }
 }
@@ -690,6 +698,14 @@ impl Scenario {
             return Err(invalid(
                 "gateway.clock_phase".into(),
                 format!("must be below 1s (a phase within one wall-clock second), found \"{p}\""),
+            ));
+        }
+        if let Some(t) = g.healthy_panic_threshold
+            && !(0.0..=100.0).contains(&t)
+        {
+            return Err(invalid(
+                "gateway.healthy_panic_threshold".into(),
+                format!("is a percentage (0..=100), found {t}"),
             ));
         }
         for (field, d) in [

@@ -72,6 +72,10 @@ pub(crate) struct Request {
     last_node: Option<NodeId>,
     /// HAProxy: retry on this server (None: redispatch).
     retry_same: Option<NodeId>,
+    /// When the attempt in flight selected its peer.
+    att_start: SimTime,
+    /// The last selection found the upstream in panic: policies were ignored.
+    panic: bool,
 }
 
 impl Request {
@@ -123,6 +127,8 @@ pub(crate) struct Gateway {
     rr_pos: Vec<u64>,
     rr_cur: u64,
     rr_step: Vec<u64>,
+    /// Envoy's `healthy_panic_threshold`, percent; 0 = never panic.
+    panic_threshold: f64,
 }
 
 impl Gateway {
@@ -189,6 +195,7 @@ impl Gateway {
                     .map(|x| total * 1_000_000 / x.weight.max(1) as u64)
                     .collect()
             },
+            panic_threshold: panic_threshold(sc),
         }
     }
 
@@ -201,13 +208,34 @@ impl Gateway {
     }
 }
 
+/// The effective panic threshold: `gateway.healthy_panic_threshold` if set,
+/// else the highest one a policy brings (Envoy's 50 %), else 0 (nginx: none).
+fn panic_threshold(sc: &Scenario) -> f64 {
+    sc.gateway.healthy_panic_threshold.unwrap_or_else(|| {
+        sc.policies
+            .iter()
+            .filter_map(|p| p.healthy_panic_threshold())
+            .fold(0.0, f64::max)
+    })
+}
+
+/// Envoy's `isHostSetInPanic`: `100 × healthy / hosts < threshold` (strict).
+fn in_panic(healthy: usize, hosts: usize, threshold: f64) -> bool {
+    let pct = if hosts == 0 {
+        0.0
+    } else {
+        100.0 * healthy as f64 / hosts as f64
+    };
+    pct < threshold
+}
+
 /// `max_conns` reached (0 means unlimited).
 fn at_max_conns(max_conns: u32, conns: u32) -> bool {
     max_conns > 0 && conns >= max_conns
 }
 
 /// Is `node` eligible for this request: not tried, not `down`, not ejected
-/// by any policy, not at `max_conns` (the skip tests of `get_peer`).
+/// by any policy (unless in panic), not at `max_conns` (the skip tests of `get_peer`).
 fn eligible(
     gw: &Gateway,
     policies: &[Box<dyn HealthPolicy>],
@@ -218,7 +246,7 @@ fn eligible(
     let k = gw.k(r.scope, node);
     !r.is_tried(node)
         && !gw.down[node.index()]
-        && policies.iter().all(|p| p.is_routable(r.scope, node, now))
+        && (r.panic || policies.iter().all(|p| p.is_routable(r.scope, node, now)))
         && !at_max_conns(gw.max_conns[node.index()], gw.conns[k])
 }
 
@@ -293,6 +321,8 @@ impl World<'_> {
         r.sent = false;
         r.att_faulty = faulty;
         r.last_node = Some(node);
+        r.att_start = now;
+        let (scope, single) = (r.scope, self.gw.single && !r.in_backup);
         let generation = r.att_gen;
         let counted = r.counted;
         self.rec.attempt(now, node, counted);
@@ -329,6 +359,11 @@ impl World<'_> {
             // The read timeout is armed lazily (see `arm_read_timeout`): most
             // responses are known to come first, and a timer per attempt would
             // keep rate × proxy_read_timeout events pending.
+            for i in 0..self.policies.len() {
+                if !(single && self.policies[i].bypassed_for_single_server()) {
+                    self.with_policy(i, |p, cx| p.on_connected(cx, scope, node));
+                }
+            }
             let sent_at = now + g.rtt;
             let r = &mut self.gw.reqs[slot as usize];
             r.sent = true;
@@ -354,6 +389,17 @@ impl World<'_> {
     /// `get_round_robin_peer` (or the configured balancer) with the backup fallback.
     fn select_peer(&mut self, slot: u32) -> Option<NodeId> {
         let now = self.clock.now(self.q.now());
+        let panic = self.gw.panic_threshold > 0.0 && {
+            let scope = self.gw.reqs[slot as usize].scope;
+            let hosts = self.gw.primary.iter().filter(|n| !self.gw.down[n.index()]);
+            let (mut total, mut healthy) = (0, 0);
+            for &n in hosts {
+                total += 1;
+                healthy += self.policies.iter().all(|p| p.is_routable(scope, n, now)) as usize;
+            }
+            in_panic(healthy, total, self.gw.panic_threshold)
+        };
+        self.gw.reqs[slot as usize].panic = panic;
         loop {
             let r = &self.gw.reqs[slot as usize];
             let picked = if self.gw.single && !r.in_backup {
@@ -407,10 +453,11 @@ impl World<'_> {
         let m = self.gw.max_conns[node.index()];
         let ok = !self.gw.down[node.index()]
             && !at_max_conns(m, self.gw.conns[k])
-            && self
-                .policies
-                .iter()
-                .all(|p| p.bypassed_for_single_server() || p.is_routable(r.scope, node, now));
+            && (r.panic
+                || self
+                    .policies
+                    .iter()
+                    .all(|p| p.bypassed_for_single_server() || p.is_routable(r.scope, node, now)));
         ok.then_some(node)
     }
 
@@ -610,6 +657,7 @@ impl World<'_> {
         let r = &mut self.gw.reqs[slot as usize];
         r.node = None;
         let (scope, counted, id) = (r.scope, r.counted, r.id);
+        let elapsed = now.saturating_since(r.att_start);
         let single = self.gw.single && !r.in_backup;
         let k = self.gw.k(scope, node);
         self.gw.conns[k] = self.gw.conns[k].saturating_sub(1);
@@ -621,6 +669,7 @@ impl World<'_> {
                 node,
                 result,
                 charge,
+                elapsed,
             };
             for i in 0..self.policies.len() {
                 if !self.policies[i].bypassed_for_single_server() {
@@ -646,6 +695,7 @@ impl World<'_> {
             node,
             result,
             charge,
+            elapsed,
         };
         for i in 0..self.policies.len() {
             self.with_policy(i, |p, cx| p.on_attempt(cx, &report));
@@ -955,5 +1005,45 @@ impl World<'_> {
         self.rec.timed_out(now, counted);
         self.release(slot);
         self.client_done(client);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::path::Path;
+
+    #[test]
+    fn panic_is_strictly_below_the_threshold() {
+        // 3 hosts, 2 ejected: 33 % < 50 % → panic (reference §1.9.1).
+        assert!(in_panic(1, 3, 50.0));
+        // 2 of 4 healthy: exactly 50 % is not below 50 %.
+        assert!(!in_panic(2, 4, 50.0));
+        assert!(in_panic(1, 4, 50.0));
+        // 0 turns panic off, even with nothing healthy.
+        assert!(!in_panic(0, 4, 0.0));
+    }
+
+    fn threshold_of(doc: serde_json::Value) -> f64 {
+        let sc = Scenario::from_document(&doc, Path::new("t.json")).unwrap();
+        panic_threshold(&sc)
+    }
+
+    #[test]
+    fn the_panic_threshold_comes_from_the_gateway_or_the_policy() {
+        let base = serde_json::json!({
+            "name": "t", "duration": "1s",
+            "clients": {"kind": "open", "rate_per_s": 1.0},
+            "nodes": [{"name": "a"}, {"name": "b"}]
+        });
+        assert_eq!(threshold_of(base.clone()), 0.0, "nginx: no panic");
+        let mut d = base.clone();
+        d["policy"] = serde_json::json!({"kind": "outlier_detection"});
+        assert_eq!(threshold_of(d.clone()), 50.0, "Envoy's default");
+        d["gateway"] = serde_json::json!({"healthy_panic_threshold": 0.0});
+        assert_eq!(threshold_of(d), 0.0, "the gateway setting wins");
+        let mut d = base;
+        d["policy"] = serde_json::json!({"kind": "istio", "minHealthPercent": 30});
+        assert_eq!(threshold_of(d), 30.0);
     }
 }

@@ -201,6 +201,7 @@ mod tests {
                     node: A,
                     result,
                     charge,
+                    elapsed: SimDuration::ZERO,
                 },
             );
         }
@@ -220,6 +221,7 @@ mod tests {
                     node: A,
                     result: AttemptResult::Status(200),
                     charge,
+                    elapsed: SimDuration::ZERO,
                 },
             );
         }

@@ -9,18 +9,32 @@
 //! the model turns into events and records.
 
 pub mod active_probe;
+pub mod backoff;
+pub mod failure_accrual;
 pub mod gateway_view;
 pub mod heartbeat_ttl;
+pub mod hystrix;
 pub mod max_fails;
+pub mod outlier_detection;
 pub mod prober_pool;
+pub mod ratio_ejection;
+pub mod resilience4j;
+#[cfg(test)]
+pub(crate) mod testkit;
+pub mod window;
 
 use crate::engine::{SimDuration, SimRng, SimTime};
 use crate::model::NodeId;
 use serde::{Deserialize, Serialize};
 
 pub use active_probe::{ActiveProbe, ActiveProbeSpec};
+pub use failure_accrual::{FailureAccrual, FailureAccrualParams};
 pub use heartbeat_ttl::{HeartbeatTtl, HeartbeatTtlSpec};
+pub use hystrix::{Hystrix, HystrixParams};
 pub use max_fails::{MaxFails, MaxFailsParams};
+pub use outlier_detection::{IstioParams, OutlierDetection, OutlierDetectionParams};
+pub use ratio_ejection::{RatioEjection, RatioEjectionParams};
+pub use resilience4j::{Resilience4j, Resilience4jParams};
 
 /// Which copy of the gateway's peer state a decision concerns: the nginx
 /// worker process (each has its own state unless the upstream has a `zone`).
@@ -69,6 +83,8 @@ pub struct AttemptReport {
     pub node: NodeId,
     pub result: AttemptResult,
     pub charge: Charge,
+    /// From the peer's selection to the end of the attempt (a call's duration).
+    pub elapsed: SimDuration,
 }
 
 /// A timer a policy asked for; it comes back unchanged in `on_timer`.
@@ -259,6 +275,8 @@ pub trait HealthPolicy: Send {
     fn is_routable(&self, scope: Scope, node: NodeId, now: Now) -> bool;
     /// The balancer selected `node` for an attempt (nginx moves `checked` here).
     fn on_selected(&mut self, _cx: &mut PolicyCx, _scope: Scope, _node: NodeId) {}
+    /// The attempt's connection to `node` was established (Envoy's `onPoolReady`).
+    fn on_connected(&mut self, _cx: &mut PolicyCx, _scope: Scope, _node: NodeId) {}
     /// An attempt ended and the peer was freed.
     fn on_attempt(&mut self, _cx: &mut PolicyCx, _report: &AttemptReport) {}
     /// How much the balancer's effective weight drops on a failed attempt.
@@ -301,6 +319,20 @@ pub enum PolicySpec {
     /// Heartbeats to a registry with a TTL (generic, Consul, Nacos 1.x,
     /// Eureka), chosen by `registry`.
     HeartbeatTtl(HeartbeatTtlSpec),
+    /// Envoy outlier detection (the cluster's `outlier_detection` fields).
+    #[serde(alias = "envoy")]
+    OutlierDetection(OutlierDetectionParams),
+    /// Istio's `outlierDetection` field names, mapped to Envoy's.
+    Istio(IstioParams),
+    /// A generic failure-ratio ejector over a sliding window.
+    RatioEjection(RatioEjectionParams),
+    /// A Resilience4j circuit breaker per node.
+    Resilience4j(Resilience4jParams),
+    /// A Hystrix circuit breaker per node.
+    Hystrix(HystrixParams),
+    /// Finagle (or `flavour: linkerd`, Linkerd 2.x) failure accrual.
+    #[serde(alias = "finagle")]
+    FailureAccrual(FailureAccrualParams),
 }
 
 impl PolicySpec {
@@ -313,6 +345,28 @@ impl PolicySpec {
             }
             PolicySpec::ActiveProbe(p) => p.label(),
             PolicySpec::HeartbeatTtl(p) => p.label(),
+            PolicySpec::OutlierDetection(_) => "outlier_detection".into(),
+            PolicySpec::Istio(_) => "istio".into(),
+            PolicySpec::RatioEjection(p) => format!(
+                "ratio_ejection threshold={}% min={}",
+                p.failure_percentage_threshold, p.minimum_requests
+            ),
+            PolicySpec::Resilience4j(_) => "resilience4j".into(),
+            PolicySpec::Hystrix(_) => "hystrix".into(),
+            PolicySpec::FailureAccrual(p) => match p.flavour {
+                failure_accrual::Flavour::Finagle => "failure_accrual finagle".into(),
+                failure_accrual::Flavour::Linkerd => "failure_accrual linkerd".into(),
+            },
+        }
+    }
+
+    /// The load balancer's panic threshold (percent) that comes with this
+    /// policy, if it has one (Envoy's 50 %, Istio's `minHealthPercent`).
+    pub fn healthy_panic_threshold(&self) -> Option<f64> {
+        match self {
+            PolicySpec::OutlierDetection(p) => Some(p.healthy_panic_threshold),
+            PolicySpec::Istio(p) => Some(p.min_health_percent as f64),
+            _ => None,
         }
     }
 
@@ -324,6 +378,12 @@ impl PolicySpec {
             PolicySpec::MaxFails(p) => p.validate(),
             PolicySpec::ActiveProbe(p) => p.validate(),
             PolicySpec::HeartbeatTtl(p) => p.validate(),
+            PolicySpec::OutlierDetection(p) => p.validate(),
+            PolicySpec::Istio(p) => p.validate(),
+            PolicySpec::RatioEjection(p) => p.validate(),
+            PolicySpec::Resilience4j(p) => p.validate(),
+            PolicySpec::Hystrix(p) => p.validate(),
+            PolicySpec::FailureAccrual(p) => p.validate(),
         }
     }
 }
@@ -336,5 +396,11 @@ pub fn build(spec: &PolicySpec, scopes: usize, nodes: usize) -> Box<dyn HealthPo
         PolicySpec::MaxFails(p) => Box::new(MaxFails::new(p, scopes, nodes)),
         PolicySpec::ActiveProbe(p) => Box::new(ActiveProbe::new(p, nodes)),
         PolicySpec::HeartbeatTtl(p) => Box::new(HeartbeatTtl::new(p, nodes)),
+        PolicySpec::OutlierDetection(p) => Box::new(OutlierDetection::new(p, nodes)),
+        PolicySpec::Istio(p) => Box::new(OutlierDetection::new(&p.to_envoy(), nodes)),
+        PolicySpec::RatioEjection(p) => Box::new(RatioEjection::new(p, nodes)),
+        PolicySpec::Resilience4j(p) => Box::new(Resilience4j::new(p, nodes)),
+        PolicySpec::Hystrix(p) => Box::new(Hystrix::new(p, nodes)),
+        PolicySpec::FailureAccrual(p) => Box::new(FailureAccrual::new(p, nodes)),
     }
 }

@@ -4,6 +4,7 @@ mod cli;
 mod determinism;
 mod haproxy;
 mod nginx;
+mod policies;
 mod probes;
 mod report;
 mod scenarios;

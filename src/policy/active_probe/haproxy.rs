@@ -546,6 +546,7 @@ mod tests {
             node: A,
             result,
             charge: Charge::Failed,
+            elapsed: SimDuration::ZERO,
         }
     }
 
