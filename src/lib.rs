@@ -25,6 +25,9 @@
 //! - [`policy`]: the [`policy::HealthPolicy`] trait and its implementations
 //!   (nginx `max_fails`/`fail_timeout` first).
 //! - [`metrics`]: the streaming `Recorder` and the [`metrics::RunSummary`] it yields.
+//! - [`sweep`]: grids of model variants × seeded replications, run in
+//!   parallel, checkpointed, sharded across machines; the outputs never depend
+//!   on how many threads or machines ran them.
 //!
 //! ## Ordering and seeding contract
 //! Events are processed in `(time, insertion sequence)` order, so events at the
@@ -59,5 +62,6 @@ pub mod model;
 pub mod policy;
 pub mod report;
 pub mod scenario;
+pub mod sweep;
 
 pub use error::Error;
