@@ -590,16 +590,17 @@ impl Plan {
                         format!("`{}` is already an axis", c.path),
                     ));
                 }
-                if scenario::get_path(&base, &c.path).is_none()
-                    && scenario::get_path(&normalized, &c.path).is_none()
-                {
-                    return Err(Error::UnknownSweepPath {
-                        sweep: sweep_path.to_path_buf(),
-                        axis: at,
-                        path: c.path.clone(),
-                        model: model_file.clone(),
-                        reason: missing_reason(&base, &c.path),
-                    });
+                if scenario::get_path(&base, &c.path).is_none() {
+                    if scenario::get_path(&normalized, &c.path).is_none() {
+                        return Err(Error::UnknownSweepPath {
+                            sweep: sweep_path.to_path_buf(),
+                            axis: at,
+                            path: c.path.clone(),
+                            model: model_file.clone(),
+                            reason: missing_reason(&base, &c.path),
+                        });
+                    }
+                    add_default_parents(&mut base, &normalized, &c.path);
                 }
             }
             axes.push(axis);
@@ -702,6 +703,23 @@ impl Plan {
         runs.iter()
             .map(|&r| per_point[self.header.point_rep(r).0])
             .sum()
+    }
+}
+
+/// Adds empty objects for the sections on the way to `path` that the model
+/// leaves at their defaults (`gateway` in `gateway.proxy_read_timeout`), so
+/// that the axis has a parent to write into. An empty section validates as
+/// the defaults it stands for.
+fn add_default_parents(doc: &mut Value, normalized: &Value, path: &str) {
+    let segs: Vec<&str> = path.split('.').collect();
+    for i in 0..segs.len().saturating_sub(1) {
+        let prefix = segs[..=i].join(".");
+        if scenario::get_path(doc, &prefix).is_none()
+            && scenario::get_path(normalized, &prefix).is_some_and(Value::is_object)
+        {
+            // The parent of `prefix` exists (checked at the previous segment).
+            let _ = scenario::set_path(doc, &prefix, Value::Object(Default::default()));
+        }
     }
 }
 
@@ -1818,6 +1836,18 @@ mod tests {
         assert_eq!(
             normalize(Path::new("/tmp/s/../m.json")),
             PathBuf::from("/tmp/m.json")
+        );
+    }
+
+    #[test]
+    fn defaulted_sections_get_an_empty_parent() {
+        let mut doc = json!({"name": "m", "nodes": [{"name": "A"}]});
+        let normalized = json!({"name": "m", "gateway": {"proxy_read_timeout": "60s"}, "nodes": [{"name": "A", "weight": 1}]});
+        add_default_parents(&mut doc, &normalized, "gateway.proxy_read_timeout");
+        add_default_parents(&mut doc, &normalized, "nodes.A.weight");
+        assert_eq!(
+            doc,
+            json!({"name": "m", "gateway": {}, "nodes": [{"name": "A"}]})
         );
     }
 
