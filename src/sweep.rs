@@ -39,7 +39,8 @@ pub const MAX_AXIS_VALUES: u64 = 10_000;
 pub const MAX_POINTS: usize = 100_000;
 /// Above this many simulated requests, `hcsim sweep` asks for `--yes`.
 pub const CONFIRM_ABOVE_REQUESTS: f64 = 1e10;
-/// Test hook: stop after this many completed runs, as a crash would.
+/// Test hook: checkpoint this many runs, then stop as if the process had been
+/// killed (runs finishing after that are lost) and exit with an error.
 pub const STOP_AFTER_ENV: &str = "HCSIM_STOP_AFTER";
 
 /// Where a run's records go while a sweep is in progress, under the output directory.
@@ -1155,6 +1156,10 @@ fn execute(
             })
         });
         for line in rx {
+            if stop_after.is_some_and(|n| lines.len() >= n) {
+                // Like a kill: runs finishing after the stop are lost.
+                continue;
+            }
             if failed.is_none()
                 && let Err(e) = ckpt.append(&line)
             {
