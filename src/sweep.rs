@@ -1065,9 +1065,15 @@ pub fn cmd_sweep(args: SweepArgs) -> Result<ExitCode, Error> {
         let pb = ProgressBar::new(todo.len() as u64);
         pb.set_style(
             ProgressStyle::with_template(
-                "{elapsed_precise} [{wide_bar}] {pos}/{len} runs  {per_sec}  ETA {eta}",
+                "{elapsed_precise} [{wide_bar}] {pos}/{len} runs  {rate} runs/s  ETA {eta}",
             )
             .expect("the progress template is valid")
+            .with_key(
+                "rate",
+                |state: &indicatif::ProgressState, w: &mut dyn std::fmt::Write| {
+                    let _ = write!(w, "{:.0}", state.per_sec());
+                },
+            )
             .progress_chars("=> "),
         );
         pb
