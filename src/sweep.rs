@@ -1051,12 +1051,19 @@ pub fn cmd_sweep(args: SweepArgs) -> Result<ExitCode, Error> {
     done.retain(|d| shard.owns(d.rec.run));
     let have: BTreeSet<usize> = done.iter().map(|d| d.rec.run).collect();
     let todo: Vec<usize> = mine.iter().copied().filter(|r| !have.contains(r)).collect();
-    if !args.quiet && !have.is_empty() {
-        eprintln!(
-            "resuming: {} runs already done, {} to go",
-            have.len(),
-            todo.len()
-        );
+    if !args.quiet && args.resume {
+        if have.is_empty() {
+            eprintln!(
+                "nothing to resume in {}: running the whole sweep",
+                out.display()
+            );
+        } else {
+            eprintln!(
+                "resuming: {} runs already done, {} to go",
+                have.len(),
+                todo.len()
+            );
+        }
     }
 
     let progress = if args.quiet || !std::io::stderr().is_terminal() {
