@@ -23,6 +23,10 @@ pub struct Cli {
 pub enum Command {
     /// Run a model (optionally several seeded replications) and report its metrics.
     Run(RunArgs),
+    /// Run a model over a grid of parameters (points × replications) in parallel.
+    Sweep(SweepArgs),
+    /// Combine the outputs of `hcsim sweep --shard K/N` into those of the whole sweep.
+    Merge(MergeArgs),
     /// Redraw the charts and report.html of a finished run from its output files.
     Plot(PlotArgs),
     /// Run the seed experiments' models and compare hcsim with the figures
@@ -78,6 +82,50 @@ pub struct RunArgs {
     pub no_charts: bool,
 }
 
+#[derive(Args, Debug)]
+pub struct SweepArgs {
+    /// The sweep file (JSON), e.g. sweeps/max-fails-grid-crash.json.
+    pub sweep: PathBuf,
+    /// Runs in parallel on this many threads (default: all cores). Outputs do not depend on it.
+    #[arg(long, short = 'j')]
+    pub jobs: Option<usize>,
+    /// Output directory (default: output/<sweep name>/, and
+    /// output/<sweep name>/shard-K-of-N/ with --shard).
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+    /// Print nothing but errors: no size estimate, progress bar or summary.
+    #[arg(long, short = 'q')]
+    pub quiet: bool,
+    /// Finish an interrupted sweep: run only the runs its checkpoint lacks.
+    #[arg(long)]
+    pub resume: bool,
+    /// Run only shard K of N (the runs whose index modulo N is K-1), for `hcsim merge`.
+    #[arg(long, value_name = "K/N")]
+    pub shard: Option<crate::sweep::Shard>,
+    /// Run even above 10^10 estimated simulated requests.
+    #[arg(long)]
+    pub yes: bool,
+    /// Skip the charts and report.html.
+    #[arg(long)]
+    pub no_charts: bool,
+}
+
+#[derive(Args, Debug)]
+pub struct MergeArgs {
+    /// Output directories of `hcsim sweep --shard K/N`, one per shard, in any order.
+    #[arg(required = true, value_name = "DIR")]
+    pub dirs: Vec<PathBuf>,
+    /// Where to write runs.csv, points.csv and results.json.
+    #[arg(long, value_name = "DIR")]
+    pub out: PathBuf,
+    /// Print nothing but errors.
+    #[arg(long, short = 'q')]
+    pub quiet: bool,
+    /// Skip the charts and report.html.
+    #[arg(long)]
+    pub no_charts: bool,
+}
+
 #[derive(Copy, Clone, Debug, PartialEq, Eq, ValueEnum)]
 pub enum Format {
     /// Aligned columns for people.
@@ -121,12 +169,14 @@ pub fn load_with_overrides(path: &Path, sets: &[String]) -> Result<Scenario, Err
 pub fn run(cli: Cli) -> Result<ExitCode, Error> {
     match cli.command {
         Command::Run(args) => cmd_run(args),
+        Command::Sweep(args) => crate::sweep::cmd_sweep(args),
+        Command::Merge(args) => crate::sweep::cmd_merge(args),
         Command::Plot(args) => cmd_plot(&args.dir).map(|_| ExitCode::SUCCESS),
         Command::Reproduce(args) => cmd_reproduce(args),
     }
 }
 
-fn thread_pool(jobs: Option<usize>) -> Result<rayon::ThreadPool, Error> {
+pub(crate) fn thread_pool(jobs: Option<usize>) -> Result<rayon::ThreadPool, Error> {
     let mut b = rayon::ThreadPoolBuilder::new();
     if let Some(j) = jobs {
         if j == 0 {

@@ -9,6 +9,7 @@ mod probes;
 mod report;
 mod scenarios;
 mod seeds;
+mod sweep;
 
 use hcsim::metrics::RunSummary;
 use hcsim::model::{self, TraceLine};

@@ -121,8 +121,8 @@ fn chromium() -> Option<String> {
 fn report_renders_in_headless_chromium() {
     let Some(browser) = chromium() else {
         assert!(
-            std::env::var_os("HCSIM_REQUIRE_BROWSER").is_none(),
-            "HCSIM_REQUIRE_BROWSER is set but chromium is not installed"
+            std::env::var_os("HCSIM_REQUIRE_TOOLS").is_none(),
+            "HCSIM_REQUIRE_TOOLS is set but chromium is not installed"
         );
         eprintln!("skipped: chromium not installed (scripts/test-deps.sh installs it)");
         return;
