@@ -1,17 +1,35 @@
-//! The future-event list: a binary heap ordered by `(time, insertion sequence)`,
-//! plus FIFO lanes for timers whose delay is a constant.
+//! The future-event list: a timing wheel for near events, a binary heap for
+//! far ones, and FIFO lanes for timers whose delay is a constant; all ordered
+//! by `(time, insertion sequence)`.
+//!
+//! Most events of a busy model are a few milliseconds ahead (a service
+//! completion, a network hop). They go into a wheel of [`BUCKETS`] buckets of
+//! `2^BUCKET_SHIFT` µs each: pushing one is a `Vec::push`, and the bucket
+//! about to run is sorted once when the wheel reaches it (a handful of
+//! entries). Events beyond the wheel's horizon (policy timers, faults, a
+//! timeout armed on the fly) wait in a binary heap and move into the wheel as
+//! it turns. Unlike a heap, the wheel does no unpredictable comparisons per
+//! push or pop, which is where a heap of a few dozen events spends its time.
 //!
 //! A timer armed with the same delay every time (a read timeout, a client
 //! timeout, a one-way network delay) fires in the order it was armed, so a
 //! plain FIFO keeps those events sorted at O(1) per event. At 10k requests/s a
-//! 60 s read timeout keeps 600k timers pending: in the heap every push and pop
-//! would walk 20 levels of cache misses; in a lane they cost a queue push. Lane
-//! entries draw their sequence number from the same counter as heap entries, so
-//! the order of events is exactly what one heap would give.
+//! 60 s read timeout keeps 600k timers pending: in a heap every push and pop
+//! would walk 20 levels of cache misses; in a lane they cost a queue push.
+//!
+//! Every entry draws its sequence number from one counter, and every part
+//! yields its entries in `(time, seq)` order, so the order of events is
+//! exactly the one a single sorted list would give.
 
 use super::time::SimTime;
 use std::cmp::Ordering;
 use std::collections::{BinaryHeap, VecDeque};
+
+/// A wheel bucket spans `2^BUCKET_SHIFT` µs (256 µs).
+pub const BUCKET_SHIFT: u32 = 8;
+/// Buckets in the wheel: its horizon is `BUCKETS << BUCKET_SHIFT` µs (262 ms).
+pub const BUCKETS: usize = 1024;
+const SLOT_MASK: usize = BUCKETS - 1;
 
 struct Entry<E> {
     /// `(time << 64) | seq`: one comparison orders by time, then FIFO.
@@ -19,16 +37,17 @@ struct Entry<E> {
     event: E,
 }
 
-impl<E> Entry<E> {
-    fn new(time: SimTime, seq: u64, event: E) -> Self {
-        Entry {
-            key: ((time.as_micros() as u128) << 64) | seq as u128,
-            event,
-        }
-    }
-    fn time(&self) -> SimTime {
-        SimTime::from_micros((self.key >> 64) as u64)
-    }
+fn key(time: SimTime, seq: u64) -> u128 {
+    ((time.as_micros() as u128) << 64) | seq as u128
+}
+
+fn time_of(key: u128) -> SimTime {
+    SimTime::from_micros((key >> 64) as u64)
+}
+
+/// The wheel bucket (absolute, not modulo the wheel) holding `key`.
+fn bucket(key: u128) -> u64 {
+    ((key >> 64) as u64) >> BUCKET_SHIFT
 }
 
 impl<E> PartialEq for Entry<E> {
@@ -50,9 +69,178 @@ impl<E> Ord for Entry<E> {
     }
 }
 
+/// Events at arbitrary times: a timing wheel over the next [`BUCKETS`]
+/// buckets, its current bucket kept sorted, and a heap beyond the horizon.
+///
+/// Invariant (in key order): `run` ≤ every slot entry ≤ every `far` entry.
+/// `run` holds the entries of buckets up to `cur`, sorted; slot
+/// `b % BUCKETS` holds those of bucket `b` for `cur < b < cur + BUCKETS`,
+/// unsorted; `far` holds the rest.
+struct Wheel<E> {
+    /// Absolute bucket number of `run`.
+    cur: u64,
+    run: VecDeque<Entry<E>>,
+    slots: Vec<Vec<Entry<E>>>,
+    /// Bit `s` set: slot `s` is not empty.
+    occupied: [u64; BUCKETS / 64],
+    /// Entries in `slots`.
+    in_slots: usize,
+    far: BinaryHeap<Entry<E>>,
+}
+
+impl<E> Wheel<E> {
+    fn new() -> Self {
+        Wheel {
+            cur: 0,
+            run: VecDeque::with_capacity(64),
+            slots: (0..BUCKETS).map(|_| Vec::new()).collect(),
+            occupied: [0; BUCKETS / 64],
+            in_slots: 0,
+            far: BinaryHeap::new(),
+        }
+    }
+
+    fn len(&self) -> usize {
+        self.run.len() + self.in_slots + self.far.len()
+    }
+
+    #[inline]
+    fn push(&mut self, e: Entry<E>) {
+        let b = bucket(e.key);
+        if b <= self.cur {
+            self.insert_into_run(e);
+        } else if b - self.cur < BUCKETS as u64 {
+            self.put_in_slot(b, e);
+        } else {
+            self.far.push(e);
+        }
+    }
+
+    #[inline]
+    fn put_in_slot(&mut self, b: u64, e: Entry<E>) {
+        let s = b as usize & SLOT_MASK;
+        self.slots[s].push(e);
+        self.occupied[s / 64] |= 1 << (s % 64);
+        self.in_slots += 1;
+    }
+
+    /// Inserts into the sorted run; a same-time burst appends at O(1).
+    fn insert_into_run(&mut self, e: Entry<E>) {
+        if self.run.back().is_none_or(|b| b.key < e.key) {
+            self.run.push_back(e);
+        } else {
+            let i = self.run.partition_point(|x| x.key < e.key);
+            self.run.insert(i, e);
+        }
+    }
+
+    /// The earliest key, turning the wheel to the next non-empty bucket if
+    /// the run is used up.
+    #[inline]
+    fn front_key(&mut self) -> Option<u128> {
+        if let Some(e) = self.run.front() {
+            return Some(e.key);
+        }
+        if self.in_slots > 0 {
+            self.advance();
+            return self.run.front().map(|e| e.key);
+        }
+        self.far.peek().map(|e| e.key)
+    }
+
+    /// Like `front_key`, without turning the wheel.
+    fn peek_key(&self) -> Option<u128> {
+        if let Some(e) = self.run.front() {
+            return Some(e.key);
+        }
+        if self.in_slots > 0 {
+            let s = self.next_occupied() as usize & SLOT_MASK;
+            return self.slots[s].iter().map(|e| e.key).min();
+        }
+        self.far.peek().map(|e| e.key)
+    }
+
+    /// Removes the earliest entry (the one `front_key` returned).
+    #[inline]
+    fn pop_front(&mut self) -> Option<Entry<E>> {
+        if let Some(e) = self.run.pop_front() {
+            return Some(e);
+        }
+        if self.in_slots > 0 {
+            self.advance();
+            return self.run.pop_front();
+        }
+        // Wheel empty: the earliest entry is in the heap.
+        let e = self.far.pop()?;
+        self.rebase(bucket(e.key));
+        Some(e)
+    }
+
+    /// The absolute number of the first non-empty bucket after `cur`.
+    /// Requires `in_slots > 0`.
+    fn next_occupied(&self) -> u64 {
+        let start = self.cur + 1;
+        let mut s = start as usize & SLOT_MASK;
+        let mut off = 0u64;
+        loop {
+            let bits = self.occupied[s / 64] >> (s % 64);
+            if bits != 0 {
+                return start + off + bits.trailing_zeros() as u64;
+            }
+            let step = 64 - s % 64;
+            off += step as u64;
+            s = (s + step) & SLOT_MASK;
+        }
+    }
+
+    /// The run is used up: move to the next non-empty bucket and sort it.
+    #[cold]
+    fn advance(&mut self) {
+        let b = self.next_occupied();
+        let s = b as usize & SLOT_MASK;
+        self.cur = b;
+        let entries = std::mem::take(&mut self.slots[s]);
+        self.occupied[s / 64] &= !(1 << (s % 64));
+        self.in_slots -= entries.len();
+        // Swap buffers: the slot keeps the old run's allocation.
+        let old = std::mem::replace(&mut self.run, VecDeque::from(entries));
+        self.slots[s] = Vec::from(old);
+        self.run.make_contiguous().sort_unstable_by_key(|e| e.key);
+        self.pull_far();
+    }
+
+    /// The wheel (run and slots) is empty and time has reached bucket `b`:
+    /// move the horizon there.
+    #[inline]
+    fn rebase(&mut self, b: u64) {
+        debug_assert!(self.run.is_empty() && self.in_slots == 0);
+        if b > self.cur {
+            self.cur = b;
+            self.pull_far();
+        }
+    }
+
+    /// Moves heap entries that the horizon now covers into the wheel.
+    fn pull_far(&mut self) {
+        while let Some(e) = self.far.peek() {
+            let b = bucket(e.key);
+            if b.saturating_sub(self.cur) >= BUCKETS as u64 {
+                return;
+            }
+            let Some(e) = self.far.pop() else { return };
+            if b <= self.cur {
+                // Heap order: the run stays sorted.
+                self.run.push_back(e);
+            } else {
+                self.put_in_slot(b, e);
+            }
+        }
+    }
+}
+
 /// Pending events. Same-time events run in the order they were scheduled.
 pub struct EventQueue<E> {
-    heap: BinaryHeap<Entry<E>>,
+    wheel: Wheel<E>,
     lanes: Vec<VecDeque<Entry<E>>>,
     /// Bit `i` set: lane `i` is not empty (so `pop` looks only at those).
     busy_lanes: u64,
@@ -67,10 +255,17 @@ impl<E> Default for EventQueue<E> {
     }
 }
 
+/// Where the earliest event is.
+#[derive(Copy, Clone)]
+enum From {
+    Wheel,
+    Lane(usize),
+}
+
 impl<E> EventQueue<E> {
     pub fn new() -> Self {
         EventQueue {
-            heap: BinaryHeap::with_capacity(1024),
+            wheel: Wheel::new(),
             lanes: Vec::new(),
             busy_lanes: 0,
             seq: 0,
@@ -90,7 +285,7 @@ impl<E> EventQueue<E> {
     }
 
     pub fn len(&self) -> usize {
-        self.heap.len() + self.lanes.iter().map(VecDeque::len).sum::<usize>()
+        self.wheel.len() + self.lanes.iter().map(VecDeque::len).sum::<usize>()
     }
 
     pub fn is_empty(&self) -> bool {
@@ -98,6 +293,7 @@ impl<E> EventQueue<E> {
     }
 
     /// Schedules `event` at `time`. Scheduling into the past is an engine bug.
+    #[inline]
     pub fn schedule(&mut self, time: SimTime, event: E) {
         assert!(
             time >= self.now,
@@ -105,11 +301,15 @@ impl<E> EventQueue<E> {
             self.now
         );
         self.seq += 1;
-        self.heap.push(Entry::new(time, self.seq, event));
+        self.wheel.push(Entry {
+            key: key(time, self.seq),
+            event,
+        });
     }
 
     /// Schedules `event` at `time` in FIFO lane `lane`. Every event of a lane
     /// must be at or after the lane's previous one (a constant delay from now).
+    #[inline]
     pub fn schedule_in_lane(&mut self, lane: usize, time: SimTime, event: E) {
         assert!(
             time >= self.now,
@@ -122,63 +322,89 @@ impl<E> EventQueue<E> {
         }
         let q = &mut self.lanes[lane];
         assert!(
-            q.back().is_none_or(|b| b.time() <= time),
+            q.back().is_none_or(|b| time_of(b.key) <= time),
             "lane {lane} is not monotonic: {time} after {}",
-            q.back().map(|b| b.time()).unwrap_or_default()
+            q.back().map(|b| time_of(b.key)).unwrap_or_default()
         );
         self.seq += 1;
-        q.push_back(Entry::new(time, self.seq, event));
+        q.push_back(Entry {
+            key: key(time, self.seq),
+            event,
+        });
         self.busy_lanes |= 1 << lane;
     }
 
-    /// Where the earliest event is: `None` for the heap, `Some(lane)`.
-    fn earliest(&self) -> Option<(Option<usize>, SimTime)> {
-        let mut best = self.heap.peek().map(|e| (None, e.key));
+    /// The earliest lane entry with a key below `bound`, if any.
+    #[inline]
+    fn earliest_lane(&self, mut bound: u128) -> Option<(usize, u128)> {
+        let mut best = None;
         let mut busy = self.busy_lanes;
         while busy != 0 {
             let i = busy.trailing_zeros() as usize;
             busy &= busy - 1;
             if let Some(e) = self.lanes[i].front()
-                && best.is_none_or(|(_, k)| e.key < k)
+                && e.key < bound
             {
-                best = Some((Some(i), e.key));
+                bound = e.key;
+                best = Some((i, e.key));
             }
         }
-        best.map(|(w, k)| (w, SimTime::from_micros((k >> 64) as u64)))
+        best
     }
 
     /// The time of the next event, if any.
     pub fn peek_time(&self) -> Option<SimTime> {
-        self.earliest().map(|(_, t)| t)
+        let w = self.wheel.peek_key();
+        let k = match self.earliest_lane(w.unwrap_or(u128::MAX)) {
+            Some((_, k)) => k,
+            None => w?,
+        };
+        Some(time_of(k))
+    }
+
+    /// Where the earliest event is, and its key.
+    #[inline]
+    fn earliest(&mut self) -> Option<(From, u128)> {
+        let w = self.wheel.front_key();
+        match self.earliest_lane(w.unwrap_or(u128::MAX)) {
+            Some((lane, k)) => Some((From::Lane(lane), k)),
+            None => w.map(|k| (From::Wheel, k)),
+        }
     }
 
     /// Removes the earliest event if it is before `end`, advancing `now`.
+    #[inline]
     pub fn pop_before(&mut self, end: SimTime) -> Option<(SimTime, E)> {
-        let (w, t) = self.earliest()?;
-        if t >= end {
+        let (from, k) = self.earliest()?;
+        if time_of(k) >= end {
             return None;
         }
-        self.take(w)
+        self.take(from)
     }
 
     /// Removes the earliest event and advances `now` to its time.
     pub fn pop(&mut self) -> Option<(SimTime, E)> {
-        let w = self.earliest()?.0;
-        self.take(w)
+        let (from, _) = self.earliest()?;
+        self.take(from)
     }
 
-    fn take(&mut self, from: Option<usize>) -> Option<(SimTime, E)> {
+    #[inline]
+    fn take(&mut self, from: From) -> Option<(SimTime, E)> {
         let e = match from {
-            None => self.heap.pop()?,
-            Some(lane) => {
+            From::Wheel => self.wheel.pop_front()?,
+            From::Lane(lane) => {
                 let e = self.lanes[lane].pop_front()?;
                 if self.lanes[lane].is_empty() {
                     self.busy_lanes &= !(1 << lane);
                 }
+                if self.wheel.run.is_empty() && self.wheel.in_slots == 0 {
+                    // Keep the wheel's horizon ahead of the clock.
+                    self.wheel.rebase(bucket(e.key));
+                }
                 e
             }
         };
-        let time = e.time();
+        let time = time_of(e.key);
         self.now = time;
         self.popped += 1;
         Some((time, e.event))
@@ -188,6 +414,7 @@ impl<E> EventQueue<E> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use rand::{RngExt, SeedableRng};
 
     #[test]
     fn pops_in_time_order_and_fifo_within_a_time() {
@@ -234,5 +461,88 @@ mod tests {
         q.schedule(SimTime::from_micros(10), ());
         q.pop();
         q.schedule(SimTime::from_micros(5), ());
+    }
+
+    #[test]
+    fn pop_before_leaves_later_events_and_peek_agrees() {
+        let mut q = EventQueue::new();
+        q.schedule(SimTime::from_micros(2_000_000), 'b');
+        q.schedule(SimTime::from_micros(300), 'a');
+        q.schedule_in_lane(3, SimTime::from_micros(5_000_000), 'c');
+        assert_eq!(q.peek_time(), Some(SimTime::from_micros(300)));
+        let end = SimTime::from_micros(1_000_000);
+        assert_eq!(q.pop_before(end), Some((SimTime::from_micros(300), 'a')));
+        assert_eq!(q.pop_before(end), None);
+        assert_eq!(q.peek_time(), Some(SimTime::from_micros(2_000_000)));
+        assert_eq!(q.len(), 2);
+        assert_eq!(q.pop().map(|(_, e)| e), Some('b'));
+        assert_eq!(q.pop().map(|(_, e)| e), Some('c'));
+        assert_eq!(q.pop(), None);
+        assert_eq!(q.peek_time(), None);
+        assert!(q.is_empty());
+    }
+
+    #[test]
+    fn events_at_the_end_of_time_still_pop() {
+        let mut q = EventQueue::new();
+        q.schedule(SimTime::MAX, 2);
+        q.schedule(SimTime::from_micros(1), 1);
+        q.schedule(SimTime::MAX, 3);
+        let order: Vec<_> = std::iter::from_fn(|| q.pop().map(|(_, e)| e)).collect();
+        assert_eq!(order, [1, 2, 3]);
+    }
+
+    /// The reference: one sorted list of `(time, seq)`, as a plain heap gives.
+    struct Reference(BinaryHeap<Entry<u64>>, u64);
+
+    /// Random pushes (now, near, within the wheel, far beyond it, in lanes)
+    /// and pops: the wheel, heap and lanes give exactly the reference order.
+    #[test]
+    fn matches_a_single_heap_on_random_workloads() {
+        for seed in 0..20u64 {
+            let mut rng = rand::rngs::Xoshiro256PlusPlus::seed_from_u64(seed);
+            let mut q = EventQueue::new();
+            let mut reference = Reference(BinaryHeap::new(), 0);
+            let mut lane_last = [0u64; 3];
+            let lane_delay = [0u64, 1_000, 60_000_000];
+            let mut id = 0u64;
+            for _ in 0..20_000 {
+                let now = q.now().as_micros();
+                if rng.random_range(0..100) < 52 || q.is_empty() {
+                    id += 1;
+                    let (t, lane) = match rng.random_range(0..6) {
+                        0 => (now, None),
+                        1 => (now + rng.random_range(0..300), None),
+                        2 => (now + rng.random_range(0..300_000), None),
+                        3 => (now + rng.random_range(0..100_000_000), None),
+                        _ => {
+                            let l = rng.random_range(0..3);
+                            (now + lane_delay[l], Some(l))
+                        }
+                    };
+                    match lane {
+                        Some(l) if t >= lane_last[l] => {
+                            lane_last[l] = t;
+                            q.schedule_in_lane(l * 20, SimTime::from_micros(t), id);
+                        }
+                        _ => q.schedule(SimTime::from_micros(t), id),
+                    }
+                    reference.1 += 1;
+                    reference.0.push(Entry {
+                        key: key(SimTime::from_micros(t), reference.1),
+                        event: id,
+                    });
+                } else {
+                    let want = reference.0.pop().map(|e| (time_of(e.key), e.event));
+                    assert_eq!(q.peek_time(), want.map(|w| w.0), "seed {seed}");
+                    assert_eq!(q.pop(), want, "seed {seed}");
+                }
+                assert_eq!(q.len(), reference.0.len());
+            }
+            while let Some(e) = reference.0.pop() {
+                assert_eq!(q.pop(), Some((time_of(e.key), e.event)), "seed {seed}");
+            }
+            assert_eq!(q.pop(), None);
+        }
     }
 }
