@@ -75,17 +75,33 @@ impl<E> Ord for Entry<E> {
 /// Invariant (in key order): `run` ≤ every slot entry ≤ every `far` entry.
 /// `run` holds the entries of buckets up to `cur`, sorted; slot
 /// `b % BUCKETS` holds those of bucket `b` for `cur < b < cur + BUCKETS`,
-/// unsorted; `far` holds the rest.
+/// unsorted, as a list linked through `nodes`; `far` holds the rest.
 struct Wheel<E> {
     /// Absolute bucket number of `run`.
     cur: u64,
     run: VecDeque<Entry<E>>,
-    slots: Vec<Vec<Entry<E>>>,
+    /// First node of each slot's list, or `NIL`.
+    heads: Vec<u32>,
+    /// Slot entries. Freed nodes are reused last-in first-out, so the few
+    /// dozen a busy run keeps pending stay in cache.
+    nodes: Vec<Node<E>>,
+    /// First free node, or `NIL`.
+    free: u32,
     /// Bit `s` set: slot `s` is not empty.
     occupied: [u64; BUCKETS / 64],
-    /// Entries in `slots`.
+    /// Entries in the slots.
     in_slots: usize,
     far: BinaryHeap<Entry<E>>,
+}
+
+const NIL: u32 = u32::MAX;
+
+struct Node<E> {
+    key: u128,
+    /// Next node of the same slot (or of the free list).
+    next: u32,
+    /// `None` while the node is free.
+    event: Option<E>,
 }
 
 impl<E> Wheel<E> {
@@ -93,7 +109,9 @@ impl<E> Wheel<E> {
         Wheel {
             cur: 0,
             run: VecDeque::with_capacity(64),
-            slots: (0..BUCKETS).map(|_| Vec::new()).collect(),
+            heads: vec![NIL; BUCKETS],
+            nodes: Vec::with_capacity(256),
+            free: NIL,
             occupied: [0; BUCKETS / 64],
             in_slots: 0,
             far: BinaryHeap::new(),
@@ -104,13 +122,27 @@ impl<E> Wheel<E> {
         self.run.len() + self.in_slots + self.far.len()
     }
 
+    /// Adds `e`; `now` is the queue's clock.
     #[inline]
-    fn push(&mut self, e: Entry<E>) {
+    fn push(&mut self, e: Entry<E>, now: SimTime) {
         let b = bucket(e.key);
         if b <= self.cur {
             self.insert_into_run(e);
         } else if b - self.cur < BUCKETS as u64 {
             self.put_in_slot(b, e);
+        } else {
+            self.push_far(e, now);
+        }
+    }
+
+    /// Beyond the horizon. An empty wheel does not turn by itself (lane
+    /// events may have moved the clock on), so first bring it to `now`.
+    #[cold]
+    fn push_far(&mut self, e: Entry<E>, now: SimTime) {
+        let now_b = bucket(key(now, 0));
+        if self.run.is_empty() && self.in_slots == 0 && now_b > self.cur {
+            self.rebase(now_b);
+            self.push(e, now);
         } else {
             self.far.push(e);
         }
@@ -119,7 +151,20 @@ impl<E> Wheel<E> {
     #[inline]
     fn put_in_slot(&mut self, b: u64, e: Entry<E>) {
         let s = b as usize & SLOT_MASK;
-        self.slots[s].push(e);
+        let node = Node {
+            key: e.key,
+            next: self.heads[s],
+            event: Some(e.event),
+        };
+        let i = self.free;
+        if i == NIL {
+            self.heads[s] = self.nodes.len() as u32;
+            self.nodes.push(node);
+        } else {
+            self.free = self.nodes[i as usize].next;
+            self.nodes[i as usize] = node;
+            self.heads[s] = i;
+        }
         self.occupied[s / 64] |= 1 << (s % 64);
         self.in_slots += 1;
     }
@@ -155,7 +200,14 @@ impl<E> Wheel<E> {
         }
         if self.in_slots > 0 {
             let s = self.next_occupied() as usize & SLOT_MASK;
-            return self.slots[s].iter().map(|e| e.key).min();
+            let mut i = self.heads[s];
+            let mut min = None;
+            while i != NIL {
+                let node = &self.nodes[i as usize];
+                min = Some(min.map_or(node.key, |m: u128| m.min(node.key)));
+                i = node.next;
+            }
+            return min;
         }
         self.far.peek().map(|e| e.key)
     }
@@ -199,14 +251,28 @@ impl<E> Wheel<E> {
         let b = self.next_occupied();
         let s = b as usize & SLOT_MASK;
         self.cur = b;
-        let entries = std::mem::take(&mut self.slots[s]);
         self.occupied[s / 64] &= !(1 << (s % 64));
-        self.in_slots -= entries.len();
-        // Swap buffers: the slot keeps the old run's allocation.
-        let old = std::mem::replace(&mut self.run, VecDeque::from(entries));
-        self.slots[s] = Vec::from(old);
-        self.run.make_contiguous().sort_unstable_by_key(|e| e.key);
-        self.pull_far();
+        let mut i = std::mem::replace(&mut self.heads[s], NIL);
+        while i != NIL {
+            let node = &mut self.nodes[i as usize];
+            let next = node.next;
+            if let Some(event) = node.event.take() {
+                self.run.push_back(Entry {
+                    key: node.key,
+                    event,
+                });
+            }
+            node.next = self.free;
+            self.free = i;
+            self.in_slots -= 1;
+            i = next;
+        }
+        if self.run.len() > 1 {
+            self.run.make_contiguous().sort_unstable_by_key(|e| e.key);
+        }
+        if !self.far.is_empty() {
+            self.pull_far();
+        }
     }
 
     /// The wheel (run and slots) is empty and time has reached bucket `b`:
@@ -301,10 +367,11 @@ impl<E> EventQueue<E> {
             self.now
         );
         self.seq += 1;
-        self.wheel.push(Entry {
+        let e = Entry {
             key: key(time, self.seq),
             event,
-        });
+        };
+        self.wheel.push(e, self.now);
     }
 
     /// Schedules `event` at `time` in FIFO lane `lane`. Every event of a lane
@@ -396,10 +463,6 @@ impl<E> EventQueue<E> {
                 let e = self.lanes[lane].pop_front()?;
                 if self.lanes[lane].is_empty() {
                     self.busy_lanes &= !(1 << lane);
-                }
-                if self.wheel.run.is_empty() && self.wheel.in_slots == 0 {
-                    // Keep the wheel's horizon ahead of the clock.
-                    self.wheel.rebase(bucket(e.key));
                 }
                 e
             }
@@ -503,8 +566,9 @@ mod tests {
             let mut rng = rand::rngs::Xoshiro256PlusPlus::seed_from_u64(seed);
             let mut q = EventQueue::new();
             let mut reference = Reference(BinaryHeap::new(), 0);
-            let mut lane_last = [0u64; 3];
-            let lane_delay = [0u64, 1_000, 60_000_000];
+            let mut lane_last = [0u64; 4];
+            // The last lane's delay varies around the wheel's horizon.
+            let lane_delay = [0u64, 1_000, 60_000_000, 0];
             let mut id = 0u64;
             for _ in 0..20_000 {
                 let now = q.now().as_micros();
@@ -516,12 +580,16 @@ mod tests {
                         2 => (now + rng.random_range(0..300_000), None),
                         3 => (now + rng.random_range(0..100_000_000), None),
                         _ => {
-                            let l = rng.random_range(0..3);
-                            (now + lane_delay[l], Some(l))
+                            let l = rng.random_range(0..4);
+                            let d = match l {
+                                3 => rng.random_range(200_000..320_000),
+                                _ => lane_delay[l],
+                            };
+                            ((now + d).max(lane_last[l]), Some(l))
                         }
                     };
                     match lane {
-                        Some(l) if t >= lane_last[l] => {
+                        Some(l) => {
                             lane_last[l] = t;
                             q.schedule_in_lane(l * 20, SimTime::from_micros(t), id);
                         }
