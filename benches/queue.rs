@@ -28,18 +28,26 @@ struct Ev {
     node: u32,
 }
 
+/// `(time, seq, slot, generation, node)`, ordered by time then seq.
+type PlainEntry = (u64, u64, u32, u32, u32);
+
 /// The reference: one binary heap ordered by `(time, seq)`.
 #[derive(Default)]
 struct PlainHeap {
-    heap: BinaryHeap<Reverse<(u64, u64, u32, u32, u32)>>,
+    heap: BinaryHeap<Reverse<PlainEntry>>,
     seq: u64,
 }
 
 impl PlainHeap {
     fn schedule(&mut self, t: SimTime, e: Ev) {
         self.seq += 1;
-        self.heap
-            .push(Reverse((t.as_micros(), self.seq, e.slot, e.generation, e.node)));
+        self.heap.push(Reverse((
+            t.as_micros(),
+            self.seq,
+            e.slot,
+            e.generation,
+            e.node,
+        )));
     }
     fn pop(&mut self) -> Option<(SimTime, Ev)> {
         let Reverse((t, _, slot, generation, node)) = self.heap.pop()?;

@@ -38,7 +38,11 @@ fn scenarios(c: &mut Criterion) {
     let canonical = "models/bench-canonical.json";
     bench(c, "canonical_60s", &load(canonical, None));
     bench(c, "canonical_2s", &load(canonical, Some("2s")));
-    bench(c, "e2_100rps_20s", &load("models/e2-p02-flaky-2pct.json", None));
+    bench(
+        c,
+        "e2_100rps_20s",
+        &load("models/e2-p02-flaky-2pct.json", None),
+    );
 }
 
 criterion_group!(benches, scenarios);
