@@ -10,7 +10,8 @@ the whole process, including its start-up; CPU seconds are reported too.
   scripts/bench.py scaling            # cost vs rps, node count and duration; fitted exponent
   scripts/bench.py small              # 100 rps x 20 s: speed-up over the wall clock
 
-It builds the release binary first. The Python models live in ../shared/bench/.
+It builds the release binary first. The Python models live in ../shared/bench/;
+scripts/bench-deps.sh installs SimPy 4.1.2 (and GNU time for peak RSS).
 """
 import argparse
 import json
@@ -57,6 +58,11 @@ def simpy_available():
     return subprocess.run([sys.executable, "-c", "import simpy"], capture_output=True).returncode == 0
 
 
+def simpy_version():
+    p = subprocess.run([sys.executable, "-c", "import simpy; print(simpy.__version__)"], capture_output=True, text=True)
+    return p.stdout.strip()
+
+
 def compare(reps):
     out = Path(tempfile.mkdtemp(prefix="hcsim-bench-"))
     impls = {
@@ -77,13 +83,15 @@ def compare(reps):
             requests[name] = doc["runs"][0]["client"]["requests"] if name == "hcsim" else doc["requests"]
     med = {k: statistics.median(v) for k, v in walls.items()}
     medc = {k: statistics.median(v) for k, v in cpus.items()}
-    print(f"canonical scenario: 2 nodes, Poisson 10,000 rps, 60 s virtual; median of {reps} interleaved runs\n")
-    print("| implementation | wall time (median) | CPU time (median) | simulated requests/s (wall) | hcsim is faster by (wall) |")
-    print("|---|---|---|---|---|")
+    print(f"canonical scenario: 2 nodes, Poisson 10,000 rps, 60 s virtual; median of {reps} interleaved runs "
+          f"(python {sys.version.split()[0]}{', simpy ' + simpy_version() if 'simpy' in impls else ', simpy not installed: scripts/bench-deps.sh'})\n")
+    print("| implementation | wall time (median) | CPU time (median) | simulated requests/s (wall) | hcsim is faster by (wall) | hcsim is faster by (CPU) |")
+    print("|---|---|---|---|---|---|")
     for name in impls:
         speed = requests[name] / med[name]
         ratio = med[name] / med["hcsim"]
-        print(f"| {name} | {med[name]*1000:.0f} ms | {medc[name]*1000:.0f} ms | {speed/1e6:.2f} M | {ratio:.1f}× |")
+        ratio_cpu = medc[name] / medc["hcsim"]
+        print(f"| {name} | {med[name]*1000:.0f} ms | {medc[name]*1000:.0f} ms | {speed/1e6:.2f} M | {ratio:.1f}× | {ratio_cpu:.1f}× |")
     return med
 
 
