@@ -304,10 +304,36 @@ impl<E> Wheel<E> {
     }
 }
 
+/// Lanes, numbered `0..MAX_LANES`.
+pub const MAX_LANES: usize = 64;
+
+/// A FIFO of events armed with one constant delay.
+struct Lane<E> {
+    queue: VecDeque<Entry<E>>,
+    /// The time of the lane's last event: lanes must be monotonic.
+    last: SimTime,
+}
+
+/// Scheduling into the past is an engine bug.
+#[cold]
+#[track_caller]
+fn refuse_past_event(time: SimTime, now: SimTime) -> ! {
+    panic!("event scheduled in the past: {time} < now {now}");
+}
+
+#[cold]
+#[track_caller]
+fn refuse_lane_event(lane: usize, time: SimTime, now: SimTime, last: SimTime) -> ! {
+    if time < now {
+        refuse_past_event(time, now);
+    }
+    panic!("lane {lane} is not monotonic: {time} after {last}");
+}
+
 /// Pending events. Same-time events run in the order they were scheduled.
 pub struct EventQueue<E> {
     wheel: Wheel<E>,
-    lanes: Vec<VecDeque<Entry<E>>>,
+    lanes: Vec<Lane<E>>,
     /// Bit `i` set: lane `i` is not empty (so `pop` looks only at those).
     busy_lanes: u64,
     seq: u64,
@@ -351,7 +377,7 @@ impl<E> EventQueue<E> {
     }
 
     pub fn len(&self) -> usize {
-        self.wheel.len() + self.lanes.iter().map(VecDeque::len).sum::<usize>()
+        self.wheel.len() + self.lanes.iter().map(|l| l.queue.len()).sum::<usize>()
     }
 
     pub fn is_empty(&self) -> bool {
@@ -361,11 +387,9 @@ impl<E> EventQueue<E> {
     /// Schedules `event` at `time`. Scheduling into the past is an engine bug.
     #[inline]
     pub fn schedule(&mut self, time: SimTime, event: E) {
-        assert!(
-            time >= self.now,
-            "event scheduled in the past: {time} < now {}",
-            self.now
-        );
+        if time < self.now {
+            refuse_past_event(time, self.now);
+        }
         self.seq += 1;
         let e = Entry {
             key: key(time, self.seq),
@@ -378,27 +402,29 @@ impl<E> EventQueue<E> {
     /// must be at or after the lane's previous one (a constant delay from now).
     #[inline]
     pub fn schedule_in_lane(&mut self, lane: usize, time: SimTime, event: E) {
-        assert!(
-            time >= self.now,
-            "event scheduled in the past: {time} < now {}",
-            self.now
-        );
-        assert!(lane < 64, "at most 64 lanes");
         if lane >= self.lanes.len() {
-            self.lanes.resize_with(lane + 1, VecDeque::new);
+            self.open_lane(lane);
         }
-        let q = &mut self.lanes[lane];
-        assert!(
-            q.back().is_none_or(|b| time_of(b.key) <= time),
-            "lane {lane} is not monotonic: {time} after {}",
-            q.back().map(|b| time_of(b.key)).unwrap_or_default()
-        );
+        let l = &mut self.lanes[lane];
+        if time < self.now || time < l.last {
+            refuse_lane_event(lane, time, self.now, l.last);
+        }
+        l.last = time;
         self.seq += 1;
-        q.push_back(Entry {
+        l.queue.push_back(Entry {
             key: key(time, self.seq),
             event,
         });
         self.busy_lanes |= 1 << lane;
+    }
+
+    #[cold]
+    fn open_lane(&mut self, lane: usize) {
+        assert!(lane < MAX_LANES, "at most {MAX_LANES} lanes");
+        self.lanes.resize_with(lane + 1, || Lane {
+            queue: VecDeque::new(),
+            last: SimTime::ZERO,
+        });
     }
 
     /// The earliest lane entry with a key below `bound`, if any.
@@ -409,7 +435,7 @@ impl<E> EventQueue<E> {
         while busy != 0 {
             let i = busy.trailing_zeros() as usize;
             busy &= busy - 1;
-            if let Some(e) = self.lanes[i].front()
+            if let Some(e) = self.lanes[i].queue.front()
                 && e.key < bound
             {
                 bound = e.key;
@@ -460,8 +486,9 @@ impl<E> EventQueue<E> {
         let e = match from {
             From::Wheel => self.wheel.pop_front()?,
             From::Lane(lane) => {
-                let e = self.lanes[lane].pop_front()?;
-                if self.lanes[lane].is_empty() {
+                let q = &mut self.lanes[lane].queue;
+                let e = q.pop_front()?;
+                if q.is_empty() {
                     self.busy_lanes &= !(1 << lane);
                 }
                 e
