@@ -52,6 +52,7 @@
 //! ```
 
 pub mod cli;
+pub mod diagnostics;
 pub mod engine;
 pub mod error;
 pub mod metrics;

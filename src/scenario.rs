@@ -5,6 +5,7 @@
 //! Defaults are nginx's defaults (`proxy_next_upstream error timeout`, 60 s
 //! timeouts, `max_fails=1 fail_timeout=10s`). Durations are strings with units.
 
+use crate::diagnostics::{self, tracked};
 use crate::engine::{SimDuration, SimTime};
 use crate::error::Error;
 use crate::model::NodeId;
@@ -72,9 +73,11 @@ pub struct MeasureSpec {
 #[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
 pub enum ClientsSpec {
     /// Open loop: requests arrive at `rate_per_s` whatever the answers.
+    #[serde(deserialize_with = "tracked")]
     Open(OpenClientsSpec),
     /// Closed loop: `concurrency` clients, each sending its next request
     /// `think_time` after the previous one ended (a `curl` loop).
+    #[serde(deserialize_with = "tracked")]
     Closed(ClosedClientsSpec),
 }
 
@@ -263,10 +266,60 @@ fn default_service() -> LatencySpec {
 #[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
 #[serde(tag = "dist", rename_all = "snake_case", deny_unknown_fields)]
 pub enum LatencySpec {
+    #[serde(deserialize_with = "latency_body::constant")]
     Constant { value: SimDuration },
+    #[serde(deserialize_with = "latency_body::exponential")]
     Exponential { mean: SimDuration },
+    #[serde(deserialize_with = "latency_body::lognormal")]
     Lognormal { median: SimDuration, sigma: f64 },
+    #[serde(deserialize_with = "latency_body::uniform")]
     Uniform { min: SimDuration, max: SimDuration },
+}
+
+/// The bodies of `LatencySpec`'s struct variants, read with their own path
+/// tracker (see [`crate::diagnostics`]) so that errors name the field.
+mod latency_body {
+    use crate::diagnostics::tracked;
+    use crate::engine::SimDuration;
+    use serde::{Deserialize, Deserializer};
+
+    #[derive(Deserialize)]
+    #[serde(deny_unknown_fields)]
+    struct Constant {
+        value: SimDuration,
+    }
+    #[derive(Deserialize)]
+    #[serde(deny_unknown_fields)]
+    struct Exponential {
+        mean: SimDuration,
+    }
+    #[derive(Deserialize)]
+    #[serde(deny_unknown_fields)]
+    struct Lognormal {
+        median: SimDuration,
+        sigma: f64,
+    }
+    #[derive(Deserialize)]
+    #[serde(deny_unknown_fields)]
+    struct Uniform {
+        min: SimDuration,
+        max: SimDuration,
+    }
+
+    pub fn constant<'de, D: Deserializer<'de>>(d: D) -> Result<SimDuration, D::Error> {
+        tracked::<_, Constant>(d).map(|b| b.value)
+    }
+    pub fn exponential<'de, D: Deserializer<'de>>(d: D) -> Result<SimDuration, D::Error> {
+        tracked::<_, Exponential>(d).map(|b| b.mean)
+    }
+    pub fn lognormal<'de, D: Deserializer<'de>>(d: D) -> Result<(SimDuration, f64), D::Error> {
+        tracked::<_, Lognormal>(d).map(|b| (b.median, b.sigma))
+    }
+    pub fn uniform<'de, D: Deserializer<'de>>(
+        d: D,
+    ) -> Result<(SimDuration, SimDuration), D::Error> {
+        tracked::<_, Uniform>(d).map(|b| (b.min, b.max))
+    }
 }
 
 /// Something that happens to a node; `kind` is the tag. `at` defaults to 0s;
@@ -275,17 +328,23 @@ pub enum LatencySpec {
 #[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
 pub enum FaultSpec {
     /// The process dies: connects are refused, in-flight requests are reset.
+    #[serde(deserialize_with = "tracked")]
     Crash(WindowSpec),
     /// Workers are stuck: requests are accepted and queued, never answered
     /// until it ends; a separate heartbeat thread keeps running.
+    #[serde(deserialize_with = "tracked")]
     Hang(WindowSpec),
     /// SIGSTOP: the kernel still accepts into the backlog; nothing runs.
+    #[serde(deserialize_with = "tracked")]
     Stop(WindowSpec),
     /// The network between gateway and node drops packets.
+    #[serde(deserialize_with = "tracked")]
     Partition(WindowSpec),
     /// Each request fails with probability `p`.
+    #[serde(deserialize_with = "tracked")]
     Flaky(FlakySpec),
     /// Service times are multiplied by `factor` and extended by `extra`.
+    #[serde(deserialize_with = "tracked")]
     Slow(SlowSpec),
 }
 
@@ -487,11 +546,11 @@ fn strip_position(msg: &str) -> String {
 /// Deserializes a document into `T`, naming the JSON path of any error.
 pub fn from_document<T: serde::de::DeserializeOwned>(doc: &Value, path: &Path) -> Result<T, Error> {
     serde_path_to_error::deserialize(doc).map_err(|e| {
-        let field = e.path().to_string();
+        let (field, msg) = diagnostics::describe(&e);
         Error::Parse {
             path: path.to_path_buf(),
-            field: if field == "." { String::new() } else { field },
-            msg: strip_position(&e.into_inner().to_string()),
+            field,
+            msg: strip_position(&msg),
         }
     })
 }
@@ -996,9 +1055,10 @@ mod tests {
         let mut d = minimal();
         d["policy"] = json!({"kind": "max_fails", "fail_timout": "5s"});
         let e = check(d).unwrap_err();
-        assert!(
-            e.contains("m.json: policy: unknown field `fail_timout`"),
-            "{e}"
+        assert_eq!(
+            e,
+            "m.json: policy.fail_timout: unknown field `fail_timout`, expected `max_fails` \
+             or `fail_timeout` (did you mean `fail_timeout`?)"
         );
         let mut d = minimal();
         d["nodes"][1]["wieght"] = json!(2);
@@ -1007,6 +1067,92 @@ mod tests {
             e.contains("nodes[1].wieght: unknown field `wieght`, expected one of `name`, `weight`"),
             "{e}"
         );
+    }
+
+    #[test]
+    fn errors_inside_tagged_variants_name_the_full_path() {
+        let cases = [
+            (
+                "/clients/rate_per_s",
+                json!("x"),
+                "clients.rate_per_s: invalid type: string \"x\", expected f64",
+            ),
+            (
+                "/clients/timeot",
+                json!("1s"),
+                "clients.timeot: unknown field `timeot`",
+            ),
+            (
+                "/faults",
+                json!([{"kind": "flaky", "node": "a", "p": "x"}]),
+                "faults[0].p: invalid type: string \"x\", expected f64",
+            ),
+            (
+                "/faults",
+                json!([{"kind": "crash", "node": "a", "at": 5}]),
+                "faults[0].at: invalid type: integer `5`, expected a duration",
+            ),
+            (
+                "/faults",
+                json!([{"kind": "flaky", "node": "a"}]),
+                "faults[0]: missing field `p`",
+            ),
+            (
+                "/faults",
+                json!([{"kind": "crsh", "node": "a"}]),
+                "faults[0].kind: unknown variant `crsh`",
+            ),
+            (
+                "/faults",
+                json!([{"node": "a"}]),
+                "faults[0]: missing field `kind`",
+            ),
+            (
+                "/policy",
+                json!({"kind": "none", "max_fails": 3}),
+                "policy.max_fails: unknown field `max_fails`, there are no fields",
+            ),
+            (
+                "/policy",
+                json!({"kind": "nginx", "max_fails": -1}),
+                "policy.max_fails: invalid value: integer `-1`, expected u32",
+            ),
+            (
+                "/nodes/0/service_time",
+                json!({"dist": "lognormal", "median": "1ms", "sigma": "x"}),
+                "nodes[0].service_time.sigma: invalid type: string",
+            ),
+            (
+                "/nodes/0/service_time",
+                json!({"dist": "constant", "valeu": "1ms"}),
+                "nodes[0].service_time.valeu: unknown field `valeu`, expected `value` (did you mean `value`?)",
+            ),
+            (
+                "/nodes/1/service_time",
+                json!({"dist": "uniform", "min": "1ms"}),
+                "nodes[1].service_time: missing field `max`",
+            ),
+        ];
+        for (ptr, value, want) in cases {
+            let mut d = minimal();
+            let (parent, key) = ptr.rsplit_once('/').unwrap();
+            let target = if parent.is_empty() {
+                &mut d
+            } else {
+                d.pointer_mut(parent).unwrap()
+            };
+            match target {
+                Value::Object(m) => {
+                    m.insert(key.to_string(), value);
+                }
+                other => *other.get_mut(key.parse::<usize>().unwrap()).unwrap() = value,
+            }
+            let e = check(d).unwrap_err();
+            assert!(
+                e.starts_with(&format!("m.json: {want}")),
+                "{ptr}: got {e:?}, want {want:?}"
+            );
+        }
     }
 
     #[test]

@@ -162,9 +162,10 @@ impl HealthPolicy for NoPolicy {
 #[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
 pub enum PolicySpec {
     /// No health checking: the baseline.
+    #[serde(deserialize_with = "crate::diagnostics::no_fields")]
     None,
     /// nginx passive counting: `max_fails` / `fail_timeout` on each `server`.
-    #[serde(alias = "nginx")]
+    #[serde(alias = "nginx", deserialize_with = "crate::diagnostics::tracked")]
     MaxFails(MaxFailsParams),
 }
 

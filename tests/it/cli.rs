@@ -36,7 +36,7 @@ fn bad_models_exit_2_naming_file_and_path() {
         (
             "type",
             &OK.replace("10.0", "\"fast\""),
-            "error: FILE: clients: invalid type: string \"fast\", expected f64",
+            "error: FILE: clients.rate_per_s: invalid type: string \"fast\", expected f64",
         ),
         (
             "unit",

@@ -1,0 +1,173 @@
+//! Messages for bad model files: full JSON paths through tagged enums, and
+//! "did you mean" suggestions for unknown names.
+//!
+//! serde deserializes an internally tagged enum (`{"kind": "flaky", ...}`) by
+//! buffering the object, reading the tag, then deserializing the variant from
+//! the buffer, so a path tracker outside sees only `faults[0]`. Each variant of
+//! such an enum therefore reads its body through [`tracked`] (or [`no_fields`]
+//! for a variant without fields): it runs a tracker of its own and passes the
+//! relative path (`p`) up inside the error, and [`describe`] joins the two
+//! paths back together: `faults[0].p: invalid type: string "x", expected f64`.
+//!
+//! ```ignore
+//! #[serde(tag = "kind", rename_all = "snake_case")]
+//! pub enum FaultSpec {
+//!     #[serde(deserialize_with = "crate::diagnostics::tracked")]
+//!     Flaky(FlakySpec),
+//! }
+//! ```
+//!
+//! A variant without the attribute still works, with a shorter path
+//! (`faults[0]`); `tests/it/schema.rs` finds such variants.
+
+use serde::de::{Deserialize, Deserializer, Error as _, IgnoredAny};
+use std::collections::BTreeMap;
+
+/// Separates the relative path from the message inside a tracked error.
+const MARK: char = '\u{1}';
+
+/// Deserializes a tagged enum's variant body, keeping the JSON path of an
+/// error inside it (see the module docs). Use with `deserialize_with` on
+/// newtype variants; struct variants wrap a mirror struct with it.
+pub fn tracked<'de, D, T>(d: D) -> Result<T, D::Error>
+where
+    D: Deserializer<'de>,
+    T: Deserialize<'de>,
+{
+    let mut track = serde_path_to_error::Track::new();
+    T::deserialize(serde_path_to_error::Deserializer::new(d, &mut track)).map_err(|e| {
+        let (path, msg) = join(&track.path().to_string(), &e.to_string());
+        D::Error::custom(format!("{MARK}{path}{MARK}{msg}"))
+    })
+}
+
+/// The body of a tagged variant that has no fields: anything besides the tag
+/// is an unknown field (serde alone would ignore it).
+pub fn no_fields<'de, D: Deserializer<'de>>(d: D) -> Result<(), D::Error> {
+    let rest = BTreeMap::<String, IgnoredAny>::deserialize(d)?;
+    match rest.keys().next() {
+        None => Ok(()),
+        Some(k) => Err(D::Error::custom(format!(
+            "{MARK}{k}{MARK}unknown field `{k}`, there are no fields"
+        ))),
+    }
+}
+
+/// Joins an outer path (serde_path_to_error's display: `.` for the root,
+/// `faults[0]`) with the relative path a tracked variant put in `msg`.
+/// Returns the full path (empty for the root) and the bare message.
+pub fn join(outer: &str, msg: &str) -> (String, String) {
+    let mut path = if outer == "." {
+        String::new()
+    } else {
+        outer.to_string()
+    };
+    let mut msg = msg;
+    while let Some(rest) = msg.strip_prefix(MARK) {
+        let Some((inner, tail)) = rest.split_once(MARK) else {
+            break;
+        };
+        if !inner.is_empty() && inner != "." {
+            if !path.is_empty() && !inner.starts_with('[') {
+                path.push('.');
+            }
+            path.push_str(inner);
+        }
+        msg = tail;
+    }
+    (path, msg.to_string())
+}
+
+/// The full path and message of a path-tracked serde error, with a
+/// suggestion for an unknown name.
+pub fn describe<E: std::fmt::Display>(e: &serde_path_to_error::Error<E>) -> (String, String) {
+    let (path, msg) = join(&e.path().to_string(), &e.inner().to_string());
+    (path, with_suggestion(&msg))
+}
+
+/// Appends ``(did you mean `x`?)`` to serde's ``unknown field `y`, expected
+/// ...`` and ``unknown variant `y`, expected ...`` when an expected name is close.
+pub fn with_suggestion(msg: &str) -> String {
+    let Some(rest) = msg
+        .strip_prefix("unknown field `")
+        .or_else(|| msg.strip_prefix("unknown variant `"))
+    else {
+        return msg.to_string();
+    };
+    let Some((unknown, expected)) = rest.split_once('`') else {
+        return msg.to_string();
+    };
+    // Names are the odd pieces between backticks: "`a`, `b` or `c`".
+    let names: Vec<&str> = expected.split('`').skip(1).step_by(2).collect();
+    match suggest(unknown, names) {
+        Some(s) => format!("{msg} (did you mean `{s}`?)"),
+        None => msg.to_string(),
+    }
+}
+
+/// The candidate nearest to `unknown` by edit distance (transpositions count
+/// once, case is ignored), if it is close enough to be a typo.
+pub fn suggest<'a>(
+    unknown: &str,
+    candidates: impl IntoIterator<Item = &'a str>,
+) -> Option<&'a str> {
+    let u = unknown.to_lowercase();
+    let mut best: Option<(usize, &str)> = None;
+    for c in candidates {
+        let d = strsim::osa_distance(&u, &c.to_lowercase());
+        if best.is_none_or(|(bd, _)| d < bd) {
+            best = Some((d, c));
+        }
+    }
+    let (d, c) = best?;
+    let allowed = (c.chars().count() / 3).clamp(1, 3);
+    (d <= allowed && c != unknown).then_some(c)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn joins_relative_paths() {
+        let m = format!("{MARK}p{MARK}bad");
+        assert_eq!(join("faults[0]", &m), ("faults[0].p".into(), "bad".into()));
+        assert_eq!(join(".", &m), ("p".into(), "bad".into()));
+        let m = format!("{MARK}[2].x{MARK}bad");
+        assert_eq!(join("a", &m), ("a[2].x".into(), "bad".into()));
+        let m = format!("{MARK}.{MARK}missing field `p`");
+        assert_eq!(join("faults[1]", &m).0, "faults[1]");
+        // nested tracked variants
+        let m = format!("{MARK}a{MARK}{MARK}b{MARK}bad");
+        assert_eq!(join("x", &m), ("x.a.b".into(), "bad".into()));
+        assert_eq!(join("x.y", "plain"), ("x.y".into(), "plain".into()));
+    }
+
+    #[test]
+    fn suggests_near_names_only() {
+        let fields = ["max_fails", "fail_timeout"];
+        assert_eq!(suggest("fail_timout", fields), Some("fail_timeout"));
+        assert_eq!(suggest("max_fials", fields), Some("max_fails"));
+        assert_eq!(suggest("magic", ["none", "max_fails"]), None);
+        assert_eq!(suggest("get", ["GET", "HEAD"]), Some("GET"));
+        assert_eq!(suggest("x", ["y"]), Some("y"));
+        assert_eq!(suggest("abc", []), None);
+    }
+
+    #[test]
+    fn appends_suggestions_to_serde_messages() {
+        assert_eq!(
+            with_suggestion("unknown field `fail_timout`, expected `max_fails` or `fail_timeout`"),
+            "unknown field `fail_timout`, expected `max_fails` or `fail_timeout` (did you mean `fail_timeout`?)"
+        );
+        assert_eq!(
+            with_suggestion("unknown variant `crsh`, expected one of `crash`, `hang`, `stop`"),
+            "unknown variant `crsh`, expected one of `crash`, `hang`, `stop` (did you mean `crash`?)"
+        );
+        let far = "unknown variant `magic`, expected one of `none`, `max_fails`";
+        assert_eq!(with_suggestion(far), far);
+        let none = "unknown field `x`, there are no fields";
+        assert_eq!(with_suggestion(none), none);
+        assert_eq!(with_suggestion("invalid type"), "invalid type");
+    }
+}
