@@ -9,7 +9,7 @@
 //! relative path (`p`) up inside the error, and [`describe`] joins the two
 //! paths back together: `faults[0].p: invalid type: string "x", expected f64`.
 //!
-//! ```ignore
+//! ```text
 //! #[serde(tag = "kind", rename_all = "snake_case")]
 //! pub enum FaultSpec {
 //!     #[serde(deserialize_with = "crate::diagnostics::tracked")]

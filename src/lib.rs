@@ -55,6 +55,7 @@ pub mod cli;
 pub mod diagnostics;
 pub mod engine;
 pub mod error;
+pub mod limits;
 pub mod metrics;
 pub mod model;
 pub mod policy;

@@ -348,6 +348,20 @@ pub enum FaultSpec {
     Slow(SlowSpec),
 }
 
+impl FaultSpec {
+    /// `at` and `for`, whatever the kind.
+    pub fn window(&self) -> (SimDuration, Option<SimDuration>) {
+        match self {
+            FaultSpec::Crash(w)
+            | FaultSpec::Hang(w)
+            | FaultSpec::Stop(w)
+            | FaultSpec::Partition(w) => (w.at, w.for_),
+            FaultSpec::Flaky(x) => (x.at, x.for_),
+            FaultSpec::Slow(x) => (x.at, x.for_),
+        }
+    }
+}
+
 #[derive(Clone, Debug, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct WindowSpec {
@@ -577,6 +591,16 @@ impl Scenario {
         if spec.name.trim().is_empty() {
             return Err(invalid("name".into(), "must not be empty".into()));
         }
+        if spec.name.contains(['/', '\\', '\0']) || spec.name == "." || spec.name == ".." {
+            return Err(invalid(
+                "name".into(),
+                format!(
+                    "names the output directory output/<name>/, so it cannot be \".\", \"..\" \
+                     or contain `/` or `\\`, found {:?}",
+                    spec.name
+                ),
+            ));
+        }
         if spec.duration.is_zero() {
             return Err(invalid("duration".into(), "must be positive".into()));
         }
@@ -663,6 +687,12 @@ impl Scenario {
                 format!("must be below 1s (a phase within one wall-clock second), found \"{p}\""),
             ));
         }
+        if g.proxy_next_upstream.is_empty() {
+            return Err(invalid(
+                "gateway.proxy_next_upstream".into(),
+                "must list at least one condition (nginx needs one), or be [\"off\"]".into(),
+            ));
+        }
         for (field, d) in [
             ("proxy_connect_timeout", g.proxy_connect_timeout),
             ("proxy_read_timeout", g.proxy_read_timeout),
@@ -715,6 +745,7 @@ impl Scenario {
                     .into(),
             ));
         }
+        crate::limits::check_size(&spec).map_err(|(f, r)| invalid(f, r))?;
         let node_id = |name: &str| spec.nodes.iter().position(|n| n.name == name);
 
         let mut faults = Vec::with_capacity(spec.faults.len());
@@ -869,6 +900,78 @@ impl Scenario {
         } else {
             self.gateway.workers as usize
         }
+    }
+
+    /// Legal but suspicious settings, as `(field, message)` with the JSON
+    /// path of the field. Callers print them as `warning: file: field: message`.
+    pub fn warnings(&self) -> Vec<(String, String)> {
+        let mut w = vec![];
+        let g = &self.gateway;
+        if let Some(t) = self.clients.timeout() {
+            // An attempt that never connects or never answers ends at these times.
+            let waits = [
+                (
+                    "proxy_connect_timeout",
+                    g.proxy_connect_timeout,
+                    g.proxy_connect_timeout,
+                ),
+                (
+                    "proxy_read_timeout",
+                    g.proxy_read_timeout,
+                    g.rtt + g.proxy_read_timeout,
+                ),
+            ];
+            let longer: Vec<String> = waits
+                .iter()
+                .filter(|(_, _, ends_after)| t <= *ends_after)
+                .map(|(name, value, _)| format!("gateway.{name} ({value})"))
+                .collect();
+            if !longer.is_empty() {
+                w.push((
+                    "clients.timeout".into(),
+                    format!(
+                        "clients give up after {t}, before {}: a waiting attempt ends as a client \
+                         abort (499), which nginx never counts as a failure, so a node that stops \
+                         answering may never be ejected",
+                        longer.join(" and ")
+                    ),
+                ));
+            }
+        }
+        let words = &g.proxy_next_upstream;
+        if words.contains(&NextUpstream::Off) && words.len() > 1 {
+            w.push((
+                "gateway.proxy_next_upstream".into(),
+                "`off` turns off every other condition listed: no request is retried".into(),
+            ));
+        }
+        for (i, f) in self.spec.faults.iter().enumerate() {
+            let (at, for_) = f.window();
+            if let Some(d) = for_
+                && at + d > self.duration
+            {
+                w.push((
+                    format!("faults[{i}].for"),
+                    format!(
+                        "the fault would end at {}, after the run ({}); it lasts to the end \
+                         (leave out `for` to say so)",
+                        at + d,
+                        self.duration
+                    ),
+                ));
+            }
+        }
+        for (i, p) in self.policies.iter().enumerate() {
+            let base = if self.spec.policy.is_some() {
+                "policy".to_string()
+            } else {
+                format!("policies[{i}]")
+            };
+            for (field, msg) in p.warnings() {
+                w.push((format!("{base}.{field}"), msg));
+            }
+        }
+        w
     }
 }
 

@@ -142,6 +142,9 @@ pub fn parse_duration(text: &str) -> Result<SimDuration, String> {
             "expected a duration such as \"5s\" or \"300ms\", found an empty string".into(),
         );
     }
+    if s.starts_with('-') {
+        return Err(format!("durations cannot be negative, found \"{text}\""));
+    }
     let bad = || {
         format!(
             "expected a duration with a unit such as \"5s\", \"300ms\" or \"1m30s\", found \"{text}\""

@@ -55,6 +55,20 @@ impl MaxFailsParams {
         }
         Ok(())
     }
+
+    /// Legal settings that probably do not do what was meant, as `(field, message)`.
+    pub fn warnings(&self) -> Vec<(String, String)> {
+        let mut w = vec![];
+        if self.fail_timeout.is_zero() && self.max_fails > 0 {
+            w.push((
+                "fail_timeout".into(),
+                "0s ejects a node only until nginx's whole-second clock ticks over (at most 1s); \
+                 nginx cannot express a window between 0 and 1s"
+                    .into(),
+            ));
+        }
+        w
+    }
 }
 
 #[derive(Clone, Copy, Debug, Default)]

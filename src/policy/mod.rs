@@ -190,6 +190,18 @@ impl PolicySpec {
     }
 }
 
+impl PolicySpec {
+    /// Legal but suspicious settings, as `(field, message)` with the field
+    /// relative to the policy object. They are printed as warnings
+    /// (`warning: file: policy.field: message`) and never stop a run.
+    pub fn warnings(&self) -> Vec<(String, String)> {
+        match self {
+            PolicySpec::None => vec![],
+            PolicySpec::MaxFails(p) => p.warnings(),
+        }
+    }
+}
+
 /// Builds the runtime policy. `scopes` is the number of independent copies of
 /// peer state (nginx workers without `zone`), `nodes` the number of nodes.
 pub fn build(spec: &PolicySpec, scopes: usize, nodes: usize) -> Box<dyn HealthPolicy> {
