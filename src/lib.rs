@@ -51,6 +51,7 @@
 //! assert!(summary.nodes[0].share < 0.25); // a is ejected most of the time
 //! ```
 
+pub mod check;
 pub mod cli;
 pub mod diagnostics;
 pub mod engine;
@@ -62,5 +63,6 @@ pub mod policy;
 pub mod report;
 pub mod reproduce;
 pub mod scenario;
+pub mod schema;
 
 pub use error::Error;

@@ -10,6 +10,7 @@ use crate::engine::{SimDuration, SimTime};
 use crate::error::Error;
 use crate::model::NodeId;
 use crate::policy::PolicySpec;
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use std::collections::BTreeSet;
@@ -18,9 +19,12 @@ use std::path::Path;
 // ---------------------------------------------------------------- spec types
 
 /// A whole model file.
-#[derive(Clone, Debug, Deserialize, Serialize)]
+#[derive(Clone, Debug, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ScenarioSpec {
+    /// The JSON Schema the file follows, for editors (`hcsim schema model`); ignored.
+    #[serde(rename = "$schema", default, skip_serializing_if = "Option::is_none")]
+    pub schema: Option<String>,
     /// Identifies the model in outputs (`output/<name>/`).
     pub name: String,
     /// Free text for people.
@@ -58,18 +62,18 @@ fn default_bucket() -> SimDuration {
     SimDuration::from_secs(1)
 }
 
-#[derive(Clone, Debug, Deserialize, Serialize)]
+#[derive(Clone, Debug, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct MeasureSpec {
     #[serde(default)]
     pub from: SimDuration,
     /// Default: the end of the run.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(default)]
     pub to: Option<SimDuration>,
 }
 
 /// Who sends requests. `kind` is the tag.
-#[derive(Clone, Debug, Deserialize, Serialize)]
+#[derive(Clone, Debug, Deserialize, Serialize, JsonSchema)]
 #[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
 pub enum ClientsSpec {
     /// Open loop: requests arrive at `rate_per_s` whatever the answers.
@@ -81,7 +85,7 @@ pub enum ClientsSpec {
     Closed(ClosedClientsSpec),
 }
 
-#[derive(Clone, Debug, Deserialize, Serialize)]
+#[derive(Clone, Debug, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct OpenClientsSpec {
     pub rate_per_s: f64,
@@ -89,26 +93,26 @@ pub struct OpenClientsSpec {
     #[serde(default)]
     pub arrivals: Arrivals,
     /// The client gives up after this long (curl `-m`). Default: never.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(default)]
     pub timeout: Option<SimDuration>,
     #[serde(default)]
     pub method: Method,
 }
 
-#[derive(Clone, Debug, Deserialize, Serialize)]
+#[derive(Clone, Debug, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ClosedClientsSpec {
     pub concurrency: u32,
     /// Pause between a response and the next request. Default 0s.
     #[serde(default)]
     pub think_time: SimDuration,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(default)]
     pub timeout: Option<SimDuration>,
     #[serde(default)]
     pub method: Method,
 }
 
-#[derive(Clone, Copy, Debug, Default, Deserialize, Serialize, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, Deserialize, Serialize, PartialEq, Eq, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Arrivals {
     #[default]
@@ -117,7 +121,7 @@ pub enum Arrivals {
 }
 
 /// The HTTP method; POST, PATCH and LOCK are non-idempotent for nginx.
-#[derive(Clone, Copy, Debug, Default, Deserialize, Serialize, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, Deserialize, Serialize, PartialEq, Eq, JsonSchema)]
 #[serde(rename_all = "UPPERCASE")]
 pub enum Method {
     #[default]
@@ -137,7 +141,7 @@ impl Method {
 }
 
 /// The gateway: nginx's upstream request pipeline and its settings.
-#[derive(Clone, Debug, Deserialize, Serialize)]
+#[derive(Clone, Debug, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields, default)]
 pub struct GatewaySpec {
     /// `round_robin` (smooth weighted, default), `least_conn` or `random_two`.
@@ -148,7 +152,6 @@ pub struct GatewaySpec {
     pub zone: bool,
     /// Where the run starts within a wall-clock second (nginx's `ngx_time()` is
     /// whole seconds). Default: drawn from the seed, so replications vary it.
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub clock_phase: Option<SimDuration>,
     /// Conditions that retry on the next server: `error`, `timeout`,
     /// `invalid_header`, `http_500`, `http_502`, `http_503`, `http_504`,
@@ -184,7 +187,7 @@ impl Default for GatewaySpec {
     }
 }
 
-#[derive(Clone, Copy, Debug, Default, Deserialize, Serialize, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, Deserialize, Serialize, PartialEq, Eq, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Balancer {
     #[default]
@@ -194,7 +197,9 @@ pub enum Balancer {
 }
 
 /// One word of `proxy_next_upstream`.
-#[derive(Clone, Copy, Debug, Deserialize, Serialize, PartialEq, Eq, PartialOrd, Ord)]
+#[derive(
+    Clone, Copy, Debug, Deserialize, Serialize, PartialEq, Eq, PartialOrd, Ord, JsonSchema,
+)]
 #[serde(rename_all = "snake_case")]
 pub enum NextUpstream {
     Error,
@@ -219,7 +224,7 @@ pub enum NextUpstream {
 }
 
 /// A backend server and how the gateway's upstream lists it.
-#[derive(Clone, Debug, Deserialize, Serialize)]
+#[derive(Clone, Debug, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct NodeSpec {
     pub name: String,
@@ -263,7 +268,7 @@ fn default_service() -> LatencySpec {
 }
 
 /// A distribution of durations; `dist` is the tag.
-#[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
+#[derive(Clone, Debug, Deserialize, Serialize, PartialEq, JsonSchema)]
 #[serde(tag = "dist", rename_all = "snake_case", deny_unknown_fields)]
 pub enum LatencySpec {
     #[serde(deserialize_with = "latency_body::constant")]
@@ -324,7 +329,7 @@ mod latency_body {
 
 /// Something that happens to a node; `kind` is the tag. `at` defaults to 0s;
 /// without `for` the fault lasts to the end of the run.
-#[derive(Clone, Debug, Deserialize, Serialize)]
+#[derive(Clone, Debug, Deserialize, Serialize, JsonSchema)]
 #[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
 pub enum FaultSpec {
     /// The process dies: connects are refused, in-flight requests are reset.
@@ -362,23 +367,23 @@ impl FaultSpec {
     }
 }
 
-#[derive(Clone, Debug, Deserialize, Serialize)]
+#[derive(Clone, Debug, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct WindowSpec {
     pub node: String,
     #[serde(default)]
     pub at: SimDuration,
-    #[serde(rename = "for", default, skip_serializing_if = "Option::is_none")]
+    #[serde(rename = "for", default)]
     pub for_: Option<SimDuration>,
 }
 
-#[derive(Clone, Debug, Deserialize, Serialize)]
+#[derive(Clone, Debug, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct FlakySpec {
     pub node: String,
     #[serde(default)]
     pub at: SimDuration,
-    #[serde(rename = "for", default, skip_serializing_if = "Option::is_none")]
+    #[serde(rename = "for", default)]
     pub for_: Option<SimDuration>,
     /// Probability that a request fails, in [0, 1].
     pub p: f64,
@@ -394,7 +399,7 @@ fn default_status() -> u16 {
     503
 }
 
-#[derive(Clone, Copy, Debug, Default, Deserialize, Serialize, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, Deserialize, Serialize, PartialEq, Eq, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum FlakyError {
     #[default]
@@ -402,13 +407,13 @@ pub enum FlakyError {
     Reset,
 }
 
-#[derive(Clone, Debug, Deserialize, Serialize)]
+#[derive(Clone, Debug, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct SlowSpec {
     pub node: String,
     #[serde(default)]
     pub at: SimDuration,
-    #[serde(rename = "for", default, skip_serializing_if = "Option::is_none")]
+    #[serde(rename = "for", default)]
     pub for_: Option<SimDuration>,
     /// Multiplies the service time. Default 1.
     #[serde(default = "one_f64")]
@@ -1062,6 +1067,33 @@ pub fn get_path<'a>(doc: &'a Value, path: &str) -> Option<&'a Value> {
         cur = step_ref(cur, p)?;
     }
     Some(cur)
+}
+
+/// Spells a `--set` path the way errors do: `nodes.A.weight` (a list item
+/// addressed by name) becomes `nodes[0].weight`. `None` if it is malformed or
+/// names a list item that does not exist.
+pub fn canonical_path(doc: &Value, path: &str) -> Option<String> {
+    let mut out = String::new();
+    let mut cur = Some(doc);
+    for p in split_path(path).ok()? {
+        if let Some(Value::Array(items)) = cur {
+            let i = match p.parse::<usize>() {
+                Ok(i) => i,
+                Err(_) => items
+                    .iter()
+                    .position(|it| it.get("name").and_then(Value::as_str) == Some(p.as_str()))?,
+            };
+            out.push_str(&format!("[{i}]"));
+            cur = items.get(i);
+        } else {
+            if !out.is_empty() {
+                out.push('.');
+            }
+            out.push_str(&p);
+            cur = cur.and_then(|v| v.get(p.as_str()));
+        }
+    }
+    Some(out)
 }
 
 fn split_path(path: &str) -> Result<Vec<String>, String> {

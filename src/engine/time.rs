@@ -188,6 +188,24 @@ pub fn parse_duration(text: &str) -> Result<SimDuration, String> {
     Ok(SimDuration(us as u64))
 }
 
+/// What [`parse_duration`] accepts, as a JSON Schema (ECMA 262) pattern.
+pub const DURATION_PATTERN: &str =
+    r"^\s*(?:(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:h|min|ms|us|µs|m|s))+\s*$";
+
+impl schemars::JsonSchema for SimDuration {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "Duration".into()
+    }
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        schemars::json_schema!({
+            "type": "string",
+            "pattern": DURATION_PATTERN,
+            "description": "A duration with a unit, as nginx and Envoy write them: h, m (or min), s, ms, us; parts add up (\"1m30s\"). Resolution 1us.",
+            "examples": ["5s", "300ms", "1.5s", "1m30s"]
+        })
+    }
+}
+
 impl Serialize for SimDuration {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         s.collect_str(self)

@@ -12,10 +12,11 @@
 use super::{AttemptReport, Charge, HealthPolicy, Now, PolicyCx, Scope, ScopeSel};
 use crate::engine::SimDuration;
 use crate::model::NodeId;
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 /// Parameters of the nginx `server` line (the same for every node of the upstream).
-#[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
+#[derive(Clone, Debug, Deserialize, Serialize, PartialEq, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct MaxFailsParams {
     /// Failures that make the peer unavailable; `0` turns accounting off. nginx default: 1.

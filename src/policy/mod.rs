@@ -10,6 +10,7 @@ pub mod max_fails;
 
 use crate::engine::{SimRng, SimTime};
 use crate::model::NodeId;
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 pub use max_fails::{MaxFails, MaxFailsParams};
@@ -158,8 +159,9 @@ impl HealthPolicy for NoPolicy {
 }
 
 /// A health policy as written in a model file; `kind` is the tag.
-#[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
+#[derive(Clone, Debug, Deserialize, Serialize, PartialEq, JsonSchema)]
 #[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
+#[schemars(transform = crate::schema::AcceptAlias { tag: "kind", name: "max_fails", alias: "nginx" })]
 pub enum PolicySpec {
     /// No health checking: the baseline.
     #[serde(deserialize_with = "crate::diagnostics::no_fields")]
