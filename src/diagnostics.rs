@@ -120,8 +120,92 @@ pub fn suggest<'a>(
         }
     }
     let (d, c) = best?;
+    // A third of the name, at least one edit, and never the whole name ("c" is not "a").
     let allowed = (c.chars().count() / 3).clamp(1, 3);
-    (d <= allowed && c != unknown).then_some(c)
+    (d <= allowed && d < u.chars().count() && c != unknown).then_some(c)
+}
+
+/// Parses JSON text like `serde_json::from_str::<Value>`, except that a key
+/// repeated in one object is an error (serde_json would keep the last one
+/// silently) and a leading byte-order mark is skipped.
+pub fn parse_json(text: &str) -> Result<serde_json::Value, serde_json::Error> {
+    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
+    serde_json::from_str::<Strict>(text).map(|s| s.0)
+}
+
+/// A hint for a JSON syntax error at `line`:`column` (1-based) caused by
+/// something people write in other formats: comments, single quotes.
+pub fn json_hint(text: &str, line: usize, column: usize) -> &'static str {
+    let Some(l) = text.lines().nth(line.saturating_sub(1)) else {
+        return "";
+    };
+    let at: String = l.chars().skip(column.saturating_sub(1)).collect();
+    if at.starts_with("//") || at.starts_with("/*") {
+        " (JSON has no comments; a model's `description` can hold notes)"
+    } else if at.starts_with('\'') {
+        " (JSON strings and keys take double quotes)"
+    } else {
+        ""
+    }
+}
+
+struct Strict(serde_json::Value);
+
+impl<'de> Deserialize<'de> for Strict {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        d.deserialize_any(StrictVisitor).map(Strict)
+    }
+}
+
+struct StrictVisitor;
+
+impl<'de> serde::de::Visitor<'de> for StrictVisitor {
+    type Value = serde_json::Value;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str("a JSON value")
+    }
+    fn visit_bool<E>(self, v: bool) -> Result<Self::Value, E> {
+        Ok(v.into())
+    }
+    fn visit_i64<E>(self, v: i64) -> Result<Self::Value, E> {
+        Ok(v.into())
+    }
+    fn visit_u64<E>(self, v: u64) -> Result<Self::Value, E> {
+        Ok(v.into())
+    }
+    fn visit_f64<E>(self, v: f64) -> Result<Self::Value, E> {
+        Ok(serde_json::Number::from_f64(v).map_or(serde_json::Value::Null, Into::into))
+    }
+    fn visit_str<E>(self, v: &str) -> Result<Self::Value, E> {
+        Ok(v.into())
+    }
+    fn visit_string<E>(self, v: String) -> Result<Self::Value, E> {
+        Ok(v.into())
+    }
+    fn visit_unit<E>(self) -> Result<Self::Value, E> {
+        Ok(serde_json::Value::Null)
+    }
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
+        let mut items = Vec::new();
+        while let Some(Strict(v)) = seq.next_element()? {
+            items.push(v);
+        }
+        Ok(items.into())
+    }
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+        let mut m = serde_json::Map::new();
+        while let Some(k) = map.next_key::<String>()? {
+            if m.contains_key(&k) {
+                return Err(A::Error::custom(format!(
+                    "duplicate key `{k}` (only one value can count)"
+                )));
+            }
+            let Strict(v) = map.next_value()?;
+            m.insert(k, v);
+        }
+        Ok(m.into())
+    }
 }
 
 #[cfg(test)]
@@ -144,13 +228,27 @@ mod tests {
     }
 
     #[test]
+    fn parses_json_refusing_repeated_keys() {
+        let v = parse_json("\u{feff}{\"a\": [1, -2, 2.5, null, true, {\"b\": \"c\"}]}").unwrap();
+        assert_eq!(
+            v,
+            serde_json::json!({"a": [1, -2, 2.5, null, true, {"b": "c"}]})
+        );
+        let e = parse_json("{\"a\": 1,\n \"b\": {\"c\": 1, \"c\": 2}}").unwrap_err();
+        assert_eq!(e.line(), 2);
+        assert!(e.to_string().starts_with("duplicate key `c`"), "{e}");
+        assert!(parse_json("[1,]").is_err());
+    }
+
+    #[test]
     fn suggests_near_names_only() {
         let fields = ["max_fails", "fail_timeout"];
         assert_eq!(suggest("fail_timout", fields), Some("fail_timeout"));
         assert_eq!(suggest("max_fials", fields), Some("max_fails"));
         assert_eq!(suggest("magic", ["none", "max_fails"]), None);
         assert_eq!(suggest("get", ["GET", "HEAD"]), Some("GET"));
-        assert_eq!(suggest("x", ["y"]), Some("y"));
+        assert_eq!(suggest("x", ["y"]), None);
+        assert_eq!(suggest("a", ["A", "B"]), Some("A"));
         assert_eq!(suggest("abc", []), None);
     }
 

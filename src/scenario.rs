@@ -547,11 +547,11 @@ pub fn read_document(path: &Path) -> Result<Value, Error> {
         path: path.to_path_buf(),
         source,
     })?;
-    serde_json::from_str(&text).map_err(|e| Error::Json {
+    diagnostics::parse_json(&text).map_err(|e| Error::Json {
         path: path.to_path_buf(),
         line: e.line(),
         column: e.column(),
-        msg: strip_position(&e.to_string()),
+        msg: strip_position(&e.to_string()) + diagnostics::json_hint(&text, e.line(), e.column()),
     })
 }
 
@@ -574,6 +574,18 @@ pub fn from_document<T: serde::de::DeserializeOwned>(doc: &Value, path: &Path) -
     })
 }
 
+/// "a list", "a string", ...: how a JSON value is described in messages.
+pub fn json_kind(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "a list",
+        Value::Object(_) => "an object",
+    }
+}
+
 /// Loads and validates a model file.
 pub fn load(path: &Path) -> Result<Scenario, Error> {
     let doc = read_document(path)?;
@@ -582,6 +594,16 @@ pub fn load(path: &Path) -> Result<Scenario, Error> {
 
 impl Scenario {
     pub fn from_document(doc: &Value, path: &Path) -> Result<Scenario, Error> {
+        if !doc.is_object() {
+            return Err(Error::Parse {
+                path: path.to_path_buf(),
+                field: String::new(),
+                msg: format!(
+                    "a model is a JSON object ({{\"name\": ..., \"duration\": ..., ...}}), found {}",
+                    json_kind(doc)
+                ),
+            });
+        }
         let spec: ScenarioSpec = from_document(doc, path)?;
         Scenario::from_spec(spec, path)
     }
@@ -620,8 +642,12 @@ impl Scenario {
                 let from = SimTime::ZERO + m.from;
                 if from >= to {
                     return Err(invalid(
-                        "measure".into(),
-                        format!("from ({}) must be before to", m.from),
+                        "measure.from".into(),
+                        format!(
+                            "must be before measure.to ({}), found {}",
+                            to.since_start(),
+                            m.from
+                        ),
                     ));
                 }
                 if to > end {
@@ -809,9 +835,15 @@ impl Scenario {
                     .iter()
                     .map(|n| format!("\"{}\"", n.name))
                     .collect();
+                let hint = diagnostics::suggest(node, spec.nodes.iter().map(|n| n.name.as_str()))
+                    .map(|s| format!("; did you mean \"{s}\"?"))
+                    .unwrap_or_default();
                 return Err(invalid(
                     at("node"),
-                    format!("no node named \"{node}\" (nodes are {})", known.join(", ")),
+                    format!(
+                        "no node named \"{node}\" (nodes are {}{hint})",
+                        known.join(", ")
+                    ),
                 ));
             };
             if start >= spec.duration {
@@ -1024,16 +1056,24 @@ pub fn set_path(doc: &mut Value, path: &str, value: Value) -> Result<(), String>
         {
             map.insert(p.clone(), Value::Object(Default::default()));
         }
-        cur = step(cur, p).ok_or_else(|| {
-            format!(
+        let missing = match &*cur {
+            Value::Array(items) => match p.parse::<usize>() {
+                Ok(i) => format!(
+                    "index {i} is out of range: `{walked}` has {} item(s)",
+                    items.len()
+                ),
+                Err(_) => format!("`{walked}` has no item named \"{p}\""),
+            },
+            _ => format!(
                 "no field `{p}` under `{}`",
                 if walked.is_empty() {
                     "(top level)"
                 } else {
                     &walked
                 }
-            )
-        })?;
+            ),
+        };
+        cur = step(cur, p).ok_or(missing)?;
         if !walked.is_empty() {
             walked.push('.');
         }

@@ -49,7 +49,7 @@ impl MaxFailsParams {
             return Err((
                 "fail_timeout".into(),
                 format!(
-                    "nginx takes fail_timeout in whole seconds (ms units are a config error), found \"{}\"",
+                    "nginx takes fail_timeout in whole seconds, found \"{}\"",
                     self.fail_timeout
                 ),
             ));

@@ -109,7 +109,9 @@ fn missing_file_and_bad_set_exit_2() {
     let (code, err) = bad("set2", OK, &["--set", "nodes[5].weight=2"]);
     assert_eq!(code, 2);
     assert!(
-        err.starts_with("error: --set nodes[5].weight=2: no field `5` under `nodes`"),
+        err.starts_with(
+            "error: --set nodes[5].weight=2: index 5 is out of range: `nodes` has 2 item(s)"
+        ),
         "{err}"
     );
     let (code, err) = bad("set4", OK, &["--set", "gatway.workers=2"]);

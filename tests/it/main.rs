@@ -1,6 +1,7 @@
 //! One integration-test binary (faster to build than one per file).
 
 mod cli;
+mod corpus;
 mod determinism;
 mod nginx;
 mod scenarios;
