@@ -294,11 +294,11 @@ fn cmd_run(args: RunArgs) -> Result<ExitCode, Error> {
             path: args.model.clone(),
             reason: format!(
                 "{} of {reps} replication(s) stopped at --max-events {} before the end of the \
-                 run (seed {seed} at {} of {}); {} holds what they simulated until then \
+                 run (seed {seed} at {:.3}s of {}); {} holds what they simulated until then \
                  (each run's duration_s says how far it got)",
                 cuts.len(),
                 cut.max_events,
-                cut.at.since_start(),
+                cut.at.as_secs_f64(),
                 sc.duration,
                 out_dir.display()
             ),

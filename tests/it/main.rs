@@ -5,6 +5,7 @@ mod corpus;
 mod determinism;
 mod nginx;
 mod scenarios;
+mod schema;
 mod seeds;
 
 use hcsim::metrics::RunSummary;
