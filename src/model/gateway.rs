@@ -132,8 +132,13 @@ impl Gateway {
         }
     }
 
-    pub(crate) fn in_flight(&self) -> usize {
-        self.in_flight
+    /// Requests in flight that the metrics count (sent inside the
+    /// measurement window).
+    pub(crate) fn in_flight_counted(&self) -> usize {
+        if self.in_flight == 0 {
+            return 0;
+        }
+        self.reqs.iter().filter(|r| r.active && r.counted).count()
     }
 
     fn k(&self, scope: u16, node: NodeId) -> usize {
@@ -283,6 +288,19 @@ impl World<'_> {
                 Some(node) => {
                     let r = &self.gw.reqs[slot as usize];
                     let (scope, single) = (r.scope, self.gw.single && !r.in_backup);
+                    // Invariant checked by the property tests (debug builds): a
+                    // node is selected only while every policy lets it through.
+                    // A policy's probe or panic routing shows as `is_routable`
+                    // answering true; nginx's single-server bypass is the other case.
+                    debug_assert!(
+                        self.policies
+                            .iter()
+                            .all(|p| (single && p.bypassed_for_single_server())
+                                || p.is_routable(scope, node, now)),
+                        "selected node {} in scope {scope} at {} although a policy ejects it",
+                        node.0,
+                        now.t
+                    );
                     let k = self.gw.k(scope, node);
                     self.gw.conns[k] += 1;
                     for i in 0..self.policies.len() {

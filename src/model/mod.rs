@@ -259,7 +259,7 @@ impl<'s> World<'s> {
             let Some((_, ev)) = self.q.pop() else { break };
             self.dispatch(ev);
         }
-        let unfinished = self.gw.in_flight() as u64;
+        let unfinished = self.gw.in_flight_counted() as u64;
         let seed_phase = self.clock.phase();
         let events = self.q.popped();
         let model = self.sc.name.clone();

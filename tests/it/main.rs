@@ -4,6 +4,7 @@ mod cli;
 mod corpus;
 mod determinism;
 mod nginx;
+mod properties;
 mod scenarios;
 mod schema;
 mod seeds;
