@@ -37,7 +37,7 @@ where
     let mut track = serde_path_to_error::Track::new();
     T::deserialize(serde_path_to_error::Deserializer::new(d, &mut track)).map_err(|e| {
         let (path, msg) = join(&track.path().to_string(), &e.to_string());
-        D::Error::custom(format!("{MARK}{path}{MARK}{msg}"))
+        D::Error::custom(format!("{MARK}{}{MARK}{msg}", without_mark(&path)))
     })
 }
 
@@ -48,9 +48,15 @@ pub fn no_fields<'de, D: Deserializer<'de>>(d: D) -> Result<(), D::Error> {
     match rest.keys().next() {
         None => Ok(()),
         Some(k) => Err(D::Error::custom(format!(
-            "{MARK}{k}{MARK}unknown field `{k}`, there are no fields"
+            "{MARK}{}{MARK}unknown field `{k}`, there are no fields",
+            without_mark(k)
         ))),
     }
+}
+
+/// A key from the file may contain anything, even the marker.
+fn without_mark(path: &str) -> String {
+    path.replace(MARK, "\\u0001")
 }
 
 /// Joins an outer path (serde_path_to_error's display: `.` for the root,

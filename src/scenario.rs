@@ -967,7 +967,7 @@ impl Scenario {
                 w.push((
                     "clients.timeout".into(),
                     format!(
-                        "clients give up after {t}, before {}: a waiting attempt ends as a client \
+                        "clients give up after {t}, no later than {}: a waiting attempt ends as a client \
                          abort (499), which nginx never counts as a failure, so a node that stops \
                          answering may never be ejected",
                         longer.join(" and ")

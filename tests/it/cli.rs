@@ -250,7 +250,7 @@ fn check_prints_the_model_as_it_will_run_and_that_checks_the_same() {
     assert!(
         lines[0].starts_with(
             "warning: models/e5-client-timeout-first.json: clients.timeout: clients give up after \
-         5s, before gateway.proxy_connect_timeout (60s) and gateway.proxy_read_timeout (60s)"
+         5s, no later than gateway.proxy_connect_timeout (60s) and gateway.proxy_read_timeout (60s)"
         ),
         "{err}"
     );
