@@ -28,9 +28,17 @@ pub enum Command {
     Check(CheckArgs),
     /// Print the JSON Schema of model files, for editors to validate and complete them.
     Schema(SchemaArgs),
+    /// Redraw the charts and report.html of a finished run from its output files.
+    Plot(PlotArgs),
     /// Run the seed experiments' models and compare hcsim with the figures
     /// measured on real software.
     Reproduce(ReproduceArgs),
+}
+
+#[derive(Args, Debug)]
+pub struct PlotArgs {
+    /// An output directory written by `hcsim run` (holding summary.json).
+    pub dir: PathBuf,
 }
 
 #[derive(Args, Debug)]
@@ -96,6 +104,9 @@ pub struct RunArgs {
     /// says how far it got. Also lifts the refusal of very large models.
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
     pub max_events: Option<u64>,
+    /// Skip the charts and report.html.
+    #[arg(long)]
+    pub no_charts: bool,
 }
 
 #[derive(Copy, Clone, Debug, PartialEq, Eq, ValueEnum)]
@@ -166,6 +177,7 @@ pub fn run(cli: Cli) -> Result<ExitCode, Error> {
         Command::Run(args) => cmd_run(args),
         Command::Check(args) => cmd_check(args),
         Command::Schema(args) => cmd_schema(args),
+        Command::Plot(args) => cmd_plot(&args.dir).map(|_| ExitCode::SUCCESS),
         Command::Reproduce(args) => cmd_reproduce(args),
     }
 }
@@ -257,7 +269,7 @@ fn cmd_run(args: RunArgs) -> Result<ExitCode, Error> {
         runs.push(s);
         traces.push(t);
     }
-    let report = RunReport::new(&sc.name, &args.model, base, &args.set, &runs);
+    let report = RunReport::new(&sc, &args.model, base, &args.set, &runs);
     let json =
         serde_json::to_string_pretty(&report).map_err(|e| Error::Usage(e.to_string()))? + "\n";
     let csv_err = |path: PathBuf| {
@@ -282,6 +294,9 @@ fn cmd_run(args: RunArgs) -> Result<ExitCode, Error> {
         let bytes = trace_csv(&runs, &traces).map_err(csv_err(p.clone()))?;
         report::write_atomic(&p, &bytes)?;
     }
+    if !args.no_charts {
+        cmd_plot(&out_dir)?;
+    }
     match args.format {
         Format::Json => print!("{json}"),
         Format::Table => {
@@ -305,6 +320,12 @@ fn cmd_run(args: RunArgs) -> Result<ExitCode, Error> {
         });
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// Draws the charts of an output directory and its report.html.
+fn cmd_plot(dir: &Path) -> Result<(), Error> {
+    let drawn = crate::charts::draw_run(dir)?;
+    crate::html::run_report(dir, &drawn)
 }
 
 fn cmd_reproduce(args: ReproduceArgs) -> Result<ExitCode, Error> {

@@ -9,11 +9,12 @@
 //! ```text
 //!   clients ──► gateway ─────────────────────────────► nodes
 //!  (open or     │ balancer (smooth WRR, least_conn,    (workers, accept queue,
-//!   closed       │   random two)                        service time)
-//!   loop,        │ proxy_next_upstream retries              ▲
-//!   timeouts)    │ health policies: is_routable? ◄── attempts │
-//!                └──────────────────────────────────     faults: crash, hang,
-//!                                                        stop, partition,
+//!   closed       │   random two; HAProxy roundrobin)    service time)
+//!   loop,        │ nginx or HAProxy retries                 ▲   │ heartbeat
+//!   timeouts)    │ health policies: is_routable? ◄── attempts │   │ threads
+//!                │   ◄── probes (TCP / HTTP) ─────────────────┤   ▼
+//!                └── ◄── registry view (TTL, caches) ◄── beats   faults: crash,
+//!                                                        hang, stop, partition,
 //!                                                        flaky, slow
 //! ```
 //!
@@ -21,9 +22,16 @@
 //! - [`engine`]: virtual time ([`engine::SimTime`], integer microseconds), the
 //!   [`engine::EventQueue`] and seeded random streams. It knows nothing of gateways.
 //! - [`scenario`]: the model file (`*Spec` types) and its validation into a [`scenario::Scenario`].
-//! - [`model`]: the `World` — clients, the gateway's nginx request pipeline, nodes, faults.
-//! - [`policy`]: the [`policy::HealthPolicy`] trait and its implementations
-//!   (nginx `max_fails`/`fail_timeout` first).
+//! - [`model`]: the `World` — clients, the gateway's request pipeline (nginx
+//!   or HAProxy settings), nodes, faults, and the probes and heartbeats that
+//!   policies ask for.
+//! - [`policy`]: the [`policy::HealthPolicy`] trait and its implementations:
+//!   nginx `max_fails`/`fail_timeout`, active probing (generic, HAProxy,
+//!   Envoy, tengine, Kubernetes), heartbeat/TTL registries (generic, Consul,
+//!   Nacos 1.x, Eureka), Envoy outlier detection (and Istio's names for it),
+//!   a generic ratio ejector, and the Resilience4j, Hystrix and
+//!   Finagle/Linkerd breakers; `docs/policies.md` compares them. Several run
+//!   at once: a node is routable only if none ejects it.
 //! - [`metrics`]: the streaming `Recorder` and the [`metrics::RunSummary`] it yields.
 //!
 //! ## Ordering and seeding contract
@@ -51,14 +59,17 @@
 //! assert!(summary.nodes[0].share < 0.25); // a is ejected most of the time
 //! ```
 
+pub mod charts;
 pub mod check;
 pub mod cli;
 pub mod diagnostics;
 pub mod engine;
 pub mod error;
+pub mod html;
 pub mod limits;
 pub mod metrics;
 pub mod model;
+pub mod plot;
 pub mod policy;
 pub mod report;
 pub mod reproduce;

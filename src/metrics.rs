@@ -147,13 +147,35 @@ pub struct NodeSummary {
     /// Attempts the gateway charged as failures (nginx `NGX_PEER_FAILED`).
     pub failures: u64,
     /// Times it went from routable to ejected (summed over nginx workers).
+    /// A node out of rotation from the start (a check whose nodes start
+    /// down) is not counted.
     pub ejections: u64,
+    /// Ejections that began while none of its faults was active.
+    pub false_ejections: u64,
     /// Time it spent ejected, averaged over gateway workers, seconds.
     pub ejected_time_s: f64,
     /// From the start of its first fault to its first ejection after it.
     pub first_ejection_delay_s: Option<f64>,
     /// From the end of its last fault to its first successful answer after it.
     pub recovery_delay_s: Option<f64>,
+    /// Attempts the gateway sent it while one of its faults was active.
+    pub fault_attempts: u64,
+    /// Of `fault_attempts`, those it answered with a 2xx that reached a client.
+    pub fault_attempts_ok: u64,
+    /// Active probes sent to it (all policies).
+    pub probes: u64,
+    /// `probes` per second of the measurement window: the load probing puts on it.
+    pub probe_load_per_s: f64,
+}
+
+/// Durations of probing rounds (a prober that probes all nodes in rounds).
+#[derive(Clone, Debug, Default, Serialize, PartialEq)]
+pub struct RoundSummary {
+    /// Rounds that finished during the run.
+    pub rounds: u64,
+    pub min_s: Option<f64>,
+    pub median_s: Option<f64>,
+    pub max_s: Option<f64>,
 }
 
 /// The metrics of one run.
@@ -170,6 +192,8 @@ pub struct RunSummary {
     pub events: u64,
     pub client: ClientSummary,
     pub nodes: Vec<NodeSummary>,
+    /// From each round's start to its last probe's result.
+    pub probe_rounds: RoundSummary,
     /// Per-bucket counts over the whole run (written to `timeline.csv`).
     #[serde(skip)]
     pub timeline: Timeline,
@@ -242,9 +266,20 @@ pub struct Recorder {
     intervals: Vec<(u32, u16, SimTime, Option<SimTime>)>,
     fault_first_start: Vec<Option<SimTime>>,
     fault_last_end: Vec<Option<SimTime>>,
+    /// Per node: every fault window `[start, end)`.
+    fault_windows: Vec<Vec<(SimTime, Option<SimTime>)>>,
+    false_ejections: Vec<u64>,
+    fault_attempts: Vec<u64>,
+    fault_attempts_ok: Vec<u64>,
+    probes: Vec<u64>,
+    rounds: Vec<SimDuration>,
     first_ejection_after_fault: Vec<Option<SimTime>>,
     recovered_at: Vec<Option<SimTime>>,
     timeline: Vec<u64>,
+    /// The bucket `row` returned last: `[row_from, row_to)` µs at offset `row_at`.
+    row_from: u64,
+    row_to: u64,
+    row_at: usize,
 }
 
 impl Recorder {
@@ -279,9 +314,18 @@ impl Recorder {
             intervals: Vec::new(),
             fault_first_start: vec![None; n],
             fault_last_end: vec![None; n],
+            fault_windows: vec![Vec::new(); n],
+            false_ejections: vec![0; n],
+            fault_attempts: vec![0; n],
+            fault_attempts_ok: vec![0; n],
+            probes: vec![0; n],
+            rounds: Vec::new(),
             first_ejection_after_fault: vec![None; n],
             recovered_at: vec![None; n],
             timeline: Vec::new(),
+            row_from: 0,
+            row_to: 0,
+            row_at: 0,
         }
     }
 
@@ -294,6 +338,28 @@ impl Recorder {
             let last = self.fault_last_end[i].get_or_insert(e);
             *last = (*last).max(e);
         }
+        self.fault_windows[i].push((start, end));
+    }
+
+    /// Is one of `node`'s faults active at `t`?
+    pub fn in_fault(&self, node: NodeId, t: SimTime) -> bool {
+        self.fault_windows[node.index()]
+            .iter()
+            .any(|&(s, e)| s <= t && e.is_none_or(|e| t < e))
+    }
+
+    /// An attempt that started during a fault of `node` was answered 2xx by it.
+    pub fn fault_answered(&mut self, node: NodeId, counted: bool) {
+        if counted {
+            self.fault_attempts_ok[node.index()] += 1;
+        }
+    }
+
+    /// A probe was sent to `node`.
+    pub fn probe_sent(&mut self, t: SimTime, node: NodeId) {
+        if self.in_window(t) {
+            self.probes[node.index()] += 1;
+        }
     }
 
     /// Whether a request sent at `t` counts towards request metrics.
@@ -303,12 +369,19 @@ impl Recorder {
 
     fn row(&mut self, t: SimTime) -> &mut [u64] {
         let cols = COLS_FIXED + COLS_PER_NODE * self.names.len();
-        let b = (t.as_micros() / self.bucket_us) as usize;
-        let need = (b + 1) * cols;
-        if self.timeline.len() < need {
-            self.timeline.resize(need, 0);
+        let us = t.as_micros();
+        // Time only moves forward: most events fall in the current bucket.
+        if !(self.row_from..self.row_to).contains(&us) {
+            let b = us / self.bucket_us;
+            self.row_from = b * self.bucket_us;
+            self.row_to = self.row_from + self.bucket_us;
+            self.row_at = b as usize * cols;
+            let need = self.row_at + cols;
+            if self.timeline.len() < need {
+                self.timeline.resize(need, 0);
+            }
         }
-        &mut self.timeline[b * cols..(b + 1) * cols]
+        &mut self.timeline[self.row_at..self.row_at + cols]
     }
 
     pub fn request_sent(&mut self, t: SimTime, counted: bool) {
@@ -321,6 +394,9 @@ impl Recorder {
     pub fn attempt(&mut self, t: SimTime, node: NodeId, counted: bool) {
         if counted {
             self.attempts[node.index()] += 1;
+            if self.in_fault(node, t) {
+                self.fault_attempts[node.index()] += 1;
+            }
         }
         self.row(t)[COLS_FIXED + COLS_PER_NODE * node.index() + 1] += 1;
     }
@@ -384,7 +460,14 @@ impl Recorder {
         let (sel, node, up) = match notice {
             Notice::Ejected { scope, node } => (scope, node, true),
             Notice::Readmitted { scope, node } => (scope, node, false),
+            Notice::ProbeRound { duration } => {
+                if self.rounds.len() < MAX_INTERVALS {
+                    self.rounds.push(duration);
+                }
+                return;
+            }
         };
+        let in_fault = self.in_fault(node, t);
         let range = match sel {
             ScopeSel::One(s) => s as usize..s as usize + 1,
             ScopeSel::All => 0..self.scopes,
@@ -395,8 +478,14 @@ impl Recorder {
                 self.holders[k] += 1;
                 if self.holders[k] == 1 {
                     self.since[k] = Some(t);
+                    if t == SimTime::ZERO {
+                        continue; // out of rotation from the start
+                    }
                     self.ejections[node.index()] += 1;
                     let i = node.index();
+                    if !in_fault {
+                        self.false_ejections[i] += 1;
+                    }
                     if self.first_ejection_after_fault[i].is_none()
                         && self.fault_first_start[i].is_some_and(|f| t >= f)
                     {
@@ -456,7 +545,6 @@ impl Recorder {
         }
         let total_ok: u64 = self.answered.iter().sum();
         let window_s = (self.to.as_micros() - self.from.as_micros()) as f64 / 1e6;
-        let _ = window_s;
         let nodes = (0..self.names.len())
             .map(|i| NodeSummary {
                 name: self.names[i].clone(),
@@ -476,8 +564,33 @@ impl Recorder {
                 recovery_delay_s: self.recovered_at[i]
                     .zip(self.fault_last_end[i])
                     .map(|(r, f)| round6(r.saturating_since(f).as_secs_f64())),
+                false_ejections: self.false_ejections[i],
+                fault_attempts: self.fault_attempts[i],
+                fault_attempts_ok: self.fault_attempts_ok[i],
+                probes: self.probes[i],
+                probe_load_per_s: if window_s > 0.0 {
+                    round6(self.probes[i] as f64 / window_s)
+                } else {
+                    0.0
+                },
             })
             .collect();
+        let probe_rounds = {
+            let mut v: Vec<u64> = self.rounds.iter().map(|d| d.as_micros()).collect();
+            v.sort_unstable();
+            let s = |us: u64| round6(us as f64 / 1e6);
+            let median = match v.len() {
+                0 => None,
+                n if n % 2 == 1 => Some(s(v[n / 2])),
+                n => Some(round6((v[n / 2 - 1] + v[n / 2]) as f64 / 2e6)),
+            };
+            RoundSummary {
+                rounds: v.len() as u64,
+                min_s: v.first().map(|&x| s(x)),
+                median_s: median,
+                max_s: v.last().map(|&x| s(x)),
+            }
+        };
         let client = ClientSummary {
             requests: self.requests,
             ok: self.ok,
@@ -512,6 +625,7 @@ impl Recorder {
             events,
             client,
             nodes,
+            probe_rounds,
             timeline,
             ejection_log,
         }

@@ -3,6 +3,7 @@
 
 use crate::error::Error;
 use crate::metrics::{RunSummary, round6};
+use crate::scenario::Scenario;
 use serde::Serialize;
 use serde_json::{Map, Value, json};
 use std::fmt::Write as _;
@@ -21,6 +22,8 @@ pub struct RunReport<'a> {
     pub hcsim_version: &'static str,
     pub model: &'a str,
     pub file: String,
+    /// The command that reproduces this report (options that change results only).
+    pub command: String,
     pub seed: u64,
     pub reps: usize,
     pub set: &'a [String],
@@ -28,12 +31,27 @@ pub struct RunReport<'a> {
     pub nodes: Value,
     pub clock_phase_s: Value,
     pub events: Value,
+    /// Fault windows, for charts: `{node, kind, start_s, end_s}`.
+    pub faults: Vec<FaultWindow>,
+    /// The model as simulated, every default filled in.
+    pub model_spec: Value,
+    pub probe_rounds: Value,
     pub runs: &'a [RunSummary],
+}
+
+/// One fault window as it appears in `summary.json`.
+#[derive(Serialize, serde::Deserialize, Clone, Debug, PartialEq)]
+pub struct FaultWindow {
+    pub node: String,
+    pub kind: String,
+    pub start_s: f64,
+    /// `None`: to the end of the run.
+    pub end_s: Option<f64>,
 }
 
 impl<'a> RunReport<'a> {
     pub fn new(
-        model: &'a str,
+        sc: &'a Scenario,
         file: &Path,
         seed: u64,
         set: &'a [String],
@@ -45,10 +63,19 @@ impl<'a> RunReport<'a> {
             .collect();
         let agg = aggregate(&values);
         let get = |k: &str| agg.get(k).cloned().unwrap_or(Value::Null);
+        let mut command = format!(
+            "hcsim run {} --seed {seed} --reps {}",
+            file.display(),
+            runs.len()
+        );
+        for s in set {
+            command.push_str(&format!(" --set '{s}'"));
+        }
         RunReport {
             hcsim_version: env!("CARGO_PKG_VERSION"),
-            model,
+            model: &sc.name,
             file: file.display().to_string(),
+            command,
             seed,
             reps: runs.len(),
             set,
@@ -56,6 +83,18 @@ impl<'a> RunReport<'a> {
             nodes: get("nodes"),
             clock_phase_s: get("clock_phase_s"),
             events: get("events"),
+            faults: sc
+                .faults
+                .iter()
+                .map(|f| FaultWindow {
+                    node: sc.nodes[f.node.index()].name.clone(),
+                    kind: f.kind.name().to_string(),
+                    start_s: round6(f.start.as_secs_f64()),
+                    end_s: f.end.map(|e| round6(e.as_secs_f64())),
+                })
+                .collect(),
+            model_spec: serde_json::to_value(&sc.spec).unwrap_or(Value::Null),
+            probe_rounds: get("probe_rounds"),
             runs,
         }
     }
@@ -333,7 +372,38 @@ pub fn table(report: &RunReport) -> String {
             cell(l, "max", "ms", 1),
         );
     }
-    let headers = [
+    let r = &report.probe_rounds;
+    if r.get("rounds")
+        .and_then(|x| x.get("max"))
+        .and_then(Value::as_f64)
+        .is_some_and(|x| x > 0.0)
+    {
+        let _ = writeln!(
+            out,
+            "probe rounds {}  duration min {}  median {}  max {}",
+            cell(r, "rounds", "", 0),
+            cell(r, "min_s", "s", 3),
+            cell(r, "median_s", "s", 3),
+            cell(r, "max_s", "s", 3),
+        );
+    }
+    let empty = vec![];
+    let nodes = match &report.nodes {
+        Value::Array(nodes) => nodes,
+        _ => &empty,
+    };
+    // Columns that only some models need.
+    let any = |key: &str| {
+        nodes.iter().any(|n| {
+            n.get(key)
+                .and_then(|s| s.get("max"))
+                .and_then(Value::as_f64)
+                .is_some_and(|x| x > 0.0)
+        })
+    };
+    let (show_probes, show_false, show_fault) =
+        (any("probes"), any("false_ejections"), any("fault_attempts"));
+    let mut headers = vec![
         "node",
         "attempts",
         "answered",
@@ -344,8 +414,17 @@ pub fn table(report: &RunReport) -> String {
         "first ejection",
         "recovery",
     ];
+    if show_false {
+        headers.push("false ejections");
+    }
+    if show_fault {
+        headers.push("in fault (ok)");
+    }
+    if show_probes {
+        headers.push("probes/s");
+    }
     let mut rows: Vec<Vec<String>> = vec![headers.iter().map(|s| s.to_string()).collect()];
-    if let Value::Array(nodes) = &report.nodes {
+    {
         for n in nodes {
             let share = n.get("share").cloned().unwrap_or(Value::Null);
             let pct = |k: &str| share.get(k).and_then(Value::as_f64).map(|x| x * 100.0);
@@ -370,7 +449,7 @@ pub fn table(report: &RunReport) -> String {
                     base
                 }
             };
-            rows.push(vec![
+            let mut row = vec![
                 n.get("name")
                     .and_then(Value::as_str)
                     .unwrap_or("?")
@@ -383,7 +462,21 @@ pub fn table(report: &RunReport) -> String {
                 cell(n, "ejected_time_s", "s", 2),
                 optional("first_ejection_delay_s"),
                 optional("recovery_delay_s"),
-            ]);
+            ];
+            if show_false {
+                row.push(cell(n, "false_ejections", "", 0));
+            }
+            if show_fault {
+                row.push(format!(
+                    "{} ({})",
+                    cell(n, "fault_attempts", "", 0),
+                    cell(n, "fault_attempts_ok", "", 0)
+                ));
+            }
+            if show_probes {
+                row.push(cell(n, "probe_load_per_s", "", 2));
+            }
+            rows.push(row);
         }
     }
     out.push('\n');

@@ -5,6 +5,7 @@
 //! Defaults are nginx's defaults (`proxy_next_upstream error timeout`, 60 s
 //! timeouts, `max_fails=1 fail_timeout=10s`). Durations are strings with units.
 
+use crate::charts::ChartSpec;
 use crate::diagnostics::{self, tracked};
 use crate::engine::{SimDuration, SimTime};
 use crate::error::Error;
@@ -47,12 +48,16 @@ pub struct ScenarioSpec {
     pub nodes: Vec<NodeSpec>,
     #[serde(default)]
     pub faults: Vec<FaultSpec>,
-    /// The gateway's health policy. Default: nginx `max_fails=1 fail_timeout=10s`.
+    /// The gateway's health policy. Default: nginx `max_fails=1 fail_timeout=10s`
+    /// (none with the HAProxy gateway).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub policy: Option<PolicySpec>,
     /// Several policies at once: a node is routable only if none ejects it.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub policies: Vec<PolicySpec>,
+    /// Charts `hcsim run` draws; default: a timeline, and distributions over replications.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub charts: Vec<ChartSpec>,
 }
 
 fn default_seed() -> u64 {
@@ -168,7 +173,88 @@ pub struct GatewaySpec {
     pub proxy_read_timeout: SimDuration,
     /// Network round-trip time between gateway and nodes. Default 0.2ms.
     pub rtt: SimDuration,
+    /// Whose request path: `nginx` (default) or `haproxy`.
+    pub flavor: GatewayFlavor,
+    /// HAProxy backend settings; only with `flavor: haproxy` (defaults if omitted).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub haproxy: Option<HaproxySpec>,
+    /// Envoy's `healthy_panic_threshold`, percent: while fewer than this
+    /// share of the non-`down` primary nodes is routable, selection ignores
+    /// the policies (ejected nodes get traffic again). Default: the policy's
+    /// own (50 with `outlier_detection`, `minHealthPercent` with `istio`),
+    /// else 0 = off, as in nginx.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub healthy_panic_threshold: Option<f64>,
 }
+
+/// Which proxy's request path the gateway follows. Both share one pipeline
+/// (select a server, connect, wait for the response); they differ in the
+/// settings that decide retries and the status the client sees.
+#[derive(Clone, Copy, Debug, Default, Deserialize, Serialize, PartialEq, Eq, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum GatewayFlavor {
+    /// nginx `proxy_pass` to an upstream: `proxy_next_upstream` retries at once.
+    #[default]
+    Nginx,
+    /// An HAProxy backend (reference Part B §B5): only failed connects are
+    /// retried, `retries` times, on the same server unless redispatched.
+    Haproxy,
+}
+
+/// An HAProxy backend's request-path settings.
+#[derive(Clone, Debug, Deserialize, Serialize, PartialEq, JsonSchema)]
+#[serde(deny_unknown_fields, default)]
+pub struct HaproxySpec {
+    /// `retries`: connection attempts after the first. Default 3.
+    pub retries: u32,
+    /// `option redispatch [interval]`: `false` (default: off), `true` (the
+    /// last retry, HAProxy's -1), or the interval (N > 0: every Nth retry;
+    /// N < 0: the |N|th retry before the last; 0: off). Whatever the value,
+    /// with `round_robin` or `random_two` and more than one server up every
+    /// retry is redispatched.
+    pub redispatch: Redispatch,
+    /// `timeout connect`. Default: unset, which leaves it to the kernel's
+    /// SYN retries (Linux `tcp_syn_retries=6`: 127 s).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub timeout_connect: Option<SimDuration>,
+    /// `timeout server`: waiting for the response. Default: unset (never).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub timeout_server: Option<SimDuration>,
+}
+
+impl Default for HaproxySpec {
+    fn default() -> Self {
+        HaproxySpec {
+            retries: 3,
+            redispatch: Redispatch::Flag(false),
+            timeout_connect: None,
+            timeout_server: None,
+        }
+    }
+}
+
+/// `option redispatch`: a flag or an interval.
+#[derive(Clone, Copy, Debug, Deserialize, Serialize, PartialEq, Eq, JsonSchema)]
+#[serde(untagged)]
+pub enum Redispatch {
+    Flag(bool),
+    Interval(i32),
+}
+
+impl Redispatch {
+    /// HAProxy's `redispatch_after`: `None` when the option is off.
+    pub fn after(self) -> Option<i32> {
+        match self {
+            Redispatch::Flag(false) | Redispatch::Interval(0) => None,
+            Redispatch::Flag(true) => Some(-1),
+            Redispatch::Interval(n) => Some(n),
+        }
+    }
+}
+
+/// What an unset HAProxy `timeout connect` amounts to: Linux gives up a
+/// connect after 6 SYN retransmissions (1+2+4+8+16+32+64 s).
+pub const KERNEL_CONNECT_TIMEOUT: SimDuration = SimDuration::from_secs(127);
 
 impl Default for GatewaySpec {
     fn default() -> Self {
@@ -183,7 +269,17 @@ impl Default for GatewaySpec {
             proxy_connect_timeout: SimDuration::from_secs(60),
             proxy_read_timeout: SimDuration::from_secs(60),
             rtt: SimDuration::from_micros(200),
+            flavor: GatewayFlavor::Nginx,
+            haproxy: None,
+            healthy_panic_threshold: None,
         }
+    }
+}
+
+impl GatewaySpec {
+    /// The HAProxy settings in force (defaults when the section is omitted).
+    pub fn haproxy(&self) -> HaproxySpec {
+        self.haproxy.clone().unwrap_or_default()
     }
 }
 
@@ -724,6 +820,14 @@ impl Scenario {
                 "must list at least one condition (nginx needs one), or be [\"off\"]".into(),
             ));
         }
+        if let Some(t) = g.healthy_panic_threshold
+            && !(0.0..=100.0).contains(&t)
+        {
+            return Err(invalid(
+                "gateway.healthy_panic_threshold".into(),
+                format!("is a percentage (0..=100), found {t}"),
+            ));
+        }
         for (field, d) in [
             ("proxy_connect_timeout", g.proxy_connect_timeout),
             ("proxy_read_timeout", g.proxy_read_timeout),
@@ -734,6 +838,35 @@ impl Scenario {
                     "must be positive".into(),
                 ));
             }
+        }
+
+        match (g.flavor, &g.haproxy) {
+            (GatewayFlavor::Nginx, Some(_)) => {
+                return Err(invalid(
+                    "gateway.haproxy".into(),
+                    "HAProxy settings need `\"flavor\": \"haproxy\"`".into(),
+                ));
+            }
+            (GatewayFlavor::Haproxy, Some(h)) => {
+                for (field, d) in [
+                    ("timeout_connect", h.timeout_connect),
+                    ("timeout_server", h.timeout_server),
+                ] {
+                    if d.is_some_and(|d| d.is_zero()) {
+                        return Err(invalid(
+                            format!("gateway.haproxy.{field}"),
+                            "must be positive (omit it for none)".into(),
+                        ));
+                    }
+                }
+            }
+            _ => {}
+        }
+        if g.flavor == GatewayFlavor::Haproxy && g.workers > 1 {
+            return Err(invalid(
+                "gateway.workers".into(),
+                "HAProxy's threads share one state per server: leave `workers` at 1".into(),
+            ));
         }
 
         if spec.nodes.is_empty() {
@@ -897,6 +1030,8 @@ impl Scenario {
         let policies = match (&spec.policy, spec.policies.is_empty()) {
             (Some(p), _) => vec![p.clone()],
             (None, false) => spec.policies.clone(),
+            // HAProxy has no passive check of its own (`observe` belongs to `check`).
+            (None, true) if g.flavor == GatewayFlavor::Haproxy => vec![PolicySpec::None],
             (None, true) => vec![PolicySpec::MaxFails(Default::default())],
         };
         for (i, p) in policies.iter().enumerate() {

@@ -16,6 +16,9 @@ pub enum Stream {
     Policy = 5,
     Clock = 6,
     Heartbeat = 7,
+    /// Probes' service times and fault draws at the node, so that probing
+    /// leaves the requests' streams untouched.
+    Probe = 8,
 }
 
 /// SplitMix64 finaliser: a bijective mix of 64 bits.

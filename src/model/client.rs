@@ -1,7 +1,7 @@
 //! Clients: open-loop arrivals (generated lazily, one pending at a time) and
 //! closed-loop clients that send again after a think time; client timeouts.
 
-use super::{Event, World};
+use super::{Event, World, lane};
 use crate::engine::{SimDuration, SimTime};
 use crate::scenario::{Arrivals, Scenario};
 use rand::RngExt;
@@ -60,7 +60,7 @@ impl World<'_> {
         match &self.clients {
             Clients::Open { .. } => {
                 if let Some(t) = self.next_arrival_time() {
-                    self.q.schedule(t, Event::Arrival);
+                    self.q.schedule_in_lane(lane::ARRIVAL, t, Event::Arrival);
                 }
             }
             Clients::Closed { concurrency, .. } => {
@@ -100,7 +100,7 @@ impl World<'_> {
 
     pub(crate) fn on_arrival(&mut self) {
         if let Some(t) = self.next_arrival_time() {
-            self.q.schedule(t, Event::Arrival);
+            self.q.schedule_in_lane(lane::ARRIVAL, t, Event::Arrival);
         }
         self.start_request(None);
     }
@@ -125,8 +125,15 @@ impl World<'_> {
             },
         ) = (client, &self.clients)
         {
-            let at = (self.q.now() + *think_time).max(last_sent[c as usize] + MIN_CYCLE);
-            self.q.schedule(at, Event::ClientWake(c));
+            let at = self.q.now() + *think_time;
+            let floor = last_sent[c as usize] + MIN_CYCLE;
+            if at >= floor {
+                self.q
+                    .schedule_in_lane(lane::THINK, at, Event::ClientWake(c));
+            } else {
+                // Off the lane: its times must not go backwards.
+                self.q.schedule(floor, Event::ClientWake(c));
+            }
         }
     }
 
@@ -143,8 +150,11 @@ impl World<'_> {
     pub(crate) fn arm_client_timeout(&mut self, slot: u32, generation: u32) {
         if let Some(t) = self.sc.clients.timeout() {
             let at = self.q.now() + t;
-            self.q
-                .schedule(at, Event::ClientTimeout { slot, generation });
+            self.q.schedule_in_lane(
+                lane::CLIENT_TIMEOUT,
+                at,
+                Event::ClientTimeout { slot, generation },
+            );
         }
     }
 }

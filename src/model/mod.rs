@@ -5,12 +5,16 @@
 mod client;
 mod fault;
 mod gateway;
+mod heartbeat;
 mod node;
+mod probe;
 
 use crate::engine::rng::{self, Stream};
 use crate::engine::{EventQueue, SimDuration, SimRng, SimTime};
 use crate::metrics::{Recorder, RunSummary};
-use crate::policy::{self, AttemptResult, Charge, HealthPolicy, Now, PolicyCx, PolicyTimer};
+use crate::policy::{
+    self, Action, AttemptResult, Charge, HealthPolicy, Now, PolicyCx, PolicyTimer, ProbeResult,
+};
 use crate::scenario::Scenario;
 use rand::RngExt;
 
@@ -55,6 +59,28 @@ impl WallClock {
             wall_s: self.secs(t),
         }
     }
+}
+
+/// FIFO lanes of the event queue, one per constant delay (see [`EventQueue`]).
+pub(crate) mod lane {
+    /// `clients.timeout` after a request starts.
+    pub const CLIENT_TIMEOUT: usize = 0;
+    /// `proxy_connect_timeout` after a connect.
+    pub const CONNECT_TIMEOUT: usize = 1;
+    /// One round trip after a connect (a refusal comes back).
+    pub const RTT: usize = 2;
+    /// One and a half round trips after a connect (the request reaches the node).
+    pub const AT_NODE: usize = 3;
+    /// Half a round trip after a node answers or resets.
+    pub const HALF_RTT: usize = 4;
+    /// A closed-loop client's think time after its request ended.
+    pub const THINK: usize = 5;
+    /// `proxy_read_timeout` of requests that reach a node and must wait
+    /// (armed at arrival, one and a half round trips after the request was
+    /// sent, so deadlines come in arming order).
+    pub const READ_TIMEOUT_AT_NODE: usize = 6;
+    /// The next open-loop arrival (one pending at a time).
+    pub const ARRIVAL: usize = 7;
 }
 
 /// Why an attempt failed without a response.
@@ -104,6 +130,38 @@ pub(crate) enum Event {
         policy: u16,
         timer: PolicyTimer,
     },
+    /// HAProxy retries a failed connect after its turn-around pause.
+    Retry {
+        slot: u32,
+        generation: u32,
+    },
+    /// An HTTP probe's request reached the node.
+    ProbeAtNode {
+        probe: u32,
+        generation: u32,
+    },
+    /// A probe ended.
+    ProbeDone {
+        probe: u32,
+        generation: u32,
+        result: ProbeResult,
+    },
+    /// A node's heartbeat thread wakes up.
+    HeartbeatTick {
+        policy: u16,
+        node: u32,
+    },
+    /// A heartbeat reached the registry.
+    HeartbeatArrive {
+        policy: u16,
+        node: u32,
+    },
+    /// A heartbeat thread stops waiting for its self-check.
+    SelfCheckTimeout {
+        policy: u16,
+        node: u32,
+        generation: u32,
+    },
 }
 
 /// One line of the attempt trace (an access log of upstream attempts).
@@ -130,10 +188,15 @@ pub struct World<'s> {
     pub(crate) rng_faults: SimRng,
     pub(crate) rng_gateway: SimRng,
     pub(crate) rng_policy: SimRng,
+    pub(crate) rng_probe: SimRng,
+    pub(crate) rng_heartbeat: SimRng,
     pub(crate) clients: client::Clients,
     pub(crate) gw: gateway::Gateway,
     pub(crate) nodes: Vec<node::Node>,
     pub(crate) policies: Vec<Box<dyn HealthPolicy>>,
+    pub(crate) probes: probe::Probes,
+    /// Per policy that asked for them, per node: heartbeat threads.
+    pub(crate) heartbeats: Vec<Vec<heartbeat::Thread>>,
     pub(crate) timers_buf: Vec<(SimTime, PolicyTimer)>,
     pub(crate) notices_buf: Vec<policy::Notice>,
     pub(crate) rec: Recorder,
@@ -210,10 +273,14 @@ impl<'s> World<'s> {
             rng_faults: rng::stream(seed, Stream::Faults),
             rng_gateway: rng::stream(seed, Stream::Gateway),
             rng_policy: rng::stream(seed, Stream::Policy),
+            rng_probe: rng::stream(seed, Stream::Probe),
+            rng_heartbeat: rng::stream(seed, Stream::Heartbeat),
             clients: client::Clients::new(sc),
             gw: gateway::Gateway::new(sc),
             nodes: sc.nodes.iter().map(node::Node::new).collect(),
             policies,
+            probes: probe::Probes::default(),
+            heartbeats: Vec::new(),
             timers_buf: Vec::new(),
             notices_buf: Vec::new(),
             rec,
@@ -247,16 +314,17 @@ impl<'s> World<'s> {
         for i in 0..self.policies.len() {
             self.with_policy(i, |p, cx| p.on_start(cx));
         }
-        while let Some(t) = self.q.peek_time() {
-            if t >= end {
-                break;
-            }
+        loop {
             if self.q.popped() >= self.max_events {
-                self.rec.cut_at(t);
-                cut = Some(t);
+                if let Some(t) = self.q.peek_time().filter(|&t| t < end) {
+                    self.rec.cut_at(t);
+                    cut = Some(t);
+                }
                 break;
             }
-            let Some((_, ev)) = self.q.pop() else { break };
+            let Some((_, ev)) = self.q.pop_before(end) else {
+                break;
+            };
             self.dispatch(ev);
         }
         let unfinished = self.gw.in_flight_counted() as u64;
@@ -300,6 +368,22 @@ impl<'s> World<'s> {
             Event::Policy { policy, timer } => {
                 self.with_policy(policy as usize, |p, cx| p.on_timer(cx, timer))
             }
+            Event::Retry { slot, generation } => self.on_retry(slot, generation),
+            Event::ProbeAtNode { probe, generation } => self.on_probe_at_node(probe, generation),
+            Event::ProbeDone {
+                probe,
+                generation,
+                result,
+            } => self.on_probe_done(probe, generation, result),
+            Event::HeartbeatTick { policy, node } => self.on_heartbeat_tick(policy, NodeId(node)),
+            Event::HeartbeatArrive { policy, node } => {
+                self.on_heartbeat_arrive(policy, NodeId(node))
+            }
+            Event::SelfCheckTimeout {
+                policy,
+                node,
+                generation,
+            } => self.on_self_check_timeout(policy, NodeId(node), generation),
         }
     }
 
@@ -318,6 +402,7 @@ impl<'s> World<'s> {
             &mut self.notices_buf,
         );
         let r = f(self.policies[i].as_mut(), &mut cx);
+        let actions = cx.take_actions();
         for (at, timer) in self.timers_buf.drain(..) {
             self.q.schedule(
                 at,
@@ -329,6 +414,12 @@ impl<'s> World<'s> {
         }
         for n in self.notices_buf.drain(..) {
             self.rec.notice(now.t, n);
+        }
+        for a in actions {
+            match a {
+                Action::Probe { node, req } => self.send_probe(i as u16, node, req),
+                Action::StartHeartbeats(plan) => self.start_heartbeats(i as u16, plan),
+            }
         }
         r
     }

@@ -1,8 +1,9 @@
 //! Nodes (backends): a pool of workers with a FIFO accept queue, a service
 //! time distribution, and the state that faults change.
 
-use super::{Event, NodeId, Reply, World};
+use super::{Event, NodeId, Reply, World, lane};
 use crate::engine::{SimDuration, SimRng, SimTime};
+use crate::policy::ProbeResult;
 use crate::scenario::{FlakyError, LatencySpec, NodeSpec};
 use rand::RngExt;
 use rand_distr::{Distribution, Exp, LogNormal};
@@ -49,10 +50,22 @@ impl Sampler {
     }
 }
 
+/// Work in a node's accept queue or on a worker.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Job {
+    /// A gateway attempt: (request slot, attempt generation).
+    Request { slot: u32, generation: u32 },
+    /// An HTTP probe.
+    Probe { probe: u32, generation: u32 },
+    /// A TCP probe's connection: accepted, then closed; no work.
+    Accept,
+    /// A heartbeat thread's self-check through the worker pool.
+    SelfCheck { policy: u16, generation: u32 },
+}
+
 #[derive(Clone, Copy, Debug)]
 struct InService {
-    slot: u32,
-    generation: u32,
+    job: Job,
     done_at: SimTime,
     /// Service left when the process was frozen (hang/stop).
     remaining: SimDuration,
@@ -63,8 +76,8 @@ pub(crate) struct Node {
     service: Sampler,
     busy: Vec<Option<InService>>,
     idle_workers: Vec<u32>,
-    /// Accepted connections waiting for a worker: (request slot, attempt generation).
-    queue: VecDeque<(u32, u32)>,
+    /// Accepted connections waiting for a worker.
+    queue: VecDeque<Job>,
     /// Bumped when in-service completions are invalidated (crash, freeze).
     epoch: u32,
     pub(crate) crashed: bool,
@@ -100,11 +113,21 @@ impl Node {
 
     /// The SYN is lost: the link is cut, or the accept queue is full.
     pub(crate) fn drops_syn(&self) -> bool {
-        self.partitioned || self.queue.len() >= self.backlog
+        self.partitioned || self.accept_queue_full()
+    }
+
+    /// The accept queue is full: new connections, even local ones, are not accepted.
+    pub(crate) fn accept_queue_full(&self) -> bool {
+        self.queue.len() >= self.backlog
     }
 
     fn runnable(&self) -> bool {
         !(self.crashed || self.hung || self.stopped)
+    }
+
+    /// Does its heartbeat thread run? (A hang blocks only the workers.)
+    pub(crate) fn beats(&self) -> bool {
+        !(self.crashed || self.stopped)
     }
 }
 
@@ -115,7 +138,8 @@ impl World<'_> {
         let n = &mut self.nodes[node.index()];
         if n.crashed {
             let reply = Reply::Reset;
-            self.q.schedule(
+            self.q.schedule_in_lane(
+                lane::HALF_RTT,
                 now + half,
                 Event::Response {
                     slot,
@@ -126,9 +150,21 @@ impl World<'_> {
             return;
         }
         if n.partitioned {
-            return; // lost on the wire; the gateway's read timeout will fire
+            // lost on the wire; the gateway's read timeout will fire
+            self.arm_read_timeout(slot, generation, true);
+            return;
         }
-        n.queue.push_back((slot, generation));
+        n.queue.push_back(Job::Request { slot, generation });
+        self.start_work(node);
+        if !self.nodes[node.index()].queue.is_empty() {
+            // still waiting (FIFO: the request just queued is the last one)
+            self.arm_read_timeout(slot, generation, true);
+        }
+    }
+
+    /// Queues `job` behind the node's accepted connections and serves what it can.
+    pub(crate) fn enqueue(&mut self, node: NodeId, job: Job) {
+        self.nodes[node.index()].queue.push_back(job);
         self.start_work(node);
     }
 
@@ -140,18 +176,24 @@ impl World<'_> {
             if !n.runnable() || n.idle_workers.is_empty() || n.queue.is_empty() {
                 return;
             }
-            let (Some(w), Some((slot, generation))) = (n.idle_workers.pop(), n.queue.pop_front())
-            else {
+            let Some(job) = n.queue.pop_front() else {
                 return;
             };
-            let mut svc = n.service.sample(&mut self.rng_service);
+            let rng = match job {
+                Job::Request { .. } => &mut self.rng_service,
+                Job::Probe { .. } | Job::SelfCheck { .. } => &mut self.rng_probe,
+                Job::Accept => continue, // accept() and close: no work
+            };
+            let Some(w) = n.idle_workers.pop() else {
+                return;
+            };
+            let mut svc = n.service.sample(rng);
             if let Some((factor, extra)) = n.slow {
                 svc = svc.mul_f64(factor) + extra;
             }
             let done_at = now + svc;
             n.busy[w as usize] = Some(InService {
-                slot,
-                generation,
+                job,
                 done_at,
                 remaining: SimDuration::ZERO,
             });
@@ -164,6 +206,15 @@ impl World<'_> {
                     epoch,
                 },
             );
+            if let Job::Request { slot, generation } = job {
+                let answer_at = done_at + self.sc.gateway.rtt.half();
+                if self
+                    .read_deadline(slot, generation)
+                    .is_some_and(|d| answer_at >= d)
+                {
+                    self.arm_read_timeout(slot, generation, false);
+                }
+            }
         }
     }
 
@@ -177,25 +228,64 @@ impl World<'_> {
             return;
         };
         n.idle_workers.push(worker);
+        let rng = match job.job {
+            Job::Request { .. } => &mut self.rng_faults,
+            _ => &mut self.rng_probe,
+        };
         let reply = match n.flaky {
-            Some((p, error, status)) if self.rng_faults.random_bool(p) => match error {
+            Some((p, error, status)) if rng.random_bool(p) => match error {
                 FlakyError::Status => Reply::Status(status),
                 FlakyError::Reset => Reply::Reset,
             },
             _ => Reply::Status(200),
         };
-        if !n.partitioned {
-            let at = now + self.sc.gateway.rtt.half();
-            self.q.schedule(
-                at,
-                Event::Response {
-                    slot: job.slot,
-                    generation: job.generation,
-                    reply,
-                },
-            );
-        }
+        let partitioned = n.partitioned;
+        // Serve the next queued job first: with a zero round trip the answer
+        // is handled inline and may start new work.
         self.start_work(node);
+        let half = self.sc.gateway.rtt.half();
+        let at = now + half;
+        match job.job {
+            Job::Request { slot, generation } => {
+                if partitioned {
+                    self.arm_read_timeout(slot, generation, false);
+                } else if half.is_zero() {
+                    self.on_response(slot, generation, reply);
+                } else {
+                    self.q.schedule_in_lane(
+                        lane::HALF_RTT,
+                        at,
+                        Event::Response {
+                            slot,
+                            generation,
+                            reply,
+                        },
+                    );
+                }
+            }
+            Job::Probe { probe, generation } => {
+                if !partitioned {
+                    let result = match reply {
+                        Reply::Status(s) => ProbeResult::Status(s),
+                        Reply::Reset => ProbeResult::Reset,
+                    };
+                    self.q.schedule_in_lane(
+                        lane::HALF_RTT,
+                        at,
+                        Event::ProbeDone {
+                            probe,
+                            generation,
+                            result,
+                        },
+                    );
+                }
+            }
+            Job::SelfCheck { policy, generation } => {
+                let ok = matches!(reply, Reply::Status(s) if (200..300).contains(&s));
+                self.self_check_done(policy, node, generation, ok);
+            }
+            Job::Accept => {}
+        }
     }
 
     /// The process dies: every accepted connection is reset.
@@ -204,23 +294,39 @@ impl World<'_> {
         let n = &mut self.nodes[node.index()];
         n.crashed = true;
         n.epoch = n.epoch.wrapping_add(1);
-        let mut victims: Vec<(u32, u32)> = n.queue.drain(..).collect();
+        let mut victims: Vec<Job> = n.queue.drain(..).collect();
         for (w, b) in n.busy.iter_mut().enumerate() {
             if let Some(job) = b.take() {
-                victims.push((job.slot, job.generation));
+                victims.push(job.job);
                 n.idle_workers.push(w as u32);
             }
         }
-        for (slot, generation) in victims {
-            let reply = Reply::Reset;
-            self.q.schedule(
-                at,
-                Event::Response {
-                    slot,
-                    generation,
-                    reply,
-                },
-            );
+        for job in victims {
+            match job {
+                Job::Request { slot, generation } => {
+                    let reply = Reply::Reset;
+                    self.q.schedule_in_lane(
+                        lane::HALF_RTT,
+                        at,
+                        Event::Response {
+                            slot,
+                            generation,
+                            reply,
+                        },
+                    );
+                }
+                Job::Probe { probe, generation } => self.q.schedule_in_lane(
+                    lane::HALF_RTT,
+                    at,
+                    Event::ProbeDone {
+                        probe,
+                        generation,
+                        result: ProbeResult::Reset,
+                    },
+                ),
+                // The heartbeat thread dies too; its timeout ends the wait.
+                Job::SelfCheck { .. } | Job::Accept => {}
+            }
         }
     }
 
@@ -229,8 +335,15 @@ impl World<'_> {
         let now = self.q.now();
         let n = &mut self.nodes[node.index()];
         n.epoch = n.epoch.wrapping_add(1);
+        let mut frozen = Vec::new();
         for job in n.busy.iter_mut().flatten() {
             job.remaining = job.done_at.saturating_since(now);
+            if let Job::Request { slot, generation } = job.job {
+                frozen.push((slot, generation));
+            }
+        }
+        for (slot, generation) in frozen {
+            self.arm_read_timeout(slot, generation, false);
         }
     }
 

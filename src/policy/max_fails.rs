@@ -216,6 +216,7 @@ mod tests {
                     node: A,
                     result,
                     charge,
+                    elapsed: SimDuration::ZERO,
                 },
             );
         }
@@ -235,6 +236,7 @@ mod tests {
                     node: A,
                     result: AttemptResult::Status(200),
                     charge,
+                    elapsed: SimDuration::ZERO,
                 },
             );
         }

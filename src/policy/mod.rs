@@ -1,19 +1,41 @@
 //! Health policies: the `HealthPolicy` trait, the `PolicySpec` a model names, and `build`.
 //!
 //! A policy decides; the gateway acts on its decisions. It sees attempts the
-//! gateway reports, answers whether a node is routable, and may ask for timers.
-//! It never touches the event queue, the nodes or the metrics directly: it
-//! queues requests in a [`PolicyCx`], which the model turns into events and
-//! records.
+//! gateway reports, answers whether a node is routable, and may ask for
+//! timers, probes ([`PolicyCx::probe`]) and heartbeats
+//! ([`PolicyCx::start_heartbeats`]), whose results come back in
+//! `on_probe_result` and `on_heartbeat`. It never touches the event queue, the
+//! nodes or the metrics directly: it queues requests in a [`PolicyCx`], which
+//! the model turns into events and records.
 
+pub mod active_probe;
+pub mod backoff;
+pub mod failure_accrual;
+pub mod gateway_view;
+pub mod heartbeat_ttl;
+pub mod hystrix;
 pub mod max_fails;
+pub mod outlier_detection;
+pub mod prober_pool;
+pub mod ratio_ejection;
+pub mod resilience4j;
+#[cfg(test)]
+pub(crate) mod testkit;
+pub mod window;
 
-use crate::engine::{SimRng, SimTime};
+use crate::engine::{SimDuration, SimRng, SimTime};
 use crate::model::NodeId;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+pub use active_probe::{ActiveProbe, ActiveProbeSpec};
+pub use failure_accrual::{FailureAccrual, FailureAccrualParams};
+pub use heartbeat_ttl::{HeartbeatTtl, HeartbeatTtlSpec};
+pub use hystrix::{Hystrix, HystrixParams};
 pub use max_fails::{MaxFails, MaxFailsParams};
+pub use outlier_detection::{IstioParams, OutlierDetection, OutlierDetectionParams};
+pub use ratio_ejection::{RatioEjection, RatioEjectionParams};
+pub use resilience4j::{Resilience4j, Resilience4jParams};
 
 /// Which copy of the gateway's peer state a decision concerns: the nginx
 /// worker process (each has its own state unless the upstream has a `zone`).
@@ -62,6 +84,8 @@ pub struct AttemptReport {
     pub node: NodeId,
     pub result: AttemptResult,
     pub charge: Charge,
+    /// From the peer's selection to the end of the attempt (a call's duration).
+    pub elapsed: SimDuration,
 }
 
 /// A timer a policy asked for; it comes back unchanged in `on_timer`.
@@ -82,8 +106,107 @@ pub enum ScopeSel {
 /// A change of a node's routability, reported for the metrics.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 pub enum Notice {
-    Ejected { scope: ScopeSel, node: NodeId },
-    Readmitted { scope: ScopeSel, node: NodeId },
+    Ejected {
+        scope: ScopeSel,
+        node: NodeId,
+    },
+    Readmitted {
+        scope: ScopeSel,
+        node: NodeId,
+    },
+    /// A prober finished one round over all nodes; `duration` runs from the
+    /// round's scheduled start to its last probe's result.
+    ProbeRound {
+        duration: SimDuration,
+    },
+}
+
+/// What an active probe does once connected.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum ProbeKind {
+    /// Connect only: passes when the node's kernel accepts the connection,
+    /// so a hung or stopped process passes while its backlog has room.
+    Tcp,
+    /// A request through the node's worker pool, in FIFO order with real
+    /// work: a hung or stopped process fails it by timeout.
+    Http,
+}
+
+/// One probe a policy asks the engine to send.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub struct ProbeRequest {
+    pub kind: ProbeKind,
+    /// The connection must be established within this, from the start.
+    pub connect_timeout: SimDuration,
+    /// The whole probe must finish within this, from the start.
+    pub timeout: SimDuration,
+    /// Once connected, the deadline becomes connect time + this instead of
+    /// `timeout` (HAProxy's `timeout check` as documented and fixed in 2025).
+    pub timeout_after_connect: Option<SimDuration>,
+    /// Returned unchanged in the [`ProbeOutcome`].
+    pub tag: u32,
+}
+
+/// How a probe ended, as the prober saw it.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum ProbeResult {
+    /// A TCP probe's connection was established.
+    Connected,
+    /// An HTTP probe got a response with this status.
+    Status(u16),
+    /// The connection was refused (nothing listens).
+    Refused,
+    /// The connection was not established in time (SYN lost or accept queue full).
+    ConnectTimeout,
+    /// Connected, but no response in time.
+    Timeout,
+    /// Connected, then reset or closed before a response.
+    Reset,
+}
+
+impl ProbeResult {
+    /// Did the node answer at all (TCP connect, or any HTTP status)?
+    pub fn is_answer(self) -> bool {
+        matches!(self, ProbeResult::Connected | ProbeResult::Status(_))
+    }
+    /// Passed for `kind` with statuses in `lo..=hi` accepted (HTTP).
+    pub fn passes(self, kind: ProbeKind, lo: u16, hi: u16) -> bool {
+        match (kind, self) {
+            (ProbeKind::Tcp, ProbeResult::Connected) => true,
+            (ProbeKind::Http, ProbeResult::Status(s)) => (lo..=hi).contains(&s),
+            _ => false,
+        }
+    }
+}
+
+/// The result of one probe, delivered to [`HealthPolicy::on_probe_result`].
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub struct ProbeOutcome {
+    pub result: ProbeResult,
+    /// From the moment the probe was sent to its result.
+    pub latency: SimDuration,
+    pub tag: u32,
+}
+
+/// Heartbeats a registry policy asks every node to send from its own thread.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub struct HeartbeatPlan {
+    /// Time between beats (between the end of one and the start of the next
+    /// when a self-check precedes each beat).
+    pub interval: SimDuration,
+    /// Beat only if a check through the node's worker pool answers 2xx
+    /// within this long.
+    pub self_check: Option<SimDuration>,
+}
+
+/// A request a policy queues for the engine during a callback.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum Action {
+    /// Send one probe now; its result comes back in `on_probe_result`.
+    Probe { node: NodeId, req: ProbeRequest },
+    /// Start every node's heartbeat thread; beats arrive in `on_heartbeat`.
+    StartHeartbeats(HeartbeatPlan),
 }
 
 /// What a policy may do during a callback: read the time, draw random numbers,
@@ -93,6 +216,7 @@ pub struct PolicyCx<'a> {
     pub(crate) rng: &'a mut SimRng,
     pub(crate) timers: &'a mut Vec<(SimTime, PolicyTimer)>,
     pub(crate) notices: &'a mut Vec<Notice>,
+    pub(crate) actions: Vec<Action>,
 }
 
 impl<'a> PolicyCx<'a> {
@@ -107,6 +231,7 @@ impl<'a> PolicyCx<'a> {
             rng,
             timers,
             notices,
+            actions: Vec::new(),
         }
     }
     pub fn now(&self) -> Now {
@@ -125,6 +250,22 @@ impl<'a> PolicyCx<'a> {
     pub fn readmitted(&mut self, scope: ScopeSel, node: NodeId) {
         self.notices.push(Notice::Readmitted { scope, node });
     }
+    /// Asks the engine to send a probe to `node` now.
+    pub fn probe(&mut self, node: NodeId, req: ProbeRequest) {
+        self.actions.push(Action::Probe { node, req });
+    }
+    /// Asks the engine to start every node's heartbeat thread.
+    pub fn start_heartbeats(&mut self, plan: HeartbeatPlan) {
+        self.actions.push(Action::StartHeartbeats(plan));
+    }
+    /// Reports the duration of one probing round (for the metrics).
+    pub fn probe_round(&mut self, duration: SimDuration) {
+        self.notices.push(Notice::ProbeRound { duration });
+    }
+    /// The requests queued so far (the engine, or a test harness, takes them).
+    pub fn take_actions(&mut self) -> Vec<Action> {
+        std::mem::take(&mut self.actions)
+    }
 }
 
 /// A gateway health-check policy. It decides; the engine acts on its decisions.
@@ -135,6 +276,8 @@ pub trait HealthPolicy: Send {
     fn is_routable(&self, scope: Scope, node: NodeId, now: Now) -> bool;
     /// The balancer selected `node` for an attempt (nginx moves `checked` here).
     fn on_selected(&mut self, _cx: &mut PolicyCx, _scope: Scope, _node: NodeId) {}
+    /// The attempt's connection to `node` was established (Envoy's `onPoolReady`).
+    fn on_connected(&mut self, _cx: &mut PolicyCx, _scope: Scope, _node: NodeId) {}
     /// An attempt ended and the peer was freed.
     fn on_attempt(&mut self, _cx: &mut PolicyCx, _report: &AttemptReport) {}
     /// How much the balancer's effective weight drops on a failed attempt.
@@ -143,6 +286,10 @@ pub trait HealthPolicy: Send {
     }
     /// A timer asked for with [`PolicyCx::at`] fired.
     fn on_timer(&mut self, _cx: &mut PolicyCx, _timer: PolicyTimer) {}
+    /// A probe asked for with [`PolicyCx::probe`] ended.
+    fn on_probe_result(&mut self, _cx: &mut PolicyCx, _node: NodeId, _outcome: &ProbeOutcome) {}
+    /// A heartbeat from `node` reached the registry.
+    fn on_heartbeat(&mut self, _cx: &mut PolicyCx, _node: NodeId) {}
     /// nginx ignores `max_fails` entirely for a one-server upstream.
     fn bypassed_for_single_server(&self) -> bool {
         false
@@ -162,6 +309,8 @@ impl HealthPolicy for NoPolicy {
 #[derive(Clone, Debug, Deserialize, Serialize, PartialEq, JsonSchema)]
 #[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
 #[schemars(transform = crate::schema::AcceptAlias { tag: "kind", name: "max_fails", alias: "nginx" })]
+#[schemars(transform = crate::schema::AcceptAlias { tag: "kind", name: "outlier_detection", alias: "envoy" })]
+#[schemars(transform = crate::schema::AcceptAlias { tag: "kind", name: "failure_accrual", alias: "finagle" })]
 pub enum PolicySpec {
     /// No health checking: the baseline.
     #[serde(deserialize_with = "crate::diagnostics::no_fields")]
@@ -169,6 +318,32 @@ pub enum PolicySpec {
     /// nginx passive counting: `max_fails` / `fail_timeout` on each `server`.
     #[serde(alias = "nginx", deserialize_with = "crate::diagnostics::tracked")]
     MaxFails(MaxFailsParams),
+    /// Active probing (generic prober, HAProxy `check`, Envoy active health
+    /// checking, tengine `check`, Kubernetes readiness), chosen by `flavor`.
+    #[serde(deserialize_with = "crate::diagnostics::tracked")]
+    ActiveProbe(ActiveProbeSpec),
+    /// Heartbeats to a registry with a TTL (generic, Consul, Nacos 1.x,
+    /// Eureka), chosen by `registry`.
+    #[serde(deserialize_with = "crate::diagnostics::tracked")]
+    HeartbeatTtl(HeartbeatTtlSpec),
+    /// Envoy outlier detection (the cluster's `outlier_detection` fields).
+    #[serde(alias = "envoy", deserialize_with = "crate::diagnostics::tracked")]
+    OutlierDetection(OutlierDetectionParams),
+    /// Istio's `outlierDetection` field names, mapped to Envoy's.
+    #[serde(deserialize_with = "crate::diagnostics::tracked")]
+    Istio(IstioParams),
+    /// A generic failure-ratio ejector over a sliding window.
+    #[serde(deserialize_with = "crate::diagnostics::tracked")]
+    RatioEjection(RatioEjectionParams),
+    /// A Resilience4j circuit breaker per node.
+    #[serde(deserialize_with = "crate::diagnostics::tracked")]
+    Resilience4j(Resilience4jParams),
+    /// A Hystrix circuit breaker per node.
+    #[serde(deserialize_with = "crate::diagnostics::tracked")]
+    Hystrix(HystrixParams),
+    /// Finagle (or `flavour: linkerd`, Linkerd 2.x) failure accrual.
+    #[serde(alias = "finagle", deserialize_with = "crate::diagnostics::tracked")]
+    FailureAccrual(FailureAccrualParams),
 }
 
 impl PolicySpec {
@@ -179,6 +354,30 @@ impl PolicySpec {
             PolicySpec::MaxFails(p) => {
                 format!("max_fails={} fail_timeout={}", p.max_fails, p.fail_timeout)
             }
+            PolicySpec::ActiveProbe(p) => p.label(),
+            PolicySpec::HeartbeatTtl(p) => p.label(),
+            PolicySpec::OutlierDetection(_) => "outlier_detection".into(),
+            PolicySpec::Istio(_) => "istio".into(),
+            PolicySpec::RatioEjection(p) => format!(
+                "ratio_ejection threshold={}% min={}",
+                p.failure_percentage_threshold, p.minimum_requests
+            ),
+            PolicySpec::Resilience4j(_) => "resilience4j".into(),
+            PolicySpec::Hystrix(_) => "hystrix".into(),
+            PolicySpec::FailureAccrual(p) => match p.flavour {
+                failure_accrual::Flavour::Finagle => "failure_accrual finagle".into(),
+                failure_accrual::Flavour::Linkerd => "failure_accrual linkerd".into(),
+            },
+        }
+    }
+
+    /// The load balancer's panic threshold (percent) that comes with this
+    /// policy, if it has one (Envoy's 50 %, Istio's `minHealthPercent`).
+    pub fn healthy_panic_threshold(&self) -> Option<f64> {
+        match self {
+            PolicySpec::OutlierDetection(p) => Some(p.healthy_panic_threshold),
+            PolicySpec::Istio(p) => Some(p.min_health_percent as f64),
+            _ => None,
         }
     }
 
@@ -188,6 +387,14 @@ impl PolicySpec {
         match self {
             PolicySpec::None => Ok(()),
             PolicySpec::MaxFails(p) => p.validate(),
+            PolicySpec::ActiveProbe(p) => p.validate(),
+            PolicySpec::HeartbeatTtl(p) => p.validate(),
+            PolicySpec::OutlierDetection(p) => p.validate(),
+            PolicySpec::Istio(p) => p.validate(),
+            PolicySpec::RatioEjection(p) => p.validate(),
+            PolicySpec::Resilience4j(p) => p.validate(),
+            PolicySpec::Hystrix(p) => p.validate(),
+            PolicySpec::FailureAccrual(p) => p.validate(),
         }
     }
 }
@@ -198,8 +405,16 @@ impl PolicySpec {
     /// (`warning: file: policy.field: message`) and never stop a run.
     pub fn warnings(&self) -> Vec<(String, String)> {
         match self {
-            PolicySpec::None => vec![],
             PolicySpec::MaxFails(p) => p.warnings(),
+            PolicySpec::ActiveProbe(p) => p.warnings(),
+            PolicySpec::None
+            | PolicySpec::HeartbeatTtl(_)
+            | PolicySpec::OutlierDetection(_)
+            | PolicySpec::Istio(_)
+            | PolicySpec::RatioEjection(_)
+            | PolicySpec::Resilience4j(_)
+            | PolicySpec::Hystrix(_)
+            | PolicySpec::FailureAccrual(_) => vec![],
         }
     }
 }
@@ -210,5 +425,13 @@ pub fn build(spec: &PolicySpec, scopes: usize, nodes: usize) -> Box<dyn HealthPo
     match spec {
         PolicySpec::None => Box::new(NoPolicy),
         PolicySpec::MaxFails(p) => Box::new(MaxFails::new(p, scopes, nodes)),
+        PolicySpec::ActiveProbe(p) => Box::new(ActiveProbe::new(p, nodes)),
+        PolicySpec::HeartbeatTtl(p) => Box::new(HeartbeatTtl::new(p, nodes)),
+        PolicySpec::OutlierDetection(p) => Box::new(OutlierDetection::new(p, nodes)),
+        PolicySpec::Istio(p) => Box::new(OutlierDetection::new(&p.to_envoy(), nodes)),
+        PolicySpec::RatioEjection(p) => Box::new(RatioEjection::new(p, nodes)),
+        PolicySpec::Resilience4j(p) => Box::new(Resilience4j::new(p, nodes)),
+        PolicySpec::Hystrix(p) => Box::new(Hystrix::new(p, nodes)),
+        PolicySpec::FailureAccrual(p) => Box::new(FailureAccrual::new(p, nodes)),
     }
 }

@@ -5,6 +5,7 @@
 //! nginx and small Python services); every hcsim figure is computed here, now.
 
 mod e1_e5;
+mod e6_e8;
 
 use crate::cli::rep_seed;
 use crate::error::Error;
@@ -120,6 +121,7 @@ pub(crate) fn median(mut xs: Vec<f64>) -> Option<f64> {
 pub fn rows(models: &Path) -> Result<Vec<Row>, Error> {
     let mut rows = Vec::new();
     rows.extend(e1_e5::rows(models)?);
+    rows.extend(e6_e8::rows(models)?);
     Ok(rows)
 }
 

@@ -4,7 +4,7 @@
 
 use crate::{hcsim, root};
 use hcsim::scenario::{self, Scenario};
-use serde_json::{Value, json};
+use serde_json::{Map, Value, json};
 use std::path::{Path, PathBuf};
 
 fn validator() -> jsonschema::Validator {
@@ -123,12 +123,23 @@ fn a_model_may_name_its_schema_for_editors() {
     Scenario::from_document(&doc, Path::new("m.json")).unwrap();
 }
 
-/// Where each internally tagged enum sits in a model, and its tag.
+/// Where each internally tagged enum sits in a model: its schema name, the
+/// JSON pointer of a value of it, and what the document needs around it.
 const TAGGED: &[(&str, &str, &str)] = &[
-    ("ClientsSpec", "/clients", "kind"),
-    ("FaultSpec", "/faults/0", "kind"),
-    ("PolicySpec", "/policy", "kind"),
-    ("LatencySpec", "/nodes/0/service_time", "dist"),
+    ("ClientsSpec", "/clients", "{}"),
+    ("FaultSpec", "/faults/0", "{}"),
+    ("PolicySpec", "/policy", "{}"),
+    ("LatencySpec", "/nodes/0/service_time", "{}"),
+    (
+        "ChartSpec",
+        "/charts/0",
+        r#"{"charts": [{"kind": "timeline"}]}"#,
+    ),
+    (
+        "RatioWindowSpec",
+        "/policy/window",
+        r#"{"policy": {"kind": "ratio_ejection"}}"#,
+    ),
 ];
 
 fn pointer_to_path(p: &str) -> String {
@@ -146,6 +157,38 @@ fn pointer_to_path(p: &str) -> String {
     out
 }
 
+/// A variant's tag values and its other fields with their schemas.
+type Variant = (Map<String, Value>, Vec<(String, Value)>);
+
+/// The variants of a tagged enum's schema, nested ones flattened: the tag
+/// values that select each, and its other fields.
+fn variants(schema: &Value, tags: &Map<String, Value>, out: &mut Vec<Variant>) {
+    for v in schema["oneOf"].as_array().expect("a oneOf") {
+        let mut tags = tags.clone();
+        let mut fields = vec![];
+        for (k, s) in v["properties"].as_object().into_iter().flatten() {
+            let value = s
+                .get("const")
+                .or_else(|| s.get("enum").and_then(|e| e.get(0)));
+            match value {
+                Some(c)
+                    if s["type"] == "string"
+                        && !tags.contains_key(k)
+                        && s.get("default").is_none() =>
+                {
+                    tags.insert(k.clone(), c.clone());
+                }
+                _ => fields.push((k.clone(), s.clone())),
+            }
+        }
+        if v.get("oneOf").is_some() {
+            variants(v, &tags, out);
+        } else {
+            out.push((tags, fields));
+        }
+    }
+}
+
 /// Every field of every variant of the tagged enums, read from the schema
 /// (so new variants are covered): a wrong type and an unknown field next to
 /// it are reported at their full JSON path. A variant that fails here lacks
@@ -161,22 +204,11 @@ fn errors_in_every_tagged_variant_name_the_full_path() {
         "policy": {"kind": "none"}
     });
     let mut checked = 0;
-    for (def, at, tag) in TAGGED {
-        let variants = schema["$defs"][def]["oneOf"]
-            .as_array()
-            .unwrap_or_else(|| panic!("{def} is not a oneOf in the schema"));
-        for variant in variants {
-            let t = &variant["properties"][tag];
-            let name = t["const"]
-                .as_str()
-                .or_else(|| t["enum"][0].as_str())
-                .unwrap_or_else(|| panic!("{def}: a variant without a {tag}"));
-            let fields: Vec<(&String, &Value)> = variant["properties"]
-                .as_object()
-                .unwrap()
-                .iter()
-                .filter(|(k, _)| k != tag)
-                .collect();
+    for (def, at, around) in TAGGED {
+        let mut list = vec![];
+        variants(&schema["$defs"][def], &Map::new(), &mut list);
+        assert!(!list.is_empty(), "{def} has no variants in the schema");
+        for (tags, fields) in list {
             let mut cases: Vec<(String, Value)> = fields
                 .iter()
                 .map(|(k, s)| {
@@ -185,31 +217,38 @@ fn errors_in_every_tagged_variant_name_the_full_path() {
                     } else {
                         json!(true)
                     };
-                    (k.to_string(), wrong)
+                    (k.clone(), wrong)
                 })
                 .collect();
             cases.push(("zz_not_a_field".into(), json!(1)));
             for (field, wrong) in cases {
                 let mut doc = base.clone();
+                let around: Value = serde_json::from_str(around).unwrap();
+                for (k, v) in around.as_object().unwrap() {
+                    doc[k] = v.clone();
+                }
+                let mut body = tags.clone();
+                body.insert(field.clone(), wrong.clone());
                 let (parent, key) = at.rsplit_once('/').unwrap();
-                let body = json!({ *tag: name, &field: wrong });
                 match doc.pointer_mut(parent).unwrap() {
-                    Value::Array(items) => items[key.parse::<usize>().unwrap()] = body,
+                    Value::Array(items) => {
+                        items[key.parse::<usize>().unwrap()] = Value::Object(body)
+                    }
                     parent => {
-                        parent[key] = body;
+                        parent[key] = Value::Object(body);
                     }
                 }
                 let e = Scenario::from_document(&doc, Path::new("m.json"))
                     .err()
-                    .unwrap_or_else(|| panic!("{def}::{name}.{field} = {wrong} accepted"));
+                    .unwrap_or_else(|| panic!("{def} {tags:?}: {field} = {wrong} accepted"));
                 let want = format!("m.json: {}.{field}: ", pointer_to_path(at));
                 assert!(
                     e.to_string().starts_with(&want),
-                    "{def} variant `{name}`: got {e}, want the path {want:?}"
+                    "{def} variant {tags:?}: got {e}, want the path {want:?}"
                 );
                 checked += 1;
             }
         }
     }
-    assert!(checked >= 30, "{checked}");
+    assert!(checked >= 200, "{checked}");
 }

@@ -1,0 +1,151 @@
+#!/usr/bin/env python3
+"""Benchmarks hcsim side by side with the reference Python models.
+
+Machines are shared and noisy, so every comparison is a ratio of runs made in
+this one process, interleaved (hcsim, heapq, hcsim, heapq, ...), and each
+figure is the median of several repetitions. Times are wall-clock seconds of
+the whole process, including its start-up; CPU seconds are reported too.
+
+  scripts/bench.py compare            # canonical 10k rps x 60 s: hcsim vs heapq (and SimPy if installed)
+  scripts/bench.py scaling            # cost vs rps, node count and duration; fitted exponent
+  scripts/bench.py small              # 100 rps x 20 s: speed-up over the wall clock
+
+It builds the release binary first. The Python models live in ../shared/bench/.
+"""
+import argparse
+import json
+import math
+import os
+import resource
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+HCSIM = ROOT / "target" / "release" / "hcsim"
+BENCH = ROOT.parent / "shared" / "bench"
+
+
+def build():
+    subprocess.run(["cargo", "build", "--release", "--quiet"], cwd=ROOT, check=True)
+
+
+def timed(cmd, cwd=ROOT):
+    """Runs cmd; returns (wall seconds, cpu seconds, stdout)."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    t0 = time.perf_counter()
+    p = subprocess.run(cmd, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    wall = time.perf_counter() - t0
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    if p.returncode != 0:
+        sys.exit(f"{' '.join(map(str, cmd))} failed:\n{p.stderr}")
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return wall, cpu, p.stdout
+
+
+def hcsim_cmd(out, sets=(), model="models/bench-canonical.json"):
+    cmd = [str(HCSIM), "run", model, "--no-charts", "--jobs", "1", "--format", "json", "--out", str(out)]
+    for s in sets:
+        cmd += ["--set", s]
+    return cmd
+
+
+def simpy_available():
+    return subprocess.run([sys.executable, "-c", "import simpy"], capture_output=True).returncode == 0
+
+
+def compare(reps):
+    out = Path(tempfile.mkdtemp(prefix="hcsim-bench-"))
+    impls = {
+        "hcsim": hcsim_cmd(out),
+        "heapq": [sys.executable, str(BENCH / "heapq_model.py"), "--rps", "10000", "--seconds", "60", "--json"],
+    }
+    if simpy_available():
+        impls["simpy"] = [sys.executable, str(BENCH / "simpy_model.py"), "--rps", "10000", "--seconds", "60", "--json"]
+    walls = {k: [] for k in impls}
+    cpus = {k: [] for k in impls}
+    requests = {}
+    for _ in range(reps):
+        for name, cmd in impls.items():
+            wall, cpu, stdout = timed(cmd)
+            walls[name].append(wall)
+            cpus[name].append(cpu)
+            doc = json.loads(stdout)
+            requests[name] = doc["runs"][0]["client"]["requests"] if name == "hcsim" else doc["requests"]
+    med = {k: statistics.median(v) for k, v in walls.items()}
+    medc = {k: statistics.median(v) for k, v in cpus.items()}
+    print(f"canonical scenario: 2 nodes, Poisson 10,000 rps, 60 s virtual; median of {reps} interleaved runs\n")
+    print("| implementation | wall time (median) | CPU time (median) | simulated requests/s (wall) | hcsim is faster by (wall) |")
+    print("|---|---|---|---|---|")
+    for name in impls:
+        speed = requests[name] / med[name]
+        ratio = med[name] / med["hcsim"]
+        print(f"| {name} | {med[name]*1000:.0f} ms | {medc[name]*1000:.0f} ms | {speed/1e6:.2f} M | {ratio:.1f}× |")
+    return med
+
+
+def small(reps):
+    out = Path(tempfile.mkdtemp(prefix="hcsim-bench-"))
+    cmd = hcsim_cmd(out, model="models/e2-p02-flaky-2pct.json")
+    walls = [timed(cmd)[0] for _ in range(reps)]
+    m = statistics.median(walls)
+    print(f"100 rps x 20 s (models/e2-p02-flaky-2pct.json), whole process: median {m*1000:.1f} ms "
+          f"over {reps} runs = {20.0/m:,.0f}x faster than the wall clock")
+
+
+def scaling(reps):
+    out = Path(tempfile.mkdtemp(prefix="hcsim-bench-"))
+    cases = []
+    for rps in (1000, 10000, 100000):
+        cases.append(("rps", rps, [f"clients.rate_per_s={rps}"]))
+    for n in (2, 10, 100):
+        nodes = json.dumps([{"name": f"n{i}", "workers": 64, "service_time": {"dist": "exponential", "mean": "5ms"}} for i in range(n)])
+        fault = json.dumps([{"kind": "flaky", "node": "n0", "p": 0.02, "status": 503}])
+        cases.append(("nodes", n, [f"nodes={nodes}", f"faults={fault}"]))
+    for d in (60, 600, 3600):
+        cases.append(("duration_s", d, [f"duration={d}s"]))
+    rows = []
+    for axis, value, sets in cases:
+        cpu = statistics.median(timed(hcsim_cmd(out, sets))[1] for _ in range(reps))
+        doc = json.loads(timed(hcsim_cmd(out, sets))[2])
+        req = doc["runs"][0]["client"]["requests"]
+        rss = peak_rss(hcsim_cmd(out, sets))
+        rows.append((axis, value, req, cpu, rss))
+    print("| varied | value | simulated requests | CPU time | ns per request | peak RSS |")
+    print("|---|---|---|---|---|---|")
+    for axis, value, req, cpu, rss in rows:
+        print(f"| {axis} | {value} | {req:,} | {cpu*1000:.0f} ms | {cpu/req*1e9:.0f} | {rss/1024:.1f} MB |")
+    pts = [(math.log(r[2]), math.log(r[3])) for r in rows if r[0] in ("rps", "duration_s") and r[3] > 0]
+    n = len(pts)
+    mx = sum(x for x, _ in pts) / n
+    my = sum(y for _, y in pts) / n
+    slope = sum((x - mx) * (y - my) for x, y in pts) / sum((x - mx) ** 2 for x, _ in pts)
+    print(f"\nfitted exponent of CPU time vs simulated requests (rps and duration rows): {slope:.2f}")
+
+
+def peak_rss(cmd):
+    """Peak resident set size of one run, in KiB (GNU time if present, else getrusage)."""
+    gnu = Path("/usr/bin/time")
+    if gnu.exists():
+        p = subprocess.run([str(gnu), "-f", "%M"] + cmd, cwd=ROOT, capture_output=True, text=True)
+        try:
+            return float(p.stderr.strip().splitlines()[-1])
+        except (ValueError, IndexError):
+            pass
+    return float("nan")
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("what", choices=["compare", "scaling", "small"])
+    ap.add_argument("--reps", type=int, default=5)
+    args = ap.parse_args()
+    build()
+    {"compare": compare, "scaling": scaling, "small": small}[args.what](args.reps)
+
+
+if __name__ == "__main__":
+    main()

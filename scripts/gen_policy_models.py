@@ -1,0 +1,179 @@
+#!/usr/bin/env python3
+"""Writes the policy-comparison models: every policy under the same situations.
+
+    python3 scripts/gen_policy_models.py
+
+Situations (one file per situation and policy, models/<situation>-<policy>.json):
+  ratio-flaky-100rps   E2's flaky node (503 with p = 0.1 %, retried via http_503)
+                       among four nodes, 100 requests/s, 60 s
+  ratio-flaky-10krps   the same at 10,000 requests/s
+  quiet-node           five busy healthy nodes (weight 200) and a quiet one
+                       (weight 1, about 1 request/s of 1,000) answering 503
+                       half of the time, 120 s
+  crash                four nodes at 1,000 requests/s; node a crashes at 10 s for 30 s
+  hang                 the same, node a hangs (accepts, never answers);
+                       upstream timeouts 1 s
+Vary a fault with --set, e.g. --set faults[0].p=0.3.
+"""
+
+import json
+import pathlib
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+
+# One node of four may be ejected (Envoy's default 10 % allows none below 10 hosts).
+OD_CAP = {"max_ejection_percent": 50}
+
+POLICIES = {
+    "max-fails": (
+        "nginx passive counting, max_fails=3 fail_timeout=5s (E2's setting)",
+        {"kind": "max_fails", "max_fails": 3, "fail_timeout": "5s"},
+    ),
+    "envoy-defaults": (
+        "Envoy outlier detection with every default: consecutive_5xx 5 and "
+        "success_rate enforced, max_ejection_percent 10 (strict: no host of "
+        "fewer than 10 can be ejected), panic threshold 50 %",
+        {"kind": "outlier_detection"},
+    ),
+    "consecutive-5xx": (
+        "Envoy outlier detection, consecutive_5xx 5 only (success rate not "
+        "enforced), max_ejection_percent 50",
+        {"kind": "outlier_detection", "enforcing_success_rate": 0, **OD_CAP},
+    ),
+    "success-rate": (
+        "Envoy outlier detection, success_rate only (defaults: 5 hosts, 100 "
+        "requests per interval, factor 1900), max_ejection_percent 50",
+        {"kind": "outlier_detection", "enforcing_consecutive_5xx": 0, **OD_CAP},
+    ),
+    "failure-percentage": (
+        "Envoy outlier detection, failure_percentage only: threshold 5 %, "
+        "volume 100, minimum hosts 4, enforcing 100, max_ejection_percent 50",
+        {
+            "kind": "outlier_detection",
+            "enforcing_consecutive_5xx": 0,
+            "enforcing_success_rate": 0,
+            "failure_percentage_threshold": 5,
+            "failure_percentage_request_volume": 100,
+            "failure_percentage_minimum_hosts": 4,
+            "enforcing_failure_percentage": 100,
+            **OD_CAP,
+        },
+    ),
+    "istio": (
+        "Istio outlierDetection: consecutive5xxErrors 5, interval 10s, "
+        "baseEjectionTime 30s, maxEjectionPercent 50 (panic off: minHealthPercent 0)",
+        {
+            "kind": "istio",
+            "consecutive5xxErrors": 5,
+            "interval": "10s",
+            "baseEjectionTime": "30s",
+            "maxEjectionPercent": 50,
+        },
+    ),
+    "ratio-ejection": (
+        "generic ratio ejector: 5 % of at least 100 requests over a 10 s "
+        "window, evaluated on every attempt; 30 s doubling to 300 s; at most 50 % ejected",
+        {
+            "kind": "ratio_ejection",
+            "window": {"kind": "time", "length": "10s", "buckets": 10},
+            "failure_percentage_threshold": 5.0,
+            "minimum_requests": 100,
+        },
+    ),
+    "resilience4j": (
+        "Resilience4j circuit breaker per node, defaults (last 100 calls, "
+        "50 %, 60 s open, 10 half-open calls)",
+        {"kind": "resilience4j"},
+    ),
+    "hystrix": (
+        "Hystrix circuit breaker per node, defaults (10 s window of 500 ms "
+        "buckets, 20 requests, 50 %, 5 s sleep, one trial)",
+        {"kind": "hystrix"},
+    ),
+    "finagle": (
+        "Finagle failure accrual, defaults (5 consecutive failures, "
+        "equal-jittered 5 s..300 s, one probe request)",
+        {"kind": "failure_accrual"},
+    ),
+    "linkerd": (
+        "Linkerd 2.x consecutive failure accrual, defaults (7 failures, "
+        "1 s..60 s, jitter 0.5, one probe request)",
+        {"kind": "failure_accrual", "flavour": "linkerd"},
+    ),
+}
+
+RETRY_503 = {"proxy_next_upstream": ["error", "timeout", "http_503"]}
+FOUR = [{"name": n} for n in "abcd"]
+
+
+def flaky(rate, label):
+    return {
+        "description": (
+            f"E2's flaky node among four at {label}: a answers 503 with "
+            "probability 0.1 %, retried on another node via http_503."
+        ),
+        "duration": "60s",
+        "clients": {"kind": "open", "rate_per_s": rate, "arrivals": "poisson"},
+        "gateway": RETRY_503,
+        "nodes": FOUR,
+        "faults": [{"kind": "flaky", "node": "a", "p": 0.001, "status": 503}],
+    }
+
+
+SITUATIONS = {
+    "ratio-flaky-100rps": flaky(100.0, "100 requests/s"),
+    "ratio-flaky-10krps": flaky(10000.0, "10,000 requests/s"),
+    "quiet-node": {
+        "description": (
+            "A quiet node (weight 1 of 1001: about 1 request/s) answering 503 "
+            "half of the time beside five busy healthy nodes; 503 is retried."
+        ),
+        "duration": "120s",
+        "clients": {"kind": "open", "rate_per_s": 1000.0, "arrivals": "poisson"},
+        "gateway": RETRY_503,
+        "nodes": [{"name": n, "weight": 200} for n in "abcde"]
+        + [{"name": "q", "weight": 1}],
+        "faults": [{"kind": "flaky", "node": "q", "p": 0.5, "status": 503}],
+    },
+    "crash": {
+        "description": (
+            "Node a crashes at 10 s (connections refused) and restarts at 40 s; "
+            "four nodes, 1,000 requests/s."
+        ),
+        "duration": "60s",
+        "clients": {"kind": "open", "rate_per_s": 1000.0, "arrivals": "poisson"},
+        "nodes": FOUR,
+        "faults": [{"kind": "crash", "node": "a", "at": "10s", "for": "30s"}],
+    },
+    "hang": {
+        "description": (
+            "Node a hangs at 10 s (accepts, never answers) until 40 s; four "
+            "nodes, 1,000 requests/s; upstream timeouts 1 s, so each request "
+            "sent to a waits 1 s and is retried."
+        ),
+        "duration": "60s",
+        "clients": {"kind": "open", "rate_per_s": 1000.0, "arrivals": "poisson"},
+        "gateway": {"proxy_connect_timeout": "1s", "proxy_read_timeout": "1s"},
+        "nodes": FOUR,
+        "faults": [{"kind": "hang", "node": "a", "at": "10s", "for": "30s"}],
+    },
+}
+
+
+def main():
+    for sit, base in SITUATIONS.items():
+        for slug, (what, policy) in POLICIES.items():
+            name = f"{sit}-{slug}"
+            doc = {"name": name, **base}
+            doc["description"] = f"{base['description']} Policy: {what}."
+            doc["seed"] = 1
+            doc["policy"] = policy
+            order = ["name", "description", "seed", "duration", "clients",
+                     "gateway", "nodes", "faults", "policy"]
+            doc = {k: doc[k] for k in order if k in doc}
+            path = ROOT / "models" / f"{name}.json"
+            path.write_text(json.dumps(doc, indent=2, ensure_ascii=False) + "\n")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,318 @@
+#!/usr/bin/env python3
+"""Regenerates the measured tables of docs/policies.md.
+
+    python3 scripts/policy_tables.py            # rewrite docs/policies.md in place
+    python3 scripts/policy_tables.py --print    # print the tables instead
+
+Builds hcsim (release), runs every policy-comparison model (see
+scripts/gen_policy_models.py) with REPS seeded replications on one thread, and
+replaces the text between the `<!-- tables:begin -->` and `<!-- tables:end -->`
+markers. Every cell is the median over the replications; `a–b` is the range.
+The exact command behind each table is printed above it.
+"""
+
+import json
+import pathlib
+import subprocess
+import sys
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+HCSIM = ROOT / "target" / "release" / "hcsim"
+DOC = ROOT / "docs" / "policies.md"
+REPS = 10
+BEGIN, END = "<!-- tables:begin -->", "<!-- tables:end -->"
+
+POLICIES = [
+    "max-fails",
+    "envoy-defaults",
+    "consecutive-5xx",
+    "success-rate",
+    "failure-percentage",
+    "istio",
+    "ratio-ejection",
+    "resilience4j",
+    "hystrix",
+    "finagle",
+    "linkerd",
+]
+
+
+def command(model, sets=()):
+    args = [f"models/{model}.json", "--reps", str(REPS), "-j", "1", "--format", "json"]
+    for s in sets:
+        args += ["--set", s]
+    return args
+
+
+def run(model, sets=()):
+    args = command(model, sets)
+    out = ROOT / "output" / "policy-tables" / (model + "".join("_" + s for s in sets))
+    res = subprocess.run(
+        [str(HCSIM), "run", *args, "--out", str(out)],
+        cwd=ROOT, check=True, capture_output=True, text=True,
+    )
+    return json.loads(res.stdout)
+
+
+def shell(model, sets=()):
+    words = ["hcsim", "run", *command(model, sets)]
+    return " ".join(f"'{w}'" if "[" in w else w for w in words)
+
+
+def node(report, name):
+    for n in report["nodes"]:
+        if n["name"] == name:
+            return n
+    raise KeyError(name)
+
+
+def stat(agg, fmt="{:.2f}", scale=1.0, unit=""):
+    """median (min–max) over the runs that have a value; `never` if none."""
+    if agg is None or agg["n"] == 0:
+        return "never"
+    med = fmt.format(agg["median"] * scale) + unit
+    lo, hi = fmt.format(agg["min"] * scale), fmt.format(agg["max"] * scale)
+    text = med if lo == hi else f"{med} ({lo}–{hi})"
+    if agg["n"] < REPS:
+        text += f" in {agg['n']}/{REPS} runs"
+    return text
+
+
+def num(agg, fmt="{:.0f}"):
+    return stat(agg, fmt)
+
+
+def pct(agg):
+    return stat(agg, "{:.1f}", 100.0, " %")
+
+
+def table(header, rows):
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    lines += ["| " + " | ".join(r) + " |" for r in rows]
+    return "\n".join(lines)
+
+
+def commands(models_sets):
+    return "\n".join(f"    {shell(m, s)}" for m, s in models_sets)
+
+
+def main():
+    subprocess.run(["cargo", "build", "--release", "--quiet"], cwd=ROOT, check=True)
+    out = []
+    figures = {}
+
+    # --- A: rare errors on a busy node -----------------------------------
+    rows = []
+    for p in POLICIES:
+        slow = node(run(f"ratio-flaky-100rps-{p}"), "a")
+        fast_r = run(f"ratio-flaky-10krps-{p}")
+        fast = node(fast_r, "a")
+        figures[("flaky10k", p)] = fast
+        figures[("flaky100", p)] = slow
+        rows.append([
+            f"`{p}`",
+            stat(slow["ejected_time_s"]), num(slow["ejections"]),
+            stat(fast["ejected_time_s"]), num(fast["ejections"]),
+            pct(fast["share"]), num(fast_r["client"]["errors"]),
+        ])
+    out.append("### A. A busy node with rare errors (0.1 % of answers are 503)\n")
+    out.append(
+        "Four nodes; node `a` answers 503 with probability 0.1 %, retried on "
+        "another node (`proxy_next_upstream ... http_503`); 60 s. Same error "
+        "ratio at two request rates. Commands (for each policy `P` of the list):\n"
+    )
+    out.append(commands([("ratio-flaky-100rps-P", ()), ("ratio-flaky-10krps-P", ())]) + "\n")
+    out.append(table(
+        ["policy", "100 rps: a ejected (s of 60)", "100 rps: ejections",
+         "10k rps: a ejected (s of 60)", "10k rps: ejections",
+         "10k rps: a's share of answers", "10k rps: client errors"],
+        rows,
+    ) + "\n")
+
+    # --- B: 30 % errors --------------------------------------------------
+    rows = []
+    sets = ("faults[0].p=0.3",)
+    for p in POLICIES:
+        r = node(run(f"ratio-flaky-10krps-{p}", sets), "a")
+        figures[("flaky30", p)] = r
+        rows.append([
+            f"`{p}`", stat(r["first_ejection_delay_s"], "{:.3f}", unit=" s"),
+            num(r["ejections"]), stat(r["ejected_time_s"]), pct(r["share"]),
+        ])
+    out.append("### B. The same node failing 30 % of answers, 10k requests/s\n")
+    out.append(commands([("ratio-flaky-10krps-P", sets)]) + "\n")
+    out.append(table(
+        ["policy", "first ejection after onset", "ejections",
+         "a ejected (s of 60)", "a's share of answers"],
+        rows,
+    ) + "\n")
+
+    # --- C: quiet node ---------------------------------------------------
+    rows = []
+    for p in POLICIES:
+        rep = run(f"quiet-node-{p}")
+        q = node(rep, "q")
+        figures[("quiet", p)] = q
+        rows.append([
+            f"`{p}`", num(q["attempts"]), num(q["failures"]), num(q["ejections"]),
+            stat(q["ejected_time_s"]), num(rep["client"]["errors"]),
+        ])
+    out.append("### C. A quiet node: about 1 request/s, half of them 503\n")
+    out.append(
+        "Five busy healthy nodes (weight 200, about 200 requests/s each) and "
+        "node `q` (weight 1) answering 503 with probability 50 %, retried; "
+        "1,000 requests/s for 120 s. `q` gets about 10 requests per 10 s "
+        "interval: below success_rate's volume (100) and the failure_percentage "
+        "volume used here (100), although the cluster has the 5 hosts "
+        "success_rate needs.\n"
+    )
+    out.append(commands([("quiet-node-P", ())]) + "\n")
+    out.append(table(
+        ["policy", "q attempts", "q failed attempts", "q ejections",
+         "q ejected (s of 120)", "client errors"],
+        rows,
+    ) + "\n")
+
+    # --- D/E: crash and hang ---------------------------------------------
+    for sit, title, text in [
+        ("crash", "D. A crash (connections refused) from 10 s to 40 s",
+         "Four nodes, 1,000 requests/s, 60 s; refused connects are retried "
+         "(`error`), so clients see no errors; the cost is the failed "
+         "attempts on `a`."),
+        ("hang", "E. A hang (accepted, never answered) from 10 s to 40 s",
+         "Four nodes, 1,000 requests/s, 60 s, upstream timeouts 1 s: every "
+         "attempt on the hung node costs its client 1 s before the retry."),
+    ]:
+        rows = []
+        for p in POLICIES:
+            rep = run(f"{sit}-{p}")
+            a = node(rep, "a")
+            figures[(sit, p)] = a
+            figures[(sit + "-client", p)] = rep["client"]
+            rows.append([
+                f"`{p}`", stat(a["first_ejection_delay_s"], "{:.3f}", unit=" s"),
+                num(a["failures"]), stat(a["ejected_time_s"]),
+                stat(a["recovery_delay_s"], unit=" s"),
+                stat(rep["client"]["latency_ms"]["p99"], "{:.1f}", unit=" ms"),
+            ])
+        out.append(f"### {title}\n")
+        out.append(text + "\n")
+        out.append(commands([(f"{sit}-P", ())]) + "\n")
+        out.append(table(
+            ["policy", "first ejection after onset", "failed attempts on a",
+             "a ejected (s of 60)", "first success after the fault", "client p99"],
+            rows,
+        ) + "\n")
+
+    # --- the policy table ------------------------------------------------
+    f = figures
+
+    def med(agg, fmt="{:.2f}"):
+        return "never" if agg["n"] == 0 else fmt.format(agg["median"])
+
+    def back(agg):
+        """When the node first answered after the fault, in words."""
+        if agg["n"] * 2 <= REPS:
+            return "still out when most runs ended"
+        return f"first success {med(agg)} s after the fault"
+
+    policy_rows = [
+        ["`max_fails` (alias `nginx`)",
+         "`max_fails` 1, `fail_timeout` 10s",
+         "Low request rates and hard failures (crash): it counts failures, so "
+         "at high rates even rare errors eject a node.",
+         f"crash: out after {med(f['crash', 'max-fails']['first_ejection_delay_s'], '{:.3f}')} s; "
+         f"0.1 % errors at 10k rps: out {med(f['flaky10k', 'max-fails']['ejected_time_s'])} s of 60 "
+         f"(at 100 rps: {med(f['flaky100', 'max-fails']['ejected_time_s'])} s) (A, D)"],
+        ["`outlier_detection` (alias `envoy`)",
+         "`consecutive_5xx` 5 (enforcing 100), `consecutive_gateway_failure` 5 "
+         "(enforcing 0), `interval` 10s, `base_ejection_time` 30s, "
+         "`max_ejection_time` 300s, `max_ejection_percent` 10 (`strict`), "
+         "success rate: 5 hosts, 100 requests, factor 1900 (enforcing 100); "
+         "failure percentage: 85 %, 5 hosts, 50 requests (enforcing 0); "
+         "`healthy_panic_threshold` 50",
+         "Envoy/Istio fleets; consecutive_5xx for hard failures, failure "
+         "percentage for busy nodes with a bad ratio. Check the cap: with "
+         "the default 10 % nothing is ejected below 10 hosts.",
+         f"defaults on 4 nodes, crash: {med(f['crash', 'envoy-defaults']['ejections'], '{:.0f}')} ejections; "
+         f"`success-rate`, quiet node: {med(f['quiet', 'success-rate']['ejections'], '{:.0f}')} ejections; "
+         f"`failure-percentage`: 0.1 % errors {med(f['flaky10k', 'failure-percentage']['ejections'], '{:.0f}')} "
+         f"ejections, 30 % errors out after {med(f['flaky30', 'failure-percentage']['first_ejection_delay_s'])} s (A, B, C, D)"],
+        ["`istio`",
+         "`consecutive5xxErrors` 5, `consecutiveGatewayErrors` off, `interval` 10s, "
+         "`baseEjectionTime` 30s, `maxEjectionPercent` 10, `minHealthPercent` 0 "
+         "(panic off); success rate never enforced",
+         "To check what a DestinationRule does: it is Envoy's consecutive "
+         "detectors with Istio's defaults.",
+         f"crash: out after {med(f['crash', 'istio']['first_ejection_delay_s'], '{:.3f}')} s, "
+         f"{back(f['crash', 'istio']['recovery_delay_s'])} (D)"],
+        ["`ratio_ejection`",
+         "`window` time 10s / 10 buckets (or `count`), "
+         "`failure_percentage_threshold` 50, `minimum_requests` 20, "
+         "`ejection_time` 30s ×`backoff_multiplier` 2 up to `max_ejection_time` "
+         "300s, `backoff_reset` 60s, `max_ejected_percent` 50",
+         "When you want ejection by error ratio without ticks or a product's "
+         "quirks, as a yardstick for the others.",
+         f"(5 %, 100 requests) 0.1 % errors: {med(f['flaky10k', 'ratio-ejection']['ejections'], '{:.0f}')} ejections; "
+         f"30 %: out after {med(f['flaky30', 'ratio-ejection']['first_ejection_delay_s'], '{:.3f}')} s (A, B)"],
+        ["`resilience4j`",
+         "`sliding_window_type` COUNT_BASED, `sliding_window_size` 100, "
+         "`minimum_number_of_calls` 100, `failure_rate_threshold` 50, "
+         "`slow_call_rate_threshold` 100, `slow_call_duration_threshold` 60s, "
+         "`wait_duration_in_open_state` 60s, "
+         "`permitted_number_of_calls_in_half_open_state` 10",
+         "Client-side breaker when a node fails most calls; with defaults it "
+         "stays open 60 s and needs traffic to close.",
+         f"crash: open after {med(f['crash', 'resilience4j']['first_ejection_delay_s'], '{:.3f}')} s, "
+         f"{back(f['crash', 'resilience4j']['recovery_delay_s'])} (D); 30 % errors: opened in "
+         f"{f['flaky30', 'resilience4j']['first_ejection_delay_s']['n']} of {REPS} runs (B)"],
+        ["`hystrix`",
+         "`request_volume_threshold` 20, `error_threshold_percentage` 50, "
+         "`sleep_window` 5s, `rolling_stats_time` 10s, "
+         "`health_snapshot_interval` 500ms, `execution_timeout` 1s",
+         "Legacy Hystrix clients; its 10 s window dilutes a sudden failure, "
+         "so it trips seconds after a crash.",
+         f"crash: open after {med(f['crash', 'hystrix']['first_ejection_delay_s'])} s, "
+         f"{med(f['crash', 'hystrix']['failures'], '{:.0f}')} failed attempts on a; "
+         f"quiet node: {med(f['quiet', 'hystrix']['ejections'], '{:.0f}')} ejections (C, D)"],
+        ["`failure_accrual` (alias `finagle`)",
+         "`consecutive_failures` 5, `min_penalty` 5s, `max_penalty` 300s "
+         "(equal-jittered), `classifier` server_errors_as_failures",
+         "Hard failures on Finagle/Linkerd 1 clients; probes with one real "
+         "request, back-off up to 5 min.",
+         f"crash: out after {med(f['crash', 'finagle']['first_ejection_delay_s'], '{:.3f}')} s, "
+         f"out {med(f['crash', 'finagle']['ejected_time_s'])} s of 60, "
+         f"{back(f['crash', 'finagle']['recovery_delay_s'])} (D)"],
+        ["`failure_accrual` `flavour: linkerd`",
+         "`consecutive_failures` 7, `min_penalty` 1s, `max_penalty` 60s, "
+         "`jitter_ratio` 0.5",
+         "Linkerd 2 meshes with `failure-accrual: consecutive`: quick return "
+         "(1 s penalties) at the price of more probes.",
+         f"crash: out after {med(f['crash', 'linkerd']['first_ejection_delay_s'], '{:.3f}')} s, "
+         f"{med(f['crash', 'linkerd']['ejections'], '{:.0f}')} ejections, "
+         f"{back(f['crash', 'linkerd']['recovery_delay_s'])} (D)"],
+    ]
+    policy_table = (
+        "### The policies\n\n"
+        "Defaults are the product's own; the figure is a median of the tables "
+        "below (letter in brackets), for the model configuration named there.\n\n"
+        + table(["policy (`kind`)", "parameters and defaults", "the right choice when",
+                 "measured (median)"], policy_rows)
+        + "\n"
+    )
+
+    text = (
+        f"{BEGIN}\n<!-- generated by scripts/policy_tables.py ({REPS} replications "
+        "per model); do not edit by hand -->\n\n"
+        + policy_table + "\n" + "\n".join(out) + f"{END}"
+    )
+    if "--print" in sys.argv:
+        print(text)
+        return
+    doc = DOC.read_text()
+    a, b = doc.index(BEGIN), doc.index(END) + len(END)
+    DOC.write_text(doc[:a] + text + doc[b:])
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,268 @@
+//! Distribution charts: box plots with the raw samples overlaid as a strip, or empirical CDFs.
+
+use std::path::Path;
+
+use plotters::coord::Shift;
+use plotters::prelude::*;
+use plotters::style::text_anchor::{HPos, VPos};
+
+use super::axis::{Axis, finite_bounds, fmt_tick, padded_range};
+use super::common::{
+    LegendItem, MUTED, MeshOpts, NO_DATA, Swatch, TEXT, Theme, draw_mesh, draw_rotated_x_labels,
+    frame, no_data, palette, text, x_area_height, x_label_layout, y_area_width,
+};
+use super::error::PlotError;
+use super::output::{Chart, DResult, render, size_or_default};
+
+/// Input for [`distribution`] and [`distribution_cdf`].
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct DistributionSpec {
+    pub title: String,
+    pub caption: String,
+    /// Title of the group axis, e.g. `"policy"` (box plot x axis).
+    pub group_label: String,
+    /// Title of the value axis with unit, e.g. `"time to eject (s)"`
+    /// (box plot y axis, CDF x axis).
+    pub value_label: String,
+    /// `(group name, samples)`; non-finite samples are ignored, empty groups say "no data".
+    pub groups: Vec<(String, Vec<f64>)>,
+    /// Image size in pixels; `None` = [`super::DEFAULT_SIZE`].
+    pub size: Option<(u32, u32)>,
+}
+
+/// Box plot per group (median, quartiles, whiskers at min and max) with every sample drawn
+/// as a dot, spread sideways by a deterministic jitter. Writes `<stem>.png` and `<stem>.svg`.
+pub fn distribution(spec: &DistributionSpec, stem: impl AsRef<Path>) -> Result<(), PlotError> {
+    render(&BoxStrip(spec), stem.as_ref())
+}
+
+/// Empirical CDF per group (step lines). Writes `<stem>.png` and `<stem>.svg`.
+pub fn distribution_cdf(spec: &DistributionSpec, stem: impl AsRef<Path>) -> Result<(), PlotError> {
+    render(&Cdf(spec), stem.as_ref())
+}
+
+/// Sorted finite samples of each group.
+fn sorted_groups(spec: &DistributionSpec) -> Vec<Vec<f64>> {
+    spec.groups
+        .iter()
+        .map(|(_, v)| {
+            let mut s: Vec<f64> = v.iter().copied().filter(|x| x.is_finite()).collect();
+            s.sort_by(f64::total_cmp);
+            s
+        })
+        .collect()
+}
+
+/// Quantile `p` of sorted, non-empty `s` with linear interpolation (type 7).
+fn quantile(s: &[f64], p: f64) -> f64 {
+    let h = (s.len() - 1) as f64 * p;
+    let i = h.floor() as usize;
+    let f = h - i as f64;
+    match s.get(i + 1) {
+        Some(next) => s[i] + (next - s[i]) * f,
+        None => s[i],
+    }
+}
+
+/// Deterministic horizontal offset in `-0.5..0.5` for sample `k` (golden-ratio sequence).
+fn jitter(k: usize) -> f64 {
+    (k as f64 * 0.618_033_988_749_895 + 0.5).fract() - 0.5
+}
+
+struct BoxStrip<'a>(&'a DistributionSpec);
+
+impl Chart for BoxStrip<'_> {
+    fn size(&self) -> (u32, u32) {
+        size_or_default(self.0.size)
+    }
+
+    fn draw<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>) -> DResult {
+        let spec = self.0;
+        let theme = Theme::for_size(self.size());
+        let body = frame(root, &theme, &spec.title, &spec.caption, &[])?;
+        let names: Vec<String> = spec.groups.iter().map(|(n, _)| n.clone()).collect();
+        if names.is_empty() {
+            return no_data(&body, &theme);
+        }
+        let groups = sorted_groups(spec);
+        let bounds = finite_bounds(groups.iter().flatten().copied());
+        let mut y_range = padded_range(bounds, false, 0.06);
+        // Head room for the "n = …" labels.
+        y_range.end += (y_range.end - y_range.start) * 0.06;
+
+        let y_area = y_area_width(
+            &body,
+            &theme,
+            &[
+                fmt_tick(y_range.start),
+                fmt_tick(y_range.end),
+                "0.000".into(),
+            ],
+        );
+        let margin = theme.upx(14.0);
+        let plot_w = body.dim_in_pixel().0 as i32 - y_area as i32 - margin as i32;
+        let (rotate, x_area) = x_label_layout(&body, &theme, &names, plot_w);
+        let mut chart = ChartBuilder::on(&body)
+            .margin_top(theme.upx(6.0))
+            .margin_right(margin)
+            .x_label_area_size(x_area)
+            .y_label_area_size(y_area)
+            .build_cartesian_2d(Axis::cat(&names), Axis::num(y_range.clone()))?;
+        draw_mesh(
+            &mut chart,
+            &theme,
+            &MeshOpts {
+                x_desc: &spec.group_label,
+                y_desc: &spec.value_label,
+                x_labels: names.len(),
+                show_x_labels: !rotate,
+                x_grid: false,
+                ..MeshOpts::default()
+            },
+        )?;
+        if rotate {
+            draw_rotated_x_labels(&chart, &theme, &names)?;
+        }
+
+        let area = chart.plotting_area();
+        let mid_y = (y_range.start + y_range.end) / 2.0;
+        let half = 0.28;
+        let n_style = text(theme.small, MUTED, HPos::Center, VPos::Top);
+        for (i, s) in groups.iter().enumerate() {
+            let x = i as f64;
+            let color = palette(i);
+            if s.is_empty() {
+                let style = text(theme.label, NO_DATA, HPos::Center, VPos::Center);
+                area.draw(&Text::new("no data", (x, mid_y), style))?;
+                continue;
+            }
+            let (min, q1, med, q3, max) = (
+                s[0],
+                quantile(s, 0.25),
+                quantile(s, 0.5),
+                quantile(s, 0.75),
+                s[s.len() - 1],
+            );
+            let whisker = color.stroke_width(theme.upx(2.0));
+            area.draw(&PathElement::new(vec![(x, q3), (x, max)], whisker))?;
+            area.draw(&PathElement::new(vec![(x, q1), (x, min)], whisker))?;
+            for y in [min, max] {
+                area.draw(&PathElement::new(
+                    vec![(x - half / 2.0, y), (x + half / 2.0, y)],
+                    whisker,
+                ))?;
+            }
+            area.draw(&Rectangle::new(
+                [(x - half, q1), (x + half, q3)],
+                color.mix(0.22).filled(),
+            ))?;
+            area.draw(&Rectangle::new([(x - half, q1), (x + half, q3)], whisker))?;
+            for (k, v) in s.iter().enumerate() {
+                let at = (x + jitter(k) * half * 1.5, *v);
+                area.draw(&Circle::new(at, theme.upx(3.5), color.mix(0.75).filled()))?;
+                area.draw(&Circle::new(at, theme.upx(3.5), color.stroke_width(1)))?;
+            }
+            area.draw(&PathElement::new(
+                vec![(x - half, med), (x + half, med)],
+                TEXT.stroke_width(theme.upx(3.0)),
+            ))?;
+            area.draw(&Text::new(
+                format!("n = {}", s.len()),
+                (x, y_range.end),
+                n_style.clone(),
+            ))?;
+        }
+        Ok(())
+    }
+}
+
+struct Cdf<'a>(&'a DistributionSpec);
+
+impl Chart for Cdf<'_> {
+    fn size(&self) -> (u32, u32) {
+        size_or_default(self.0.size)
+    }
+
+    fn draw<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>) -> DResult {
+        let spec = self.0;
+        let theme = Theme::for_size(self.size());
+        let groups = sorted_groups(spec);
+        let legend: Vec<LegendItem> = if spec.groups.len() > 1 {
+            spec.groups
+                .iter()
+                .zip(&groups)
+                .enumerate()
+                .map(|(i, ((name, _), s))| {
+                    let label = if s.is_empty() {
+                        format!("{name} (no data)")
+                    } else {
+                        name.clone()
+                    };
+                    LegendItem::new(label, Swatch::Line(palette(i), None))
+                })
+                .collect()
+        } else {
+            Vec::new()
+        };
+        let body = frame(root, &theme, &spec.title, &spec.caption, &legend)?;
+        let x_range = padded_range(finite_bounds(groups.iter().flatten().copied()), false, 0.03);
+        let y_range = 0.0..1.02;
+        let y_area = y_area_width(&body, &theme, &["100%".into()]);
+        let mut chart = ChartBuilder::on(&body)
+            .margin_top(theme.upx(6.0))
+            .margin_right(theme.upx(14.0))
+            .x_label_area_size(x_area_height(&body, &theme))
+            .y_label_area_size(y_area)
+            .build_cartesian_2d(Axis::num(x_range.clone()), Axis::percent(y_range))?;
+        draw_mesh(
+            &mut chart,
+            &theme,
+            &MeshOpts {
+                x_desc: &spec.value_label,
+                y_desc: "share of samples ≤ x (%)",
+                y_labels: 6,
+                ..MeshOpts::default()
+            },
+        )?;
+        let area = chart.plotting_area();
+        if groups.iter().all(Vec::is_empty) {
+            return no_data(&area.strip_coord_spec(), &theme);
+        }
+        for (i, s) in groups.iter().enumerate() {
+            let Some(&first) = s.first() else { continue };
+            let n = s.len() as f64;
+            let mut path = vec![(first, 0.0)];
+            for (k, v) in s.iter().enumerate() {
+                path.push((*v, k as f64 / n));
+                path.push((*v, (k + 1) as f64 / n));
+            }
+            area.draw(&PathElement::new(
+                path,
+                palette(i).stroke_width(theme.upx(3.0)),
+            ))?;
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn quantiles_interpolate() {
+        let s = [1.0, 2.0, 3.0, 4.0];
+        assert_eq!(quantile(&s, 0.0), 1.0);
+        assert_eq!(quantile(&s, 0.5), 2.5);
+        assert_eq!(quantile(&s, 1.0), 4.0);
+        assert_eq!(quantile(&[7.0], 0.75), 7.0);
+    }
+
+    #[test]
+    fn jitter_is_bounded_and_deterministic() {
+        for k in 0..1000 {
+            assert!((-0.5..0.5).contains(&jitter(k)));
+            assert_eq!(jitter(k), jitter(k));
+        }
+    }
+}

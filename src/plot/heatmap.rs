@@ -1,0 +1,297 @@
+//! Heatmap chart: one metric over two categorical axes, values printed in cells, colour bar.
+
+use std::path::Path;
+
+use plotters::coord::Shift;
+use plotters::prelude::*;
+use plotters::style::text_anchor::{HPos, VPos};
+
+use super::axis::{Axis, finite_bounds, fmt_sig};
+use super::common::{
+    MeshOpts, NO_DATA, TEXT, Theme, draw_mesh, draw_rotated_x_labels, frame, no_data, text,
+    text_size, text_up, x_label_layout, y_area_width,
+};
+use super::error::PlotError;
+use super::output::{Chart, DResult, render, size_or_default};
+
+/// Input for [`heatmap`].
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct HeatmapSpec {
+    pub title: String,
+    /// Small print at the bottom, e.g. `"model e2-p02 · seed 7 · 20 reps"`.
+    pub caption: String,
+    /// Axis titles, with units where they have one.
+    pub x_label: String,
+    pub y_label: String,
+    /// Title of the colour bar, e.g. `"p99 latency (ms)"`.
+    pub value_label: String,
+    /// Column names, left to right.
+    pub x: Vec<String>,
+    /// Row names, top to bottom.
+    pub y: Vec<String>,
+    /// Values indexed `[y][x]`. Missing rows/cells, `None` and non-finite values show as "–".
+    pub cells: Vec<Vec<Option<f64>>>,
+    /// Fixed colour-scale range `(min, max)`, to compare several heatmaps; `None` = data range.
+    pub range: Option<(f64, f64)>,
+    /// Logarithmic colour scale (for values spanning decades); used only if the scale range
+    /// is entirely positive, otherwise linear.
+    pub log_scale: bool,
+    /// Image size in pixels; `None` = [`super::DEFAULT_SIZE`].
+    pub size: Option<(u32, u32)>,
+}
+
+/// Writes `<stem>.png` and `<stem>.svg`.
+pub fn heatmap(spec: &HeatmapSpec, stem: impl AsRef<Path>) -> Result<(), PlotError> {
+    render(spec, stem.as_ref())
+}
+
+/// Viridis, sampled at 9 stops; perceptually uniform and readable in greyscale.
+const VIRIDIS: [(u8, u8, u8); 9] = [
+    (68, 1, 84),
+    (71, 44, 122),
+    (59, 81, 139),
+    (44, 113, 142),
+    (33, 145, 140),
+    (39, 173, 129),
+    (92, 200, 99),
+    (170, 220, 50),
+    (253, 231, 37),
+];
+
+/// Sequential colour for `t` in `0..=1` (clamped).
+pub(crate) fn colormap(t: f64) -> RGBColor {
+    let t = if t.is_finite() {
+        t.clamp(0.0, 1.0)
+    } else {
+        0.0
+    };
+    let pos = t * (VIRIDIS.len() - 1) as f64;
+    let i = (pos.floor() as usize).min(VIRIDIS.len() - 2);
+    let f = pos - i as f64;
+    let lerp = |a: u8, b: u8| (f64::from(a) + (f64::from(b) - f64::from(a)) * f).round() as u8;
+    let (a, b) = (VIRIDIS[i], VIRIDIS[i + 1]);
+    RGBColor(lerp(a.0, b.0), lerp(a.1, b.1), lerp(a.2, b.2))
+}
+
+/// Black or white, whichever reads better on `bg`.
+pub(crate) fn contrast_text(bg: RGBColor) -> RGBColor {
+    let lum = 0.2126 * f64::from(bg.0) + 0.7152 * f64::from(bg.1) + 0.0722 * f64::from(bg.2);
+    if lum > 140.0 { TEXT } else { WHITE }
+}
+
+/// Fill for cells without a value.
+const EMPTY_CELL: RGBColor = RGBColor(0xee, 0xee, 0xee);
+
+impl HeatmapSpec {
+    fn value(&self, yi: usize, xi: usize) -> Option<f64> {
+        self.cells
+            .get(yi)
+            .and_then(|row| row.get(xi))
+            .copied()
+            .flatten()
+            .filter(|v| v.is_finite())
+    }
+
+    /// Colour-scale bounds: the fixed range if valid, else the finite data range.
+    fn bounds(&self) -> Option<(f64, f64)> {
+        let fixed = self
+            .range
+            .filter(|(lo, hi)| lo.is_finite() && hi.is_finite() && hi > lo);
+        fixed.or_else(|| {
+            let all = (0..self.y.len())
+                .flat_map(|yi| (0..self.x.len()).map(move |xi| (yi, xi)))
+                .filter_map(|(yi, xi)| self.value(yi, xi));
+            finite_bounds(all)
+        })
+    }
+}
+
+/// Maps values to `0..=1` along the colour scale, linearly or logarithmically.
+#[derive(Debug, Clone, Copy)]
+struct Scale {
+    lo: f64,
+    hi: f64,
+    log: bool,
+}
+
+impl Scale {
+    fn new((lo, hi): (f64, f64), log: bool) -> Self {
+        Scale {
+            lo,
+            hi,
+            log: log && lo > 0.0,
+        }
+    }
+
+    fn to_unit(self, v: f64) -> f64 {
+        let f = |x: f64| if self.log { x.max(self.lo).ln() } else { x };
+        let (a, b) = (f(self.lo), f(self.hi));
+        if b > a { (f(v) - a) / (b - a) } else { 0.5 }
+    }
+
+    fn value_at(self, u: f64) -> f64 {
+        if self.log {
+            (self.lo.ln() + (self.hi.ln() - self.lo.ln()) * u).exp()
+        } else {
+            self.lo + (self.hi - self.lo) * u
+        }
+    }
+}
+
+impl Chart for HeatmapSpec {
+    fn size(&self) -> (u32, u32) {
+        size_or_default(self.size)
+    }
+
+    fn draw<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>) -> DResult {
+        let theme = Theme::for_size(self.size());
+        let body = frame(root, &theme, &self.title, &self.caption, &[])?;
+        let scale = self.bounds().map(|b| Scale::new(b, self.log_scale));
+        let (body_w, _) = body.dim_in_pixel();
+
+        // Colour bar on the right: bar, tick labels, rotated value title.
+        let label_style = text(theme.label, TEXT, HPos::Left, VPos::Center);
+        let ticks: Vec<(f64, String)> = match scale {
+            Some(sc) => [1.0, 0.75, 0.5, 0.25, 0.0]
+                .iter()
+                .map(|&f| (f, fmt_sig(Some(sc.value_at(f)))))
+                .collect(),
+            None => vec![(0.5, "no data".to_string())],
+        };
+        let tick_w = ticks
+            .iter()
+            .map(|(_, s)| text_size(&body, s, &label_style).0)
+            .max()
+            .unwrap_or(0);
+        let desc_h = text_size(
+            &body,
+            "Ag",
+            &text(theme.axis_desc, TEXT, HPos::Left, VPos::Top),
+        )
+        .1;
+        let bar_w = theme.px(24.0);
+        let cb_w = bar_w as u32 + tick_w + desc_h + theme.upx(50.0);
+        let (plot_area, cb_area) = body.split_horizontally(body_w.saturating_sub(cb_w));
+
+        if self.x.is_empty() || self.y.is_empty() {
+            return no_data(&plot_area, &theme);
+        }
+
+        let y_area = y_area_width(&plot_area, &theme, &self.y);
+        let margin = theme.upx(8.0);
+        let plot_w = plot_area.dim_in_pixel().0 as i32 - y_area as i32 - margin as i32;
+        let (rotate, x_area) = x_label_layout(&plot_area, &theme, &self.x, plot_w);
+
+        let mut chart = ChartBuilder::on(&plot_area)
+            .margin_top(margin)
+            .margin_right(margin)
+            .x_label_area_size(x_area)
+            .y_label_area_size(y_area)
+            .build_cartesian_2d(Axis::cat(&self.x), Axis::cat_top_down(&self.y))?;
+        draw_mesh(
+            &mut chart,
+            &theme,
+            &MeshOpts {
+                x_desc: &self.x_label,
+                y_desc: &self.y_label,
+                x_labels: self.x.len(),
+                y_labels: self.y.len(),
+                show_x_labels: !rotate,
+                x_grid: false,
+                y_grid: false,
+            },
+        )?;
+        if rotate {
+            draw_rotated_x_labels(&chart, &theme, &self.x)?;
+        }
+
+        // Cell size in pixels decides the value font size.
+        let (ax, ay) = chart.backend_coord(&(0.0, 0.0));
+        let (bx, by) = chart.backend_coord(&(1.0, 1.0));
+        let cell_w = f64::from((bx - ax).abs());
+        let cell_h = f64::from((by - ay).abs());
+        let labels: Vec<Vec<String>> = (0..self.y.len())
+            .map(|yi| {
+                (0..self.x.len())
+                    .map(|xi| fmt_sig(self.value(yi, xi)))
+                    .collect()
+            })
+            .collect();
+        let probe = text(100.0, TEXT, HPos::Center, VPos::Center);
+        let widest = labels
+            .iter()
+            .flatten()
+            .map(|s| text_size(&body, s, &probe).0)
+            .max()
+            .unwrap_or(1)
+            .max(1);
+        let font_px = (cell_h * 0.42)
+            .min(cell_w * 0.82 * 100.0 / f64::from(widest))
+            .min(theme.label * 1.5);
+
+        let area = chart.plotting_area();
+        for (yi, row) in labels.iter().enumerate() {
+            for (xi, label) in row.iter().enumerate() {
+                let (x, y) = (xi as f64, yi as f64);
+                let corners = [(x - 0.5, y - 0.5), (x + 0.5, y + 0.5)];
+                let v = self.value(yi, xi);
+                let fill = match (v, scale) {
+                    (Some(v), Some(sc)) => colormap(sc.to_unit(v)),
+                    _ => EMPTY_CELL,
+                };
+                area.draw(&Rectangle::new(corners, fill.filled()))?;
+                area.draw(&Rectangle::new(corners, WHITE.stroke_width(2)))?;
+                if font_px >= 8.0 {
+                    let color = if v.is_some() {
+                        contrast_text(fill)
+                    } else {
+                        NO_DATA
+                    };
+                    let style = text(font_px, color, HPos::Center, VPos::Center);
+                    area.draw(&Text::new(label.clone(), (x, y), style))?;
+                }
+            }
+        }
+
+        // Colour bar aligned with the cell area.
+        let (_, cb_h) = cb_area.dim_in_pixel();
+        let top = margin as i32;
+        let bottom = cb_h as i32 - x_area as i32;
+        let x0 = theme.px(16.0);
+        let x1 = x0 + bar_w;
+        let span = (bottom - top).max(1);
+        if scale.is_some() {
+            for py in top..bottom {
+                let f = f64::from(bottom - py) / f64::from(span);
+                cb_area.draw(&Rectangle::new(
+                    [(x0, py), (x1, py + 1)],
+                    colormap(f).filled(),
+                ))?;
+            }
+        } else {
+            cb_area.draw(&Rectangle::new(
+                [(x0, top), (x1, bottom)],
+                EMPTY_CELL.filled(),
+            ))?;
+        }
+        cb_area.draw(&Rectangle::new(
+            [(x0, top), (x1, bottom)],
+            TEXT.stroke_width(1),
+        ))?;
+        for (f, label) in &ticks {
+            let py = bottom - (f * f64::from(span)).round() as i32;
+            cb_area.draw(&PathElement::new(
+                vec![(x1, py), (x1 + theme.px(5.0), py)],
+                TEXT.stroke_width(1),
+            ))?;
+            cb_area.draw_text(label, &label_style, (x1 + theme.px(9.0), py))?;
+        }
+        let desc_x = x1 + theme.px(20.0) + tick_w as i32 + desc_h as i32 / 2;
+        cb_area.draw_text(
+            &self.value_label,
+            &text_up(theme.axis_desc, TEXT, HPos::Center, VPos::Center),
+            (desc_x, (top + bottom) / 2),
+        )?;
+        Ok(())
+    }
+}

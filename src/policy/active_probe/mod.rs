@@ -1,0 +1,482 @@
+//! Active probing: a prober sends probes to every node on a schedule and
+//! ejects a node after consecutive failures, whether or not clients send it
+//! traffic. One mechanism — a [`ProberPool`] that sends probes, a flavour's
+//! schedule and state machine, a [`GatewayView`] that publishes verdicts —
+//! with the flavours users run:
+//!
+//! | `flavor` | schedule | state machine | starts |
+//! |---|---|---|---|
+//! | `generic` (seed 004) | rounds over all nodes on a fixed grid | `fall` failures / `rise` successes in a row | up |
+//! | `haproxy` (`check`) | per server, next check `inter`/`fastinter`/`downinter` after the previous one ends; fixed start offsets | health counter in `[0, rise+fall-1]`, starts at `rise` | up, one failure from down |
+//! | `envoy` (active HC) | per host, next check after the previous one ends; jitter; 60 s while the cluster has no traffic | thresholds; an unexpected HTTP status ejects at once | unhealthy; first success makes it healthy |
+//! | `tengine` (`check`) | per worker, polls every `interval/2` from a random phase; checks when `interval` passed since the last one ended | `fall` / `rise` in a row | down (`default_down`) |
+//! | `kubernetes` (readiness) | fixed-rate ticker after a random initial sleep | run-length: `failure_threshold` / `success_threshold` | NotReady; endpoint change reaches the proxy after `propagation_delay` |
+
+mod envoy;
+mod generic;
+mod haproxy;
+mod kubernetes;
+mod tengine;
+
+pub use envoy::EnvoyParams;
+pub use generic::{GenericParams, Schedule};
+pub use haproxy::{HaproxyCheckParams, HaproxyVersion, Observe, OnError};
+pub use kubernetes::ReadinessParams;
+pub use tengine::{StatusClass, TengineParams};
+
+use super::gateway_view::{GatewayView, Propagation};
+use super::prober_pool::ProberPool;
+use super::{
+    AttemptReport, HealthPolicy, Now, PolicyCx, PolicyTimer, ProbeKind, ProbeOutcome, ProbeRequest,
+    Scope,
+};
+use crate::engine::SimDuration;
+use crate::model::NodeId;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+/// An active probe policy as written in a model file; `flavor` is the tag.
+#[derive(Clone, Debug, Deserialize, Serialize, PartialEq, JsonSchema)]
+#[serde(tag = "flavor", rename_all = "snake_case", deny_unknown_fields)]
+pub enum ActiveProbeSpec {
+    /// Seed 004's prober: rounds over all nodes every `interval`.
+    #[serde(deserialize_with = "crate::diagnostics::tracked")]
+    Generic(GenericParams),
+    /// HAProxy 2.6 `server ... check` (with `option httpchk` for `probe: http`).
+    #[serde(deserialize_with = "crate::diagnostics::tracked")]
+    Haproxy(HaproxyCheckParams),
+    /// Envoy's active health checking of a cluster.
+    #[serde(deserialize_with = "crate::diagnostics::tracked")]
+    Envoy(EnvoyParams),
+    /// tengine / nginx_upstream_check_module `check`.
+    #[serde(deserialize_with = "crate::diagnostics::tracked")]
+    Tengine(TengineParams),
+    /// A Kubernetes readiness probe, seen by a proxy through endpoints.
+    #[serde(deserialize_with = "crate::diagnostics::tracked")]
+    Kubernetes(ReadinessParams),
+}
+
+impl ActiveProbeSpec {
+    /// Legal but suspicious settings, as `(field, message)`: a probe timeout
+    /// that is not shorter than the time between probes.
+    pub fn warnings(&self) -> Vec<(String, String)> {
+        let (timeout, every, name) = match self {
+            ActiveProbeSpec::Generic(p) => (p.timeout, p.interval, "interval"),
+            ActiveProbeSpec::Envoy(p) => (p.timeout, p.interval, "interval"),
+            ActiveProbeSpec::Tengine(p) => (p.timeout, p.interval, "interval"),
+            ActiveProbeSpec::Kubernetes(p) => (p.timeout, p.period, "period"),
+            // HAProxy bounds a check by `inter` itself.
+            ActiveProbeSpec::Haproxy(_) => return vec![],
+        };
+        if timeout < every {
+            return vec![];
+        }
+        vec![(
+            "timeout".into(),
+            format!(
+                "{timeout} is not shorter than `{name}` ({every}): a probe of a node that stops \
+                 answering is still waiting when the next one is due, so detection takes longer \
+                 than `{name}` suggests"
+            ),
+        )]
+    }
+
+    pub fn label(&self) -> String {
+        match self {
+            ActiveProbeSpec::Generic(p) => format!(
+                "probe {} interval={} timeout={} fall={} rise={}",
+                kind_name(p.probe),
+                p.interval,
+                p.timeout,
+                p.fall,
+                p.rise
+            ),
+            ActiveProbeSpec::Haproxy(p) => format!(
+                "haproxy check {} inter={} rise={} fall={}",
+                kind_name(p.probe),
+                p.inter,
+                p.rise,
+                p.fall
+            ),
+            ActiveProbeSpec::Envoy(p) => format!(
+                "envoy hc {} interval={} timeout={} unhealthy={} healthy={}",
+                kind_name(p.probe),
+                p.interval,
+                p.timeout,
+                p.unhealthy_threshold,
+                p.healthy_threshold
+            ),
+            ActiveProbeSpec::Tengine(p) => format!(
+                "tengine check type={} interval={} rise={} fall={} timeout={}",
+                kind_name(p.probe),
+                p.interval,
+                p.rise,
+                p.fall,
+                p.timeout
+            ),
+            ActiveProbeSpec::Kubernetes(p) => format!(
+                "k8s readiness {} period={} timeout={} failure={} success={}",
+                kind_name(p.probe),
+                p.period,
+                p.timeout,
+                p.failure_threshold,
+                p.success_threshold
+            ),
+        }
+    }
+
+    /// Checks that serde cannot do; the field is relative to the policy object.
+    pub fn validate(&self) -> Result<(), (String, String)> {
+        match self {
+            ActiveProbeSpec::Generic(p) => p.validate(),
+            ActiveProbeSpec::Haproxy(p) => p.validate(),
+            ActiveProbeSpec::Envoy(p) => p.validate(),
+            ActiveProbeSpec::Tengine(p) => p.validate(),
+            ActiveProbeSpec::Kubernetes(p) => p.validate(),
+        }
+    }
+
+    fn threads(&self) -> Option<u32> {
+        match self {
+            ActiveProbeSpec::Generic(p) => p.threads,
+            ActiveProbeSpec::Haproxy(p) => p.threads,
+            ActiveProbeSpec::Envoy(p) => p.threads,
+            ActiveProbeSpec::Tengine(p) => p.threads,
+            ActiveProbeSpec::Kubernetes(p) => p.threads,
+        }
+    }
+}
+
+fn kind_name(k: ProbeKind) -> &'static str {
+    match k {
+        ProbeKind::Tcp => "tcp",
+        ProbeKind::Http => "http",
+    }
+}
+
+pub(super) fn positive(field: &str, d: SimDuration) -> Result<(), (String, String)> {
+    if d.is_zero() {
+        Err((field.into(), "must be positive".into()))
+    } else {
+        Ok(())
+    }
+}
+
+pub(super) fn at_least_one(field: &str, n: u32) -> Result<(), (String, String)> {
+    if n == 0 {
+        Err((field.into(), "must be at least 1".into()))
+    } else {
+        Ok(())
+    }
+}
+
+pub(super) fn threads_valid(threads: Option<u32>) -> Result<(), (String, String)> {
+    match threads {
+        Some(0) => Err((
+            "threads".into(),
+            "must be at least 1 (omit it for no limit)".into(),
+        )),
+        _ => Ok(()),
+    }
+}
+
+/// Timer tags. The view owns one; flavours use the others.
+pub(super) const TAG_VIEW: u32 = 1;
+pub(super) const TAG_CHECK: u32 = 2;
+pub(super) const TAG_ROUND: u32 = 3;
+pub(super) const TAG_START: u32 = 4;
+
+/// What every flavour shares: the thread pool that sends probes and the
+/// gateway's view of the verdicts.
+pub(crate) struct Prober {
+    pub(super) kind: ProbeKind,
+    pub(super) pool: ProberPool,
+    pub(super) view: GatewayView,
+}
+
+impl Prober {
+    /// Sends (or queues) a probe of this prober's kind.
+    pub(super) fn send(
+        &mut self,
+        cx: &mut PolicyCx,
+        node: NodeId,
+        timeout: SimDuration,
+        connect_timeout: SimDuration,
+        timeout_after_connect: Option<SimDuration>,
+        tag: u32,
+    ) {
+        let req = ProbeRequest {
+            kind: self.kind,
+            connect_timeout,
+            timeout,
+            timeout_after_connect,
+            tag,
+        };
+        self.pool.submit(cx, node, req);
+    }
+
+    /// The flavour's verdict on `node` changed.
+    pub(super) fn publish(&mut self, cx: &mut PolicyCx, node: NodeId, healthy: bool) {
+        self.view.publish(cx, node, healthy);
+    }
+}
+
+/// One flavour's schedule and state machine.
+pub(crate) trait Flavor: Send {
+    fn start(&mut self, pr: &mut Prober, cx: &mut PolicyCx);
+    fn on_timer(&mut self, pr: &mut Prober, cx: &mut PolicyCx, timer: PolicyTimer);
+    fn on_result(&mut self, pr: &mut Prober, cx: &mut PolicyCx, node: NodeId, o: &ProbeOutcome);
+    /// The gateway made an attempt (HAProxy `observe`).
+    fn on_attempt(&mut self, _pr: &mut Prober, _cx: &mut PolicyCx, _r: &AttemptReport) {}
+    /// The gateway selected a node (Envoy: the cluster has carried traffic).
+    fn on_selected(&mut self) {}
+}
+
+/// The active probe policy.
+pub struct ActiveProbe {
+    prober: Prober,
+    flavor: Box<dyn Flavor>,
+}
+
+impl ActiveProbe {
+    pub fn new(spec: &ActiveProbeSpec, nodes: usize) -> Self {
+        let (kind, initially, propagation, flavor): (_, _, _, Box<dyn Flavor>) = match spec {
+            ActiveProbeSpec::Generic(p) => (
+                p.probe,
+                true,
+                Propagation::Immediate,
+                Box::new(generic::Generic::new(p, nodes)),
+            ),
+            ActiveProbeSpec::Haproxy(p) => (
+                p.probe,
+                true,
+                Propagation::Immediate,
+                Box::new(haproxy::HaproxyCheck::new(p, nodes)),
+            ),
+            ActiveProbeSpec::Envoy(p) => (
+                p.probe,
+                false,
+                Propagation::Immediate,
+                Box::new(envoy::EnvoyHc::new(p, nodes)),
+            ),
+            ActiveProbeSpec::Tengine(p) => (
+                p.probe,
+                !p.default_down,
+                Propagation::Immediate,
+                Box::new(tengine::TengineCheck::new(p, nodes)),
+            ),
+            ActiveProbeSpec::Kubernetes(p) => (
+                p.probe,
+                false,
+                if p.propagation_delay.is_zero() {
+                    Propagation::Immediate
+                } else {
+                    Propagation::Delay(p.propagation_delay)
+                },
+                Box::new(kubernetes::Readiness::new(p, nodes)),
+            ),
+        };
+        ActiveProbe {
+            prober: Prober {
+                kind,
+                pool: ProberPool::new(spec.threads(), nodes),
+                view: GatewayView::new(nodes, initially, propagation, TAG_VIEW),
+            },
+            flavor,
+        }
+    }
+}
+
+impl HealthPolicy for ActiveProbe {
+    fn on_start(&mut self, cx: &mut PolicyCx) {
+        self.prober.view.start(cx);
+        self.flavor.start(&mut self.prober, cx);
+    }
+
+    fn is_routable(&self, _scope: Scope, node: NodeId, _now: Now) -> bool {
+        self.prober.view.is_routable(node)
+    }
+
+    fn on_selected(&mut self, _cx: &mut PolicyCx, _scope: Scope, _node: NodeId) {
+        self.flavor.on_selected();
+    }
+
+    fn on_attempt(&mut self, cx: &mut PolicyCx, report: &AttemptReport) {
+        self.flavor.on_attempt(&mut self.prober, cx, report);
+    }
+
+    fn on_timer(&mut self, cx: &mut PolicyCx, timer: PolicyTimer) {
+        if !self.prober.view.on_timer(cx, timer) {
+            self.flavor.on_timer(&mut self.prober, cx, timer);
+        }
+    }
+
+    fn on_probe_result(&mut self, cx: &mut PolicyCx, node: NodeId, outcome: &ProbeOutcome) {
+        self.flavor.on_result(&mut self.prober, cx, node, outcome);
+        self.prober.pool.on_result(cx, node);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::policy::PolicySpec;
+    use serde_json::json;
+
+    fn parse(v: serde_json::Value) -> Result<PolicySpec, String> {
+        serde_json::from_value::<PolicySpec>(v).map_err(|e| e.to_string())
+    }
+
+    #[test]
+    fn every_flavor_rejects_unknown_fields() {
+        for flavor in ["generic", "haproxy", "envoy", "tengine", "kubernetes"] {
+            let e = parse(json!({"kind": "active_probe", "flavor": flavor, "intervl": "1s"}))
+                .unwrap_err();
+            assert!(e.contains("unknown field `intervl`"), "{flavor}: {e}");
+        }
+        let e =
+            parse(json!({"kind": "heartbeat_ttl", "registry": "eureka", "ttl": "1s"})).unwrap_err();
+        assert!(e.contains("unknown field `ttl`"), "{e}");
+    }
+
+    #[test]
+    fn envoy_requires_what_its_proto_requires() {
+        let e = parse(json!({"kind": "active_probe", "flavor": "envoy", "interval": "5s"}))
+            .unwrap_err();
+        assert!(e.contains("missing field `timeout`"), "{e}");
+    }
+}
+
+/// A scripted driver for unit tests: feeds a policy callbacks at given times
+/// through a real `PolicyCx` and keeps what it asked for.
+#[cfg(test)]
+pub(crate) mod harness {
+    use super::*;
+    use crate::engine::{SimRng, SimTime, Stream, rng};
+    use crate::policy::{Action, Notice, ProbeResult};
+
+    pub struct Harness<P: HealthPolicy> {
+        pub policy: P,
+        pub rng: SimRng,
+        pub timers: Vec<(SimTime, PolicyTimer)>,
+        pub notices: Vec<Notice>,
+        /// Probes sent and not answered yet: (time, node, request).
+        pub sent: Vec<(SimTime, NodeId, ProbeRequest)>,
+        pub heartbeats: Vec<crate::policy::HeartbeatPlan>,
+        pub now: SimTime,
+    }
+
+    pub fn ms(x: u64) -> SimTime {
+        SimTime::from_micros(x * 1000)
+    }
+
+    impl<P: HealthPolicy> Harness<P> {
+        pub fn new(policy: P, seed: u64) -> Self {
+            Harness {
+                policy,
+                rng: rng::stream(seed, Stream::Policy),
+                timers: vec![],
+                notices: vec![],
+                sent: vec![],
+                heartbeats: vec![],
+                now: SimTime::ZERO,
+            }
+        }
+
+        fn call(&mut self, t: SimTime, f: impl FnOnce(&mut P, &mut PolicyCx)) {
+            assert!(t >= self.now, "the script goes back in time");
+            self.now = t;
+            let now = Now { t, wall_s: 0 };
+            let mut cx = PolicyCx::new(now, &mut self.rng, &mut self.timers, &mut self.notices);
+            f(&mut self.policy, &mut cx);
+            for a in cx.take_actions() {
+                match a {
+                    Action::Probe { node, req } => self.sent.push((t, node, req)),
+                    Action::StartHeartbeats(plan) => self.heartbeats.push(plan),
+                }
+            }
+        }
+
+        pub fn start(&mut self) {
+            self.call(SimTime::ZERO, |p, cx| p.on_start(cx));
+        }
+
+        /// Fires the earliest pending timer (if at or before `until`); returns its time.
+        pub fn fire_next(&mut self, until: SimTime) -> Option<SimTime> {
+            let i = (0..self.timers.len()).min_by_key(|&i| (self.timers[i].0, i))?;
+            let (t, timer) = self.timers[i];
+            if t > until {
+                return None;
+            }
+            self.timers.remove(i);
+            self.call(t, |p, cx| p.on_timer(cx, timer));
+            Some(t)
+        }
+
+        /// Fires every timer up to `until`, answering no probes.
+        pub fn run_timers(&mut self, until: SimTime) {
+            while self.fire_next(until).is_some() {}
+            self.now = self.now.max(until);
+        }
+
+        /// Fires the timers due strictly before `t`, as the engine would
+        /// have before an event at `t`.
+        fn catch_up(&mut self, t: SimTime) {
+            while self.timers.iter().any(|&(at, _)| at < t) {
+                self.fire_next(t);
+            }
+        }
+
+        /// Answers the oldest unanswered probe to `node` at `t` with `result`.
+        pub fn answer(&mut self, t: SimTime, node: NodeId, result: ProbeResult) -> ProbeRequest {
+            self.catch_up(t);
+            let i = self
+                .sent
+                .iter()
+                .position(|&(_, n, _)| n == node)
+                .unwrap_or_else(|| panic!("no probe in flight to node {}", node.0));
+            let (sent_at, _, req) = self.sent.remove(i);
+            let outcome = ProbeOutcome {
+                result,
+                latency: t.saturating_since(sent_at),
+                tag: req.tag,
+            };
+            self.call(t, |p, cx| p.on_probe_result(cx, node, &outcome));
+            req
+        }
+
+        pub fn attempt(&mut self, t: SimTime, report: AttemptReport) {
+            self.catch_up(t);
+            self.call(t, |p, cx| p.on_attempt(cx, &report));
+        }
+
+        pub fn heartbeat(&mut self, t: SimTime, node: NodeId) {
+            self.catch_up(t);
+            self.call(t, |p, cx| p.on_heartbeat(cx, node));
+        }
+
+        pub fn selected(&mut self, t: SimTime, node: NodeId) {
+            self.catch_up(t);
+            self.call(t, |p, cx| p.on_selected(cx, 0, node));
+        }
+
+        pub fn routable(&self, node: NodeId) -> bool {
+            self.policy.is_routable(
+                0,
+                node,
+                Now {
+                    t: self.now,
+                    wall_s: 0,
+                },
+            )
+        }
+
+        /// Times at which probes to `node` were sent.
+        pub fn sent_to(&self, node: NodeId) -> Vec<SimTime> {
+            self.sent
+                .iter()
+                .filter(|&&(_, n, _)| n == node)
+                .map(|&(t, _, _)| t)
+                .collect()
+        }
+    }
+}

@@ -1,0 +1,246 @@
+//! How a health verdict reaches the gateway's request path: at once, after a
+//! fixed delay (Kubernetes: kubelet → API server → EndpointSlice → proxy), or
+//! through a chain of periodic caches, each polling the one before it at its
+//! own phase (Eureka: response cache → client fetch → Ribbon refresh).
+
+use super::{PolicyCx, PolicyTimer, ScopeSel};
+use crate::engine::{SimDuration, SimTime};
+use crate::model::NodeId;
+use rand::RngExt;
+use std::collections::VecDeque;
+
+/// The path from a checker's verdict to the gateway.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Propagation {
+    /// The gateway runs the check itself, or is pushed the change at once.
+    Immediate,
+    /// Every change arrives after this fixed delay.
+    Delay(SimDuration),
+    /// Periodic copies, first to last: a change made at `t` is visible after
+    /// the first layer's next poll at or after `t`, then the second layer's
+    /// next poll after that, and so on. Each layer's phase is random.
+    Pollers(Vec<SimDuration>),
+}
+
+/// The routability of every node as the gateway sees it, and the changes on
+/// their way to it. Reports ejections and readmissions to the metrics.
+#[derive(Clone, Debug)]
+pub struct GatewayView {
+    routable: Vec<bool>,
+    /// Per node: (time the gateway sees it, verdict), in publication order.
+    pending: Vec<VecDeque<(SimTime, bool)>>,
+    propagation: Propagation,
+    /// Per poller layer: the time of its first poll.
+    phases: Vec<SimDuration>,
+    /// The timer tag this view owns.
+    tag: u32,
+}
+
+impl GatewayView {
+    /// `initially`: whether nodes start routable (Envoy, tengine and
+    /// Kubernetes readiness start them out; most others in).
+    pub fn new(nodes: usize, initially: bool, propagation: Propagation, tag: u32) -> Self {
+        GatewayView {
+            routable: vec![initially; nodes],
+            pending: vec![VecDeque::new(); nodes],
+            propagation,
+            phases: Vec::new(),
+            tag,
+        }
+    }
+
+    /// At time zero: draws the pollers' phases and reports the nodes that
+    /// start out of the gateway's rotation.
+    pub fn start(&mut self, cx: &mut PolicyCx) {
+        if let Propagation::Pollers(periods) = &self.propagation {
+            self.phases = periods
+                .iter()
+                .map(|p| SimDuration::from_micros(cx.rng().random_range(0..p.as_micros().max(1))))
+                .collect();
+        }
+        for (i, &r) in self.routable.iter().enumerate() {
+            if !r {
+                cx.ejected(ScopeSel::All, NodeId(i as u32));
+            }
+        }
+    }
+
+    pub fn is_routable(&self, node: NodeId) -> bool {
+        self.routable[node.index()]
+    }
+
+    /// The checker's verdict on `node` is `routable` from now on.
+    pub fn publish(&mut self, cx: &mut PolicyCx, node: NodeId, routable: bool) {
+        let now = cx.now().t;
+        let at = self.visible_at(now);
+        if at <= now && self.pending[node.index()].is_empty() {
+            self.apply(cx, node, routable);
+            return;
+        }
+        self.pending[node.index()].push_back((at, routable));
+        cx.at(
+            at,
+            PolicyTimer {
+                tag: self.tag,
+                node: node.0,
+                generation: 0,
+            },
+        );
+    }
+
+    /// Handles this view's timers; returns false for anyone else's.
+    pub fn on_timer(&mut self, cx: &mut PolicyCx, timer: PolicyTimer) -> bool {
+        if timer.tag != self.tag {
+            return false;
+        }
+        let node = NodeId(timer.node);
+        let now = cx.now().t;
+        let mut last = None;
+        let q = &mut self.pending[node.index()];
+        while q.front().is_some_and(|&(at, _)| at <= now) {
+            last = q.pop_front().map(|(_, r)| r);
+        }
+        if let Some(r) = last {
+            self.apply(cx, node, r);
+        }
+        true
+    }
+
+    fn apply(&mut self, cx: &mut PolicyCx, node: NodeId, routable: bool) {
+        let cur = &mut self.routable[node.index()];
+        if *cur == routable {
+            return;
+        }
+        *cur = routable;
+        if routable {
+            cx.readmitted(ScopeSel::All, node);
+        } else {
+            cx.ejected(ScopeSel::All, node);
+        }
+    }
+
+    /// When a change made at `t` reaches the gateway. Monotone in `t`, so
+    /// changes arrive in the order they were made.
+    fn visible_at(&self, t: SimTime) -> SimTime {
+        match &self.propagation {
+            Propagation::Immediate => t,
+            Propagation::Delay(d) => t + *d,
+            Propagation::Pollers(periods) => periods
+                .iter()
+                .zip(&self.phases)
+                .fold(t, |t, (&p, &phase)| next_poll(t, phase, p)),
+        }
+    }
+}
+
+/// The first poll at or after `t` of a poller that polls at `phase + k·period`.
+pub fn next_poll(t: SimTime, phase: SimDuration, period: SimDuration) -> SimTime {
+    let (t, ph, p) = (t.as_micros(), phase.as_micros(), period.as_micros().max(1));
+    let at = if t <= ph {
+        ph
+    } else {
+        ph + (t - ph).div_ceil(p) * p
+    };
+    SimTime::from_micros(at)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::{Stream, rng};
+    use crate::policy::{Notice, Now};
+
+    struct H {
+        rng: crate::engine::SimRng,
+        timers: Vec<(SimTime, PolicyTimer)>,
+        notices: Vec<Notice>,
+    }
+
+    impl H {
+        fn new() -> Self {
+            H {
+                rng: rng::stream(3, Stream::Policy),
+                timers: vec![],
+                notices: vec![],
+            }
+        }
+        fn cx(&mut self, ms: u64) -> PolicyCx<'_> {
+            let now = Now {
+                t: SimTime::from_micros(ms * 1000),
+                wall_s: 0,
+            };
+            PolicyCx::new(now, &mut self.rng, &mut self.timers, &mut self.notices)
+        }
+    }
+
+    #[test]
+    fn next_poll_is_at_or_after() {
+        let s = SimDuration::from_secs;
+        let t = |x| SimTime::ZERO + s(x);
+        assert_eq!(next_poll(t(0), s(5), s(30)), t(5));
+        assert_eq!(next_poll(t(5), s(5), s(30)), t(5));
+        assert_eq!(next_poll(t(6), s(5), s(30)), t(35));
+        assert_eq!(next_poll(t(65), s(5), s(30)), t(65));
+    }
+
+    #[test]
+    fn a_fixed_delay_postpones_changes_in_order() {
+        let mut h = H::new();
+        let a = NodeId(0);
+        let mut v = GatewayView::new(1, true, Propagation::Delay(SimDuration::from_secs(1)), 9);
+        v.start(&mut h.cx(0));
+        v.publish(&mut h.cx(100), a, false);
+        v.publish(&mut h.cx(200), a, true);
+        assert!(v.is_routable(a), "not visible yet");
+        assert_eq!(h.timers.len(), 2);
+        let (first, second) = (h.timers[0].1, h.timers[1].1);
+        assert!(v.on_timer(&mut h.cx(1100), first));
+        assert!(!v.is_routable(a), "ejected at 1.1 s");
+        assert!(v.on_timer(&mut h.cx(1200), second));
+        assert!(v.is_routable(a), "back at 1.2 s");
+        assert_eq!(h.notices.len(), 2);
+    }
+
+    #[test]
+    fn changes_that_arrive_together_collapse_to_the_last() {
+        let mut h = H::new();
+        let a = NodeId(0);
+        let p = SimDuration::from_secs(30);
+        let mut v = GatewayView::new(1, true, Propagation::Pollers(vec![p]), 9);
+        v.start(&mut h.cx(0));
+        let first_poll = v.phases[0].as_micros() / 1000;
+        // Ejected and readmitted between two polls: the gateway never sees it.
+        v.publish(&mut h.cx(first_poll + 1), a, false);
+        v.publish(&mut h.cx(first_poll + 2), a, true);
+        let (at, timer) = h.timers[0];
+        assert_eq!(at.as_micros() / 1000, first_poll + 30_000);
+        assert!(v.on_timer(&mut h.cx(first_poll + 30_000), timer));
+        assert!(v.is_routable(a));
+        assert!(h.notices.is_empty(), "no zero-length ejection reported");
+    }
+
+    #[test]
+    fn pollers_chain_and_nodes_can_start_out() {
+        let mut h = H::new();
+        let p = SimDuration::from_secs(30);
+        let mut v = GatewayView::new(2, false, Propagation::Pollers(vec![p, p, p]), 9);
+        v.start(&mut h.cx(0));
+        assert_eq!(h.notices.len(), 2, "both start ejected");
+        let t0 = SimTime::from_micros(40_000_000);
+        let at = v.visible_at(t0);
+        assert!(at >= t0 && at < t0 + SimDuration::from_secs(90), "{at}");
+        let mut prev = t0;
+        for (&period, &phase) in [p, p, p].iter().zip(&v.phases) {
+            prev = next_poll(prev, phase, period);
+        }
+        assert_eq!(at, prev);
+        assert!(!v.on_timer(
+            &mut h.cx(0),
+            PolicyTimer {
+                tag: 1,
+                node: 0,
+                generation: 0
+            }
+        ));
+    }
+}

@@ -1,0 +1,375 @@
+//! Hystrix 1.5's `HystrixCircuitBreakerImpl`, one command key per node.
+//!
+//! - Health counts: a rolling window of `rolling_stats_time` in buckets of
+//!   `health_snapshot_interval` (10 s of 500 ms: 20 buckets). A snapshot —
+//!   the sum of the last 20 *completed* buckets — is emitted each time a
+//!   bucket closes, and only then is the breaker evaluated: trips are
+//!   quantised to bucket boundaries.
+//! - On a snapshot: `total ≥ request_volume_threshold` and
+//!   `error% ≥ error_threshold_percentage`, with `error% = (int)(100.0 ×
+//!   errors / total)`, open a CLOSED breaker (`circuitOpened = now`).
+//! - OPEN: the first request strictly after `circuitOpened + sleep_window`
+//!   flips OPEN → HALF_OPEN and is the single trial; every other request is
+//!   short-circuited (the node is not routable).
+//! - Any success while HALF_OPEN closes the breaker and resets the stream
+//!   (a new window whose buckets start now); any failure, timeout or
+//!   unsubscription while HALF_OPEN reopens it with `circuitOpened = now`
+//!   (no back-off growth).
+//!
+//! Decisions: errors are [`Outcome::of`]'s failures, plus any attempt longer
+//! than `execution_timeout` (Hystrix's timeout would have fired; hcsim's
+//! gateway still waits for its own timeouts); a client abort is counted
+//! nowhere but, like an unsubscription, reopens a HALF_OPEN breaker. Buckets
+//! are aligned to the start of the run (Hystrix: the stream's first
+//! subscription). One breaker per node, shared by all gateway workers.
+
+use super::window::{BucketWindow, Outcome};
+use super::{AttemptReport, HealthPolicy, Now, PolicyCx, PolicyTimer, Scope, ScopeSel};
+use crate::engine::{SimDuration, SimTime};
+use crate::model::NodeId;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+/// Hystrix command properties (the circuit breaker's and its metrics').
+#[derive(Clone, Debug, Deserialize, Serialize, PartialEq, JsonSchema)]
+#[serde(deny_unknown_fields, default)]
+pub struct HystrixParams {
+    /// `circuitBreaker.requestVolumeThreshold`. Default 20.
+    pub request_volume_threshold: u32,
+    /// `circuitBreaker.errorThresholdPercentage`. Default 50.
+    pub error_threshold_percentage: u32,
+    /// `circuitBreaker.sleepWindowInMilliseconds`. Default 5s.
+    pub sleep_window: SimDuration,
+    /// `metrics.rollingStats.timeInMilliseconds`. Default 10s.
+    pub rolling_stats_time: SimDuration,
+    /// `metrics.healthSnapshot.intervalInMilliseconds`: the health bucket. Default 500ms.
+    pub health_snapshot_interval: SimDuration,
+    /// `execution.isolation.thread.timeoutInMilliseconds`; `null` turns the timeout off. Default 1s.
+    pub execution_timeout: Option<SimDuration>,
+}
+
+impl Default for HystrixParams {
+    fn default() -> Self {
+        HystrixParams {
+            request_volume_threshold: 20,
+            error_threshold_percentage: 50,
+            sleep_window: SimDuration::from_secs(5),
+            rolling_stats_time: SimDuration::from_secs(10),
+            health_snapshot_interval: SimDuration::from_millis(500),
+            execution_timeout: Some(SimDuration::from_secs(1)),
+        }
+    }
+}
+
+impl HystrixParams {
+    pub fn validate(&self) -> Result<(), (String, String)> {
+        let err = |f: &str, r: &str| Err((f.to_string(), r.to_string()));
+        let (w, b) = (
+            self.rolling_stats_time.as_micros(),
+            self.health_snapshot_interval.as_micros(),
+        );
+        if b == 0 || w == 0 {
+            return err("health_snapshot_interval", "must be positive");
+        }
+        if w % b != 0 {
+            return err(
+                "health_snapshot_interval",
+                "must divide rolling_stats_time evenly",
+            );
+        }
+        if self.error_threshold_percentage > 100 {
+            return err("error_threshold_percentage", "is a percentage (0..=100)");
+        }
+        Ok(())
+    }
+
+    fn buckets(&self) -> usize {
+        (self.rolling_stats_time.as_micros() / self.health_snapshot_interval.as_micros().max(1))
+            as usize
+    }
+}
+
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+enum State {
+    Closed,
+    Open { opened_at: SimTime },
+    HalfOpen,
+}
+
+#[derive(Clone, Debug)]
+struct Command {
+    state: State,
+    /// The completed buckets plus the one being written.
+    window: BucketWindow,
+    /// Where the health stream's buckets start.
+    origin: SimTime,
+    generation: u32,
+}
+
+/// A Hystrix circuit breaker per node.
+pub struct Hystrix {
+    p: HystrixParams,
+    bucket_us: u64,
+    commands: Vec<Command>,
+}
+
+impl Hystrix {
+    pub fn new(p: &HystrixParams, nodes: usize) -> Self {
+        Hystrix {
+            bucket_us: p.health_snapshot_interval.as_micros().max(1),
+            commands: vec![
+                Command {
+                    state: State::Closed,
+                    window: BucketWindow::new(p.buckets() + 1),
+                    origin: SimTime::ZERO,
+                    generation: 0,
+                };
+                nodes
+            ],
+            p: p.clone(),
+        }
+    }
+
+    fn bucket(&self, i: usize, t: SimTime) -> i64 {
+        (t.saturating_since(self.commands[i].origin).as_micros() / self.bucket_us) as i64
+    }
+
+    /// Arms the snapshot at the end of the current bucket.
+    fn arm(&self, cx: &mut PolicyCx, i: usize) {
+        let c = &self.commands[i];
+        let next = self.bucket(i, cx.now().t) as u64 + 1;
+        let at = c.origin + SimDuration::from_micros(next * self.bucket_us);
+        let timer = PolicyTimer {
+            tag: 0,
+            node: i as u32,
+            generation: c.generation,
+        };
+        cx.at(at, timer);
+    }
+
+    fn open(&mut self, cx: &mut PolicyCx, i: usize) {
+        self.commands[i].state = State::Open {
+            opened_at: cx.now().t,
+        };
+        cx.ejected(ScopeSel::All, NodeId(i as u32));
+    }
+
+    /// The breaker's state name, for tests and traces.
+    pub fn state_name(&self, node: NodeId) -> &'static str {
+        match self.commands[node.index()].state {
+            State::Closed => "CLOSED",
+            State::Open { .. } => "OPEN",
+            State::HalfOpen => "HALF_OPEN",
+        }
+    }
+
+    fn after_sleep(&self, opened_at: SimTime, now: SimTime) -> bool {
+        now > opened_at + self.p.sleep_window
+    }
+}
+
+impl HealthPolicy for Hystrix {
+    fn on_start(&mut self, cx: &mut PolicyCx) {
+        for i in 0..self.commands.len() {
+            self.arm(cx, i);
+        }
+    }
+
+    fn is_routable(&self, _: Scope, node: NodeId, now: Now) -> bool {
+        match self.commands[node.index()].state {
+            State::Closed => true,
+            State::Open { opened_at } => self.after_sleep(opened_at, now.t),
+            State::HalfOpen => false,
+        }
+    }
+
+    fn on_selected(&mut self, cx: &mut PolicyCx, _scope: Scope, node: NodeId) {
+        let i = node.index();
+        if let State::Open { opened_at } = self.commands[i].state
+            && self.after_sleep(opened_at, cx.now().t)
+        {
+            // `attemptExecution`: the CAS OPEN → HALF_OPEN lets exactly this request through.
+            self.commands[i].state = State::HalfOpen;
+            cx.readmitted(ScopeSel::All, node);
+        }
+    }
+
+    fn on_attempt(&mut self, cx: &mut PolicyCx, r: &AttemptReport) {
+        let i = r.node.index();
+        let timed_out = self.p.execution_timeout.is_some_and(|t| r.elapsed > t);
+        let outcome = if timed_out {
+            Outcome::Failure
+        } else {
+            Outcome::of(r.result)
+        };
+        let half_open = self.commands[i].state == State::HalfOpen;
+        match outcome {
+            Outcome::Ignored => {
+                if half_open {
+                    self.open(cx, i); // unsubscribed: markNonSuccess
+                }
+            }
+            Outcome::Success => {
+                let b = self.bucket(i, cx.now().t);
+                self.commands[i].window.record(b, false, false);
+                if half_open {
+                    // markSuccess: CLOSED, and the health stream starts over.
+                    let c = &mut self.commands[i];
+                    c.state = State::Closed;
+                    c.window.clear();
+                    c.origin = cx.now().t;
+                    c.generation = c.generation.wrapping_add(1);
+                    self.arm(cx, i);
+                }
+            }
+            Outcome::Failure => {
+                let b = self.bucket(i, cx.now().t);
+                self.commands[i].window.record(b, true, false);
+                if half_open {
+                    self.open(cx, i); // markNonSuccess
+                }
+            }
+        }
+    }
+
+    fn on_timer(&mut self, cx: &mut PolicyCx, timer: PolicyTimer) {
+        let i = timer.node as usize;
+        if self.commands[i].generation != timer.generation {
+            return;
+        }
+        // A bucket closed: the snapshot is the sum of the completed buckets.
+        let b = self.bucket(i, cx.now().t);
+        let c = &mut self.commands[i];
+        c.window.advance(b);
+        let all = c.window.tally();
+        let current = c.window.bucket(b);
+        let (total, errors) = (all.calls - current.calls, all.failures - current.failures);
+        if c.state == State::Closed && total >= self.p.request_volume_threshold && total > 0 {
+            let error_pct = (errors as f64 / total as f64 * 100.0) as u32;
+            if error_pct >= self.p.error_threshold_percentage {
+                self.open(cx, i);
+            }
+        }
+        self.arm(cx, i);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::policy::AttemptResult;
+    use crate::policy::testkit::{Harness, ms};
+
+    const OK: AttemptResult = AttemptResult::Status(200);
+    const BAD: AttemptResult = AttemptResult::Status(503);
+
+    fn hystrix() -> Harness<Hystrix> {
+        Harness::new(Hystrix::new(&HystrixParams::default(), 2))
+    }
+
+    #[test]
+    fn trips_only_at_the_next_bucket_boundary() {
+        let mut h = hystrix();
+        for k in 0..20 {
+            h.attempt(ms(600 + k), 0, if k < 10 { BAD } else { OK });
+        }
+        assert!(h.routable(0), "50 % of 20 seen, but no snapshot yet");
+        h.advance_to(ms(999));
+        assert!(h.routable(0));
+        h.advance_to(ms(1_000));
+        assert!(!h.routable(0), "the bucket closing at 1.0 s trips it");
+        assert_eq!(h.history(0), vec![(ms(1_000), true)]);
+    }
+
+    #[test]
+    fn volume_and_truncated_percentage() {
+        // 19 requests, all failing: below the volume.
+        let mut h = hystrix();
+        for k in 0..19 {
+            h.attempt(ms(100 + k), 0, BAD);
+        }
+        h.advance_to(ms(5_000));
+        assert!(h.routable(0));
+        // 99 of 199 = 49.7 % → (int) 49 < 50: stays closed.
+        let mut h = hystrix();
+        for k in 0..199 {
+            h.attempt(ms(100 + k), 0, if k < 99 { BAD } else { OK });
+        }
+        h.advance_to(ms(1_000));
+        assert!(h.routable(0));
+    }
+
+    #[test]
+    fn the_window_rolls_off_after_ten_seconds() {
+        let mut h = hystrix();
+        for k in 0..30 {
+            h.attempt(ms(100 + k), 0, if k < 10 { BAD } else { OK });
+        }
+        // 10 of 30 failed. Ten seconds later the bucket is gone, and 20 fresh
+        // failures are 100 %.
+        for k in 0..20 {
+            h.attempt(ms(10_600 + k), 0, BAD);
+        }
+        h.advance_to(ms(10_999));
+        assert!(
+            h.routable(0),
+            "the old bucket (0–0.5 s) left at 10.5 s; new one not closed"
+        );
+        h.advance_to(ms(11_000));
+        assert!(!h.routable(0));
+    }
+
+    #[test]
+    fn one_trial_request_after_the_sleep_window() {
+        let mut h = hystrix();
+        for k in 0..20 {
+            h.attempt(ms(100 + k), 0, BAD);
+        }
+        h.advance_to(ms(500)); // opened at 0.5 s
+        assert!(!h.routable(0));
+        h.advance_to(ms(5_500));
+        assert!(!h.routable(0), "not strictly after the sleep window");
+        h.advance_to(ms(5_501));
+        assert!(h.routable(0));
+        h.select(ms(5_501), 0);
+        assert_eq!(h.policy.state_name(NodeId(0)), "HALF_OPEN");
+        assert!(!h.routable(0), "exactly one trial");
+        // The trial fails: OPEN again, sleep restarts from now, no growth.
+        h.complete(ms(6_000), 0, BAD, SimDuration::ZERO);
+        assert_eq!(h.policy.state_name(NodeId(0)), "OPEN");
+        h.advance_to(ms(11_000));
+        assert!(!h.routable(0));
+        h.advance_to(ms(11_001));
+        assert!(h.routable(0));
+        // The next trial succeeds: CLOSED, with a fresh window.
+        h.select(ms(11_001), 0);
+        h.complete(ms(11_010), 0, OK, SimDuration::ZERO);
+        assert_eq!(h.policy.state_name(NodeId(0)), "CLOSED");
+        h.advance_to(ms(20_000));
+        assert!(h.routable(0));
+        let hist: Vec<bool> = h.history(0).into_iter().map(|(_, e)| e).collect();
+        assert_eq!(hist, vec![true, false, true, false]);
+    }
+
+    #[test]
+    fn slow_attempts_count_as_timeouts() {
+        let mut h = hystrix();
+        for k in 0..20 {
+            h.select(ms(k), 0);
+            h.complete(ms(k + 1_100), 0, OK, SimDuration::from_millis(1_100));
+        }
+        h.advance_to(ms(1_500));
+        assert!(!h.routable(0), "20 successes, each after the 1 s timeout");
+    }
+
+    #[test]
+    fn a_client_abort_of_the_trial_reopens() {
+        let mut h = hystrix();
+        for k in 0..20 {
+            h.attempt(ms(100 + k), 0, BAD);
+        }
+        h.select(ms(5_600), 0);
+        h.complete(ms(5_700), 0, AttemptResult::ClientAbort, SimDuration::ZERO);
+        assert_eq!(h.policy.state_name(NodeId(0)), "OPEN");
+    }
+}

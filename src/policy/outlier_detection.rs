@@ -1,0 +1,1332 @@
+//! Envoy outlier detection, as `source/common/upstream/outlier_detection_impl.cc`
+//! implements it, and Istio's `outlierDetection` field names mapped onto it.
+//!
+//! One detector per cluster, shared by all gateway workers (Envoy runs it on
+//! the main thread). Per host it keeps three consecutive-error counters, two
+//! success-rate accumulators (external and local origin) of two interval
+//! buckets each, the ejection flag and the ejection-time multiplier.
+//!
+//! - Consecutive detectors act on the response that reaches the threshold
+//!   (`++counter == threshold`), not at the next tick, and reset the counter
+//!   whether or not the ejection was allowed or enforced.
+//! - Every `interval` (first tick one interval after start) the detector
+//!   un-ejects hosts whose time is up, swaps buckets, runs success-rate and
+//!   failure-percentage analysis on the interval that just ended, and lowers
+//!   the multiplier of hosts healthy for a whole interval.
+//! - `ejectHost` checks the `max_ejection_percent` cap (strict or legacy, see
+//!   [`MaxEjectionPercentMode`]), then rolls `enforcing_<type>` from the policy
+//!   random stream.
+//!
+//! Decisions where Envoy is silent or hcsim differs:
+//! - The post to the main thread is modelled with zero delay.
+//! - Hosts are visited in node order (Envoy: hash-map order, arbitrary).
+//! - With `split_external_local_origin_errors`, the connection success that
+//!   Envoy reports at `onPoolReady` comes from the gateway's `on_connected`.
+//! - A host found by both success rate and failure percentage in one tick is
+//!   ejected twice, as a release build of Envoy does (its guard is a debug
+//!   `ASSERT`): the active-ejection count then stays one too high.
+//! - Active health checking and runtime overrides are not modelled.
+
+use super::window::BucketWindow;
+use super::{
+    AttemptReport, AttemptResult, HealthPolicy, Now, PolicyCx, PolicyTimer, Scope, ScopeSel,
+};
+use crate::engine::{SimDuration, SimTime};
+use crate::model::NodeId;
+use rand::RngExt;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+/// How `max_ejection_percent` caps ejections; Envoy changed the rule over time.
+#[derive(Copy, Clone, Debug, Default, Deserialize, Serialize, PartialEq, Eq, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum MaxEjectionPercentMode {
+    /// Envoy ≥ 1.27 (PRs #27624, #27909): allowed iff
+    /// `100 × (active + 1) / hosts ≤ max_ejection_percent`. With the default
+    /// 10 %, no host of a cluster of fewer than 10 can ever be ejected.
+    #[default]
+    Strict,
+    /// Envoy ≤ 1.26: allowed iff `100 × active / hosts < max_ejection_percent`:
+    /// the first ejection always passes and the cap can be overshot by one
+    /// host (3 hosts at 50 % → 2 ejected, issue #26877).
+    Legacy,
+}
+
+/// Envoy's `outlier_detection` cluster settings (proto field names). Every
+/// field is optional and defaults to Envoy's default.
+#[derive(Clone, Debug, Deserialize, Serialize, PartialEq, JsonSchema)]
+#[serde(deny_unknown_fields, default)]
+pub struct OutlierDetectionParams {
+    /// Consecutive 5xx (incl. local errors mapped to 502/503/504) that trigger detection. Default 5.
+    pub consecutive_5xx: u32,
+    /// Percent chance a consecutive-5xx detection ejects. Default 100.
+    pub enforcing_consecutive_5xx: u32,
+    /// Consecutive 502/503/504. Default 5.
+    pub consecutive_gateway_failure: u32,
+    /// Default 0: gateway-failure detection is stats only.
+    pub enforcing_consecutive_gateway_failure: u32,
+    /// Count local-origin errors (connect failures, timeouts, resets) apart
+    /// from HTTP statuses. Default false.
+    pub split_external_local_origin_errors: bool,
+    /// Split mode only. Default 5.
+    pub consecutive_local_origin_failure: u32,
+    /// Split mode only. Default 100.
+    pub enforcing_consecutive_local_origin_failure: u32,
+    /// Time between analysis sweeps (un-ejection happens only then). Default 10s.
+    pub interval: SimDuration,
+    /// Ejection time = base × multiplier. Default 30s.
+    pub base_ejection_time: SimDuration,
+    /// Cap on the ejection time. Default max(300s, base_ejection_time).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_ejection_time: Option<SimDuration>,
+    /// Uniform extra time in [0, jitter] ms drawn at each ejection. Default 0s.
+    pub max_ejection_time_jitter: SimDuration,
+    /// Cap on simultaneously ejected hosts, percent of all hosts. Default 10.
+    pub max_ejection_percent: u32,
+    /// `strict` (Envoy ≥ 1.27, default) or `legacy` (≤ 1.26).
+    pub max_ejection_percent_mode: MaxEjectionPercentMode,
+    /// Envoy ≥ 1.31: the first ejection is allowed whatever the cap. Default false.
+    pub always_eject_one_host: bool,
+    /// Hosts with enough volume needed for success-rate analysis. Default 5.
+    pub success_rate_minimum_hosts: u32,
+    /// Requests in the last interval for a host to count in success rate. Default 100.
+    pub success_rate_request_volume: u32,
+    /// Eject below mean − (factor/1000) × stdev. Default 1900.
+    pub success_rate_stdev_factor: u32,
+    /// Default 100.
+    pub enforcing_success_rate: u32,
+    /// Split mode only. Default 100.
+    pub enforcing_local_origin_success_rate: u32,
+    /// Eject a host whose failure percentage is at least this. Default 85.
+    pub failure_percentage_threshold: u32,
+    /// Default 5.
+    pub failure_percentage_minimum_hosts: u32,
+    /// Requests in the last interval for a host to count. Default 50.
+    pub failure_percentage_request_volume: u32,
+    /// Default 0: failure-percentage detection is stats only.
+    pub enforcing_failure_percentage: u32,
+    /// Default 0.
+    pub enforcing_failure_percentage_local_origin: u32,
+    /// The load balancer's `healthy_panic_threshold` (percent) that comes
+    /// with this policy: below it, the gateway ignores ejections. Envoy's
+    /// default 50; 0 turns panic off. `gateway.healthy_panic_threshold`
+    /// overrides it.
+    pub healthy_panic_threshold: f64,
+}
+
+impl Default for OutlierDetectionParams {
+    fn default() -> Self {
+        OutlierDetectionParams {
+            consecutive_5xx: 5,
+            enforcing_consecutive_5xx: 100,
+            consecutive_gateway_failure: 5,
+            enforcing_consecutive_gateway_failure: 0,
+            split_external_local_origin_errors: false,
+            consecutive_local_origin_failure: 5,
+            enforcing_consecutive_local_origin_failure: 100,
+            interval: SimDuration::from_secs(10),
+            base_ejection_time: SimDuration::from_secs(30),
+            max_ejection_time: None,
+            max_ejection_time_jitter: SimDuration::ZERO,
+            max_ejection_percent: 10,
+            max_ejection_percent_mode: MaxEjectionPercentMode::Strict,
+            always_eject_one_host: false,
+            success_rate_minimum_hosts: 5,
+            success_rate_request_volume: 100,
+            success_rate_stdev_factor: 1900,
+            enforcing_success_rate: 100,
+            enforcing_local_origin_success_rate: 100,
+            failure_percentage_threshold: 85,
+            failure_percentage_minimum_hosts: 5,
+            failure_percentage_request_volume: 50,
+            enforcing_failure_percentage: 0,
+            enforcing_failure_percentage_local_origin: 0,
+            healthy_panic_threshold: 50.0,
+        }
+    }
+}
+
+impl OutlierDetectionParams {
+    /// `max_ejection_time`, or its default `max(300s, base_ejection_time)`.
+    pub fn max_ejection_time(&self) -> SimDuration {
+        self.max_ejection_time
+            .unwrap_or(SimDuration::from_secs(300).max(self.base_ejection_time))
+    }
+
+    pub fn validate(&self) -> Result<(), (String, String)> {
+        let err = |f: &str, r: String| Err((f.to_string(), r));
+        if self.interval.is_zero() {
+            return err("interval", "must be positive".into());
+        }
+        if self.max_ejection_time() < self.base_ejection_time {
+            // DetectorImpl::create rejects this configuration.
+            return err(
+                "max_ejection_time",
+                format!(
+                    "cannot be smaller than base_ejection_time ({})",
+                    self.base_ejection_time
+                ),
+            );
+        }
+        for (f, v) in [
+            ("enforcing_consecutive_5xx", self.enforcing_consecutive_5xx),
+            (
+                "enforcing_consecutive_gateway_failure",
+                self.enforcing_consecutive_gateway_failure,
+            ),
+            (
+                "enforcing_consecutive_local_origin_failure",
+                self.enforcing_consecutive_local_origin_failure,
+            ),
+            ("enforcing_success_rate", self.enforcing_success_rate),
+            (
+                "enforcing_local_origin_success_rate",
+                self.enforcing_local_origin_success_rate,
+            ),
+            (
+                "enforcing_failure_percentage",
+                self.enforcing_failure_percentage,
+            ),
+            (
+                "enforcing_failure_percentage_local_origin",
+                self.enforcing_failure_percentage_local_origin,
+            ),
+            ("max_ejection_percent", self.max_ejection_percent),
+            (
+                "failure_percentage_threshold",
+                self.failure_percentage_threshold,
+            ),
+        ] {
+            if v > 100 {
+                return err(f, format!("is a percentage (0..=100), found {v}"));
+            }
+        }
+        if !(0.0..=100.0).contains(&self.healthy_panic_threshold) {
+            return err(
+                "healthy_panic_threshold",
+                format!(
+                    "is a percentage (0..=100), found {}",
+                    self.healthy_panic_threshold
+                ),
+            );
+        }
+        Ok(())
+    }
+}
+
+/// Istio's `DestinationRule.trafficPolicy.outlierDetection`, mapped to
+/// Envoy's settings as istiod's `applyOutlierDetection` does: success-rate
+/// ejection is always off, failure percentage is not exposed, and
+/// `minHealthPercent` (default 0) becomes the panic threshold, so panic is
+/// off unless it is set.
+#[derive(Clone, Debug, Default, Deserialize, Serialize, PartialEq, JsonSchema)]
+#[serde(deny_unknown_fields, default)]
+pub struct IstioParams {
+    /// → `consecutive_5xx` with enforcing 100 (0 if the value is 0); unset: Envoy's 5 / 100.
+    #[serde(
+        rename = "consecutive5xxErrors",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub consecutive_5xx_errors: Option<u32>,
+    /// → `consecutive_gateway_failure` with enforcing 100 if > 0; unset: off.
+    #[serde(
+        rename = "consecutiveGatewayErrors",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub consecutive_gateway_errors: Option<u32>,
+    /// Deprecated `consecutiveErrors`: gateway errors only, and consecutive 5xx off.
+    #[serde(rename = "consecutiveErrors", skip_serializing_if = "Option::is_none")]
+    pub consecutive_errors: Option<u32>,
+    #[serde(rename = "splitExternalLocalOriginErrors")]
+    pub split_external_local_origin_errors: bool,
+    /// → `consecutive_local_origin_failure` with enforcing 100 if > 0 (split mode).
+    #[serde(
+        rename = "consecutiveLocalOriginFailures",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub consecutive_local_origin_failures: Option<u32>,
+    #[serde(rename = "interval", skip_serializing_if = "Option::is_none")]
+    pub interval: Option<SimDuration>,
+    #[serde(rename = "baseEjectionTime", skip_serializing_if = "Option::is_none")]
+    pub base_ejection_time: Option<SimDuration>,
+    #[serde(rename = "maxEjectionPercent", skip_serializing_if = "Option::is_none")]
+    pub max_ejection_percent: Option<u32>,
+    /// → the load balancer's `healthy_panic_threshold`. Default 0 (panic off).
+    #[serde(rename = "minHealthPercent")]
+    pub min_health_percent: u32,
+    /// Not an Istio field: which Envoy rule the sidecar applies. Default `strict`.
+    pub max_ejection_percent_mode: MaxEjectionPercentMode,
+    /// Not an Istio field: Envoy ≥ 1.31's switch. Default false.
+    pub always_eject_one_host: bool,
+}
+
+impl IstioParams {
+    /// The Envoy settings istiod generates.
+    pub fn to_envoy(&self) -> OutlierDetectionParams {
+        let mut p = OutlierDetectionParams {
+            enforcing_success_rate: 0,
+            max_ejection_percent_mode: self.max_ejection_percent_mode,
+            always_eject_one_host: self.always_eject_one_host,
+            healthy_panic_threshold: self.min_health_percent as f64,
+            ..Default::default()
+        };
+        if let Some(v) = self.consecutive_errors.filter(|&v| v > 0) {
+            p.enforcing_consecutive_gateway_failure = 100;
+            p.enforcing_consecutive_5xx = 0;
+            p.consecutive_gateway_failure = v;
+        }
+        if let Some(v) = self.consecutive_gateway_errors {
+            p.consecutive_gateway_failure = v;
+            p.enforcing_consecutive_gateway_failure = if v > 0 { 100 } else { 0 };
+        }
+        if let Some(v) = self.consecutive_5xx_errors {
+            p.consecutive_5xx = v;
+            p.enforcing_consecutive_5xx = if v > 0 { 100 } else { 0 };
+        }
+        if self.split_external_local_origin_errors {
+            p.split_external_local_origin_errors = true;
+            p.enforcing_local_origin_success_rate = 0;
+            if let Some(v) = self.consecutive_local_origin_failures.filter(|&v| v > 0) {
+                p.consecutive_local_origin_failure = v;
+                p.enforcing_consecutive_local_origin_failure = 100;
+            }
+        }
+        if let Some(v) = self.interval {
+            p.interval = v;
+        }
+        if let Some(v) = self.base_ejection_time {
+            p.base_ejection_time = v;
+        }
+        // istiod cannot tell 0 from unset: 0 leaves Envoy's default (10).
+        if let Some(v) = self.max_ejection_percent.filter(|&v| v > 0) {
+            p.max_ejection_percent = v;
+        }
+        p
+    }
+
+    pub fn validate(&self) -> Result<(), (String, String)> {
+        if self.min_health_percent > 100 {
+            return Err((
+                "minHealthPercent".into(),
+                format!(
+                    "is a percentage (0..=100), found {}",
+                    self.min_health_percent
+                ),
+            ));
+        }
+        self.to_envoy().validate().map_err(|(f, r)| {
+            let istio = match f.as_str() {
+                "interval" => "interval",
+                "max_ejection_percent" => "maxEjectionPercent",
+                "max_ejection_time" => "baseEjectionTime",
+                other => other,
+            };
+            (istio.to_string(), r)
+        })
+    }
+}
+
+/// Why a host is ejected (Envoy's `OutlierEjectionType`).
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum EjectionType {
+    Consecutive5xx = 0,
+    ConsecutiveGatewayFailure = 1,
+    ConsecutiveLocalOriginFailure = 2,
+    SuccessRate = 3,
+    SuccessRateLocalOrigin = 4,
+    FailurePercentage = 5,
+    FailurePercentageLocalOrigin = 6,
+}
+
+/// Detector counters, as Envoy's `outlier_detection.*` stats.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct DetectorStats {
+    /// `ejections_detected_<type>`, indexed by [`EjectionType`].
+    pub detected: [u64; 7],
+    /// `ejections_enforced_<type>`.
+    pub enforced: [u64; 7],
+    /// `ejections_overflow`: refused by the `max_ejection_percent` cap.
+    pub overflow: u64,
+}
+
+#[derive(Clone, Debug)]
+struct Host {
+    c5: u32,
+    gw: u32,
+    clo: u32,
+    /// External-origin success rate: one bucket per interval, the current and the previous.
+    ext: BucketWindow,
+    /// Local-origin success rate (split mode).
+    lo: BucketWindow,
+    ejected: bool,
+    backoff: u32,
+    last_ejection: SimTime,
+    last_unejection: Option<SimTime>,
+    jitter: SimDuration,
+}
+
+/// Which success-rate accumulator an analysis reads.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+enum Origin {
+    External,
+    Local,
+}
+
+const TICK: u32 = 0;
+
+/// Envoy's outlier detector for one cluster.
+pub struct OutlierDetection {
+    p: OutlierDetectionParams,
+    max_ejection_time: SimDuration,
+    hosts: Vec<Host>,
+    /// `ejections_active`.
+    active: u32,
+    /// Number of ticks so far: the index of the bucket being written.
+    interval_no: i64,
+    stats: DetectorStats,
+    /// Scratch lists of (host, success rate) for the analysis, kept to avoid allocating.
+    sr_hosts: Vec<(usize, f64)>,
+    fp_hosts: Vec<(usize, f64)>,
+}
+
+impl OutlierDetection {
+    pub fn new(p: &OutlierDetectionParams, nodes: usize) -> Self {
+        let host = Host {
+            c5: 0,
+            gw: 0,
+            clo: 0,
+            ext: BucketWindow::new(2),
+            lo: BucketWindow::new(2),
+            ejected: false,
+            backoff: 0,
+            last_ejection: SimTime::ZERO,
+            last_unejection: None,
+            jitter: SimDuration::ZERO,
+        };
+        OutlierDetection {
+            max_ejection_time: p.max_ejection_time(),
+            p: p.clone(),
+            hosts: vec![host; nodes],
+            active: 0,
+            interval_no: 0,
+            stats: DetectorStats::default(),
+            sr_hosts: Vec::with_capacity(nodes),
+            fp_hosts: Vec::with_capacity(nodes),
+        }
+    }
+
+    pub fn stats(&self) -> &DetectorStats {
+        &self.stats
+    }
+
+    /// `ejections_active`.
+    pub fn ejections_active(&self) -> u32 {
+        self.active
+    }
+
+    /// The ejection-time multiplier of a host (`eject_time_backoff`).
+    pub fn backoff(&self, node: NodeId) -> u32 {
+        self.hosts[node.index()].backoff
+    }
+
+    /// The consecutive counters of a host: (5xx, gateway, local origin).
+    pub fn counters(&self, node: NodeId) -> (u32, u32, u32) {
+        let h = &self.hosts[node.index()];
+        (h.c5, h.gw, h.clo)
+    }
+
+    fn enforcing(&self, t: EjectionType) -> u32 {
+        let p = &self.p;
+        match t {
+            EjectionType::Consecutive5xx => p.enforcing_consecutive_5xx,
+            EjectionType::ConsecutiveGatewayFailure => p.enforcing_consecutive_gateway_failure,
+            EjectionType::ConsecutiveLocalOriginFailure => {
+                p.enforcing_consecutive_local_origin_failure
+            }
+            EjectionType::SuccessRate => p.enforcing_success_rate,
+            EjectionType::SuccessRateLocalOrigin => p.enforcing_local_origin_success_rate,
+            EjectionType::FailurePercentage => p.enforcing_failure_percentage,
+            EjectionType::FailurePercentageLocalOrigin => {
+                p.enforcing_failure_percentage_local_origin
+            }
+        }
+    }
+
+    /// `DetectorHostMonitorImpl::putHttpResponseCode`.
+    fn put_http_code(&mut self, cx: &mut PolicyCx, i: usize, code: u16) {
+        let (c5_thr, gw_thr) = (self.p.consecutive_5xx, self.p.consecutive_gateway_failure);
+        let bucket = self.interval_no;
+        let h = &mut self.hosts[i];
+        let is_5xx = (500..600).contains(&code);
+        h.ext.record(bucket, is_5xx, false);
+        if !is_5xx {
+            h.c5 = 0;
+            h.gw = 0;
+            return;
+        }
+        let mut gateway_hit = false;
+        if matches!(code, 502..=504) {
+            h.gw += 1;
+            gateway_hit = h.gw == gw_thr;
+        } else {
+            h.gw = 0;
+        }
+        h.c5 += 1;
+        let c5_hit = h.c5 == c5_thr;
+        // Both detections are posted to the main thread in this order.
+        if gateway_hit {
+            self.on_consecutive(cx, i, EjectionType::ConsecutiveGatewayFailure);
+        }
+        if c5_hit {
+            self.on_consecutive(cx, i, EjectionType::Consecutive5xx);
+        }
+    }
+
+    /// `localOriginFailure` (split mode).
+    fn local_origin_failure(&mut self, cx: &mut PolicyCx, i: usize) {
+        let bucket = self.interval_no;
+        let h = &mut self.hosts[i];
+        h.lo.record(bucket, true, false);
+        h.clo += 1;
+        if h.clo == self.p.consecutive_local_origin_failure {
+            self.on_consecutive(cx, i, EjectionType::ConsecutiveLocalOriginFailure);
+        }
+    }
+
+    /// `localOriginNoFailure` (split mode).
+    fn local_origin_success(&mut self, i: usize) {
+        let bucket = self.interval_no;
+        let h = &mut self.hosts[i];
+        h.lo.record(bucket, false, false);
+        h.clo = 0;
+    }
+
+    /// `onConsecutiveErrorWorker`: ignore ejected hosts; else try to eject
+    /// and reset that counter whatever came of it.
+    fn on_consecutive(&mut self, cx: &mut PolicyCx, i: usize, t: EjectionType) {
+        if self.hosts[i].ejected {
+            return;
+        }
+        self.stats.detected[t as usize] += 1;
+        self.eject_host(cx, i, t);
+        let h = &mut self.hosts[i];
+        match t {
+            EjectionType::Consecutive5xx => h.c5 = 0,
+            EjectionType::ConsecutiveGatewayFailure => h.gw = 0,
+            _ => h.clo = 0,
+        }
+    }
+
+    /// `DetectorImpl::ejectHost`: the cap, the enforcement roll, the ejection.
+    fn eject_host(&mut self, cx: &mut PolicyCx, i: usize, t: EjectionType) {
+        let n = self.hosts.len() as f64;
+        let max_pct = self.p.max_ejection_percent.min(100) as f64;
+        let active = self.active as f64;
+        let mut allowed = match self.p.max_ejection_percent_mode {
+            MaxEjectionPercentMode::Strict => 100.0 * (active + 1.0) / n <= max_pct,
+            MaxEjectionPercentMode::Legacy => 100.0 * active / n < max_pct,
+        };
+        if self.p.always_eject_one_host {
+            allowed = allowed || self.active == 0;
+        }
+        if !allowed {
+            self.stats.overflow += 1;
+            return;
+        }
+        // `featureEnabled(key, enforcing)`: `random % 100 < enforcing`.
+        let roll: u32 = cx.rng().random_range(0..100);
+        if roll >= self.enforcing(t) {
+            return;
+        }
+        self.stats.enforced[t as usize] += 1;
+        self.active += 1;
+        let now = cx.now().t;
+        let jitter_ms = self.p.max_ejection_time_jitter.as_micros() / 1000;
+        let jitter = SimDuration::from_millis(cx.rng().random_range(0..=jitter_ms));
+        let (base, max) = (self.p.base_ejection_time, self.max_ejection_time);
+        let h = &mut self.hosts[i];
+        let was_ejected = h.ejected;
+        h.ejected = true;
+        h.last_ejection = now;
+        h.jitter = jitter;
+        if base.as_micros() * (h.backoff as u64) < max.as_micros() + base.as_micros() {
+            h.backoff += 1;
+        }
+        if !was_ejected {
+            cx.ejected(ScopeSel::All, NodeId(i as u32));
+        }
+    }
+
+    /// `checkHostForUneject`.
+    fn check_uneject(&mut self, cx: &mut PolicyCx, i: usize, now: SimTime) {
+        let base = self.p.base_ejection_time.as_micros();
+        let max = self.max_ejection_time.as_micros();
+        let h = &mut self.hosts[i];
+        if !h.ejected {
+            return;
+        }
+        let time = SimDuration::from_micros((base * h.backoff as u64).min(max)) + h.jitter;
+        if time <= now.saturating_since(h.last_ejection) {
+            self.active -= 1;
+            h.ejected = false;
+            h.c5 = 0;
+            h.gw = 0;
+            h.clo = 0;
+            h.last_unejection = Some(now);
+            cx.readmitted(ScopeSel::All, NodeId(i as u32));
+        }
+    }
+
+    /// `processSuccessRateEjections` over the bucket of the interval that just ended.
+    fn analyse(&mut self, cx: &mut PolicyCx, origin: Origin) {
+        let n = self.hosts.len() as u64;
+        let p = &self.p;
+        let (sr_min, sr_vol) = (
+            p.success_rate_minimum_hosts as u64,
+            p.success_rate_request_volume as u64,
+        );
+        let (fp_min, fp_vol) = (
+            p.failure_percentage_minimum_hosts as u64,
+            p.failure_percentage_request_volume as u64,
+        );
+        if n < sr_min && n < fp_min {
+            return;
+        }
+        let prev = self.interval_no - 1;
+        self.sr_hosts.clear();
+        self.fp_hosts.clear();
+        let mut sum = 0.0;
+        for (i, h) in self.hosts.iter().enumerate() {
+            if h.ejected {
+                continue;
+            }
+            let b = match origin {
+                Origin::External => h.ext.bucket(prev),
+                Origin::Local => h.lo.bucket(prev),
+            };
+            if b.calls == 0 {
+                continue;
+            }
+            let sr = b.successes() as f64 * 100.0 / b.calls as f64;
+            let vol = b.calls as u64;
+            if vol >= sr_vol {
+                self.sr_hosts.push((i, sr));
+                sum += sr;
+            }
+            if vol >= fp_vol {
+                self.fp_hosts.push((i, sr));
+            }
+        }
+        if !self.sr_hosts.is_empty() && self.sr_hosts.len() as u64 >= sr_min {
+            let threshold = success_rate_threshold(
+                sum,
+                &self.sr_hosts,
+                self.p.success_rate_stdev_factor as f64 / 1000.0,
+            );
+            let t = match origin {
+                Origin::External => EjectionType::SuccessRate,
+                Origin::Local => EjectionType::SuccessRateLocalOrigin,
+            };
+            for k in 0..self.sr_hosts.len() {
+                let (i, sr) = self.sr_hosts[k];
+                if sr < threshold {
+                    self.stats.detected[t as usize] += 1;
+                    self.eject_host(cx, i, t);
+                }
+            }
+        }
+        if !self.fp_hosts.is_empty() && self.fp_hosts.len() as u64 >= fp_min {
+            let threshold = self.p.failure_percentage_threshold as f64;
+            let t = match origin {
+                Origin::External => EjectionType::FailurePercentage,
+                Origin::Local => EjectionType::FailurePercentageLocalOrigin,
+            };
+            for k in 0..self.fp_hosts.len() {
+                let (i, sr) = self.fp_hosts[k];
+                if 100.0 - sr >= threshold {
+                    self.stats.detected[t as usize] += 1;
+                    self.eject_host(cx, i, t);
+                }
+            }
+        }
+    }
+
+    /// `onIntervalTimer`.
+    fn on_tick(&mut self, cx: &mut PolicyCx) {
+        let now = cx.now().t;
+        for i in 0..self.hosts.len() {
+            self.check_uneject(cx, i, now);
+        }
+        self.interval_no += 1;
+        for h in &mut self.hosts {
+            h.ext.advance(self.interval_no);
+            h.lo.advance(self.interval_no);
+        }
+        self.analyse(cx, Origin::External);
+        self.analyse(cx, Origin::Local);
+        let interval = self.p.interval;
+        for h in &mut self.hosts {
+            if !h.ejected
+                && h.last_unejection
+                    .is_some_and(|u| now.saturating_since(u) >= interval)
+            {
+                h.backoff = h.backoff.saturating_sub(1);
+            }
+        }
+        self.arm(cx, now);
+    }
+
+    fn arm(&self, cx: &mut PolicyCx, now: SimTime) {
+        cx.at(
+            now + self.p.interval,
+            PolicyTimer {
+                tag: TICK,
+                node: 0,
+                generation: 0,
+            },
+        );
+    }
+}
+
+/// `successRateEjectionThreshold`: mean − factor × population stdev.
+pub fn success_rate_threshold(sum: f64, hosts: &[(usize, f64)], factor: f64) -> f64 {
+    let n = hosts.len() as f64;
+    let mean = sum / n;
+    let variance = hosts
+        .iter()
+        .map(|&(_, sr)| (sr - mean).powi(2))
+        .sum::<f64>()
+        / n;
+    mean - factor * variance.sqrt()
+}
+
+impl HealthPolicy for OutlierDetection {
+    fn on_start(&mut self, cx: &mut PolicyCx) {
+        let now = cx.now().t;
+        self.arm(cx, now);
+    }
+
+    fn is_routable(&self, _scope: Scope, node: NodeId, _now: Now) -> bool {
+        !self.hosts[node.index()].ejected
+    }
+
+    fn on_connected(&mut self, _cx: &mut PolicyCx, _scope: Scope, node: NodeId) {
+        // `onPoolReady` reports LocalOriginConnectSuccess; only split mode counts it.
+        if self.p.split_external_local_origin_errors {
+            self.local_origin_success(node.index());
+        }
+    }
+
+    fn on_attempt(&mut self, cx: &mut PolicyCx, r: &AttemptReport) {
+        let i = r.node.index();
+        let split = self.p.split_external_local_origin_errors;
+        match r.result {
+            AttemptResult::Status(code) => self.put_http_code(cx, i, code),
+            // The router's own answers: a timeout is 504, connect failures and resets 503.
+            AttemptResult::ReadTimeout if !split => self.put_http_code(cx, i, 504),
+            AttemptResult::Refused | AttemptResult::ConnectTimeout | AttemptResult::Reset
+                if !split =>
+            {
+                self.put_http_code(cx, i, 503)
+            }
+            AttemptResult::ReadTimeout
+            | AttemptResult::Refused
+            | AttemptResult::ConnectTimeout
+            | AttemptResult::Reset => self.local_origin_failure(cx, i),
+            // A downstream reset is reported to nobody.
+            AttemptResult::ClientAbort => {}
+        }
+    }
+
+    fn on_timer(&mut self, cx: &mut PolicyCx, timer: PolicyTimer) {
+        if timer.tag == TICK {
+            self.on_tick(cx);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::policy::testkit::{Harness, ms};
+
+    const OK: AttemptResult = AttemptResult::Status(200);
+    const E503: AttemptResult = AttemptResult::Status(503);
+    const E500: AttemptResult = AttemptResult::Status(500);
+
+    fn od(p: OutlierDetectionParams, nodes: usize) -> Harness<OutlierDetection> {
+        Harness::new(OutlierDetection::new(&p, nodes))
+    }
+
+    /// Consecutive 5xx only, one host of `nodes` may go.
+    fn c5(n: u32) -> OutlierDetectionParams {
+        OutlierDetectionParams {
+            consecutive_5xx: n,
+            max_ejection_percent: 100,
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn consecutive_5xx_ejects_on_the_failure_that_reaches_the_threshold() {
+        let mut h = od(c5(5), 4);
+        for k in 0..4 {
+            h.attempt(ms(100 + k), 0, E503);
+        }
+        assert!(h.routable(0), "four 503s: not yet");
+        h.attempt(ms(104), 0, E503);
+        assert!(
+            !h.routable(0),
+            "the fifth 503 ejects at once, not at the tick"
+        );
+        assert_eq!(h.history(0), vec![(ms(104), true)]);
+        assert_eq!(
+            h.policy.counters(NodeId(0)).0,
+            0,
+            "counter reset after detection"
+        );
+    }
+
+    #[test]
+    fn a_success_or_a_4xx_resets_the_consecutive_counters() {
+        let mut h = od(c5(3), 4);
+        h.attempt(ms(1), 0, E503);
+        h.attempt(ms(2), 0, E503);
+        h.attempt(ms(3), 0, AttemptResult::Status(404));
+        h.attempt(ms(4), 0, E503);
+        h.attempt(ms(5), 0, E503);
+        assert!(h.routable(0));
+        assert_eq!(h.policy.counters(NodeId(0)), (2, 2, 0));
+    }
+
+    #[test]
+    fn a_500_resets_only_the_gateway_counter_and_timeouts_count_as_504() {
+        let p = OutlierDetectionParams {
+            consecutive_5xx: 10,
+            consecutive_gateway_failure: 3,
+            enforcing_consecutive_gateway_failure: 100,
+            max_ejection_percent: 100,
+            ..Default::default()
+        };
+        let mut h = od(p, 4);
+        h.attempt(ms(1), 0, AttemptResult::ReadTimeout); // 504
+        h.attempt(ms(2), 0, AttemptResult::Refused); // 503
+        h.attempt(ms(3), 0, E500);
+        assert_eq!(h.policy.counters(NodeId(0)), (3, 0, 0));
+        h.attempt(ms(4), 0, AttemptResult::Reset);
+        h.attempt(ms(5), 0, AttemptResult::ConnectTimeout);
+        assert!(h.routable(0));
+        h.attempt(ms(6), 0, AttemptResult::Status(502));
+        assert!(!h.routable(0), "third consecutive gateway error");
+        let s = h.policy.stats();
+        assert_eq!(
+            s.enforced[EjectionType::ConsecutiveGatewayFailure as usize],
+            1
+        );
+        // A client abort is reported to nobody.
+        h.attempt(ms(7), 1, AttemptResult::ClientAbort);
+        assert_eq!(h.policy.counters(NodeId(1)), (0, 0, 0));
+    }
+
+    #[test]
+    fn gateway_detection_is_stats_only_by_default_and_resets_its_counter() {
+        let mut h = od(
+            OutlierDetectionParams {
+                consecutive_5xx: 100,
+                max_ejection_percent: 100,
+                ..Default::default()
+            },
+            4,
+        );
+        for k in 0..5 {
+            h.attempt(ms(k + 1), 0, E503);
+        }
+        assert!(
+            h.routable(0),
+            "enforcing_consecutive_gateway_failure defaults to 0"
+        );
+        let s = h.policy.stats();
+        assert_eq!(
+            s.detected[EjectionType::ConsecutiveGatewayFailure as usize],
+            1
+        );
+        assert_eq!(
+            s.enforced[EjectionType::ConsecutiveGatewayFailure as usize],
+            0
+        );
+        assert_eq!(
+            h.policy.counters(NodeId(0)).1,
+            0,
+            "reset although not enforced"
+        );
+    }
+
+    #[test]
+    fn split_mode_counts_local_origin_errors_apart() {
+        let p = OutlierDetectionParams {
+            split_external_local_origin_errors: true,
+            consecutive_local_origin_failure: 3,
+            max_ejection_percent: 100,
+            ..Default::default()
+        };
+        let mut h = od(p, 4);
+        for k in 0..2 {
+            h.attempt(ms(k + 1), 0, AttemptResult::Refused);
+        }
+        assert_eq!(
+            h.policy.counters(NodeId(0)),
+            (0, 0, 2),
+            "5xx counters untouched"
+        );
+        // A connection that succeeds resets the local-origin counter, even if
+        // the request then times out.
+        h.connect(ms(10), 0);
+        h.complete(ms(20), 0, AttemptResult::ReadTimeout, SimDuration::ZERO);
+        assert_eq!(h.policy.counters(NodeId(0)).2, 1);
+        h.attempt(ms(21), 0, AttemptResult::ConnectTimeout);
+        h.attempt(ms(22), 0, AttemptResult::Refused);
+        assert!(!h.routable(0), "third consecutive local-origin failure");
+        assert_eq!(
+            h.policy.stats().enforced[EjectionType::ConsecutiveLocalOriginFailure as usize],
+            1
+        );
+    }
+
+    #[test]
+    fn ejection_time_grows_with_each_ejection_and_is_quantised_to_ticks() {
+        // base 30 s, interval 10 s: the first ejection lasts [30, 40) s.
+        let mut h = od(c5(1), 4);
+        h.attempt(ms(5_000), 0, E503);
+        assert!(!h.routable(0));
+        h.advance_to(ms(34_999));
+        assert!(!h.routable(0), "tick at 30 s: only 25 s elapsed");
+        h.advance_to(ms(40_000));
+        assert!(h.routable(0), "un-ejected at the 40 s tick");
+        assert_eq!(h.policy.backoff(NodeId(0)), 1);
+        // Re-ejected at once: multiplier 2 → 60 s, un-ejected at the first tick
+        // at least 60 s later.
+        h.attempt(ms(40_001), 0, E503);
+        assert_eq!(h.policy.backoff(NodeId(0)), 2);
+        h.advance_to(ms(100_000));
+        assert!(!h.routable(0), "tick at 100 s: 59.999 s elapsed");
+        h.advance_to(ms(110_000));
+        assert!(h.routable(0));
+        let hist = h.history(0);
+        assert_eq!(
+            hist,
+            vec![
+                (ms(5_000), true),
+                (ms(40_000), false),
+                (ms(40_001), true),
+                (ms(110_000), false)
+            ]
+        );
+    }
+
+    #[test]
+    fn backoff_decrements_once_per_healthy_tick_and_caps_at_max() {
+        let mut h = od(c5(1), 4);
+        // Re-eject at each un-ejection: 30, 60, ... the multiplier saturates at 11.
+        let mut t = 1_000;
+        for _ in 0..13 {
+            h.attempt(ms(t), 0, E503);
+            while !h.routable(0) {
+                t += 10_000;
+                h.advance_to(ms(t));
+            }
+            t += 1;
+        }
+        assert_eq!(
+            h.policy.backoff(NodeId(0)),
+            11,
+            "30 s × 11 ≥ 300 s + 30 s stops growth"
+        );
+        // Healthy ticks lower it by one each, starting one interval after un-ejection.
+        let start = h.now;
+        h.advance_to(start + SimDuration::from_secs(10));
+        let b0 = h.policy.backoff(NodeId(0));
+        h.advance_to(start + SimDuration::from_secs(50));
+        assert_eq!(h.policy.backoff(NodeId(0)), b0 - 4);
+        h.advance_to(start + SimDuration::from_secs(200));
+        assert_eq!(h.policy.backoff(NodeId(0)), 0);
+    }
+
+    #[test]
+    fn the_capped_ejection_lasts_max_ejection_time() {
+        let p = OutlierDetectionParams {
+            consecutive_5xx: 1,
+            max_ejection_percent: 100,
+            base_ejection_time: SimDuration::from_secs(30),
+            max_ejection_time: Some(SimDuration::from_secs(60)),
+            ..Default::default()
+        };
+        let mut h = od(p, 4);
+        for _ in 0..4 {
+            let t = h.now + SimDuration::from_millis(1);
+            h.attempt(t, 0, E503);
+            while !h.routable(0) {
+                let t = h.now + SimDuration::from_secs(10);
+                h.advance_to(t);
+            }
+        }
+        // multiplier 1, 2, 3 (30 × 2 < 60 + 30), then stays 3; time = min(90, 60) = 60
+        assert_eq!(h.policy.backoff(NodeId(0)), 3);
+        let hist = h.history(0);
+        let last = hist.len();
+        let dur = hist[last - 1].0.saturating_since(hist[last - 2].0);
+        assert!(
+            dur >= SimDuration::from_secs(60) && dur < SimDuration::from_secs(70),
+            "{dur}"
+        );
+    }
+
+    #[test]
+    fn success_rate_threshold_arithmetic() {
+        // 100,100,100,100,90: mean 98, population stdev 4, 98 − 1.9 × 4 = 90.4.
+        let hosts: Vec<(usize, f64)> = [100.0, 100.0, 100.0, 100.0, 90.0]
+            .into_iter()
+            .enumerate()
+            .collect();
+        let thr = success_rate_threshold(490.0, &hosts, 1.9);
+        assert!((thr - 90.4).abs() < 1e-9, "{thr}");
+        // Envoy's own example: {50,100,100,100,100} → mean 90, stdev 20, threshold 52.
+        let hosts: Vec<(usize, f64)> = [50.0, 100.0, 100.0, 100.0, 100.0]
+            .into_iter()
+            .enumerate()
+            .collect();
+        assert!((success_rate_threshold(450.0, &hosts, 1.9) - 52.0).abs() < 1e-9);
+    }
+
+    /// Drives `n` hosts through one interval with the given success counts out of `vol`.
+    fn interval(h: &mut Harness<OutlierDetection>, start_ms: u64, ok: &[u32], vol: u32) {
+        for (node, &good) in ok.iter().enumerate() {
+            for k in 0..vol {
+                let r = if k < good { OK } else { E500 };
+                h.attempt(ms(start_ms + k as u64), node as u32, r);
+            }
+        }
+    }
+
+    fn sr_only() -> OutlierDetectionParams {
+        OutlierDetectionParams {
+            consecutive_5xx: 0, // `++c == 0` never holds: off
+            max_ejection_percent: 100,
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn success_rate_ejects_strictly_below_the_threshold_at_the_tick() {
+        let mut h = od(sr_only(), 5);
+        interval(&mut h, 1_000, &[100, 100, 100, 100, 90], 100);
+        assert!(h.routable(4), "nothing happens before the tick");
+        h.advance_to(ms(10_000));
+        assert!(!h.routable(4), "90 % < 90.4 %");
+        assert!((0..4).all(|n| h.routable(n)));
+        // mean 99.8, stdev 0.4, threshold 99.04: 99 % is an outlier.
+        let mut h = od(sr_only(), 5);
+        interval(&mut h, 1_000, &[100, 100, 100, 100, 99], 100);
+        h.advance_to(ms(10_000));
+        assert!(
+            !h.routable(4),
+            "any shortfall against 4 perfect peers is an outlier"
+        );
+        // Strict: with factor 0 the threshold is the mean; equal hosts stay.
+        let mut h = od(
+            OutlierDetectionParams {
+                success_rate_stdev_factor: 0,
+                ..sr_only()
+            },
+            5,
+        );
+        interval(&mut h, 1_000, &[100; 5], 100);
+        h.advance_to(ms(10_000));
+        assert!(
+            (0..5).all(|n| h.routable(n)),
+            "sr == threshold is not below it"
+        );
+    }
+
+    #[test]
+    fn success_rate_needs_volume_and_minimum_hosts() {
+        // 99 requests per host: below the volume of 100, nothing is evaluated.
+        let mut h = od(sr_only(), 5);
+        interval(&mut h, 1_000, &[99, 99, 99, 99, 0], 99);
+        h.advance_to(ms(10_000));
+        assert!(h.routable(4));
+        // Four hosts: fewer than success_rate_minimum_hosts.
+        let mut h = od(sr_only(), 4);
+        interval(&mut h, 1_000, &[100, 100, 100, 0], 100);
+        h.advance_to(ms(10_000));
+        assert!(h.routable(3));
+        // Only the interval that just ended counts: data of the one before is gone.
+        let mut h = od(sr_only(), 5);
+        interval(&mut h, 1_000, &[100, 100, 100, 100, 0], 100);
+        h.advance_to(ms(9_999));
+        h.policy.p.enforcing_success_rate = 0; // observe the detection only
+        h.advance_to(ms(10_000));
+        assert_eq!(
+            h.policy.stats().detected[EjectionType::SuccessRate as usize],
+            1
+        );
+        h.advance_to(ms(20_000));
+        assert_eq!(
+            h.policy.stats().detected[EjectionType::SuccessRate as usize],
+            1,
+            "the second tick sees an empty interval"
+        );
+    }
+
+    #[test]
+    fn failure_percentage_is_non_strict() {
+        let p = OutlierDetectionParams {
+            consecutive_5xx: 0,
+            enforcing_success_rate: 0,
+            failure_percentage_threshold: 5,
+            failure_percentage_request_volume: 100,
+            failure_percentage_minimum_hosts: 4,
+            enforcing_failure_percentage: 100,
+            max_ejection_percent: 100,
+            ..Default::default()
+        };
+        let mut h = od(p, 4);
+        // node 0: exactly 5 % failures (ejected, `>=`); node 1: 4 % (kept).
+        interval(&mut h, 1_000, &[95, 96, 100, 100], 100);
+        h.advance_to(ms(10_000));
+        assert!(!h.routable(0));
+        assert!(h.routable(1));
+    }
+
+    #[test]
+    fn max_ejection_percent_strict_mode() {
+        // 3 hosts at 50 %: (0+1)/3 = 33 % ≤ 50 → first allowed; (1+1)/3 = 67 % → refused.
+        let p = OutlierDetectionParams {
+            consecutive_5xx: 1,
+            max_ejection_percent: 50,
+            ..Default::default()
+        };
+        let mut h = od(p, 3);
+        h.attempt(ms(1), 0, E503);
+        h.attempt(ms(2), 1, E503);
+        h.attempt(ms(3), 2, E503);
+        assert_eq!(h.policy.ejections_active(), 1);
+        assert_eq!(h.policy.stats().overflow, 2);
+        // Default 10 % on 9 hosts: 1/9 = 11 % > 10 → nothing can ever be ejected.
+        let mut h = od(c5_default_cap(), 9);
+        h.attempt(ms(1), 0, E503);
+        assert!(h.routable(0));
+        assert_eq!(h.policy.stats().overflow, 1);
+        // ... unless always_eject_one_host (Envoy ≥ 1.31).
+        let mut h = od(
+            OutlierDetectionParams {
+                always_eject_one_host: true,
+                ..c5_default_cap()
+            },
+            9,
+        );
+        h.attempt(ms(1), 0, E503);
+        h.attempt(ms(2), 1, E503);
+        assert!(!h.routable(0));
+        assert!(h.routable(1), "only the first ejection bypasses the cap");
+    }
+
+    fn c5_default_cap() -> OutlierDetectionParams {
+        OutlierDetectionParams {
+            consecutive_5xx: 1,
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn max_ejection_percent_legacy_mode() {
+        // 3 hosts at 50 %: 0/3 < 50 → eject; 1/3 = 33 % < 50 → eject; 2/3 = 67 % → refused.
+        let p = OutlierDetectionParams {
+            consecutive_5xx: 1,
+            max_ejection_percent: 50,
+            max_ejection_percent_mode: MaxEjectionPercentMode::Legacy,
+            ..Default::default()
+        };
+        let mut h = od(p, 3);
+        h.attempt(ms(1), 0, E503);
+        h.attempt(ms(2), 1, E503);
+        h.attempt(ms(3), 2, E503);
+        assert_eq!(
+            h.policy.ejections_active(),
+            2,
+            "overshoots 50 % by one host"
+        );
+        // The default 10 % still lets the first host go in a small cluster.
+        let p = OutlierDetectionParams {
+            max_ejection_percent_mode: MaxEjectionPercentMode::Legacy,
+            ..c5_default_cap()
+        };
+        let mut h = od(p, 4);
+        h.attempt(ms(1), 0, E503);
+        h.attempt(ms(2), 1, E503);
+        assert!(!h.routable(0));
+        assert!(h.routable(1));
+    }
+
+    #[test]
+    fn a_capped_host_is_reconsidered_only_after_another_full_run_of_errors() {
+        let p = OutlierDetectionParams {
+            consecutive_5xx: 3,
+            max_ejection_percent: 25,
+            ..Default::default()
+        };
+        let mut h = od(p, 4);
+        for k in 0..3 {
+            h.attempt(ms(k + 1), 0, E503);
+        }
+        assert!(!h.routable(0));
+        for k in 0..3 {
+            h.attempt(ms(k + 10), 1, E503);
+        }
+        assert!(h.routable(1), "capped");
+        assert_eq!(
+            h.policy.counters(NodeId(1)).0,
+            0,
+            "and the counter was reset anyway"
+        );
+    }
+
+    #[test]
+    fn enforcement_is_a_roll_per_detection() {
+        let p = OutlierDetectionParams {
+            consecutive_5xx: 1,
+            enforcing_consecutive_5xx: 50,
+            max_ejection_percent: 100,
+            ..Default::default()
+        };
+        let mut h = od(p, 1000);
+        for n in 0..1000 {
+            h.attempt(ms(1), n, E503);
+        }
+        let ejected = h.policy.ejections_active();
+        assert!((420..580).contains(&ejected), "about half: {ejected}");
+    }
+
+    #[test]
+    fn jitter_extends_the_ejection_within_bounds() {
+        let p = OutlierDetectionParams {
+            consecutive_5xx: 1,
+            max_ejection_percent: 100,
+            interval: SimDuration::from_secs(1),
+            max_ejection_time_jitter: SimDuration::from_secs(5),
+            ..Default::default()
+        };
+        let mut h = od(p, 200);
+        for n in 0..200 {
+            h.attempt(ms(1), n, E503);
+        }
+        h.advance_to(ms(40_000));
+        let mut durations: Vec<u64> = (0..200)
+            .map(|n| {
+                let hist = h.history(n);
+                hist[1].0.saturating_since(hist[0].0).as_micros() / 1_000_000
+            })
+            .collect();
+        durations.sort();
+        assert!(durations[0] >= 30 && durations[199] <= 35, "{durations:?}");
+        assert!(durations[0] < durations[199], "jitter spreads un-ejections");
+    }
+
+    #[test]
+    fn sr_and_fp_in_one_tick_eject_twice_like_a_release_build() {
+        let p = OutlierDetectionParams {
+            consecutive_5xx: 0,
+            enforcing_failure_percentage: 100,
+            failure_percentage_threshold: 50,
+            max_ejection_percent: 100,
+            ..Default::default()
+        };
+        let mut h = od(p, 5);
+        interval(&mut h, 1_000, &[100, 100, 100, 100, 0], 100);
+        h.advance_to(ms(10_000));
+        assert!(!h.routable(4));
+        assert_eq!(h.policy.ejections_active(), 2, "one host, counted twice");
+        assert_eq!(h.ejections(4), 1, "but one ejection in the metrics");
+        assert_eq!(h.policy.backoff(NodeId(4)), 2);
+    }
+
+    #[test]
+    fn istio_mapping() {
+        let i: IstioParams = serde_json::from_value(serde_json::json!({
+            "consecutive5xxErrors": 3, "interval": "5s", "baseEjectionTime": "15s",
+            "maxEjectionPercent": 50, "minHealthPercent": 30
+        }))
+        .unwrap();
+        let e = i.to_envoy();
+        assert_eq!(e.consecutive_5xx, 3);
+        assert_eq!(e.enforcing_consecutive_5xx, 100);
+        assert_eq!(e.enforcing_success_rate, 0);
+        assert_eq!(e.enforcing_failure_percentage, 0);
+        assert_eq!(e.enforcing_consecutive_gateway_failure, 0);
+        assert_eq!(e.interval, SimDuration::from_secs(5));
+        assert_eq!(e.base_ejection_time, SimDuration::from_secs(15));
+        assert_eq!(e.max_ejection_percent, 50);
+        assert_eq!(e.healthy_panic_threshold, 30.0);
+        // Defaults: panic off; 0 disables consecutive 5xx enforcement.
+        let d = IstioParams::default().to_envoy();
+        assert_eq!(d.healthy_panic_threshold, 0.0);
+        assert_eq!(d.consecutive_5xx, 5);
+        let off = IstioParams {
+            consecutive_5xx_errors: Some(0),
+            consecutive_gateway_errors: Some(4),
+            ..Default::default()
+        }
+        .to_envoy();
+        assert_eq!(off.enforcing_consecutive_5xx, 0);
+        assert_eq!(
+            (
+                off.consecutive_gateway_failure,
+                off.enforcing_consecutive_gateway_failure
+            ),
+            (4, 100)
+        );
+        // istiod cannot tell 0 from unset: maxEjectionPercent 0 leaves Envoy's 10.
+        let zero = IstioParams {
+            max_ejection_percent: Some(0),
+            ..Default::default()
+        }
+        .to_envoy();
+        assert_eq!(zero.max_ejection_percent, 10);
+        // Legacy consecutiveErrors: gateway errors only.
+        let legacy = IstioParams {
+            consecutive_errors: Some(7),
+            ..Default::default()
+        }
+        .to_envoy();
+        assert_eq!(legacy.enforcing_consecutive_5xx, 0);
+        assert_eq!(
+            (
+                legacy.consecutive_gateway_failure,
+                legacy.enforcing_consecutive_gateway_failure
+            ),
+            (7, 100)
+        );
+        let bad = serde_json::from_value::<IstioParams>(serde_json::json!({"consecutive5xx": 3}));
+        assert!(bad.is_err(), "Istio spelling only");
+    }
+
+    #[test]
+    fn validation() {
+        let p = OutlierDetectionParams {
+            base_ejection_time: SimDuration::from_secs(400),
+            max_ejection_time: Some(SimDuration::from_secs(300)),
+            ..Default::default()
+        };
+        assert_eq!(p.validate().unwrap_err().0, "max_ejection_time");
+        let p = OutlierDetectionParams {
+            base_ejection_time: SimDuration::from_secs(400),
+            ..Default::default()
+        };
+        assert_eq!(p.max_ejection_time(), SimDuration::from_secs(400));
+        assert!(p.validate().is_ok());
+        let p = OutlierDetectionParams {
+            enforcing_success_rate: 101,
+            ..Default::default()
+        };
+        assert_eq!(p.validate().unwrap_err().0, "enforcing_success_rate");
+    }
+}

@@ -1,0 +1,172 @@
+//! The HAProxy request path end to end (reference Part B §B4–B5 and the
+//! verification runs D12–D14 on HAProxy 2.6.12).
+
+use hcsim::model;
+use hcsim::scenario::Scenario;
+use serde_json::{Value, json};
+
+fn scenario(doc: Value) -> Scenario {
+    Scenario::from_document(&doc, "inline.json".as_ref()).expect("valid model")
+}
+
+/// One request every 10 s to a HAProxy backend.
+fn base(nodes: Value, faults: Value, haproxy: Value) -> Value {
+    json!({
+        "name": "haproxy", "duration": "60s",
+        "clients": {"kind": "open", "rate_per_s": 0.1, "arrivals": "constant"},
+        "gateway": {"flavor": "haproxy", "haproxy": haproxy},
+        "nodes": nodes,
+        "faults": faults
+    })
+}
+
+#[test]
+fn refused_connects_are_retried_after_a_one_second_pause() {
+    // D12: retries 3 against a refusing server: 503 after 3.0 s, 4 attempts.
+    let sc = scenario(base(
+        json!([{"name": "A"}]),
+        json!([{"kind": "crash", "node": "A"}]),
+        json!({"retries": 3, "timeout_connect": "5s"}),
+    ));
+    let r = model::run(&sc, 1);
+    assert_eq!(r.client.status.get("503"), Some(&r.client.requests));
+    assert_eq!(r.nodes[0].attempts, 4 * r.client.requests);
+    let p50 = r.client.latency_ms.p50.unwrap();
+    assert!((p50 - 3000.0).abs() < 100.0, "{p50} ms");
+}
+
+#[test]
+fn connect_timeouts_are_retried_at_once() {
+    // D12: black-holed server, timeout connect 500 ms: 503 after 2.0 s.
+    let sc = scenario(base(
+        json!([{"name": "A"}]),
+        json!([{"kind": "partition", "node": "A"}]),
+        json!({"retries": 3, "timeout_connect": "500ms"}),
+    ));
+    let r = model::run(&sc, 1);
+    assert_eq!(r.client.status.get("503"), Some(&r.client.requests));
+    let p50 = r.client.latency_ms.p50.unwrap();
+    assert!((p50 - 2000.0).abs() < 70.0, "{p50} ms");
+}
+
+#[test]
+fn roundrobin_with_redispatch_always_hits_the_dead_server_first() {
+    // D13: every request is refused by A, redispatched at once to B.
+    let sc = scenario(base(
+        json!([{"name": "A"}, {"name": "B"}]),
+        json!([{"kind": "crash", "node": "A"}]),
+        json!({"retries": 3, "redispatch": true, "timeout_connect": "5s"}),
+    ));
+    let r = model::run(&sc, 1);
+    assert_eq!(r.client.ok, r.client.requests);
+    assert_eq!(
+        r.nodes[0].attempts, r.client.requests,
+        "dead first, every time"
+    );
+    assert_eq!(r.nodes[1].attempts, r.client.requests);
+    assert!(
+        r.client.latency_ms.max.unwrap() < 50.0,
+        "no turn-around pause"
+    );
+}
+
+#[test]
+fn without_redispatch_retries_stay_on_the_same_server() {
+    let sc = scenario(base(
+        json!([{"name": "A"}, {"name": "B"}]),
+        json!([{"kind": "crash", "node": "A"}]),
+        json!({"retries": 2}),
+    ));
+    let r = model::run(&sc, 1);
+    let failed = r.client.status.get("503").copied().unwrap_or(0);
+    assert_eq!(failed + r.client.ok, r.client.requests);
+    assert_eq!(failed, r.nodes[0].attempts / 3, "three attempts on A each");
+    assert!(
+        failed > 0 && r.client.ok > 0,
+        "half the requests start on A"
+    );
+}
+
+#[test]
+fn server_timeout_and_close_map_to_504_and_502() {
+    let sc = scenario(base(
+        json!([{"name": "A"}]),
+        json!([{"kind": "hang", "node": "A"}]),
+        json!({"timeout_server": "1s"}),
+    ));
+    let r = model::run(&sc, 1);
+    assert_eq!(r.client.status.get("504"), Some(&r.client.requests));
+    let sc = scenario(base(
+        json!([{"name": "A"}]),
+        json!([{"kind": "flaky", "node": "A", "p": 1.0, "error": "reset"}]),
+        json!({}),
+    ));
+    let r = model::run(&sc, 1);
+    assert_eq!(
+        r.client.status.get("502"),
+        Some(&r.client.requests),
+        "no retry once connected"
+    );
+}
+
+#[test]
+fn no_usable_server_is_a_503() {
+    let mut doc = base(
+        json!([{"name": "A"}]),
+        json!([{"kind": "crash", "node": "A"}]),
+        json!({}),
+    );
+    doc["policies"] = json!([{"kind": "active_probe", "flavor": "haproxy", "inter": "1s"}]);
+    let r = model::run(&scenario(doc), 1);
+    // The first check (at 0 s) marks A DOWN. The request sent at 0 s is
+    // retried on A all the same (no redispatch): its 4 attempts are the only
+    // ones; every later request finds no server.
+    assert!(r.client.requests > 1);
+    assert_eq!(r.nodes[0].attempts, 4, "only the request at 0 s reached A");
+    assert_eq!(r.client.status.get("503"), Some(&r.client.requests));
+}
+
+#[test]
+fn observe_layer7_marks_down_on_the_third_502_which_still_reaches_the_client() {
+    // D14: error-limit 3 on-error mark-down fastinter 1s, with a passing TCP check.
+    let mut doc = base(
+        json!([{"name": "A"}]),
+        json!([{"kind": "flaky", "node": "A", "at": "10s", "for": "1s", "p": 1.0, "status": 502}]),
+        json!({}),
+    );
+    doc["clients"] = json!({"kind": "open", "rate_per_s": 10.0, "arrivals": "constant"});
+    doc["duration"] = json!("20s");
+    doc["policies"] = json!([{
+        "kind": "active_probe", "flavor": "haproxy", "inter": "10s", "fastinter": "1s",
+        "observe": "layer7", "error_limit": 3, "on_error": "mark-down"
+    }]);
+    let r = model::run(&scenario(doc), 1);
+    let a = &r.nodes[0];
+    assert_eq!(
+        r.client.status.get("502"),
+        Some(&3),
+        "the third 502 went to the client"
+    );
+    assert_eq!(a.ejections, 1);
+    let d = a.first_ejection_delay_s.unwrap();
+    assert!(
+        (0.2..0.21).contains(&d),
+        "marked down at the third error: {d}"
+    );
+    // Two passing checks at fastinter bring it back: DOWN for about 2 s.
+    assert!(
+        (a.ejected_time_s - 2.0).abs() < 0.05,
+        "{}",
+        a.ejected_time_s
+    );
+}
+
+#[test]
+fn nginx_settings_stay_nginx() {
+    let mut doc = base(json!([{"name": "A"}]), json!([]), json!({"retries": 1}));
+    doc["gateway"]["flavor"] = json!("nginx");
+    let e = Scenario::from_document(&doc, "m.json".as_ref())
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("gateway.haproxy: HAProxy settings need"), "{e}");
+}

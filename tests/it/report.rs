@@ -1,0 +1,183 @@
+//! Charts and report.html: every chart decodes and is not blank, `hcsim plot`
+//! redraws the same files, and the report renders in headless Chromium.
+
+use crate::{hcsim, tmp};
+use std::path::Path;
+use std::process::Command;
+
+/// Decodes a PNG and checks it is a real picture (several colours, dark text).
+fn check_png(path: &Path) {
+    let file = std::fs::File::open(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let decoder = png::Decoder::new(std::io::BufReader::new(file));
+    let mut reader = decoder
+        .read_info()
+        .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let mut buf = vec![0; reader.output_buffer_size()];
+    let info = reader.next_frame(&mut buf).expect("frame");
+    assert!(
+        info.width >= 600 && info.height >= 400,
+        "{}: {}x{}",
+        path.display(),
+        info.width,
+        info.height
+    );
+    let px = &buf[..info.buffer_size()];
+    let step = info.color_type.samples();
+    let dark = px
+        .chunks(step)
+        .filter(|p| p[..3].iter().all(|&c| c < 80))
+        .count();
+    let distinct: std::collections::BTreeSet<&[u8]> = px.chunks(step).take(200_000).collect();
+    assert!(
+        dark > 500,
+        "{}: only {dark} dark pixels (no text?)",
+        path.display()
+    );
+    assert!(distinct.len() > 8, "{}: nearly flat image", path.display());
+}
+
+fn run_e2(dir: &Path) {
+    let o = hcsim(&[
+        "run",
+        "models/e2-p02-flaky-2pct.json",
+        "--reps",
+        "5",
+        "--out",
+        dir.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+}
+
+fn chart_files(dir: &Path) -> Vec<std::path::PathBuf> {
+    let mut v: Vec<_> = std::fs::read_dir(dir.join("charts"))
+        .expect("charts dir")
+        .map(|e| e.unwrap().path())
+        .collect();
+    v.sort();
+    v
+}
+
+#[test]
+fn run_draws_charts_that_decode_and_plot_redraws_them_identically() {
+    let dir = tmp("charts");
+    run_e2(&dir);
+    let files = chart_files(&dir);
+    let pngs: Vec<_> = files
+        .iter()
+        .filter(|p| p.extension().is_some_and(|e| e == "png"))
+        .collect();
+    assert!(pngs.len() >= 3, "timeline + distributions: {files:?}");
+    for p in &pngs {
+        check_png(p);
+        let svg = std::fs::read_to_string(p.with_extension("svg")).unwrap();
+        assert!(svg.contains("<svg") && svg.contains("e2-p02-flaky-2pct"));
+    }
+    let before: Vec<Vec<u8>> = files.iter().map(|p| std::fs::read(p).unwrap()).collect();
+    let report_before = std::fs::read(dir.join("report.html")).unwrap();
+    std::fs::remove_dir_all(dir.join("charts")).unwrap();
+    std::fs::remove_file(dir.join("report.html")).unwrap();
+    let o = hcsim(&["plot", dir.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let after: Vec<Vec<u8>> = chart_files(&dir)
+        .iter()
+        .map(|p| std::fs::read(p).unwrap())
+        .collect();
+    assert!(before == after, "hcsim plot drew different charts");
+    assert!(std::fs::read(dir.join("report.html")).unwrap() == report_before);
+}
+
+#[test]
+fn report_is_self_contained() {
+    let dir = tmp("report-html");
+    run_e2(&dir);
+    let html = std::fs::read_to_string(dir.join("report.html")).unwrap();
+    assert!(html.matches("<figure><svg").count() >= 3);
+    for external in ["src=\"http", "href=\"http", "<link", "@import", "<img"] {
+        assert!(!html.contains(external), "external asset: {external}");
+    }
+    for part in [
+        "Key figures",
+        "What was simulated",
+        "Provenance",
+        "&quot;fail_timeout&quot;: &quot;5s&quot;",
+        "hcsim run models/e2-p02-flaky-2pct.json --seed 1 --reps 5",
+    ] {
+        assert!(html.contains(part), "report lacks {part}");
+    }
+}
+
+fn chromium() -> Option<String> {
+    ["chromium", "chromium-browser"].iter().find_map(|c| {
+        Command::new(c)
+            .arg("--version")
+            .output()
+            .ok()
+            .filter(|o| o.status.success())
+            .map(|_| c.to_string())
+    })
+}
+
+#[test]
+fn report_renders_in_headless_chromium() {
+    let Some(browser) = chromium() else {
+        assert!(
+            std::env::var_os("HCSIM_REQUIRE_BROWSER").is_none(),
+            "HCSIM_REQUIRE_BROWSER is set but chromium is not installed"
+        );
+        eprintln!("skipped: chromium not installed (scripts/test-deps.sh installs it)");
+        return;
+    };
+    let dir = tmp("chromium");
+    run_e2(&dir);
+    let url = format!("file://{}", dir.join("report.html").display());
+    let base = |profile: &str| {
+        let mut c = Command::new(&browser);
+        c.args([
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-quic",
+            "--no-first-run",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
+            "--hide-scrollbars",
+            "--virtual-time-budget=5000",
+        ]);
+        c.arg(format!("--user-data-dir={}", dir.join(profile).display()));
+        c
+    };
+    let dom = base("p1")
+        .arg("--dump-dom")
+        .arg(&url)
+        .output()
+        .expect("run chromium");
+    let dom = String::from_utf8_lossy(&dom.stdout);
+    let body = dom
+        .split("<body")
+        .nth(1)
+        .and_then(|b| b.split('>').next())
+        .unwrap_or("");
+    assert!(
+        !body.contains("data-errors"),
+        "script errors on the page: {body}"
+    );
+    assert!(body.contains("data-charts=\"3\""), "charts counted: {body}");
+    assert!(
+        body.contains("data-charts-ok=\"3\""),
+        "charts rendered non-empty: {body}"
+    );
+    let shot = dir.join("report.png");
+    let o = base("p2")
+        .arg(format!("--screenshot={}", shot.display()))
+        .arg("--window-size=1300,2400")
+        .arg(&url)
+        .output()
+        .expect("run chromium");
+    assert!(
+        shot.exists(),
+        "no screenshot: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    check_png(&shot);
+}
