@@ -2,7 +2,7 @@
 //! simulated, every default filled in (as `nginx -T` prints its configuration).
 
 use crate::error::Error;
-use crate::scenario::{MeasureSpec, Scenario, ScenarioSpec};
+use crate::scenario::{GatewayFlavor, MeasureSpec, Scenario, ScenarioSpec};
 use serde_json::Value;
 use std::path::Path;
 
@@ -48,6 +48,9 @@ pub fn effective_spec(sc: &Scenario) -> ScenarioSpec {
         from: sc.measure_from.since_start(),
         to: Some(sc.measure_to.since_start()),
     });
+    if spec.gateway.flavor == GatewayFlavor::Haproxy {
+        spec.gateway.haproxy = Some(spec.gateway.haproxy());
+    }
     if spec.policies.is_empty() {
         spec.policy = sc.policies.first().cloned();
     } else {

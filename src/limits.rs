@@ -10,7 +10,9 @@
 //! `--max-events`, which bounds both (every request in flight took an event).
 
 use crate::engine::SimDuration;
-use crate::scenario::{Clients, LatencySpec, Scenario, ScenarioSpec};
+use crate::scenario::{
+    Clients, GatewayFlavor, KERNEL_CONNECT_TIMEOUT, LatencySpec, Scenario, ScenarioSpec,
+};
 
 /// Rows of `timeline.csv` (run duration / `timeline_bucket`).
 pub const MAX_TIMELINE_ROWS: u64 = 1_000_000;
@@ -139,11 +141,25 @@ pub fn estimate(sc: &Scenario) -> Cost {
     let (requests, in_flight) = match &sc.clients {
         Clients::Open { rate_per_s, .. } => {
             let usable = sc.nodes.iter().filter(|n| !n.down).count().max(1) as f64;
-            let tries = match g.proxy_next_upstream_tries {
-                0 => usable,
-                t => (t as f64).min(usable),
+            let (tries, attempt_s) = match g.flavor {
+                GatewayFlavor::Nginx => (
+                    match g.proxy_next_upstream_tries {
+                        0 => usable,
+                        t => (t as f64).min(usable),
+                    },
+                    (g.proxy_connect_timeout + g.rtt + g.proxy_read_timeout).as_secs_f64(),
+                ),
+                GatewayFlavor::Haproxy => {
+                    let h = g.haproxy();
+                    let connect = h.timeout_connect.unwrap_or(KERNEL_CONNECT_TIMEOUT);
+                    // without `timeout server` an attempt may wait to the end
+                    let server = h.timeout_server.unwrap_or(sc.duration);
+                    (
+                        h.retries as f64 + 1.0,
+                        (connect + g.rtt + server).as_secs_f64(),
+                    )
+                }
             };
-            let attempt_s = (g.proxy_connect_timeout + g.rtt + g.proxy_read_timeout).as_secs_f64();
             let mut lifetime_s = tries * attempt_s;
             if let Some(t) = sc.clients.timeout() {
                 lifetime_s = lifetime_s.min(t.as_secs_f64());

@@ -1079,32 +1079,55 @@ impl Scenario {
     pub fn warnings(&self) -> Vec<(String, String)> {
         let mut w = vec![];
         let g = &self.gateway;
-        if let Some(t) = self.clients.timeout() {
-            // An attempt that never connects or never answers ends at these times.
-            let waits = [
-                (
-                    "proxy_connect_timeout",
-                    g.proxy_connect_timeout,
-                    g.proxy_connect_timeout,
-                ),
-                (
-                    "proxy_read_timeout",
-                    g.proxy_read_timeout,
-                    g.rtt + g.proxy_read_timeout,
-                ),
-            ];
+        if let Some(t) = self.clients.timeout()
+            && self.policies.iter().any(PolicySpec::counts_client_requests)
+        {
+            // When a waiting attempt ends: (field, its value as written, when it fires).
+            let waits: Vec<(String, String, Option<SimDuration>)> = match g.flavor {
+                GatewayFlavor::Nginx => vec![
+                    (
+                        "gateway.proxy_connect_timeout".into(),
+                        g.proxy_connect_timeout.to_string(),
+                        Some(g.proxy_connect_timeout),
+                    ),
+                    (
+                        "gateway.proxy_read_timeout".into(),
+                        g.proxy_read_timeout.to_string(),
+                        Some(g.rtt + g.proxy_read_timeout),
+                    ),
+                ],
+                GatewayFlavor::Haproxy => {
+                    let h = g.haproxy();
+                    vec![
+                        (
+                            "gateway.haproxy.timeout_connect".into(),
+                            h.timeout_connect.map_or_else(
+                                || format!("unset: the kernel's {KERNEL_CONNECT_TIMEOUT}"),
+                                |d| d.to_string(),
+                            ),
+                            Some(h.timeout_connect.unwrap_or(KERNEL_CONNECT_TIMEOUT)),
+                        ),
+                        (
+                            "gateway.haproxy.timeout_server".into(),
+                            h.timeout_server
+                                .map_or_else(|| "unset: never".into(), |d| d.to_string()),
+                            h.timeout_server.map(|d| g.rtt + d),
+                        ),
+                    ]
+                }
+            };
             let longer: Vec<String> = waits
                 .iter()
-                .filter(|(_, _, ends_after)| t <= *ends_after)
-                .map(|(name, value, _)| format!("gateway.{name} ({value})"))
+                .filter(|(_, _, fires)| fires.is_none_or(|f| t <= f))
+                .map(|(name, value, _)| format!("{name} ({value})"))
                 .collect();
             if !longer.is_empty() {
                 w.push((
                     "clients.timeout".into(),
                     format!(
-                        "clients give up after {t}, no later than {}: a waiting attempt ends as a client \
-                         abort (499), which nginx never counts as a failure, so a node that stops \
-                         answering may never be ejected",
+                        "clients give up after {t}, no later than {}: a waiting attempt ends as a \
+                         client abort (499), which passive health checks never count as a \
+                         failure, so they may never eject a node that stops answering",
                         longer.join(" and ")
                     ),
                 ));
@@ -1463,6 +1486,36 @@ mod tests {
                 "{ptr}: got {e:?}, want {want:?}"
             );
         }
+    }
+
+    #[test]
+    fn a_client_timeout_before_the_upstream_ones_warns_only_for_passive_checks() {
+        let mut d = minimal();
+        d["clients"]["timeout"] = json!("5s");
+        let w = check(d.clone()).unwrap().warnings();
+        assert_eq!(w.len(), 1, "{w:?}");
+        assert!(w[0].1.starts_with(
+            "clients give up after 5s, no later than gateway.proxy_connect_timeout (60s) and \
+             gateway.proxy_read_timeout (60s)"
+        ));
+        d["gateway"] = json!({"proxy_connect_timeout": "2s", "proxy_read_timeout": "4s"});
+        assert_eq!(check(d.clone()).unwrap().warnings(), vec![]);
+        d["gateway"] = json!({"flavor": "haproxy", "haproxy": {"timeout_connect": "1s"}});
+        // HAProxy's own default is no passive policy
+        assert_eq!(check(d.clone()).unwrap().warnings(), vec![]);
+        d["policy"] = json!({"kind": "ratio_ejection"});
+        let w = check(d.clone()).unwrap().warnings();
+        assert!(
+            w[0].1
+                .contains("no later than gateway.haproxy.timeout_server (unset: never)"),
+            "{w:?}"
+        );
+        d["gateway"] = json!({});
+        d["policy"] =
+            json!({"kind": "active_probe", "flavor": "generic", "interval": "1s", "timeout": "1s"});
+        let w = check(d).unwrap().warnings();
+        assert_eq!(w.len(), 1, "{w:?}");
+        assert_eq!(w[0].0, "policy.timeout");
     }
 
     #[test]

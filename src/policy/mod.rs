@@ -400,6 +400,21 @@ impl PolicySpec {
 }
 
 impl PolicySpec {
+    /// Does it judge nodes by the outcomes of client requests (passive
+    /// checking)? Only such a policy misses failures that clients abort first.
+    pub fn counts_client_requests(&self) -> bool {
+        match self {
+            PolicySpec::MaxFails(_)
+            | PolicySpec::OutlierDetection(_)
+            | PolicySpec::Istio(_)
+            | PolicySpec::RatioEjection(_)
+            | PolicySpec::Resilience4j(_)
+            | PolicySpec::Hystrix(_)
+            | PolicySpec::FailureAccrual(_) => true,
+            PolicySpec::None | PolicySpec::ActiveProbe(_) | PolicySpec::HeartbeatTtl(_) => false,
+        }
+    }
+
     /// Legal but suspicious settings, as `(field, message)` with the field
     /// relative to the policy object. They are printed as warnings
     /// (`warning: file: policy.field: message`) and never stop a run.
