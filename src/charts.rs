@@ -21,23 +21,83 @@ pub enum ChartSpec {
         #[serde(default)]
         rep: usize,
     },
-    /// A metric over the replications: one box (or CDF curve) per node.
+    /// A metric over the replications: one box (or CDF curve) per node in a
+    /// run, per point in a sweep.
     #[serde(deserialize_with = "chart_body::distribution")]
     Distribution {
-        /// A node metric (`share`, `first_ejection_delay_s`, `recovery_delay_s`,
-        /// `ejected_time_s`, `ejections`, ...) or a client metric path
-        /// (`client.latency_ms.p99`, `client.timeouts`).
+        /// In a run: a node metric (`share`, `first_ejection_delay_s`,
+        /// `recovery_delay_s`, `ejected_time_s`, `ejections`, ...) or a client
+        /// metric path (`client.latency_ms.p99`). In a sweep: a column of
+        /// `runs.csv` (`nodes.A.first_ejection_delay_s`).
         metric: String,
         /// `box` (default) or `cdf`.
         #[serde(default)]
         style: DistStyle,
     },
+    /// Sweeps: a metric over two axes, the value printed in each cell.
+    #[serde(deserialize_with = "chart_body::heatmap")]
+    Heatmap {
+        /// A column of `points.csv` without its statistic (`nodes.A.share`).
+        metric: String,
+        /// Axis paths (as in the sweep file) for columns and rows.
+        x: String,
+        y: String,
+        /// Which statistic over the replications. Default `median`.
+        #[serde(default)]
+        stat: StatName,
+    },
+    /// Sweeps: a metric against one axis, one line per value of another, with
+    /// a band over the replications.
+    #[serde(deserialize_with = "chart_body::lines")]
+    Lines {
+        metric: String,
+        x: String,
+        /// The axis whose values make the lines; omitted: one line.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        series: Option<String>,
+        /// `p5_p95` (default) or `min_max`.
+        #[serde(default)]
+        band: Band,
+    },
+}
+
+#[derive(Clone, Copy, Debug, Default, Deserialize, Serialize, PartialEq, Eq, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum StatName {
+    #[default]
+    Median,
+    Mean,
+    Min,
+    Max,
+    P5,
+    P95,
+}
+
+impl StatName {
+    fn key(self) -> &'static str {
+        match self {
+            StatName::Median => "median",
+            StatName::Mean => "mean",
+            StatName::Min => "min",
+            StatName::Max => "max",
+            StatName::P5 => "p5",
+            StatName::P95 => "p95",
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug, Default, Deserialize, Serialize, PartialEq, Eq, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum Band {
+    #[default]
+    P5P95,
+    MinMax,
 }
 
 /// The bodies of `ChartSpec`'s variants, read with their own path tracker
 /// (see [`crate::diagnostics`]) so that errors name the field.
 mod chart_body {
-    use super::DistStyle;
+    use super::{Band, DistStyle, StatName};
     use crate::diagnostics::tracked;
     use serde::{Deserialize, Deserializer};
 
@@ -55,6 +115,36 @@ mod chart_body {
         style: DistStyle,
     }
 
+    #[derive(Deserialize)]
+    #[serde(deny_unknown_fields)]
+    struct Heatmap {
+        metric: String,
+        x: String,
+        y: String,
+        #[serde(default)]
+        stat: StatName,
+    }
+    #[derive(Deserialize)]
+    #[serde(deny_unknown_fields)]
+    struct Lines {
+        metric: String,
+        x: String,
+        #[serde(default)]
+        series: Option<String>,
+        #[serde(default)]
+        band: Band,
+    }
+
+    pub fn heatmap<'de, D: Deserializer<'de>>(
+        d: D,
+    ) -> Result<(String, String, String, StatName), D::Error> {
+        tracked::<_, Heatmap>(d).map(|b| (b.metric, b.x, b.y, b.stat))
+    }
+    pub fn lines<'de, D: Deserializer<'de>>(
+        d: D,
+    ) -> Result<(String, String, Option<String>, Band), D::Error> {
+        tracked::<_, Lines>(d).map(|b| (b.metric, b.x, b.series, b.band))
+    }
     pub fn timeline<'de, D: Deserializer<'de>>(d: D) -> Result<usize, D::Error> {
         tracked::<_, Timeline>(d).map(|b| b.rep)
     }
@@ -139,6 +229,18 @@ pub fn draw_run(dir: &Path) -> Result<Vec<Drawn>, Error> {
             })?,
         _ => default_charts(&summary),
     };
+    if let Some(bad) = specs
+        .iter()
+        .find(|c| matches!(c, ChartSpec::Heatmap { .. } | ChartSpec::Lines { .. }))
+    {
+        return Err(Error::Invalid {
+            path: dir.join("summary.json"),
+            field: "model_spec.charts".into(),
+            reason: format!(
+                "{bad:?} needs a sweep (axes); a run can draw timeline and distribution charts"
+            ),
+        });
+    }
     let caption = format!(
         "model {} · seed {} · {} rep{} · hcsim {}",
         summary["model"].as_str().unwrap_or("?"),
@@ -164,6 +266,7 @@ pub fn draw_run(dir: &Path) -> Result<Vec<Drawn>, Error> {
                     stem,
                 });
             }
+            ChartSpec::Heatmap { .. } | ChartSpec::Lines { .. } => {}
             ChartSpec::Distribution { metric, style } => {
                 let d = distribution_spec(&summary, metric, &caption);
                 let stem = charts_dir.join(format!("distribution-{}", metric.replace('.', "-")));
@@ -363,4 +466,378 @@ fn timeline_spec(
         timeouts,
         size: None,
     })
+}
+
+// ------------------------------------------------------------------ sweeps
+
+/// Label of one axis value: strings as they are, numbers without trailing zeros.
+fn value_label(v: &Value) -> String {
+    match v {
+        Value::String(s) => s.clone(),
+        Value::Number(n) => n.to_string(),
+        Value::Null => "–".into(),
+        other => other.to_string(),
+    }
+}
+
+/// A numeric x for line charts: numbers, and durations in seconds.
+fn value_number(v: &Value) -> Option<f64> {
+    match v {
+        Value::Number(n) => n.as_f64(),
+        Value::String(s) => crate::engine::time::parse_duration(s)
+            .ok()
+            .map(|d| d.as_secs_f64()),
+        _ => None,
+    }
+}
+
+/// The axis values in the order they first appear among the points.
+fn axis_values(points: &[Value], axis: &str) -> Vec<Value> {
+    let mut out: Vec<Value> = vec![];
+    for p in points {
+        let v = p["values"][axis].clone();
+        if !out.contains(&v) {
+            out.push(v);
+        }
+    }
+    out
+}
+
+fn point_label(point: &Value, axes: &[String]) -> String {
+    axes.iter()
+        .map(|a| {
+            let short = a.rsplit('.').next().unwrap_or(a);
+            format!("{short}={}", value_label(&point["values"][a.as_str()]))
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// The charts drawn when a sweep names none: for the first faulty node (or
+/// the first node), its share, ejected time and first ejection delay, and the
+/// clients' errors — as heatmaps over the first two axes, or lines over one.
+pub fn default_sweep_charts(results: &Value) -> Vec<ChartSpec> {
+    let axes: Vec<String> = results["axes"]
+        .as_array()
+        .map(|a| {
+            a.iter()
+                .filter_map(|x| x.as_str().map(String::from))
+                .collect()
+        })
+        .unwrap_or_default();
+    let metrics: Vec<&str> = results["metrics"]
+        .as_array()
+        .map(|a| a.iter().filter_map(Value::as_str).collect())
+        .unwrap_or_default();
+    let node = results["model"]["faults"][0]["node"]
+        .as_str()
+        .or_else(|| results["model"]["nodes"][0]["name"].as_str())
+        .unwrap_or("A")
+        .to_string();
+    let wanted: Vec<String> = [
+        format!("nodes.{node}.share"),
+        format!("nodes.{node}.ejected_time_s"),
+        format!("nodes.{node}.first_ejection_delay_s"),
+        "client.errors".to_string(),
+        "client.timeouts".to_string(),
+    ]
+    .into_iter()
+    .filter(|m| metrics.contains(&m.as_str()))
+    // A chart of zeros (no client errors anywhere) says nothing.
+    .filter(|m| {
+        results["points"].as_array().is_some_and(|ps| {
+            ps.iter().any(|p| {
+                p["stats"][m.as_str()]["median"]
+                    .as_f64()
+                    .is_some_and(|v| v != 0.0)
+            })
+        })
+    })
+    .collect();
+    match axes.len() {
+        0 => vec![],
+        1 => wanted
+            .into_iter()
+            .map(|metric| ChartSpec::Lines {
+                metric,
+                x: axes[0].clone(),
+                series: None,
+                band: Band::P5P95,
+            })
+            .collect(),
+        _ => wanted
+            .into_iter()
+            .map(|metric| ChartSpec::Heatmap {
+                metric,
+                x: axes[1].clone(),
+                y: axes[0].clone(),
+                stat: StatName::Median,
+            })
+            .collect(),
+    }
+}
+
+fn metric_title(metric: &str) -> String {
+    metric_label(metric.rsplit('.').next().unwrap_or(metric)).replacen(
+        metric.rsplit('.').next().unwrap_or(metric),
+        metric,
+        1,
+    )
+}
+
+/// Draws the charts of a sweep output directory (from `results.json`).
+pub fn draw_sweep(dir: &Path) -> Result<Vec<Drawn>, Error> {
+    let path = dir.join("results.json");
+    let results = read_json(&path)?;
+    let specs: Vec<ChartSpec> = match results["definition"].get("charts") {
+        Some(c) if c.as_array().is_some_and(|a| !a.is_empty()) => serde_json::from_value(c.clone())
+            .map_err(|e| Error::Parse {
+                path: path.clone(),
+                field: "definition.charts".into(),
+                msg: e.to_string(),
+            })?,
+        _ => default_sweep_charts(&results),
+    };
+    let axes: Vec<String> = results["axes"]
+        .as_array()
+        .map(|a| {
+            a.iter()
+                .filter_map(|x| x.as_str().map(String::from))
+                .collect()
+        })
+        .unwrap_or_default();
+    let points = results["points"].as_array().cloned().unwrap_or_default();
+    let name = results["sweep"].as_str().unwrap_or("?").to_string();
+    let caption = format!(
+        "sweep {name} · {} points × {} reps · seed {} ({} seeds) · hcsim {}",
+        points.len(),
+        results["reps"],
+        results["seed"],
+        results["seeds"].as_str().unwrap_or("common"),
+        results["hcsim_version"].as_str().unwrap_or("?")
+    );
+    let bad = |field: String, reason: String| Error::Invalid {
+        path: path.clone(),
+        field,
+        reason,
+    };
+    let known_axis = |a: &str, i: usize, f: &str| {
+        if axes.iter().any(|x| x == a) {
+            Ok(())
+        } else {
+            Err(bad(
+                format!("definition.charts[{i}].{f}"),
+                format!("no axis `{a}` (axes are {})", axes.join(", ")),
+            ))
+        }
+    };
+    let known_metric = |m: &str, i: usize| {
+        let ok = results["metrics"]
+            .as_array()
+            .is_some_and(|ms| ms.iter().any(|x| x.as_str() == Some(m)));
+        if ok {
+            Ok(())
+        } else {
+            Err(bad(
+                format!("definition.charts[{i}].metric"),
+                format!("no metric `{m}` in runs.csv"),
+            ))
+        }
+    };
+    let charts_dir = dir.join("charts");
+    let mut drawn = vec![];
+    for (i, spec) in specs.iter().enumerate() {
+        match spec {
+            ChartSpec::Heatmap { metric, x, y, stat } => {
+                known_axis(x, i, "x")?;
+                known_axis(y, i, "y")?;
+                known_metric(metric, i)?;
+                let xs = axis_values(&points, x);
+                let ys = axis_values(&points, y);
+                // Other axes are held at their first value.
+                let fixed: Vec<(&String, Value)> = axes
+                    .iter()
+                    .filter(|a| *a != x && *a != y)
+                    .map(|a| {
+                        (
+                            a,
+                            axis_values(&points, a)
+                                .into_iter()
+                                .next()
+                                .unwrap_or(Value::Null),
+                        )
+                    })
+                    .collect();
+                let cell = |xv: &Value, yv: &Value| {
+                    points
+                        .iter()
+                        .find(|p| {
+                            p["values"][x.as_str()] == *xv
+                                && p["values"][y.as_str()] == *yv
+                                && fixed.iter().all(|(a, v)| p["values"][a.as_str()] == *v)
+                        })
+                        .and_then(|p| p["stats"][metric.as_str()][stat.key()].as_f64())
+                };
+                let cells = ys
+                    .iter()
+                    .map(|yv| xs.iter().map(|xv| cell(xv, yv)).collect())
+                    .collect();
+                let held = if fixed.is_empty() {
+                    String::new()
+                } else {
+                    format!(
+                        " ({})",
+                        fixed
+                            .iter()
+                            .map(|(a, v)| format!("{a}={}", value_label(v)))
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    )
+                };
+                let h = plot::HeatmapSpec {
+                    title: format!("{} of {metric} — {name}{held}", stat.key()),
+                    caption: caption.clone(),
+                    x_label: x.clone(),
+                    y_label: y.clone(),
+                    value_label: metric_title(metric),
+                    x: xs.iter().map(value_label).collect(),
+                    y: ys.iter().map(value_label).collect(),
+                    cells,
+                    ..Default::default()
+                };
+                let stem = charts_dir.join(format!("heatmap-{}", metric.replace('.', "-")));
+                plot::heatmap(&h, &stem).map_err(plot_err)?;
+                drawn.push(Drawn {
+                    title: h.title,
+                    stem,
+                });
+            }
+            ChartSpec::Lines {
+                metric,
+                x,
+                series,
+                band,
+            } => {
+                known_axis(x, i, "x")?;
+                if let Some(sr) = series {
+                    known_axis(sr, i, "series")?;
+                }
+                known_metric(metric, i)?;
+                let xs = axis_values(&points, x);
+                let numeric = xs.iter().all(|v| value_number(v).is_some());
+                let groups: Vec<Option<Value>> = match series {
+                    Some(sr) => axis_values(&points, sr).into_iter().map(Some).collect(),
+                    None => vec![None],
+                };
+                let (lo_key, hi_key, band_label) = match band {
+                    Band::P5P95 => ("p5", "p95", "p5–p95 over replications"),
+                    Band::MinMax => ("min", "max", "min–max over replications"),
+                };
+                let series_out = groups
+                    .iter()
+                    .map(|g| {
+                        let pts = points
+                            .iter()
+                            .filter(|p| match (g, series) {
+                                (Some(gv), Some(sr)) => p["values"][sr.as_str()] == *gv,
+                                _ => true,
+                            })
+                            .filter_map(|p| {
+                                let st = &p["stats"][metric.as_str()];
+                                let m = st["median"].as_f64()?;
+                                let xv = &p["values"][x.as_str()];
+                                let xval = if numeric {
+                                    plot::XValue::Num(value_number(xv)?)
+                                } else {
+                                    plot::XValue::Cat(value_label(xv))
+                                };
+                                Some(plot::Point::new(
+                                    xval,
+                                    m,
+                                    st[lo_key].as_f64().unwrap_or(m),
+                                    st[hi_key].as_f64().unwrap_or(m),
+                                ))
+                            })
+                            .collect();
+                        plot::Series {
+                            name: match (g, series) {
+                                (Some(gv), Some(sr)) => format!(
+                                    "{}={}",
+                                    sr.rsplit('.').next().unwrap_or(sr),
+                                    value_label(gv)
+                                ),
+                                _ => metric.clone(),
+                            },
+                            points: pts,
+                        }
+                    })
+                    .collect();
+                let l = plot::LinesSpec {
+                    title: format!("{metric} vs {x} — {name}"),
+                    caption: caption.clone(),
+                    x_label: if numeric && xs.iter().any(Value::is_string) {
+                        format!("{x} (s)")
+                    } else {
+                        x.clone()
+                    },
+                    y_label: metric_title(metric),
+                    series: series_out,
+                    y_from_zero: true,
+                    band_label: band_label.into(),
+                    size: None,
+                };
+                let stem = charts_dir.join(format!(
+                    "lines-{}-vs-{}",
+                    metric.replace('.', "-"),
+                    x.replace('.', "-")
+                ));
+                plot::lines(&l, &stem).map_err(plot_err)?;
+                drawn.push(Drawn {
+                    title: l.title,
+                    stem,
+                });
+            }
+            ChartSpec::Distribution { metric, style } => {
+                known_metric(metric, i)?;
+                let runs = results["runs"].as_array().cloned().unwrap_or_default();
+                let groups = points
+                    .iter()
+                    .map(|p| {
+                        let idx = p["point"].as_u64();
+                        let vals = runs
+                            .iter()
+                            .filter(|r| r["point"].as_u64() == idx)
+                            .filter_map(|r| r["metrics"][metric.as_str()].as_f64())
+                            .collect();
+                        (point_label(p, &axes), vals)
+                    })
+                    .collect();
+                let d = DistributionSpec {
+                    title: format!("{metric} over replications — {name}"),
+                    caption: caption.clone(),
+                    group_label: "point".into(),
+                    value_label: metric_title(metric),
+                    groups,
+                    size: None,
+                };
+                let stem = charts_dir.join(format!("distribution-{}", metric.replace('.', "-")));
+                match style {
+                    DistStyle::Box => plot::distribution(&d, &stem),
+                    DistStyle::Cdf => plot::distribution_cdf(&d, &stem),
+                }
+                .map_err(plot_err)?;
+                drawn.push(Drawn {
+                    title: d.title,
+                    stem,
+                });
+            }
+            ChartSpec::Timeline { .. } => {
+                return Err(bad(
+                    format!("definition.charts[{i}]"),
+                    "a timeline shows one run: draw it with hcsim run on the model".into(),
+                ));
+            }
+        }
+    }
+    Ok(drawn)
 }

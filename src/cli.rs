@@ -37,7 +37,8 @@ pub enum Command {
 
 #[derive(Args, Debug)]
 pub struct PlotArgs {
-    /// An output directory written by `hcsim run` (holding summary.json).
+    /// An output directory written by `hcsim run` (summary.json) or
+    /// `hcsim sweep` (results.json).
     pub dir: PathBuf,
 }
 
@@ -322,10 +323,15 @@ fn cmd_run(args: RunArgs) -> Result<ExitCode, Error> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// Draws the charts of an output directory and its report.html.
-fn cmd_plot(dir: &Path) -> Result<(), Error> {
-    let drawn = crate::charts::draw_run(dir)?;
-    crate::html::run_report(dir, &drawn)
+/// Draws the charts of an output directory (a run's or a sweep's) and its report.html.
+pub fn cmd_plot(dir: &Path) -> Result<(), Error> {
+    if dir.join("results.json").exists() {
+        let drawn = crate::charts::draw_sweep(dir)?;
+        crate::html::sweep_report(dir, &drawn)
+    } else {
+        let drawn = crate::charts::draw_run(dir)?;
+        crate::html::run_report(dir, &drawn)
+    }
 }
 
 fn cmd_reproduce(args: ReproduceArgs) -> Result<ExitCode, Error> {

@@ -214,3 +214,105 @@ pub fn run_report(dir: &Path, drawn: &[Drawn]) -> Result<(), Error> {
     let page = render(&format!("hcsim report: {name}"), &blocks);
     crate::report::write_atomic(&dir.join("report.html"), page.as_bytes())
 }
+
+/// The page of a sweep output directory (from `results.json`).
+pub fn sweep_report(dir: &Path, drawn: &[Drawn]) -> Result<(), Error> {
+    let results = crate::scenario::read_document(&dir.join("results.json"))?;
+    let name = results["sweep"].as_str().unwrap_or("?").to_string();
+    let axes: Vec<String> = results["axes"]
+        .as_array()
+        .map(|a| {
+            a.iter()
+                .filter_map(|x| x.as_str().map(String::from))
+                .collect()
+        })
+        .unwrap_or_default();
+    let mut blocks = vec![];
+    if let Some(d) = results["definition"]["description"].as_str() {
+        blocks.push(Block::Paragraph(d.to_string()));
+    }
+    blocks.push(Block::Heading("Charts".into()));
+    blocks.extend(chart_blocks(drawn)?);
+    // The key table: each point's axis values and the charted metrics.
+    let mut metrics: Vec<String> = vec![];
+    for d in drawn {
+        for m in results["metrics"].as_array().into_iter().flatten() {
+            if let Some(m) = m.as_str()
+                && d.title.contains(m)
+                && !metrics.iter().any(|x| x == m)
+            {
+                metrics.push(m.to_string());
+            }
+        }
+    }
+    blocks.push(Block::Heading("Key table".into()));
+    let mut head = axes.clone();
+    head.extend(metrics.iter().cloned());
+    let rows = results["points"]
+        .as_array()
+        .map(|ps| {
+            ps.iter()
+                .map(|p| {
+                    let mut r: Vec<String> = axes
+                        .iter()
+                        .map(|a| match &p["values"][a.as_str()] {
+                            Value::String(s) => s.clone(),
+                            v => v.to_string(),
+                        })
+                        .collect();
+                    r.extend(
+                        metrics
+                            .iter()
+                            .map(|m| stat_cell(&p["stats"][m.as_str()], 3)),
+                    );
+                    r
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    blocks.push(Block::Table(head, rows));
+    blocks.push(Block::Paragraph(
+        "Each cell: median over the replications, with [min–max] when they differ; – means it did not happen.".into(),
+    ));
+    blocks.push(Block::Heading("What was simulated".into()));
+    blocks.push(Block::Paragraph("The sweep definition:".into()));
+    blocks.push(Block::Pre(
+        serde_json::to_string_pretty(&results["definition"]).unwrap_or_default(),
+    ));
+    blocks.push(Block::Paragraph(
+        "The base model, with every default filled in (each point patches it along the axes):"
+            .into(),
+    ));
+    blocks.push(Block::Pre(
+        serde_json::to_string_pretty(&results["model"]).unwrap_or_default(),
+    ));
+    blocks.push(Block::Heading("Provenance".into()));
+    let text = |k: &str| match &results[k] {
+        Value::String(s) => s.clone(),
+        v => v.to_string(),
+    };
+    blocks.push(Block::Table(
+        vec!["".into(), "".into()],
+        vec![
+            vec!["hcsim".into(), text("hcsim_version")],
+            vec!["sweep file".into(), text("sweep_file")],
+            vec!["model file".into(), text("model_file")],
+            vec!["command".into(), text("command")],
+            vec![
+                "points × replications".into(),
+                format!(
+                    "{} × {}",
+                    results["points"].as_array().map_or(0, Vec::len),
+                    text("reps")
+                ),
+            ],
+            vec![
+                "seeds".into(),
+                format!("base {} ({})", text("seed"), text("seeds")),
+            ],
+            vec!["fingerprint".into(), text("fingerprint")],
+        ],
+    ));
+    let page = render(&format!("hcsim sweep report: {name}"), &blocks);
+    crate::report::write_atomic(&dir.join("report.html"), page.as_bytes())
+}
