@@ -28,20 +28,23 @@ pub const MAX_CONCURRENCY: u32 = 100_000;
 pub const MAX_PEER_STATES: u64 = 1 << 20;
 
 /// Engine events per client request: arrival, attempt reaching the node,
-/// service done, response, and a timeout that fires stale (measured 4.0–6.7
-/// on the shipped models; retries add more).
+/// service done, response, and the odd timeout (measured 2.0–6.7, median 4.0,
+/// on the shipped models; retries add more). Policies add their own probes
+/// and beats ([`crate::policy::PolicySpec::events_per_s`]).
 pub const EVENTS_PER_REQUEST: f64 = 6.0;
-/// Events one core processes per second (measured 3.6–4 million with
-/// `hcsim run --jobs 1` on e2/e5 at high load; rounded down).
-pub const EVENTS_PER_SEC: f64 = 3.0e6;
-/// Memory per request in flight: its gateway slot and pending events.
+/// Events one core processes per second, rounded down from the slowest case
+/// `scripts/measure-cost.sh` measured (6.9 million, with 1.7 million requests
+/// piling up; 20–31 million otherwise).
+pub const EVENTS_PER_SEC: f64 = 5.0e6;
+/// Memory per request in flight: its gateway slot and pending events
+/// (measured 192 bytes; rounded up).
 pub const BYTES_PER_REQUEST_IN_FLIGHT: f64 = 250.0;
 
 /// Estimated events per replication above which a run is announced (~1 min).
-pub const WARN_EVENTS: f64 = 2e8;
+pub const WARN_EVENTS: f64 = 3e8;
 /// Estimated events per replication above which a run is refused without
-/// `--max-events` (~1 h).
-pub const REFUSE_EVENTS: f64 = 1e10;
+/// `--max-events` (~3 h).
+pub const REFUSE_EVENTS: f64 = 5e10;
 /// Estimated peak memory above which a run is announced.
 pub const WARN_BYTES: f64 = 2.0 * GIB;
 /// Estimated peak memory above which a run is refused without `--max-events`.
@@ -126,7 +129,7 @@ pub fn check_size(spec: &ScenarioSpec) -> Result<(), (String, String)> {
 pub struct Cost {
     /// Client requests sent.
     pub requests: f64,
-    /// Engine events (`requests × EVENTS_PER_REQUEST`).
+    /// Engine events (`requests × EVENTS_PER_REQUEST` and the policies' own).
     pub events: f64,
     /// Requests in flight at once if nodes stop answering (an upper bound).
     pub in_flight: f64,
@@ -188,9 +191,15 @@ pub fn estimate(sc: &Scenario) -> Cost {
     let fixed = rows * (128.0 + 56.0 * nodes)
         + workers * 40.0
         + sc.scopes() as f64 * nodes * 64.0 * sc.policies.len().max(1) as f64;
+    let policy_events: f64 = sc
+        .policies
+        .iter()
+        .map(|p| p.events_per_s(sc.nodes.len()))
+        .sum::<f64>()
+        * duration_s;
     Cost {
         requests,
-        events: requests * EVENTS_PER_REQUEST,
+        events: requests * EVENTS_PER_REQUEST + policy_events,
         in_flight,
         bytes: in_flight * BYTES_PER_REQUEST_IN_FLIGHT + fixed,
     }
@@ -221,11 +230,17 @@ fn mean_service_s(sc: &Scenario) -> f64 {
 pub fn preflight(sc: &Scenario, max_events: Option<u64>) -> Result<Vec<(String, String)>, String> {
     let cost = estimate(sc);
     let mut warnings = vec![];
+    let probes = cost.events - cost.requests * EVENTS_PER_REQUEST;
     let events = format!(
-        "about {} events per replication ({} requests × ~{EVENTS_PER_REQUEST} events), {} of CPU \
+        "about {} events per replication ({} requests × ~{EVENTS_PER_REQUEST} events{}), {} of CPU \
          at ~{} events/s",
         sci(cost.events),
         sci(cost.requests),
+        if probes >= 1.0 {
+            format!(" + {} from the policies' probes and beats", sci(probes))
+        } else {
+            String::new()
+        },
         human_secs(cost.events / EVENTS_PER_SEC),
         sci(EVENTS_PER_SEC)
     );
@@ -336,13 +351,13 @@ mod tests {
 
     #[test]
     fn refuses_hours_unless_capped_and_warns_minutes() {
-        let sc = model(json!({"kind": "open", "rate_per_s": 1e6}), "1h");
+        let sc = model(json!({"kind": "open", "rate_per_s": 1e6}), "3h");
         let e = preflight(&sc, None).unwrap_err();
         assert!(
-            e.starts_with("about 2.2e10 events per replication (3.6e9 requests"),
+            e.starts_with("about 6.5e10 events per replication (1.1e10 requests"),
             "{e}"
         );
-        assert!(e.contains("~2 h of CPU"), "{e}");
+        assert!(e.contains("~4 h of CPU at ~5.0e6 events/s"), "{e}");
         assert!(e.ends_with("cap the run with --max-events N"), "{e}");
         let w = preflight(&sc, Some(1_000_000)).unwrap();
         assert!(
@@ -358,6 +373,28 @@ mod tests {
         );
         let sc = model(json!({"kind": "open", "rate_per_s": 100.0}), "10m");
         assert_eq!(preflight(&sc, None).unwrap(), vec![]);
+    }
+
+    #[test]
+    fn counts_the_events_of_probes() {
+        let doc = json!({
+            "name": "t", "duration": "1h",
+            "clients": {"kind": "open", "rate_per_s": 1.0},
+            "nodes": (0..1000).map(|i| json!({"name": format!("n{i}")})).collect::<Vec<_>>(),
+            "policy": {"kind": "active_probe", "flavor": "generic", "interval": "10ms", "timeout": "5ms"}
+        });
+        let sc = Scenario::from_document(&doc, Path::new("m.json")).unwrap();
+        // 1000 nodes × 100 probes/s × 4 events × 3600 s
+        let c = estimate(&sc);
+        assert_eq!(c.events, 3600.0 * 6.0 + 1.44e9);
+        let w = preflight(&sc, None).unwrap();
+        assert!(
+            w[0].1.starts_with(
+                "about 1.4e9 events per replication (3600 requests × ~6 events + 1.4e9 from \
+                 the policies' probes and beats)"
+            ),
+            "{w:?}"
+        );
     }
 
     #[test]

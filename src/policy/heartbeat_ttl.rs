@@ -40,6 +40,18 @@ pub enum HeartbeatTtlSpec {
     Eureka(EurekaParams),
 }
 
+impl HeartbeatTtlSpec {
+    /// The time between two beats of a node.
+    pub fn period(&self) -> SimDuration {
+        match self {
+            HeartbeatTtlSpec::Generic(p) => p.interval,
+            HeartbeatTtlSpec::Consul(p) => p.interval,
+            HeartbeatTtlSpec::Nacos1(p) => p.heart_beat_interval,
+            HeartbeatTtlSpec::Eureka(p) => p.lease_renewal_interval,
+        }
+    }
+}
+
 /// Beat only after a check through the node's worker pool.
 #[derive(Clone, Copy, Debug, Deserialize, Serialize, PartialEq, JsonSchema)]
 #[serde(deny_unknown_fields)]

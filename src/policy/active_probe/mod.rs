@@ -57,6 +57,17 @@ pub enum ActiveProbeSpec {
 }
 
 impl ActiveProbeSpec {
+    /// The time between two probes of a node.
+    pub fn period(&self) -> SimDuration {
+        match self {
+            ActiveProbeSpec::Generic(p) => p.interval,
+            ActiveProbeSpec::Haproxy(p) => p.inter,
+            ActiveProbeSpec::Envoy(p) => p.interval,
+            ActiveProbeSpec::Tengine(p) => p.interval,
+            ActiveProbeSpec::Kubernetes(p) => p.period,
+        }
+    }
+
     /// Legal but suspicious settings, as `(field, message)`: a probe timeout
     /// that is not shorter than the time between probes.
     pub fn warnings(&self) -> Vec<(String, String)> {
