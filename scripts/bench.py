@@ -9,8 +9,10 @@ the whole process, including its start-up; CPU seconds are reported too.
   scripts/bench.py compare            # canonical 10k rps x 60 s: hcsim vs heapq (and SimPy if installed)
   scripts/bench.py scaling            # cost vs rps, node count and duration; fitted exponent
   scripts/bench.py small              # 100 rps x 20 s: speed-up over the wall clock
+  scripts/bench.py ab OLD NEW         # two hcsim binaries on the canonical model, interleaved
 
-It builds the release binary first. The Python models live in ../shared/bench/.
+It builds the release binary first. The Python models live in ../shared/bench/;
+scripts/bench-deps.sh installs SimPy 4.1.2 (and GNU time for peak RSS).
 """
 import argparse
 import json
@@ -57,6 +59,11 @@ def simpy_available():
     return subprocess.run([sys.executable, "-c", "import simpy"], capture_output=True).returncode == 0
 
 
+def simpy_version():
+    p = subprocess.run([sys.executable, "-c", "import simpy; print(simpy.__version__)"], capture_output=True, text=True)
+    return p.stdout.strip()
+
+
 def compare(reps):
     out = Path(tempfile.mkdtemp(prefix="hcsim-bench-"))
     impls = {
@@ -77,13 +84,15 @@ def compare(reps):
             requests[name] = doc["runs"][0]["client"]["requests"] if name == "hcsim" else doc["requests"]
     med = {k: statistics.median(v) for k, v in walls.items()}
     medc = {k: statistics.median(v) for k, v in cpus.items()}
-    print(f"canonical scenario: 2 nodes, Poisson 10,000 rps, 60 s virtual; median of {reps} interleaved runs\n")
-    print("| implementation | wall time (median) | CPU time (median) | simulated requests/s (wall) | hcsim is faster by (wall) |")
-    print("|---|---|---|---|---|")
+    print(f"canonical scenario: 2 nodes, Poisson 10,000 rps, 60 s virtual; median of {reps} interleaved runs "
+          f"(python {sys.version.split()[0]}{', simpy ' + simpy_version() if 'simpy' in impls else ', simpy not installed: scripts/bench-deps.sh'})\n")
+    print("| implementation | wall time (median) | CPU time (median) | simulated requests/s (wall) | hcsim is faster by (wall) | hcsim is faster by (CPU) |")
+    print("|---|---|---|---|---|---|")
     for name in impls:
         speed = requests[name] / med[name]
         ratio = med[name] / med["hcsim"]
-        print(f"| {name} | {med[name]*1000:.0f} ms | {medc[name]*1000:.0f} ms | {speed/1e6:.2f} M | {ratio:.1f}× |")
+        ratio_cpu = medc[name] / medc["hcsim"]
+        print(f"| {name} | {med[name]*1000:.0f} ms | {medc[name]*1000:.0f} ms | {speed/1e6:.2f} M | {ratio:.1f}× | {ratio_cpu:.1f}× |")
     return med
 
 
@@ -100,7 +109,11 @@ def scaling(reps):
     out = Path(tempfile.mkdtemp(prefix="hcsim-bench-"))
     cases = []
     for rps in (1000, 10000, 100000):
-        cases.append(("rps", rps, [f"clients.rate_per_s={rps}"]))
+        # Workers grow with the rate (64 per node per 10k rps), so that every
+        # row has the canonical load per worker rather than an overload.
+        workers = max(64, 64 * rps // 10000)
+        cases.append(("rps", rps, [f"clients.rate_per_s={rps}",
+                                   f"nodes[0].workers={workers}", f"nodes[1].workers={workers}"]))
     for n in (2, 10, 100):
         nodes = json.dumps([{"name": f"n{i}", "workers": 64, "service_time": {"dist": "exponential", "mean": "5ms"}} for i in range(n)])
         fault = json.dumps([{"kind": "flaky", "node": "n0", "p": 0.02, "status": 503}])
@@ -126,6 +139,32 @@ def scaling(reps):
     print(f"\nfitted exponent of CPU time vs simulated requests (rps and duration rows): {slope:.2f}")
 
 
+def ab(reps, binaries):
+    """Two (or more) hcsim builds on the canonical model, interleaved: the
+    way to measure what a change bought on a shared machine."""
+    out = Path(tempfile.mkdtemp(prefix="hcsim-bench-"))
+    model = str(ROOT / "models" / "bench-canonical.json")
+    cpus = {b: [] for b in binaries}
+    walls = {b: [] for b in binaries}
+    outputs = {}
+    for _ in range(reps):
+        for b in binaries:
+            cmd = [b, "run", model, "--no-charts", "--jobs", "1", "--format", "json", "--out", str(out)]
+            wall, cpu, stdout = timed(cmd)
+            cpus[b].append(cpu)
+            walls[b].append(wall)
+            outputs[b] = stdout
+    base = statistics.median(cpus[binaries[0]])
+    print(f"canonical scenario, {reps} interleaved runs each\n")
+    print("| binary | CPU time (median) | CPU time (min) | wall time (median) | CPU vs first | output |")
+    print("|---|---|---|---|---|---|")
+    for b in binaries:
+        m = statistics.median(cpus[b])
+        same = "same" if outputs[b] == outputs[binaries[0]] else "DIFFERS"
+        print(f"| {b} | {m*1000:.1f} ms | {min(cpus[b])*1000:.1f} ms | "
+              f"{statistics.median(walls[b])*1000:.1f} ms | {m/base:.3f} | {same} |")
+
+
 def peak_rss(cmd):
     """Peak resident set size of one run, in KiB (GNU time if present, else getrusage)."""
     gnu = Path("/usr/bin/time")
@@ -140,9 +179,17 @@ def peak_rss(cmd):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("what", choices=["compare", "scaling", "small"])
+    ap.add_argument("what", choices=["compare", "scaling", "small", "ab"])
+    ap.add_argument("binaries", nargs="*", help="ab: hcsim binaries to compare (the first is the baseline)")
     ap.add_argument("--reps", type=int, default=5)
     args = ap.parse_args()
+    if args.what == "ab":
+        if len(args.binaries) < 2:
+            ap.error("ab needs two hcsim binaries, e.g. ab /tmp/hcsim-old target/release/hcsim")
+        ab(args.reps, [str(Path(b).resolve()) for b in args.binaries])
+        return
+    if args.binaries:
+        ap.error(f"{args.what} takes no binaries")
     build()
     {"compare": compare, "scaling": scaling, "small": small}[args.what](args.reps)
 

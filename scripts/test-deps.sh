@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
 # Installs what the test suite needs beyond cargo, when it is missing:
-# Debian's chromium (the report.html browser test). Needs root and apt-get;
-# elsewhere it says what is missing and the browser test is skipped.
+# Debian's chromium (the report.html browser test) and GNU parallel (the
+# README's sharded-sweep example). Needs root and apt-get; elsewhere it says
+# what is missing, and those two tests are skipped.
 set -u
 need=()
 command -v chromium >/dev/null 2>&1 || need+=(chromium)
+command -v parallel >/dev/null 2>&1 || need+=(parallel)
 if [ ${#need[@]} -eq 0 ]; then
   exit 0
 fi
@@ -13,6 +15,6 @@ if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
   export DEBIAN_FRONTEND=noninteractive
   apt-get update -qq >/dev/null && apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
 else
-  echo "note: missing ${need[*]} (install with your package manager); the browser test will be skipped" >&2
+  echo "note: missing ${need[*]} (install with your package manager); their tests will be skipped" >&2
 fi
 exit 0

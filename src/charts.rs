@@ -577,6 +577,39 @@ pub fn default_sweep_charts(results: &Value) -> Vec<ChartSpec> {
     }
 }
 
+/// Checks that a sweep's charts name existing axes (their metrics are known
+/// only once runs exist); `Err((field, reason))`.
+pub fn check_sweep_axes(charts: &[ChartSpec], axes: &[String]) -> Result<(), (String, String)> {
+    for (i, c) in charts.iter().enumerate() {
+        let named: Vec<(&str, &String)> = match c {
+            ChartSpec::Heatmap { x, y, .. } => vec![("x", x), ("y", y)],
+            ChartSpec::Lines { x, series, .. } => {
+                let mut v = vec![("x", x)];
+                if let Some(s) = series {
+                    v.push(("series", s));
+                }
+                v
+            }
+            ChartSpec::Timeline { .. } => {
+                return Err((
+                    format!("charts[{i}]"),
+                    "a timeline shows one run: name it in a model, not a sweep".into(),
+                ));
+            }
+            ChartSpec::Distribution { .. } => vec![],
+        };
+        for (field, a) in named {
+            if !axes.iter().any(|x| x == a) {
+                return Err((
+                    format!("charts[{i}].{field}"),
+                    format!("no axis `{a}` (axes are {})", axes.join(", ")),
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
 fn metric_title(metric: &str) -> String {
     metric_label(metric.rsplit('.').next().unwrap_or(metric)).replacen(
         metric.rsplit('.').next().unwrap_or(metric),

@@ -26,14 +26,77 @@ pub fn file_kind(doc: &Value) -> FileKind {
     }
 }
 
-/// Checks a sweep file. Sweeps are validated by the sweep module; until it
-/// is connected here, `hcsim check` says it cannot check them.
-pub fn sweep(path: &Path, _doc: &Value) -> Result<(), Error> {
-    Err(Error::Usage(format!(
-        "{}: this is a sweep file (it names a `model` and `axes`); `hcsim check` validates model \
-         files only in this build",
-        path.display()
-    )))
+/// Checks a sweep file as `hcsim sweep` would before running it (every point
+/// patched and validated, charts naming real axes) and describes it: the
+/// points, the runs, and the first point's model with every default written
+/// out. Also returns the warnings of every point, each once, with the first
+/// point that has it.
+pub fn sweep(path: &Path) -> Result<(Value, Vec<(String, String)>), Error> {
+    let plan = crate::sweep::Plan::load(path)?;
+    let h = &plan.header;
+    if let Some(charts) = h.definition.get("charts") {
+        let charts: Vec<crate::charts::ChartSpec> = crate::scenario::from_document(charts, path)?;
+        crate::charts::check_sweep_axes(&charts, &h.axes).map_err(|(field, reason)| {
+            Error::Invalid {
+                path: path.to_path_buf(),
+                field,
+                reason,
+            }
+        })?;
+    }
+    // One warning per field, from the first point that has it.
+    let mut by_field: Vec<(String, String, usize, usize)> = vec![];
+    for (i, sc) in plan.scenarios.iter().enumerate() {
+        let mut found = sc.warnings();
+        found.extend(
+            crate::limits::preflight(sc, None)
+                .unwrap_or_else(|reason| vec![(String::new(), reason)]),
+        );
+        for (field, msg) in found {
+            match by_field.iter_mut().find(|(f, ..)| *f == field) {
+                Some(w) => w.3 += 1,
+                None => by_field.push((field, msg, i, 1)),
+            }
+        }
+    }
+    let n = plan.scenarios.len();
+    let warnings = by_field
+        .into_iter()
+        .map(|(field, msg, first, count)| {
+            let field = match field.as_str() {
+                "" => format!("model {}", h.model_file),
+                f => format!("model {}: {f}", h.model_file),
+            };
+            let at = format!("point {first} ({})", h.describe_point(first));
+            let at = if count == 1 {
+                format!("at {at}")
+            } else {
+                format!("at {count} of {n} points, first {at}")
+            };
+            (field, format!("{msg} ({at})"))
+        })
+        .collect();
+    let points: Vec<Value> = h
+        .points
+        .iter()
+        .map(|cells| Value::Object(h.axes.iter().cloned().zip(cells.iter().cloned()).collect()))
+        .collect();
+    let first = plan
+        .scenarios
+        .first()
+        .map(|sc| serde_json::to_value(effective_spec(sc)));
+    let described = serde_json::json!({
+        "name": h.name,
+        "model_file": h.model_file,
+        "seed": h.seed,
+        "seeds": h.seeds,
+        "reps": h.reps,
+        "runs": h.runs(),
+        "axes": h.axes,
+        "points": points,
+        "first_point_model": first.transpose().map_err(|e| Error::Usage(e.to_string()))?,
+    });
+    Ok((described, warnings))
 }
 
 /// The model as it will run: the policy default, the measurement window and

@@ -23,11 +23,17 @@ pub struct Cli {
 pub enum Command {
     /// Run a model (optionally several seeded replications) and report its metrics.
     Run(RunArgs),
-    /// Validate a model and print it with every default filled in: what
-    /// `run` will simulate. Exit code 0 if it is valid (warnings allowed), 2 if not.
+    /// Validate a model (or a sweep) and print it with every default filled
+    /// in: what `run` will simulate. Exit code 0 if it is valid (warnings
+    /// allowed), 2 if not.
     Check(CheckArgs),
-    /// Print the JSON Schema of model files, for editors to validate and complete them.
+    /// Print the JSON Schema of model or sweep files, for editors to validate
+    /// and complete them.
     Schema(SchemaArgs),
+    /// Run a model over a grid of parameters (points × replications) in parallel.
+    Sweep(SweepArgs),
+    /// Combine the outputs of `hcsim sweep --shard K/N` into those of the whole sweep.
+    Merge(MergeArgs),
     /// Redraw the charts and report.html of a finished run from its output files.
     Plot(PlotArgs),
     /// Run the seed experiments' models and compare hcsim with the figures
@@ -72,6 +78,8 @@ pub struct SchemaArgs {
 pub enum SchemaKind {
     /// A model file (`models/*.json`).
     Model,
+    /// A sweep file (`sweeps/*.json`).
+    Sweep,
 }
 
 #[derive(Args, Debug)]
@@ -105,6 +113,50 @@ pub struct RunArgs {
     /// says how far it got. Also lifts the refusal of very large models.
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
     pub max_events: Option<u64>,
+    /// Skip the charts and report.html.
+    #[arg(long)]
+    pub no_charts: bool,
+}
+
+#[derive(Args, Debug)]
+pub struct SweepArgs {
+    /// The sweep file (JSON), e.g. sweeps/max-fails-grid-crash.json.
+    pub sweep: PathBuf,
+    /// Runs in parallel on this many threads (default: all cores). Outputs do not depend on it.
+    #[arg(long, short = 'j')]
+    pub jobs: Option<usize>,
+    /// Output directory (default: output/<sweep name>/, and
+    /// output/<sweep name>/shard-K-of-N/ with --shard).
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+    /// Print nothing but errors: no size estimate, progress bar or summary.
+    #[arg(long, short = 'q')]
+    pub quiet: bool,
+    /// Finish an interrupted sweep: run only the runs its checkpoint lacks.
+    #[arg(long)]
+    pub resume: bool,
+    /// Run only shard K of N (the runs whose index modulo N is K-1), for `hcsim merge`.
+    #[arg(long, value_name = "K/N")]
+    pub shard: Option<crate::sweep::Shard>,
+    /// Run even above 10^10 estimated simulated requests.
+    #[arg(long)]
+    pub yes: bool,
+    /// Skip the charts and report.html.
+    #[arg(long)]
+    pub no_charts: bool,
+}
+
+#[derive(Args, Debug)]
+pub struct MergeArgs {
+    /// Output directories of `hcsim sweep --shard K/N`, one per shard, in any order.
+    #[arg(required = true, value_name = "DIR")]
+    pub dirs: Vec<PathBuf>,
+    /// Where to write runs.csv, points.csv and results.json.
+    #[arg(long, value_name = "DIR")]
+    pub out: PathBuf,
+    /// Print nothing but errors.
+    #[arg(long, short = 'q')]
+    pub quiet: bool,
     /// Skip the charts and report.html.
     #[arg(long)]
     pub no_charts: bool,
@@ -178,12 +230,14 @@ pub fn run(cli: Cli) -> Result<ExitCode, Error> {
         Command::Run(args) => cmd_run(args),
         Command::Check(args) => cmd_check(args),
         Command::Schema(args) => cmd_schema(args),
+        Command::Sweep(args) => crate::sweep::cmd_sweep(args),
+        Command::Merge(args) => crate::sweep::cmd_merge(args),
         Command::Plot(args) => cmd_plot(&args.dir).map(|_| ExitCode::SUCCESS),
         Command::Reproduce(args) => cmd_reproduce(args),
     }
 }
 
-fn thread_pool(jobs: Option<usize>) -> Result<rayon::ThreadPool, Error> {
+pub(crate) fn thread_pool(jobs: Option<usize>) -> Result<rayon::ThreadPool, Error> {
     let mut b = rayon::ThreadPoolBuilder::new();
     if let Some(j) = jobs {
         if j == 0 {
@@ -217,7 +271,18 @@ fn cmd_check(args: CheckArgs) -> Result<ExitCode, Error> {
                 .map_err(|e| Error::Usage(e.to_string()))?;
             println!("{json}");
         }
-        crate::check::FileKind::Sweep => crate::check::sweep(&args.file, &doc)?,
+        crate::check::FileKind::Sweep => {
+            if !args.set.is_empty() {
+                return Err(Error::Usage(
+                    "--set applies to models; a sweep sets fields with its own `set`".into(),
+                ));
+            }
+            let (plan, warnings) = crate::check::sweep(&args.file)?;
+            print_warnings(&args.file, &warnings);
+            let json =
+                serde_json::to_string_pretty(&plan).map_err(|e| Error::Usage(e.to_string()))?;
+            println!("{json}");
+        }
     }
     Ok(ExitCode::SUCCESS)
 }
@@ -225,6 +290,7 @@ fn cmd_check(args: CheckArgs) -> Result<ExitCode, Error> {
 fn cmd_schema(args: SchemaArgs) -> Result<ExitCode, Error> {
     let schema = match args.kind {
         SchemaKind::Model => crate::schema::model(),
+        SchemaKind::Sweep => crate::schema::sweep(),
     };
     let json = serde_json::to_string_pretty(&schema).map_err(|e| Error::Usage(e.to_string()))?;
     println!("{json}");

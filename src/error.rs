@@ -40,6 +40,28 @@ pub enum Error {
     },
     /// A command-line usage problem that clap cannot see.
     Usage(String),
+    /// A sweep axis names a model path that does not exist.
+    UnknownSweepPath {
+        sweep: PathBuf,
+        axis: String,
+        path: String,
+        model: PathBuf,
+        reason: String,
+    },
+    /// An error in the model of a sweep, at one of its points.
+    InSweep {
+        sweep: PathBuf,
+        context: String,
+        source: Box<Error>,
+    },
+    /// A sweep checkpoint or shard output cannot be used.
+    Checkpoint { path: PathBuf, reason: String },
+    /// A sweep stopped before all its runs were done; the done ones are checkpointed.
+    Interrupted {
+        done: usize,
+        total: usize,
+        checkpoint: PathBuf,
+    },
 }
 
 impl fmt::Display for Error {
@@ -75,6 +97,33 @@ impl fmt::Display for Error {
                 write!(f, "{}: cannot write: {source}", path.display())
             }
             Error::Usage(msg) => f.write_str(msg),
+            Error::UnknownSweepPath {
+                sweep,
+                axis,
+                path,
+                model,
+                reason,
+            } => write!(
+                f,
+                "{}: {axis}: `{path}` is not in the model {}: {reason}",
+                sweep.display(),
+                model.display()
+            ),
+            Error::InSweep {
+                sweep,
+                context,
+                source,
+            } => write!(f, "{}: {context}: {source}", sweep.display()),
+            Error::Checkpoint { path, reason } => write!(f, "{}: {reason}", path.display()),
+            Error::Interrupted {
+                done,
+                total,
+                checkpoint,
+            } => write!(
+                f,
+                "stopped after {done} of {total} runs, which are kept in {}; run the same command with --resume to finish",
+                checkpoint.display()
+            ),
         }
     }
 }
@@ -116,6 +165,7 @@ impl std::error::Error for Error {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
         match self {
             Error::ReadFile { source, .. } | Error::Write { source, .. } => Some(source),
+            Error::InSweep { source, .. } => Some(source.as_ref()),
             _ => None,
         }
     }

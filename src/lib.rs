@@ -33,6 +33,9 @@
 //!   Finagle/Linkerd breakers; `docs/policies.md` compares them. Several run
 //!   at once: a node is routable only if none ejects it.
 //! - [`metrics`]: the streaming `Recorder` and the [`metrics::RunSummary`] it yields.
+//! - [`sweep`]: grids of model variants × seeded replications, run in
+//!   parallel, checkpointed, sharded across machines; the outputs never depend
+//!   on how many threads or machines ran them.
 //!
 //! ## Ordering and seeding contract
 //! Events are processed in `(time, insertion sequence)` order, so events at the
@@ -75,5 +78,6 @@ pub mod report;
 pub mod reproduce;
 pub mod scenario;
 pub mod schema;
+pub mod sweep;
 
 pub use error::Error;

@@ -54,6 +54,7 @@ impl Histogram {
         }
     }
 
+    #[inline]
     pub fn record(&mut self, d: SimDuration) {
         let v = d.as_micros();
         self.counts[Self::index(v)] += 1;
@@ -253,7 +254,9 @@ pub struct Recorder {
     ok: u64,
     errors: u64,
     timeouts: u64,
-    status: BTreeMap<u16, u64>,
+    /// Answers by status: `status[code]` below [`STATUS_SLOTS`], a map above.
+    status: Vec<u64>,
+    status_other: BTreeMap<u16, u64>,
     latency: Histogram,
     attempts: Vec<u64>,
     answered: Vec<u64>,
@@ -275,12 +278,17 @@ pub struct Recorder {
     rounds: Vec<SimDuration>,
     first_ejection_after_fault: Vec<Option<SimTime>>,
     recovered_at: Vec<Option<SimTime>>,
+    /// Timeline counts: one row of `cols` counters per bucket.
     timeline: Vec<u64>,
-    /// The bucket `row` returned last: `[row_from, row_to)` µs at offset `row_at`.
+    cols: usize,
+    /// The bucket `row` returned last: `[row_from, row_from + bucket_us)` µs,
+    /// at offset `row_at` of `timeline`.
     row_from: u64,
-    row_to: u64,
     row_at: usize,
 }
+
+/// Status codes counted in a flat array (HTTP statuses are 100..=599).
+const STATUS_SLOTS: usize = 600;
 
 impl Recorder {
     pub fn new(
@@ -302,7 +310,8 @@ impl Recorder {
             ok: 0,
             errors: 0,
             timeouts: 0,
-            status: BTreeMap::new(),
+            status: vec![0; STATUS_SLOTS],
+            status_other: BTreeMap::new(),
             latency: Histogram::default(),
             attempts: vec![0; n],
             answered: vec![0; n],
@@ -322,9 +331,9 @@ impl Recorder {
             rounds: Vec::new(),
             first_ejection_after_fault: vec![None; n],
             recovered_at: vec![None; n],
-            timeline: Vec::new(),
+            timeline: vec![0; COLS_FIXED + COLS_PER_NODE * n],
+            cols: COLS_FIXED + COLS_PER_NODE * n,
             row_from: 0,
-            row_to: 0,
             row_at: 0,
         }
     }
@@ -363,34 +372,39 @@ impl Recorder {
     }
 
     /// Whether a request sent at `t` counts towards request metrics.
+    #[inline]
     pub fn in_window(&self, t: SimTime) -> bool {
         t >= self.from && t < self.to
     }
 
+    /// The timeline row of the bucket holding `t`. Time only moves
+    /// forward, so nearly every call hits the current bucket: one comparison.
+    #[inline]
     fn row(&mut self, t: SimTime) -> &mut [u64] {
-        let cols = COLS_FIXED + COLS_PER_NODE * self.names.len();
-        let us = t.as_micros();
-        // Time only moves forward: most events fall in the current bucket.
-        if !(self.row_from..self.row_to).contains(&us) {
-            let b = us / self.bucket_us;
-            self.row_from = b * self.bucket_us;
-            self.row_to = self.row_from + self.bucket_us;
-            self.row_at = b as usize * cols;
-            let need = self.row_at + cols;
-            if self.timeline.len() < need {
-                self.timeline.resize(need, 0);
-            }
+        if t.as_micros().wrapping_sub(self.row_from) >= self.bucket_us {
+            self.move_row(t);
         }
-        &mut self.timeline[self.row_at..self.row_at + cols]
+        &mut self.timeline[self.row_at..self.row_at + self.cols]
     }
 
-    pub fn request_sent(&mut self, t: SimTime, counted: bool) {
-        if counted {
-            self.requests += 1;
+    #[cold]
+    fn move_row(&mut self, t: SimTime) {
+        let b = t.as_micros() / self.bucket_us;
+        self.row_from = b * self.bucket_us;
+        self.row_at = b as usize * self.cols;
+        let need = self.row_at + self.cols;
+        if self.timeline.len() < need {
+            self.timeline.resize(need, 0);
         }
+    }
+
+    #[inline]
+    pub fn request_sent(&mut self, t: SimTime, counted: bool) {
+        self.requests += counted as u64;
         self.row(t)[0] += 1;
     }
 
+    #[inline]
     pub fn attempt(&mut self, t: SimTime, node: NodeId, counted: bool) {
         if counted {
             self.attempts[node.index()] += 1;
@@ -402,13 +416,13 @@ impl Recorder {
     }
 
     pub fn failure(&mut self, t: SimTime, node: NodeId, counted: bool) {
-        if counted {
-            self.failures[node.index()] += 1;
-        }
-        self.row(t)[COLS_FIXED + COLS_PER_NODE * node.index() + 2] += 1;
+        let i = node.index();
+        self.failures[i] += counted as u64;
+        self.row(t)[COLS_FIXED + COLS_PER_NODE * i + 2] += 1;
     }
 
     /// The gateway answered the client.
+    #[inline]
     pub fn answered(
         &mut self,
         t: SimTime,
@@ -419,26 +433,21 @@ impl Recorder {
     ) {
         let ok = (200..300).contains(&status);
         if counted {
-            *self.status.entry(status).or_insert(0) += 1;
+            match self.status.get_mut(status as usize) {
+                Some(c) => *c += 1,
+                None => *self.status_other.entry(status).or_insert(0) += 1,
+            }
             self.latency.record(latency);
-            if ok {
-                self.ok += 1;
-            } else {
-                self.errors += 1;
-            }
+            self.ok += ok as u64;
+            self.errors += !ok as u64;
         }
+        let by = if ok { by } else { None };
         let row = self.row(t);
-        if ok {
-            row[1] += 1;
-        } else {
-            row[2] += 1;
-        }
-        if ok && let Some(n) = by {
+        row[if ok { 1 } else { 2 }] += 1;
+        if let Some(n) = by {
             let i = n.index();
-            if counted {
-                self.answered[i] += 1;
-            }
-            self.row(t)[COLS_FIXED + COLS_PER_NODE * i] += 1;
+            row[COLS_FIXED + COLS_PER_NODE * i] += 1;
+            self.answered[i] += counted as u64;
             if self.recovered_at[i].is_none()
                 && let Some(end) = self.fault_last_end[i]
                 && t >= end
@@ -449,9 +458,7 @@ impl Recorder {
     }
 
     pub fn timed_out(&mut self, t: SimTime, counted: bool) {
-        if counted {
-            self.timeouts += 1;
-        }
+        self.timeouts += counted as u64;
         self.row(t)[3] += 1;
     }
 
@@ -597,10 +604,11 @@ impl Recorder {
             errors: self.errors,
             timeouts: self.timeouts,
             unfinished,
-            status: self
-                .status
-                .iter()
-                .map(|(k, v)| (k.to_string(), *v))
+            status: (0..STATUS_SLOTS)
+                .filter(|&code| self.status[code] > 0)
+                .map(|code| (code as u16, self.status[code]))
+                .chain(self.status_other.iter().map(|(&k, &v)| (k, v)))
+                .map(|(k, v)| (k.to_string(), v))
                 .collect(),
             latency_ms: LatencySummary::from_hist(&self.latency),
         };

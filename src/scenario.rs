@@ -637,12 +637,29 @@ pub struct Fault {
 
 // ------------------------------------------------------------ loading
 
+/// The largest model or sweep file hcsim reads.
+pub const MAX_FILE_BYTES: u64 = 64 << 20;
+
 /// Reads a JSON document, reporting syntax errors with line and column.
 pub fn read_document(path: &Path) -> Result<Value, Error> {
-    let text = std::fs::read_to_string(path).map_err(|source| Error::ReadFile {
+    let err = |source| Error::ReadFile {
         path: path.to_path_buf(),
         source,
-    })?;
+    };
+    // A device or a pipe (`/dev/zero`) would never end, a huge file would
+    // fill memory: only regular files of a sane size are models.
+    let meta = std::fs::metadata(path).map_err(err)?;
+    if !meta.is_file() {
+        return Err(err(std::io::Error::other("not a regular file")));
+    }
+    if meta.len() > MAX_FILE_BYTES {
+        return Err(err(std::io::Error::other(format!(
+            "{} MiB is more than the {} MiB a model or sweep file may have",
+            meta.len() / (1 << 20),
+            MAX_FILE_BYTES >> 20
+        ))));
+    }
+    let text = std::fs::read_to_string(path).map_err(err)?;
     diagnostics::parse_json(&text).map_err(|e| Error::Json {
         path: path.to_path_buf(),
         line: e.line(),

@@ -1,17 +1,35 @@
-//! The future-event list: a binary heap ordered by `(time, insertion sequence)`,
-//! plus FIFO lanes for timers whose delay is a constant.
+//! The future-event list: a timing wheel for near events, a binary heap for
+//! far ones, and FIFO lanes for timers whose delay is a constant; all ordered
+//! by `(time, insertion sequence)`.
+//!
+//! Most events of a busy model are a few milliseconds ahead (a service
+//! completion, a network hop). They go into a wheel of [`BUCKETS`] buckets of
+//! `2^BUCKET_SHIFT` µs each: pushing one is a `Vec::push`, and the bucket
+//! about to run is sorted once when the wheel reaches it (a handful of
+//! entries). Events beyond the wheel's horizon (policy timers, faults, a
+//! timeout armed on the fly) wait in a binary heap and move into the wheel as
+//! it turns. Unlike a heap, the wheel does no unpredictable comparisons per
+//! push or pop, which is where a heap of a few dozen events spends its time.
 //!
 //! A timer armed with the same delay every time (a read timeout, a client
 //! timeout, a one-way network delay) fires in the order it was armed, so a
 //! plain FIFO keeps those events sorted at O(1) per event. At 10k requests/s a
-//! 60 s read timeout keeps 600k timers pending: in the heap every push and pop
-//! would walk 20 levels of cache misses; in a lane they cost a queue push. Lane
-//! entries draw their sequence number from the same counter as heap entries, so
-//! the order of events is exactly what one heap would give.
+//! 60 s read timeout keeps 600k timers pending: in a heap every push and pop
+//! would walk 20 levels of cache misses; in a lane they cost a queue push.
+//!
+//! Every entry draws its sequence number from one counter, and every part
+//! yields its entries in `(time, seq)` order, so the order of events is
+//! exactly the one a single sorted list would give.
 
 use super::time::SimTime;
 use std::cmp::Ordering;
 use std::collections::{BinaryHeap, VecDeque};
+
+/// A wheel bucket spans `2^BUCKET_SHIFT` µs (256 µs).
+pub const BUCKET_SHIFT: u32 = 8;
+/// Buckets in the wheel: its horizon is `BUCKETS << BUCKET_SHIFT` µs (262 ms).
+pub const BUCKETS: usize = 1024;
+const SLOT_MASK: usize = BUCKETS - 1;
 
 struct Entry<E> {
     /// `(time << 64) | seq`: one comparison orders by time, then FIFO.
@@ -19,16 +37,17 @@ struct Entry<E> {
     event: E,
 }
 
-impl<E> Entry<E> {
-    fn new(time: SimTime, seq: u64, event: E) -> Self {
-        Entry {
-            key: ((time.as_micros() as u128) << 64) | seq as u128,
-            event,
-        }
-    }
-    fn time(&self) -> SimTime {
-        SimTime::from_micros((self.key >> 64) as u64)
-    }
+fn key(time: SimTime, seq: u64) -> u128 {
+    ((time.as_micros() as u128) << 64) | seq as u128
+}
+
+fn time_of(key: u128) -> SimTime {
+    SimTime::from_micros((key >> 64) as u64)
+}
+
+/// The wheel bucket (absolute, not modulo the wheel) holding `key`.
+fn bucket(key: u128) -> u64 {
+    ((key >> 64) as u64) >> BUCKET_SHIFT
 }
 
 impl<E> PartialEq for Entry<E> {
@@ -50,10 +69,271 @@ impl<E> Ord for Entry<E> {
     }
 }
 
+/// Events at arbitrary times: a timing wheel over the next [`BUCKETS`]
+/// buckets, its current bucket kept sorted, and a heap beyond the horizon.
+///
+/// Invariant (in key order): `run` ≤ every slot entry ≤ every `far` entry.
+/// `run` holds the entries of buckets up to `cur`, sorted; slot
+/// `b % BUCKETS` holds those of bucket `b` for `cur < b < cur + BUCKETS`,
+/// unsorted, as a list linked through `nodes`; `far` holds the rest.
+struct Wheel<E> {
+    /// Absolute bucket number of `run`.
+    cur: u64,
+    run: VecDeque<Entry<E>>,
+    /// First node of each slot's list, or `NIL`.
+    heads: Vec<u32>,
+    /// Slot entries. Freed nodes are reused last-in first-out, so the few
+    /// dozen a busy run keeps pending stay in cache.
+    nodes: Vec<Node<E>>,
+    /// First free node, or `NIL`.
+    free: u32,
+    /// Bit `s` set: slot `s` is not empty.
+    occupied: [u64; BUCKETS / 64],
+    /// Entries in the slots.
+    in_slots: usize,
+    far: BinaryHeap<Entry<E>>,
+}
+
+const NIL: u32 = u32::MAX;
+
+struct Node<E> {
+    key: u128,
+    /// Next node of the same slot (or of the free list).
+    next: u32,
+    /// `None` while the node is free.
+    event: Option<E>,
+}
+
+impl<E> Wheel<E> {
+    fn new() -> Self {
+        Wheel {
+            cur: 0,
+            run: VecDeque::with_capacity(64),
+            heads: vec![NIL; BUCKETS],
+            nodes: Vec::with_capacity(256),
+            free: NIL,
+            occupied: [0; BUCKETS / 64],
+            in_slots: 0,
+            far: BinaryHeap::new(),
+        }
+    }
+
+    fn len(&self) -> usize {
+        self.run.len() + self.in_slots + self.far.len()
+    }
+
+    /// Adds `e`; `now` is the queue's clock.
+    #[inline]
+    fn push(&mut self, e: Entry<E>, now: SimTime) {
+        let b = bucket(e.key);
+        if b <= self.cur {
+            self.insert_into_run(e);
+        } else if b - self.cur < BUCKETS as u64 {
+            self.put_in_slot(b, e);
+        } else {
+            self.push_far(e, now);
+        }
+    }
+
+    /// Beyond the horizon. An empty wheel does not turn by itself (lane
+    /// events may have moved the clock on), so first bring it to `now`.
+    #[cold]
+    fn push_far(&mut self, e: Entry<E>, now: SimTime) {
+        let now_b = bucket(key(now, 0));
+        if self.run.is_empty() && self.in_slots == 0 && now_b > self.cur {
+            self.rebase(now_b);
+            self.push(e, now);
+        } else {
+            self.far.push(e);
+        }
+    }
+
+    #[inline]
+    fn put_in_slot(&mut self, b: u64, e: Entry<E>) {
+        let s = b as usize & SLOT_MASK;
+        let node = Node {
+            key: e.key,
+            next: self.heads[s],
+            event: Some(e.event),
+        };
+        let i = self.free;
+        if i == NIL {
+            self.heads[s] = self.nodes.len() as u32;
+            self.nodes.push(node);
+        } else {
+            self.free = self.nodes[i as usize].next;
+            self.nodes[i as usize] = node;
+            self.heads[s] = i;
+        }
+        self.occupied[s / 64] |= 1 << (s % 64);
+        self.in_slots += 1;
+    }
+
+    /// Inserts into the sorted run; a same-time burst appends at O(1).
+    fn insert_into_run(&mut self, e: Entry<E>) {
+        if self.run.back().is_none_or(|b| b.key < e.key) {
+            self.run.push_back(e);
+        } else {
+            let i = self.run.partition_point(|x| x.key < e.key);
+            self.run.insert(i, e);
+        }
+    }
+
+    /// The earliest key, turning the wheel to the next non-empty bucket if
+    /// the run is used up.
+    #[inline]
+    fn front_key(&mut self) -> Option<u128> {
+        if let Some(e) = self.run.front() {
+            return Some(e.key);
+        }
+        if self.in_slots > 0 {
+            self.advance();
+            return self.run.front().map(|e| e.key);
+        }
+        self.far.peek().map(|e| e.key)
+    }
+
+    /// Like `front_key`, without turning the wheel.
+    fn peek_key(&self) -> Option<u128> {
+        if let Some(e) = self.run.front() {
+            return Some(e.key);
+        }
+        if self.in_slots > 0 {
+            let s = self.next_occupied() as usize & SLOT_MASK;
+            let mut i = self.heads[s];
+            let mut min = None;
+            while i != NIL {
+                let node = &self.nodes[i as usize];
+                min = Some(min.map_or(node.key, |m: u128| m.min(node.key)));
+                i = node.next;
+            }
+            return min;
+        }
+        self.far.peek().map(|e| e.key)
+    }
+
+    /// Removes the earliest entry (the one `front_key` returned).
+    #[inline]
+    fn pop_front(&mut self) -> Option<Entry<E>> {
+        if let Some(e) = self.run.pop_front() {
+            return Some(e);
+        }
+        if self.in_slots > 0 {
+            self.advance();
+            return self.run.pop_front();
+        }
+        // Wheel empty: the earliest entry is in the heap.
+        let e = self.far.pop()?;
+        self.rebase(bucket(e.key));
+        Some(e)
+    }
+
+    /// The absolute number of the first non-empty bucket after `cur`.
+    /// Requires `in_slots > 0`.
+    fn next_occupied(&self) -> u64 {
+        let start = self.cur + 1;
+        let mut s = start as usize & SLOT_MASK;
+        let mut off = 0u64;
+        loop {
+            let bits = self.occupied[s / 64] >> (s % 64);
+            if bits != 0 {
+                return start + off + bits.trailing_zeros() as u64;
+            }
+            let step = 64 - s % 64;
+            off += step as u64;
+            s = (s + step) & SLOT_MASK;
+        }
+    }
+
+    /// The run is used up: move to the next non-empty bucket and sort it.
+    #[cold]
+    fn advance(&mut self) {
+        let b = self.next_occupied();
+        let s = b as usize & SLOT_MASK;
+        self.cur = b;
+        self.occupied[s / 64] &= !(1 << (s % 64));
+        let mut i = std::mem::replace(&mut self.heads[s], NIL);
+        while i != NIL {
+            let node = &mut self.nodes[i as usize];
+            let next = node.next;
+            if let Some(event) = node.event.take() {
+                self.run.push_back(Entry {
+                    key: node.key,
+                    event,
+                });
+            }
+            node.next = self.free;
+            self.free = i;
+            self.in_slots -= 1;
+            i = next;
+        }
+        if self.run.len() > 1 {
+            self.run.make_contiguous().sort_unstable_by_key(|e| e.key);
+        }
+        if !self.far.is_empty() {
+            self.pull_far();
+        }
+    }
+
+    /// The wheel (run and slots) is empty and time has reached bucket `b`:
+    /// move the horizon there.
+    #[inline]
+    fn rebase(&mut self, b: u64) {
+        debug_assert!(self.run.is_empty() && self.in_slots == 0);
+        if b > self.cur {
+            self.cur = b;
+            self.pull_far();
+        }
+    }
+
+    /// Moves heap entries that the horizon now covers into the wheel.
+    fn pull_far(&mut self) {
+        while let Some(e) = self.far.peek() {
+            let b = bucket(e.key);
+            if b.saturating_sub(self.cur) >= BUCKETS as u64 {
+                return;
+            }
+            let Some(e) = self.far.pop() else { return };
+            if b <= self.cur {
+                // Heap order: the run stays sorted.
+                self.run.push_back(e);
+            } else {
+                self.put_in_slot(b, e);
+            }
+        }
+    }
+}
+
+/// Lanes, numbered `0..MAX_LANES`.
+pub const MAX_LANES: usize = 64;
+
+/// A FIFO of events armed with one constant delay.
+struct Lane<E> {
+    queue: VecDeque<Entry<E>>,
+    /// The time of the lane's last event: lanes must be monotonic.
+    last: SimTime,
+}
+
+/// Scheduling into the past is an engine bug.
+#[cold]
+#[track_caller]
+fn refuse_past_event(time: SimTime, now: SimTime) -> ! {
+    panic!("event scheduled in the past: {time} < now {now}");
+}
+
+#[cold]
+#[track_caller]
+fn refuse_lane_event(lane: usize, time: SimTime, now: SimTime, last: SimTime) -> ! {
+    if time < now {
+        refuse_past_event(time, now);
+    }
+    panic!("lane {lane} is not monotonic: {time} after {last}");
+}
+
 /// Pending events. Same-time events run in the order they were scheduled.
 pub struct EventQueue<E> {
-    heap: BinaryHeap<Entry<E>>,
-    lanes: Vec<VecDeque<Entry<E>>>,
+    wheel: Wheel<E>,
+    lanes: Vec<Lane<E>>,
     /// Bit `i` set: lane `i` is not empty (so `pop` looks only at those).
     busy_lanes: u64,
     seq: u64,
@@ -67,10 +347,17 @@ impl<E> Default for EventQueue<E> {
     }
 }
 
+/// Where the earliest event is.
+#[derive(Copy, Clone)]
+enum From {
+    Wheel,
+    Lane(usize),
+}
+
 impl<E> EventQueue<E> {
     pub fn new() -> Self {
         EventQueue {
-            heap: BinaryHeap::with_capacity(1024),
+            wheel: Wheel::new(),
             lanes: Vec::new(),
             busy_lanes: 0,
             seq: 0,
@@ -90,7 +377,7 @@ impl<E> EventQueue<E> {
     }
 
     pub fn len(&self) -> usize {
-        self.heap.len() + self.lanes.iter().map(VecDeque::len).sum::<usize>()
+        self.wheel.len() + self.lanes.iter().map(|l| l.queue.len()).sum::<usize>()
     }
 
     pub fn is_empty(&self) -> bool {
@@ -98,87 +385,116 @@ impl<E> EventQueue<E> {
     }
 
     /// Schedules `event` at `time`. Scheduling into the past is an engine bug.
+    #[inline]
     pub fn schedule(&mut self, time: SimTime, event: E) {
-        assert!(
-            time >= self.now,
-            "event scheduled in the past: {time} < now {}",
-            self.now
-        );
+        if time < self.now {
+            refuse_past_event(time, self.now);
+        }
         self.seq += 1;
-        self.heap.push(Entry::new(time, self.seq, event));
+        let e = Entry {
+            key: key(time, self.seq),
+            event,
+        };
+        self.wheel.push(e, self.now);
     }
 
     /// Schedules `event` at `time` in FIFO lane `lane`. Every event of a lane
     /// must be at or after the lane's previous one (a constant delay from now).
+    #[inline]
     pub fn schedule_in_lane(&mut self, lane: usize, time: SimTime, event: E) {
-        assert!(
-            time >= self.now,
-            "event scheduled in the past: {time} < now {}",
-            self.now
-        );
-        assert!(lane < 64, "at most 64 lanes");
         if lane >= self.lanes.len() {
-            self.lanes.resize_with(lane + 1, VecDeque::new);
+            self.open_lane(lane);
         }
-        let q = &mut self.lanes[lane];
-        assert!(
-            q.back().is_none_or(|b| b.time() <= time),
-            "lane {lane} is not monotonic: {time} after {}",
-            q.back().map(|b| b.time()).unwrap_or_default()
-        );
+        let l = &mut self.lanes[lane];
+        if time < self.now || time < l.last {
+            refuse_lane_event(lane, time, self.now, l.last);
+        }
+        l.last = time;
         self.seq += 1;
-        q.push_back(Entry::new(time, self.seq, event));
+        l.queue.push_back(Entry {
+            key: key(time, self.seq),
+            event,
+        });
         self.busy_lanes |= 1 << lane;
     }
 
-    /// Where the earliest event is: `None` for the heap, `Some(lane)`.
-    fn earliest(&self) -> Option<(Option<usize>, SimTime)> {
-        let mut best = self.heap.peek().map(|e| (None, e.key));
+    #[cold]
+    fn open_lane(&mut self, lane: usize) {
+        assert!(lane < MAX_LANES, "at most {MAX_LANES} lanes");
+        self.lanes.resize_with(lane + 1, || Lane {
+            queue: VecDeque::new(),
+            last: SimTime::ZERO,
+        });
+    }
+
+    /// The earliest lane entry with a key below `bound`, if any.
+    #[inline]
+    fn earliest_lane(&self, mut bound: u128) -> Option<(usize, u128)> {
+        let mut best = None;
         let mut busy = self.busy_lanes;
         while busy != 0 {
             let i = busy.trailing_zeros() as usize;
             busy &= busy - 1;
-            if let Some(e) = self.lanes[i].front()
-                && best.is_none_or(|(_, k)| e.key < k)
+            if let Some(e) = self.lanes[i].queue.front()
+                && e.key < bound
             {
-                best = Some((Some(i), e.key));
+                bound = e.key;
+                best = Some((i, e.key));
             }
         }
-        best.map(|(w, k)| (w, SimTime::from_micros((k >> 64) as u64)))
+        best
     }
 
     /// The time of the next event, if any.
     pub fn peek_time(&self) -> Option<SimTime> {
-        self.earliest().map(|(_, t)| t)
+        let w = self.wheel.peek_key();
+        let k = match self.earliest_lane(w.unwrap_or(u128::MAX)) {
+            Some((_, k)) => k,
+            None => w?,
+        };
+        Some(time_of(k))
+    }
+
+    /// Where the earliest event is, and its key.
+    #[inline]
+    fn earliest(&mut self) -> Option<(From, u128)> {
+        let w = self.wheel.front_key();
+        match self.earliest_lane(w.unwrap_or(u128::MAX)) {
+            Some((lane, k)) => Some((From::Lane(lane), k)),
+            None => w.map(|k| (From::Wheel, k)),
+        }
     }
 
     /// Removes the earliest event if it is before `end`, advancing `now`.
+    #[inline]
     pub fn pop_before(&mut self, end: SimTime) -> Option<(SimTime, E)> {
-        let (w, t) = self.earliest()?;
-        if t >= end {
+        let (from, k) = self.earliest()?;
+        if time_of(k) >= end {
             return None;
         }
-        self.take(w)
+        self.take(from)
     }
 
     /// Removes the earliest event and advances `now` to its time.
     pub fn pop(&mut self) -> Option<(SimTime, E)> {
-        let w = self.earliest()?.0;
-        self.take(w)
+        let (from, _) = self.earliest()?;
+        self.take(from)
     }
 
-    fn take(&mut self, from: Option<usize>) -> Option<(SimTime, E)> {
+    #[inline]
+    fn take(&mut self, from: From) -> Option<(SimTime, E)> {
         let e = match from {
-            None => self.heap.pop()?,
-            Some(lane) => {
-                let e = self.lanes[lane].pop_front()?;
-                if self.lanes[lane].is_empty() {
+            From::Wheel => self.wheel.pop_front()?,
+            From::Lane(lane) => {
+                let q = &mut self.lanes[lane].queue;
+                let e = q.pop_front()?;
+                if q.is_empty() {
                     self.busy_lanes &= !(1 << lane);
                 }
                 e
             }
         };
-        let time = e.time();
+        let time = time_of(e.key);
         self.now = time;
         self.popped += 1;
         Some((time, e.event))
@@ -188,6 +504,7 @@ impl<E> EventQueue<E> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use rand::{RngExt, SeedableRng};
 
     #[test]
     fn pops_in_time_order_and_fifo_within_a_time() {
@@ -234,5 +551,93 @@ mod tests {
         q.schedule(SimTime::from_micros(10), ());
         q.pop();
         q.schedule(SimTime::from_micros(5), ());
+    }
+
+    #[test]
+    fn pop_before_leaves_later_events_and_peek_agrees() {
+        let mut q = EventQueue::new();
+        q.schedule(SimTime::from_micros(2_000_000), 'b');
+        q.schedule(SimTime::from_micros(300), 'a');
+        q.schedule_in_lane(3, SimTime::from_micros(5_000_000), 'c');
+        assert_eq!(q.peek_time(), Some(SimTime::from_micros(300)));
+        let end = SimTime::from_micros(1_000_000);
+        assert_eq!(q.pop_before(end), Some((SimTime::from_micros(300), 'a')));
+        assert_eq!(q.pop_before(end), None);
+        assert_eq!(q.peek_time(), Some(SimTime::from_micros(2_000_000)));
+        assert_eq!(q.len(), 2);
+        assert_eq!(q.pop().map(|(_, e)| e), Some('b'));
+        assert_eq!(q.pop().map(|(_, e)| e), Some('c'));
+        assert_eq!(q.pop(), None);
+        assert_eq!(q.peek_time(), None);
+        assert!(q.is_empty());
+    }
+
+    #[test]
+    fn events_at_the_end_of_time_still_pop() {
+        let mut q = EventQueue::new();
+        q.schedule(SimTime::MAX, 2);
+        q.schedule(SimTime::from_micros(1), 1);
+        q.schedule(SimTime::MAX, 3);
+        let order: Vec<_> = std::iter::from_fn(|| q.pop().map(|(_, e)| e)).collect();
+        assert_eq!(order, [1, 2, 3]);
+    }
+
+    /// The reference: one sorted list of `(time, seq)`, as a plain heap gives.
+    struct Reference(BinaryHeap<Entry<u64>>, u64);
+
+    /// Random pushes (now, near, within the wheel, far beyond it, in lanes)
+    /// and pops: the wheel, heap and lanes give exactly the reference order.
+    #[test]
+    fn matches_a_single_heap_on_random_workloads() {
+        for seed in 0..20u64 {
+            let mut rng = rand::rngs::Xoshiro256PlusPlus::seed_from_u64(seed);
+            let mut q = EventQueue::new();
+            let mut reference = Reference(BinaryHeap::new(), 0);
+            let mut lane_last = [0u64; 4];
+            // The last lane's delay varies around the wheel's horizon.
+            let lane_delay = [0u64, 1_000, 60_000_000, 0];
+            let mut id = 0u64;
+            for _ in 0..20_000 {
+                let now = q.now().as_micros();
+                if rng.random_range(0..100) < 52 || q.is_empty() {
+                    id += 1;
+                    let (t, lane) = match rng.random_range(0..6) {
+                        0 => (now, None),
+                        1 => (now + rng.random_range(0..300), None),
+                        2 => (now + rng.random_range(0..300_000), None),
+                        3 => (now + rng.random_range(0..100_000_000), None),
+                        _ => {
+                            let l = rng.random_range(0..4);
+                            let d = match l {
+                                3 => rng.random_range(200_000..320_000),
+                                _ => lane_delay[l],
+                            };
+                            ((now + d).max(lane_last[l]), Some(l))
+                        }
+                    };
+                    match lane {
+                        Some(l) => {
+                            lane_last[l] = t;
+                            q.schedule_in_lane(l * 20, SimTime::from_micros(t), id);
+                        }
+                        _ => q.schedule(SimTime::from_micros(t), id),
+                    }
+                    reference.1 += 1;
+                    reference.0.push(Entry {
+                        key: key(SimTime::from_micros(t), reference.1),
+                        event: id,
+                    });
+                } else {
+                    let want = reference.0.pop().map(|e| (time_of(e.key), e.event));
+                    assert_eq!(q.peek_time(), want.map(|w| w.0), "seed {seed}");
+                    assert_eq!(q.pop(), want, "seed {seed}");
+                }
+                assert_eq!(q.len(), reference.0.len());
+            }
+            while let Some(e) = reference.0.pop() {
+                assert_eq!(q.pop(), Some((time_of(e.key), e.event)), "seed {seed}");
+            }
+            assert_eq!(q.pop(), None);
+        }
     }
 }

@@ -52,14 +52,13 @@ impl SimDuration {
         SimDuration(s * MICROS_PER_SEC)
     }
     /// Rounds to the nearest microsecond; negative and NaN inputs give zero.
+    #[inline]
     pub fn from_secs_f64(s: f64) -> Self {
-        if s.is_nan() || s <= 0.0 {
-            SimDuration(0)
-        } else {
-            // `+ 0.5` then truncation rounds a positive value like `round()`,
-            // without a libm call on this hot path (every sampled duration).
-            SimDuration((s * MICROS_PER_SEC as f64 + 0.5) as u64)
-        }
+        // `+ 0.5` then truncation rounds a positive value like `round()`,
+        // without a libm call on this hot path (every sampled duration). No
+        // branch is needed for the rest: `as` maps NaN and anything below
+        // 0.5 µs (so every negative input) to 0, and saturates at the top.
+        SimDuration((s * MICROS_PER_SEC as f64 + 0.5) as u64)
     }
     pub const fn as_micros(self) -> u64 {
         self.0
@@ -346,6 +345,22 @@ mod tests {
             parse_duration("1000000000s").unwrap(),
             SimDuration::from_secs(1_000_000_000)
         );
+    }
+
+    #[test]
+    fn seconds_round_to_the_nearest_microsecond() {
+        let us = |s: f64| SimDuration::from_secs_f64(s).as_micros();
+        assert_eq!(us(1.5e-6), 2);
+        assert_eq!(us(1.4999e-6), 1);
+        assert_eq!(us(0.0049999), 5000);
+        assert_eq!(us(4.9e-7), 0);
+        assert_eq!(us(0.0), 0);
+        assert_eq!(us(-0.0), 0);
+        assert_eq!(us(-1e-7), 0);
+        assert_eq!(us(-3.0), 0);
+        assert_eq!(us(f64::NAN), 0);
+        assert_eq!(us(f64::NEG_INFINITY), 0);
+        assert_eq!(us(f64::INFINITY), u64::MAX);
     }
 
     #[test]

@@ -5,7 +5,8 @@
 //! may come before it), with the file's path written `FILE` and the output
 //! directory `OUT`. An optional
 //! `NN-name.args` holds the command line, one argument per line (default:
-//! `check FILE`, and then `run FILE` must fail with the same line). Every case
+//! `check FILE`, and then `run FILE`, or `sweep FILE` for sweeps, must fail
+//! with the same line). Every case
 //! must exit with code 2 without panicking. `HCSIM_BLESS=1 cargo test corpus`
 //! rewrites the `.expected` files: review the diff.
 
@@ -43,7 +44,9 @@ fn run_case(json: &Path, args: &[String], out: &Path) -> Outcome {
 }
 
 /// Checks every case of a corpus directory; returns how many there were.
-fn check_corpus(dir: &Path) -> usize {
+/// `also` is a second command (with `FILE` and `OUT`) that must fail with
+/// the same line when a case has no `.args`.
+fn check_corpus(dir: &Path, also: &[&str]) -> usize {
     let bless = std::env::var_os("HCSIM_BLESS").is_some();
     let mut cases: Vec<PathBuf> = std::fs::read_dir(dir)
         .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
@@ -94,13 +97,13 @@ fn check_corpus(dir: &Path) -> usize {
             problems.push(format!("got  {:?}\nwant {:?}", got.first_line, want));
         }
         if !custom {
-            // `run` reads and validates the same way as `check`.
-            let run_args = vec!["run".into(), "FILE".into(), "--out".into(), "OUT".into()];
-            let ran = run_case(&rel, &run_args, &out.join("out"));
+            // `run` (or `sweep`) reads and validates the same way as `check`.
+            let also: Vec<String> = also.iter().map(|a| a.to_string()).collect();
+            let ran = run_case(&rel, &also, &out.join("out"));
             if ran.first_line != got.first_line || ran.code != Some(2) {
                 problems.push(format!(
-                    "`run` differs from `check`: {:?} (exit {:?})",
-                    ran.first_line, ran.code
+                    "`{}` differs from `check`: {:?} (exit {:?})",
+                    also[0], ran.first_line, ran.code
                 ));
             }
         }
@@ -114,13 +117,18 @@ fn check_corpus(dir: &Path) -> usize {
 
 #[test]
 fn bad_models_fail_with_their_expected_message() {
-    let n = check_corpus(&root().join("tests/bad-models"));
+    let n = check_corpus(
+        &root().join("tests/bad-models"),
+        &["run", "FILE", "--out", "OUT"],
+    );
     assert!(n >= 40, "only {n} malformed models");
 }
 
-/// Drop sweep files with their `.expected` line into `tests/bad-sweeps/`
-/// (see its README); they run like the models (`hcsim check FILE`).
 #[test]
 fn bad_sweeps_fail_with_their_expected_message() {
-    check_corpus(&root().join("tests/bad-sweeps"));
+    let n = check_corpus(
+        &root().join("tests/bad-sweeps"),
+        &["sweep", "FILE", "--out", "OUT", "--quiet"],
+    );
+    assert!(n >= 15, "only {n} malformed sweeps");
 }

@@ -56,6 +56,8 @@ enum Outcome {
     Invalid,
     /// Valid, but refused before running (too large).
     Refused,
+    /// A valid sweep (sweeps are expanded and checked, not run).
+    Sweep,
     /// Simulated (possibly cut short by the budget).
     Simulated,
 }
@@ -77,7 +79,9 @@ fn fuzz_one(input: &Input) -> Outcome {
             return Outcome::Set;
         }
     }
-    let _ = hcsim::check::file_kind(&doc);
+    if hcsim::check::file_kind(&doc) == hcsim::check::FileKind::Sweep {
+        return fuzz_sweep(&doc);
+    }
     let sc = match Scenario::from_document(&doc, path) {
         Ok(sc) => sc,
         Err(e) => {
@@ -102,6 +106,30 @@ fn fuzz_one(input: &Input) -> Outcome {
     let (s, _cut) = hcsim::model::run_budgeted(&sc, sc.seed, BUDGET, None);
     assert_conserved(&s);
     Outcome::Simulated
+}
+
+/// A sweep document: read, expanded and every point validated, as `hcsim
+/// check` and `hcsim sweep` do before running (it is not run). Its model
+/// path is resolved from `sweeps/`.
+fn fuzz_sweep(doc: &Value) -> Outcome {
+    let path = root().join("sweeps/fuzz.json");
+    let spec: hcsim::sweep::SweepSpec = match scenario::from_document(doc, &path) {
+        Ok(s) => s,
+        Err(_) => return Outcome::Invalid,
+    };
+    match hcsim::sweep::Plan::from_spec(spec, doc.clone(), &path) {
+        Ok(plan) => {
+            for sc in plan.scenarios.iter().take(20) {
+                let _ = sc.warnings();
+                let _ = hcsim::limits::preflight(sc, None);
+            }
+            Outcome::Sweep
+        }
+        Err(e) => {
+            assert!(!e.to_string().is_empty());
+            Outcome::Invalid
+        }
+    }
 }
 
 // ------------------------------------------------------------- generation
@@ -225,10 +253,16 @@ impl Gen {
     fn new(seed: u64) -> Gen {
         let mut seeds = vec![];
         let mut models = vec![];
-        for dir in ["models", "tests/bad-models", "tests/fuzz-corpus"] {
+        for dir in [
+            "models",
+            "sweeps",
+            "tests/bad-models",
+            "tests/bad-sweeps",
+            "tests/fuzz-corpus",
+        ] {
             for p in files(dir) {
                 let text = String::from_utf8_lossy(&std::fs::read(&p).unwrap()).to_string();
-                if dir == "models" {
+                if dir == "models" || dir == "sweeps" {
                     models.push(serde_json::from_str(&text).unwrap());
                 }
                 seeds.push(text);
@@ -670,7 +704,13 @@ fn campaign(seed: u64, max: u64, time: Duration) -> (Vec<(Outcome, u64)>, u64, V
 fn fuzz_corpus_replays_cleanly() {
     let mut n = 0;
     let mut outcomes = std::collections::BTreeSet::new();
-    for dir in ["tests/fuzz-corpus", "models", "tests/bad-models"] {
+    for dir in [
+        "tests/fuzz-corpus",
+        "models",
+        "tests/bad-models",
+        "sweeps",
+        "tests/bad-sweeps",
+    ] {
         for p in files(dir) {
             let text = String::from_utf8_lossy(&std::fs::read(&p).unwrap()).to_string();
             let r = catch_unwind(AssertUnwindSafe(|| fuzz_one(&Input { text, sets: vec![] })));

@@ -13,6 +13,7 @@ mod report;
 mod scenarios;
 mod schema;
 mod seeds;
+mod sweep;
 
 use hcsim::metrics::RunSummary;
 use hcsim::model::{self, TraceLine};

@@ -117,18 +117,17 @@ fn chromium() -> Option<String> {
     })
 }
 
-#[test]
-fn report_renders_in_headless_chromium() {
+/// Loads a report in headless Chromium: no script errors, `charts` charts
+/// rendered non-empty, and a screenshot that decodes.
+fn check_in_chromium(dir: &Path, charts: usize) {
     let Some(browser) = chromium() else {
         assert!(
-            std::env::var_os("HCSIM_REQUIRE_BROWSER").is_none(),
-            "HCSIM_REQUIRE_BROWSER is set but chromium is not installed"
+            std::env::var_os("HCSIM_REQUIRE_TOOLS").is_none(),
+            "HCSIM_REQUIRE_TOOLS is set but chromium is not installed"
         );
         eprintln!("skipped: chromium not installed (scripts/test-deps.sh installs it)");
         return;
     };
-    let dir = tmp("chromium");
-    run_e2(&dir);
     let url = format!("file://{}", dir.join("report.html").display());
     let base = |profile: &str| {
         let mut c = Command::new(&browser);
@@ -162,9 +161,12 @@ fn report_renders_in_headless_chromium() {
         !body.contains("data-errors"),
         "script errors on the page: {body}"
     );
-    assert!(body.contains("data-charts=\"3\""), "charts counted: {body}");
     assert!(
-        body.contains("data-charts-ok=\"3\""),
+        body.contains(&format!("data-charts=\"{charts}\"")),
+        "charts counted: {body}"
+    );
+    assert!(
+        body.contains(&format!("data-charts-ok=\"{charts}\"")),
         "charts rendered non-empty: {body}"
     );
     let shot = dir.join("report.png");
@@ -180,4 +182,45 @@ fn report_renders_in_headless_chromium() {
         String::from_utf8_lossy(&o.stderr)
     );
     check_png(&shot);
+}
+
+#[test]
+fn report_renders_in_headless_chromium() {
+    let dir = tmp("chromium");
+    run_e2(&dir);
+    check_in_chromium(&dir, 3);
+}
+
+#[test]
+fn a_shipped_sweep_draws_its_charts_and_report() {
+    let dir = tmp("sweep-charts");
+    let o = hcsim(&[
+        "sweep",
+        "sweeps/policy-vs-failure-rate-100rps.json",
+        "--quiet",
+        "--out",
+        dir.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let files = chart_files(&dir);
+    let pngs: Vec<_> = files
+        .iter()
+        .filter(|p| p.extension().is_some_and(|e| e == "png"))
+        .collect();
+    assert_eq!(pngs.len(), 3, "the three charts the sweep names: {files:?}");
+    for p in &pngs {
+        check_png(p);
+    }
+    let before: Vec<Vec<u8>> = files.iter().map(|p| std::fs::read(p).unwrap()).collect();
+    std::fs::remove_dir_all(dir.join("charts")).unwrap();
+    let o = hcsim(&["plot", dir.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let after: Vec<Vec<u8>> = chart_files(&dir)
+        .iter()
+        .map(|p| std::fs::read(p).unwrap())
+        .collect();
+    assert!(before == after, "hcsim plot drew different sweep charts");
+    let html = std::fs::read_to_string(dir.join("report.html")).unwrap();
+    assert!(html.contains("Key table") && html.contains("ratio_ejection"));
+    check_in_chromium(&dir, 3);
 }

@@ -45,6 +45,33 @@ fn every_shipped_model_validates_against_the_schema() {
 }
 
 #[test]
+fn every_shipped_sweep_validates_against_the_sweep_schema() {
+    let v = jsonschema::validator_for(&hcsim::schema::sweep()).expect("the schema compiles");
+    let sweeps = json_files("sweeps");
+    assert!(!sweeps.is_empty());
+    for path in sweeps {
+        let doc = scenario::read_document(&path).unwrap();
+        let errs = errors(&v, &doc);
+        assert!(errs.is_empty(), "{}: {errs:?}", path.display());
+        let o = hcsim(&["check", path.to_str().unwrap()]);
+        assert_eq!(
+            o.status.code(),
+            Some(0),
+            "{}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+    }
+    for path in json_files("tests/bad-sweeps") {
+        let name = path.file_name().unwrap().to_string_lossy().to_string();
+        let category = name.split_once('-').map_or("", |(_, rest)| rest);
+        if category.starts_with("unknown-") || category.starts_with("missing-") {
+            let doc = scenario::read_document(&path).unwrap();
+            assert!(!v.is_valid(&doc), "{name} passes the sweep schema");
+        }
+    }
+}
+
+#[test]
 fn malformed_models_fail_the_schema_too() {
     let v = validator();
     // The corpus cases the schema can see: types, names, required fields,
@@ -95,20 +122,25 @@ fn the_duration_pattern_accepts_what_the_parser_accepts() {
 }
 
 #[test]
-fn the_published_schema_is_current() {
-    let path = root().join("docs/model.schema.json");
-    let now = serde_json::to_string_pretty(&hcsim::schema::model()).unwrap() + "\n";
-    if std::env::var_os("HCSIM_BLESS").is_some() {
-        std::fs::write(&path, &now).unwrap();
+fn the_published_schemas_are_current() {
+    for (kind, schema) in [
+        ("model", hcsim::schema::model()),
+        ("sweep", hcsim::schema::sweep()),
+    ] {
+        let path = root().join(format!("docs/{kind}.schema.json"));
+        let now = serde_json::to_string_pretty(&schema).unwrap() + "\n";
+        if std::env::var_os("HCSIM_BLESS").is_some() {
+            std::fs::write(&path, &now).unwrap();
+        }
+        let published = std::fs::read_to_string(&path).unwrap_or_default();
+        assert!(
+            published == now,
+            "docs/{kind}.schema.json is stale: run `cargo run -- schema {kind} > docs/{kind}.schema.json`"
+        );
+        let o = hcsim(&["schema", kind]);
+        assert!(o.status.success());
+        assert_eq!(String::from_utf8_lossy(&o.stdout), now);
     }
-    let published = std::fs::read_to_string(&path).unwrap_or_default();
-    assert!(
-        published == now,
-        "docs/model.schema.json is stale: run `cargo run -- schema model > docs/model.schema.json`"
-    );
-    let o = hcsim(&["schema", "model"]);
-    assert!(o.status.success());
-    assert_eq!(String::from_utf8_lossy(&o.stdout), now);
 }
 
 #[test]

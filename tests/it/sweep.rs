@@ -1,0 +1,520 @@
+//! `hcsim sweep` and `hcsim merge` end to end: outputs are byte-identical
+//! whatever `--jobs`, `--shard` or an interruption did, a point equals
+//! `hcsim run` on its model, and bad sweep files are refused with exit code 2.
+
+use serde_json::{Value, json};
+use std::collections::BTreeMap;
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+
+const OUTPUTS: [&str; 3] = ["runs.csv", "points.csv", "results.json"];
+
+/// A fresh directory for one test.
+fn workdir(name: &str) -> PathBuf {
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .join("sweep")
+        .join(name);
+    let _ = fs::remove_dir_all(&dir);
+    fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+fn hcsim(dir: &Path, args: &[&str]) -> Output {
+    hcsim_env(dir, args, &[])
+}
+
+fn hcsim_env(dir: &Path, args: &[&str], env: &[(&str, &str)]) -> Output {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_hcsim"));
+    cmd.args(args).current_dir(dir).stdin(Stdio::null());
+    cmd.env_remove("HCSIM_STOP_AFTER");
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    cmd.output().unwrap()
+}
+
+fn ok(out: Output) -> Output {
+    assert!(
+        out.status.success(),
+        "hcsim failed ({}):\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out
+}
+
+/// Exit code 2 and the stderr text.
+fn user_error(out: Output) -> String {
+    let err = String::from_utf8_lossy(&out.stderr).to_string();
+    assert_eq!(out.status.code(), Some(2), "expected exit code 2:\n{err}");
+    err
+}
+
+/// Three nodes, one crashes from 1 s to 3 s; 50 requests/s for 6 s;
+/// max_fails=3 fail_timeout=5s (a point of the tiny sweep).
+fn tiny_model() -> Value {
+    json!({
+        "name": "tiny-crash", "seed": 11, "duration": "6s",
+        "clients": {"kind": "open", "rate_per_s": 50.0},
+        "nodes": [{"name": "A"}, {"name": "B"}, {"name": "C"}],
+        "faults": [{"kind": "crash", "node": "A", "at": "1s", "for": "2s"}],
+        "policy": {"kind": "max_fails", "max_fails": 3, "fail_timeout": "5s"}
+    })
+}
+
+/// 2 × 2 points × 3 reps = 12 runs.
+fn tiny_sweep() -> Value {
+    json!({
+        "name": "tiny", "model": "../models/tiny.json", "reps": 3,
+        "axes": [
+            {"path": "policy.max_fails", "values": [1, 3]},
+            {"path": "policy.fail_timeout", "range": {"from": "2s", "to": "5s", "step": "3s"}}
+        ]
+    })
+}
+
+/// Lays out `models/tiny.json` and `sweeps/<file>` in `dir`.
+fn write_files(dir: &Path, file: &str, sweep: &Value) {
+    fs::create_dir_all(dir.join("models")).unwrap();
+    fs::create_dir_all(dir.join("sweeps")).unwrap();
+    fs::write(dir.join("models/tiny.json"), tiny_model().to_string()).unwrap();
+    fs::write(dir.join("sweeps").join(file), sweep.to_string()).unwrap();
+}
+
+fn assert_same_outputs(a: &Path, b: &Path) {
+    for f in OUTPUTS {
+        let x = fs::read(a.join(f)).unwrap_or_else(|e| panic!("{}: {e}", a.join(f).display()));
+        let y = fs::read(b.join(f)).unwrap_or_else(|e| panic!("{}: {e}", b.join(f).display()));
+        assert!(
+            x == y,
+            "{f} differs between {} and {}",
+            a.display(),
+            b.display()
+        );
+    }
+}
+
+fn read_json(p: &Path) -> Value {
+    serde_json::from_str(&fs::read_to_string(p).unwrap()).unwrap()
+}
+
+#[test]
+fn jobs_1_and_jobs_2_write_identical_files() {
+    let dir = workdir("jobs");
+    write_files(&dir, "tiny.json", &tiny_sweep());
+    ok(hcsim(
+        &dir,
+        &["sweep", "sweeps/tiny.json", "--jobs", "1", "--out", "j1"],
+    ));
+    ok(hcsim(
+        &dir,
+        &["sweep", "sweeps/tiny.json", "--jobs", "2", "--out", "j2"],
+    ));
+    assert_same_outputs(&dir.join("j1"), &dir.join("j2"));
+    let results = read_json(&dir.join("j1/results.json"));
+    assert_eq!(results["runs"].as_array().unwrap().len(), 12);
+    assert!(
+        !dir.join("j1/.checkpoint").exists(),
+        "checkpoint removed when done"
+    );
+}
+
+#[test]
+fn shards_merged_equal_the_unsharded_sweep() {
+    let dir = workdir("shards");
+    write_files(&dir, "tiny.json", &tiny_sweep());
+    ok(hcsim(
+        &dir,
+        &["sweep", "sweeps/tiny.json", "--out", "whole"],
+    ));
+    for k in 1..=3 {
+        let shard = format!("{k}/3");
+        let out = format!("shard{k}");
+        ok(hcsim(
+            &dir,
+            &[
+                "sweep",
+                "sweeps/tiny.json",
+                "--shard",
+                &shard,
+                "--out",
+                &out,
+            ],
+        ));
+    }
+    // Any order of the shard directories.
+    ok(hcsim(
+        &dir,
+        &["merge", "shard3", "shard1", "shard2", "--out", "merged"],
+    ));
+    assert_same_outputs(&dir.join("whole"), &dir.join("merged"));
+
+    let err = user_error(hcsim(&dir, &["merge", "shard1", "shard3", "--out", "m2"]));
+    assert!(err.contains("missing shard 2/3"), "{err}");
+    let err = user_error(hcsim(&dir, &["merge", "shard1", "shard1", "--out", "m3"]));
+    assert!(err.contains("are both shard 1/3"), "{err}");
+}
+
+#[test]
+fn an_interrupted_sweep_resumes_to_identical_outputs() {
+    let dir = workdir("resume");
+    write_files(&dir, "tiny.json", &tiny_sweep());
+    ok(hcsim(
+        &dir,
+        &["sweep", "sweeps/tiny.json", "--out", "whole"],
+    ));
+
+    // Stop after 5 completed runs, as a crash or Ctrl-C would.
+    let args = ["sweep", "sweeps/tiny.json", "--jobs", "2", "--out", "cut"];
+    let out = hcsim_env(&dir, &args, &[("HCSIM_STOP_AFTER", "5")]);
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("--resume"), "{err}");
+    assert!(
+        !dir.join("cut/results.json").exists(),
+        "no output from a cut sweep"
+    );
+    let journal = dir.join("cut/.checkpoint/runs.jsonl");
+    let kept = fs::read_to_string(&journal).unwrap().lines().count() - 1;
+    assert_eq!(kept, 5, "runs checkpointed");
+
+    // Starting over by accident would throw the checkpoint away: refused.
+    let err = user_error(hcsim(&dir, &args));
+    assert!(err.contains("pass --resume"), "{err}");
+
+    // A write cut short leaves a torn last line: it is ignored.
+    let mut text = fs::read_to_string(&journal).unwrap();
+    text.push_str("{\"run\": 11, \"point\": 3, \"re");
+    fs::write(&journal, text).unwrap();
+
+    let mut resume = args.to_vec();
+    resume.push("--resume");
+    ok(hcsim(&dir, &resume));
+    assert_same_outputs(&dir.join("whole"), &dir.join("cut"));
+    assert!(!dir.join("cut/.checkpoint").exists());
+}
+
+#[test]
+fn a_resumed_checkpoint_must_belong_to_the_same_sweep() {
+    let dir = workdir("resume-other");
+    write_files(&dir, "tiny.json", &tiny_sweep());
+    let args = ["sweep", "sweeps/tiny.json", "--jobs", "1", "--out", "cut"];
+    let out = hcsim_env(&dir, &args, &[("HCSIM_STOP_AFTER", "2")]);
+    assert!(!out.status.success());
+    let mut changed = tiny_sweep();
+    changed["reps"] = json!(4);
+    fs::write(dir.join("sweeps/tiny.json"), changed.to_string()).unwrap();
+    let err = user_error(hcsim(&dir, &[&args[..], &["--resume"]].concat()));
+    assert!(err.contains("belongs to a different sweep"), "{err}");
+}
+
+/// Summary aggregates (`{median, min, max, mean, n}` nested by metric) flattened
+/// to the sweep's dotted metric names.
+fn flatten_aggregates(v: &Value, prefix: &str, out: &mut BTreeMap<String, Value>) {
+    match v {
+        Value::Object(m) if m.contains_key("median") && m.contains_key("n") => {
+            out.insert(prefix.to_string(), v.clone());
+        }
+        Value::Object(m) => {
+            for (k, x) in m {
+                flatten_aggregates(x, &format!("{prefix}.{k}"), out);
+            }
+        }
+        Value::Array(items) => {
+            for x in items {
+                let name = x["name"].as_str().unwrap();
+                flatten_aggregates(x, &format!("{prefix}.{name}"), out);
+            }
+        }
+        _ => {}
+    }
+}
+
+#[test]
+fn the_model_point_equals_hcsim_run_with_the_same_seeds() {
+    let dir = workdir("equals-run");
+    write_files(&dir, "tiny.json", &tiny_sweep());
+    ok(hcsim(&dir, &["sweep", "sweeps/tiny.json", "--out", "sw"]));
+    ok(hcsim(
+        &dir,
+        &[
+            "run",
+            "models/tiny.json",
+            "--reps",
+            "3",
+            "--out",
+            "run",
+            "--format",
+            "json",
+        ],
+    ));
+    let results = read_json(&dir.join("sw/results.json"));
+    let summary = read_json(&dir.join("run/summary.json"));
+    let point = results["points"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["values"] == json!({"policy.max_fails": 3, "policy.fail_timeout": "5s"}))
+        .expect("the point max_fails=3 fail_timeout=5s");
+    let run_seeds: Vec<&Value> = summary["runs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| &r["seed"])
+        .collect();
+    let point_seeds: Vec<&Value> = point["seeds"].as_array().unwrap().iter().collect();
+    assert_eq!(point_seeds, run_seeds);
+
+    let mut expected = BTreeMap::new();
+    for section in ["client", "nodes", "clock_phase_s", "events", "probe_rounds"] {
+        flatten_aggregates(&summary[section], section, &mut expected);
+    }
+    assert!(expected.len() > 20, "{} metrics", expected.len());
+    assert!(expected.contains_key("nodes.A.first_ejection_delay_s"));
+    for (metric, agg) in &expected {
+        let stats = &point["stats"][metric];
+        for f in ["median", "mean", "min", "max", "n"] {
+            assert_eq!(stats[f], agg[f], "{metric}.{f}");
+        }
+    }
+    // And nothing in the sweep's metrics is unknown to hcsim run.
+    let names: Vec<&str> = results["metrics"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m.as_str().unwrap())
+        .collect();
+    for n in &names {
+        assert!(expected.contains_key(*n), "{n} is not in summary.json");
+    }
+}
+
+#[test]
+fn seeds_are_common_by_default_and_independent_on_request() {
+    use hcsim::engine::rng::derive_seed;
+    let dir = workdir("seeds");
+    let mut sweep = tiny_sweep();
+    sweep["seed"] = json!(99);
+    write_files(&dir, "common.json", &sweep);
+    sweep["seeds"] = json!("independent");
+    fs::write(dir.join("sweeps/independent.json"), sweep.to_string()).unwrap();
+    ok(hcsim(&dir, &["sweep", "sweeps/common.json", "--out", "c"]));
+    ok(hcsim(
+        &dir,
+        &["sweep", "sweeps/independent.json", "--out", "i"],
+    ));
+    for (out, common) in [("c", true), ("i", false)] {
+        let results = read_json(&dir.join(out).join("results.json"));
+        for run in results["runs"].as_array().unwrap() {
+            let p = run["point"].as_u64().unwrap();
+            let r = run["rep"].as_u64().unwrap();
+            let expected = match (common, r) {
+                (true, 0) => 99,
+                (true, r) => derive_seed(99, &[r]),
+                (false, r) => derive_seed(99, &[p, r]),
+            };
+            assert_eq!(run["seed"], json!(expected), "{out}: point {p} rep {r}");
+        }
+    }
+}
+
+#[test]
+fn outputs_name_columns_by_path_and_node_name() {
+    let dir = workdir("columns");
+    let mut sweep = tiny_sweep();
+    sweep["axes"] = json!([
+        {"path": "policy", "values": [{"kind": "none"}, {"kind": "max_fails", "max_fails": 2, "fail_timeout": "1s"}], "labels": ["off", "mf2"]},
+        {"zip": [
+            {"path": "gateway.proxy_connect_timeout", "values": ["1s", "2s"]},
+            {"path": "gateway.proxy_read_timeout", "values": ["3s", "4s"]}
+        ]}
+    ]);
+    write_files(&dir, "tiny.json", &sweep);
+    ok(hcsim(&dir, &["sweep", "sweeps/tiny.json", "--out", "o"]));
+    let runs = fs::read_to_string(dir.join("o/runs.csv")).unwrap();
+    let header: Vec<&str> = runs.lines().next().unwrap().split(',').collect();
+    assert_eq!(
+        header[..6],
+        [
+            "point",
+            "rep",
+            "policy",
+            "gateway.proxy_connect_timeout",
+            "gateway.proxy_read_timeout",
+            "seed"
+        ]
+    );
+    for col in [
+        "nodes.A.share",
+        "nodes.C.ejected_time_s",
+        "client.status.200",
+        "client.ok",
+    ] {
+        assert!(header.contains(&col), "{col} missing from {header:?}");
+    }
+    let a = header.iter().position(|c| *c == "nodes.A.share").unwrap();
+    let c = header.iter().position(|c| *c == "nodes.C.share").unwrap();
+    assert!(a < c, "nodes keep the model's order");
+    assert_eq!(runs.lines().count(), 1 + 4 * 3);
+    assert!(runs.lines().nth(1).unwrap().starts_with("0,0,off,1s,3s,"));
+    let points = fs::read_to_string(dir.join("o/points.csv")).unwrap();
+    let head = points.lines().next().unwrap();
+    assert!(
+        head.starts_with("point,policy,gateway.proxy_connect_timeout,gateway.proxy_read_timeout,")
+    );
+    for col in [
+        "nodes.A.share.median",
+        "nodes.A.share.mean",
+        "nodes.A.share.p5",
+        "nodes.A.share.p95",
+    ] {
+        assert!(head.split(',').any(|h| h == col), "{col}");
+    }
+    assert_eq!(points.lines().count(), 1 + 4);
+    let results = read_json(&dir.join("o/results.json"));
+    assert_eq!(results["hcsim_version"], json!(env!("CARGO_PKG_VERSION")));
+    assert_eq!(results["command"], json!("hcsim sweep sweeps/tiny.json"));
+    assert_eq!(results["definition"], sweep);
+    assert_eq!(results["model_file"], json!("models/tiny.json"));
+    assert_eq!(results["points"][2]["values"]["policy"], json!("mf2"));
+}
+
+#[test]
+fn bad_sweep_files_exit_2_naming_file_axis_and_path() {
+    let dir = workdir("bad");
+    let cases: Vec<(Value, &[&str])> = vec![
+        (
+            json!([{"path": "policy.max_fails", "values": [1]}, {"path": "policy.max_fail", "values": [1]}]),
+            &[
+                "sweeps/bad.json: axes[1]: `policy.max_fail` is not in the model models/tiny.json",
+                "`policy` has no field `max_fail`",
+            ],
+        ),
+        (
+            json!([{"zip": [{"path": "policy.max_fails", "values": [1]}, {"path": "nodes.D.weight", "values": [1]}]}]),
+            &[
+                "sweeps/bad.json: axes[0].zip[1]: `nodes.D.weight` is not in the model",
+                "`nodes` has no field `D`",
+            ],
+        ),
+        (
+            json!([{"path": "policy.fail_timeout", "values": ["5s", "1500ms"]}]),
+            &[
+                "sweeps/bad.json: point 1 (policy.fail_timeout=1500ms): models/tiny.json: policy.fail_timeout: nginx takes fail_timeout in whole seconds",
+            ],
+        ),
+        (
+            json!([{"path": "policy.max_fails", "range": {"from": 1, "to": 5, "step": 0}}]),
+            &["sweeps/bad.json: axes[0].range.step: must not be zero"],
+        ),
+        (
+            json!([{"path": "policy.max_fails", "range": {"from": 5, "to": 1, "step": 1}}]),
+            &["sweeps/bad.json: axes[0].range: is empty"],
+        ),
+        (
+            json!([{"path": "policy.max_fails", "range": {"from": 1, "to": 1000000, "step": 1}}]),
+            &[
+                "sweeps/bad.json: axes[0].range: expands to 1000000 values, more than 10000 per axis",
+            ],
+        ),
+        (
+            json!([{"path": "policy.max_fails", "values": [1], "lables": ["x"]}]),
+            &[
+                "sweeps/bad.json: axes[0].lables: unknown field `lables`, expected one of `path`, `values`, `range`, `labels`, `zip`",
+            ],
+        ),
+    ];
+    fs::create_dir_all(dir.join("sweeps")).unwrap();
+    fs::create_dir_all(dir.join("models")).unwrap();
+    fs::write(dir.join("models/tiny.json"), tiny_model().to_string()).unwrap();
+    for (axes, expected) in cases {
+        let mut sweep = tiny_sweep();
+        sweep["axes"] = axes;
+        fs::write(dir.join("sweeps/bad.json"), sweep.to_string()).unwrap();
+        let err = user_error(hcsim(&dir, &["sweep", "sweeps/bad.json", "--out", "o"]));
+        for e in expected {
+            assert!(err.contains(e), "expected {e:?} in:\n{err}");
+        }
+        assert!(
+            !dir.join("o").exists(),
+            "nothing is written for a bad sweep"
+        );
+    }
+    let mut sweep = tiny_sweep();
+    sweep["modle"] = json!("x");
+    fs::write(dir.join("sweeps/bad.json"), sweep.to_string()).unwrap();
+    let err = user_error(hcsim(&dir, &["sweep", "sweeps/bad.json"]));
+    assert!(
+        err.contains("sweeps/bad.json: modle: unknown field `modle`"),
+        "{err}"
+    );
+    fs::write(dir.join("sweeps/tiny.json"), tiny_sweep().to_string()).unwrap();
+    let err = user_error(hcsim(&dir, &["sweep", "sweeps/tiny.json", "--jobs", "0"]));
+    assert!(err.contains("--jobs must be at least 1"), "{err}");
+    let err = user_error(hcsim(
+        &dir,
+        &["sweep", "sweeps/tiny.json", "--shard", "4/3"],
+    ));
+    assert!(err.contains("expected K/N with 1 <= K <= N"), "{err}");
+}
+
+/// The fenced block after `<!-- sweep-parallel-example -->` in the README.
+fn readme_parallel_example() -> String {
+    let readme =
+        fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("README.md")).unwrap();
+    let (_, after) = readme
+        .split_once("<!-- sweep-parallel-example -->")
+        .expect("README marks its GNU parallel example");
+    let body = after.split_once("```sh\n").expect("a ```sh block").1;
+    body.split_once("```")
+        .expect("a closed block")
+        .0
+        .to_string()
+}
+
+#[test]
+fn the_readme_gnu_parallel_example_gives_the_unsharded_outputs() {
+    let example = readme_parallel_example();
+    assert!(example.contains("--shard {}/3"), "{example}");
+    let on_path = Command::new("parallel")
+        .arg("--version")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status();
+    if !on_path.is_ok_and(|s| s.success()) {
+        assert!(
+            std::env::var_os("HCSIM_REQUIRE_TOOLS").is_none(),
+            "HCSIM_REQUIRE_TOOLS is set but GNU parallel is not installed"
+        );
+        eprintln!("skipped: GNU parallel is not on PATH (scripts/test-deps.sh installs it)");
+        return;
+    }
+    // Run the documented commands verbatim on a tiny sweep under the shipped name.
+    let dir = workdir("parallel");
+    write_files(&dir, "max-fails-grid-crash.json", &tiny_sweep());
+    let bin_dir = Path::new(env!("CARGO_BIN_EXE_hcsim")).parent().unwrap();
+    let path = format!(
+        "{}:{}",
+        bin_dir.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let out = Command::new("bash")
+        .args(["-euo", "pipefail", "-c", &example])
+        .current_dir(&dir)
+        .env("PATH", path)
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    ok(out);
+    ok(hcsim(
+        &dir,
+        &[
+            "sweep",
+            "sweeps/max-fails-grid-crash.json",
+            "--out",
+            "whole",
+        ],
+    ));
+    assert_same_outputs(&dir.join("whole"), &dir.join("output/max-fails-grid-crash"));
+}
