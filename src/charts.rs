@@ -4,16 +4,18 @@
 
 use crate::error::Error;
 use crate::plot::{self, DistributionSpec, NodeTrack, TimelineSpec};
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 /// A chart a model (or sweep) asks for; `kind` is the tag.
-#[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
+#[derive(Clone, Debug, Deserialize, Serialize, PartialEq, JsonSchema)]
 #[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
 pub enum ChartSpec {
     /// One replication over time: share per node, fault windows, ejections, client errors.
+    #[serde(deserialize_with = "chart_body::timeline")]
     Timeline {
         /// Which replication (0-based). Default 0.
         #[serde(default)]
@@ -21,6 +23,7 @@ pub enum ChartSpec {
     },
     /// A metric over the replications: one box (or CDF curve) per node in a
     /// run, per point in a sweep.
+    #[serde(deserialize_with = "chart_body::distribution")]
     Distribution {
         /// In a run: a node metric (`share`, `first_ejection_delay_s`,
         /// `recovery_delay_s`, `ejected_time_s`, `ejections`, ...) or a client
@@ -32,6 +35,7 @@ pub enum ChartSpec {
         style: DistStyle,
     },
     /// Sweeps: a metric over two axes, the value printed in each cell.
+    #[serde(deserialize_with = "chart_body::heatmap")]
     Heatmap {
         /// A column of `points.csv` without its statistic (`nodes.A.share`).
         metric: String,
@@ -44,6 +48,7 @@ pub enum ChartSpec {
     },
     /// Sweeps: a metric against one axis, one line per value of another, with
     /// a band over the replications.
+    #[serde(deserialize_with = "chart_body::lines")]
     Lines {
         metric: String,
         x: String,
@@ -56,7 +61,7 @@ pub enum ChartSpec {
     },
 }
 
-#[derive(Clone, Copy, Debug, Default, Deserialize, Serialize, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, Deserialize, Serialize, PartialEq, Eq, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum StatName {
     #[default]
@@ -81,7 +86,7 @@ impl StatName {
     }
 }
 
-#[derive(Clone, Copy, Debug, Default, Deserialize, Serialize, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, Deserialize, Serialize, PartialEq, Eq, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Band {
     #[default]
@@ -89,7 +94,66 @@ pub enum Band {
     MinMax,
 }
 
-#[derive(Clone, Copy, Debug, Default, Deserialize, Serialize, PartialEq, Eq)]
+/// The bodies of `ChartSpec`'s variants, read with their own path tracker
+/// (see [`crate::diagnostics`]) so that errors name the field.
+mod chart_body {
+    use super::{Band, DistStyle, StatName};
+    use crate::diagnostics::tracked;
+    use serde::{Deserialize, Deserializer};
+
+    #[derive(Deserialize)]
+    #[serde(deny_unknown_fields)]
+    struct Timeline {
+        #[serde(default)]
+        rep: usize,
+    }
+    #[derive(Deserialize)]
+    #[serde(deny_unknown_fields)]
+    struct Distribution {
+        metric: String,
+        #[serde(default)]
+        style: DistStyle,
+    }
+
+    #[derive(Deserialize)]
+    #[serde(deny_unknown_fields)]
+    struct Heatmap {
+        metric: String,
+        x: String,
+        y: String,
+        #[serde(default)]
+        stat: StatName,
+    }
+    #[derive(Deserialize)]
+    #[serde(deny_unknown_fields)]
+    struct Lines {
+        metric: String,
+        x: String,
+        #[serde(default)]
+        series: Option<String>,
+        #[serde(default)]
+        band: Band,
+    }
+
+    pub fn heatmap<'de, D: Deserializer<'de>>(
+        d: D,
+    ) -> Result<(String, String, String, StatName), D::Error> {
+        tracked::<_, Heatmap>(d).map(|b| (b.metric, b.x, b.y, b.stat))
+    }
+    pub fn lines<'de, D: Deserializer<'de>>(
+        d: D,
+    ) -> Result<(String, String, Option<String>, Band), D::Error> {
+        tracked::<_, Lines>(d).map(|b| (b.metric, b.x, b.series, b.band))
+    }
+    pub fn timeline<'de, D: Deserializer<'de>>(d: D) -> Result<usize, D::Error> {
+        tracked::<_, Timeline>(d).map(|b| b.rep)
+    }
+    pub fn distribution<'de, D: Deserializer<'de>>(d: D) -> Result<(String, DistStyle), D::Error> {
+        tracked::<_, Distribution>(d).map(|b| (b.metric, b.style))
+    }
+}
+
+#[derive(Clone, Copy, Debug, Default, Deserialize, Serialize, PartialEq, Eq, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum DistStyle {
     #[default]

@@ -23,6 +23,13 @@ pub struct Cli {
 pub enum Command {
     /// Run a model (optionally several seeded replications) and report its metrics.
     Run(RunArgs),
+    /// Validate a model (or a sweep) and print it with every default filled
+    /// in: what `run` will simulate. Exit code 0 if it is valid (warnings
+    /// allowed), 2 if not.
+    Check(CheckArgs),
+    /// Print the JSON Schema of model or sweep files, for editors to validate
+    /// and complete them.
+    Schema(SchemaArgs),
     /// Run a model over a grid of parameters (points × replications) in parallel.
     Sweep(SweepArgs),
     /// Combine the outputs of `hcsim sweep --shard K/N` into those of the whole sweep.
@@ -52,6 +59,30 @@ pub struct ReproduceArgs {
 }
 
 #[derive(Args, Debug)]
+pub struct CheckArgs {
+    /// The model file (JSON).
+    pub file: PathBuf,
+    /// Override a field first, as `hcsim run --set` does. Repeatable.
+    #[arg(long = "set", value_name = "PATH=VALUE")]
+    pub set: Vec<String>,
+}
+
+#[derive(Args, Debug)]
+pub struct SchemaArgs {
+    /// Which kind of file.
+    #[arg(value_enum, default_value_t = SchemaKind::Model)]
+    pub kind: SchemaKind,
+}
+
+#[derive(Copy, Clone, Debug, PartialEq, Eq, ValueEnum)]
+pub enum SchemaKind {
+    /// A model file (`models/*.json`).
+    Model,
+    /// A sweep file (`sweeps/*.json`).
+    Sweep,
+}
+
+#[derive(Args, Debug)]
 pub struct RunArgs {
     /// The model file (JSON), e.g. models/e2-p02-flaky-2pct.json.
     pub model: PathBuf,
@@ -77,6 +108,11 @@ pub struct RunArgs {
     /// Replications run in parallel on this many threads (default: all cores).
     #[arg(long, short = 'j')]
     pub jobs: Option<usize>,
+    /// Stop each replication after N engine events (then exit code 2). What
+    /// was simulated until then is still written; each run's `duration_s`
+    /// says how far it got. Also lifts the refusal of very large models.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+    pub max_events: Option<u64>,
     /// Skip the charts and report.html.
     #[arg(long)]
     pub no_charts: bool,
@@ -144,31 +180,56 @@ pub fn rep_seed(base: u64, rep: u64) -> u64 {
     }
 }
 
-/// Loads a model document and applies `--set` overrides.
+/// Loads a model document and applies `--set` overrides. An error in a
+/// field that a `--set` changed says so.
 pub fn load_with_overrides(path: &Path, sets: &[String]) -> Result<Scenario, Error> {
     let mut doc = scenario::read_document(path)?;
+    let mut set_fields = vec![];
     for arg in sets {
-        let (key, value) = arg.split_once('=').ok_or_else(|| Error::Set {
-            arg: arg.clone(),
-            reason: "expected PATH=VALUE, e.g. clients.rate_per_s=10000".into(),
-        })?;
-        scenario::set_path(
-            &mut doc,
-            key.trim(),
-            scenario::parse_set_value(value.trim()),
-        )
-        .map_err(|reason| Error::Set {
+        let err = |reason: String| Error::Set {
             arg: arg.clone(),
             reason,
-        })?;
+        };
+        let (key, value) = arg
+            .split_once('=')
+            .ok_or_else(|| err("expected PATH=VALUE, e.g. clients.rate_per_s=10000".into()))?;
+        let (key, value) = (key.trim(), value.trim());
+        // Text that starts like JSON must be JSON: a missing brace should not
+        // turn an object into a string.
+        if value.starts_with(['{', '[', '"'])
+            && let Err(e) = serde_json::from_str::<serde_json::Value>(value)
+        {
+            return Err(err(format!("VALUE is not valid JSON: {e}")));
+        }
+        scenario::set_path(&mut doc, key, scenario::parse_set_value(value)).map_err(err)?;
+        if let Some(field) = scenario::canonical_path(&doc, key) {
+            set_fields.push((field, arg));
+        }
     }
-    Scenario::from_document(&doc, path)
+    Scenario::from_document(&doc, path).map_err(|e| {
+        set_fields.iter().rev().fold(e, |e, (field, arg)| {
+            e.note_under(field, &format!("set by --set {arg}"))
+        })
+    })
+}
+
+/// Prints warnings to stderr as `warning: file: field: message`.
+pub fn print_warnings(path: &Path, warnings: &[(String, String)]) {
+    for (field, msg) in warnings {
+        if field.is_empty() {
+            eprintln!("warning: {}: {msg}", path.display());
+        } else {
+            eprintln!("warning: {}: {field}: {msg}", path.display());
+        }
+    }
 }
 
 /// Runs the command; `Err` is a user error (exit code 2).
 pub fn run(cli: Cli) -> Result<ExitCode, Error> {
     match cli.command {
         Command::Run(args) => cmd_run(args),
+        Command::Check(args) => cmd_check(args),
+        Command::Schema(args) => cmd_schema(args),
         Command::Sweep(args) => crate::sweep::cmd_sweep(args),
         Command::Merge(args) => crate::sweep::cmd_merge(args),
         Command::Plot(args) => cmd_plot(&args.dir).map(|_| ExitCode::SUCCESS),
@@ -188,16 +249,67 @@ pub(crate) fn thread_pool(jobs: Option<usize>) -> Result<rayon::ThreadPool, Erro
         .map_err(|e| Error::Usage(format!("cannot start worker threads: {e}")))
 }
 
+/// Validates a model and checks what it would cost; prints the warnings.
+fn load_checked(path: &Path, sets: &[String], max_events: Option<u64>) -> Result<Scenario, Error> {
+    let sc = load_with_overrides(path, sets)?;
+    let mut warnings = sc.warnings();
+    let cost = crate::limits::preflight(&sc, max_events).map_err(|reason| Error::Limit {
+        path: path.to_path_buf(),
+        reason,
+    })?;
+    warnings.extend(cost);
+    print_warnings(path, &warnings);
+    Ok(sc)
+}
+
+fn cmd_check(args: CheckArgs) -> Result<ExitCode, Error> {
+    let doc = scenario::read_document(&args.file)?;
+    match crate::check::file_kind(&doc) {
+        crate::check::FileKind::Model => {
+            let sc = load_checked(&args.file, &args.set, None)?;
+            let json = serde_json::to_string_pretty(&crate::check::effective_spec(&sc))
+                .map_err(|e| Error::Usage(e.to_string()))?;
+            println!("{json}");
+        }
+        crate::check::FileKind::Sweep => {
+            if !args.set.is_empty() {
+                return Err(Error::Usage(
+                    "--set applies to models; a sweep sets fields with its own `set`".into(),
+                ));
+            }
+            let (plan, warnings) = crate::check::sweep(&args.file)?;
+            print_warnings(&args.file, &warnings);
+            let json =
+                serde_json::to_string_pretty(&plan).map_err(|e| Error::Usage(e.to_string()))?;
+            println!("{json}");
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn cmd_schema(args: SchemaArgs) -> Result<ExitCode, Error> {
+    let schema = match args.kind {
+        SchemaKind::Model => crate::schema::model(),
+        SchemaKind::Sweep => crate::schema::sweep(),
+    };
+    let json = serde_json::to_string_pretty(&schema).map_err(|e| Error::Usage(e.to_string()))?;
+    println!("{json}");
+    Ok(ExitCode::SUCCESS)
+}
+
 fn cmd_run(args: RunArgs) -> Result<ExitCode, Error> {
-    let sc = load_with_overrides(&args.model, &args.set)?;
+    let sc = load_checked(&args.model, &args.set, args.max_events)?;
     let base = args.seed.unwrap_or(sc.seed);
     let out_dir = args
         .out
         .clone()
         .unwrap_or_else(|| Path::new("output").join(&sc.name));
+    // Fail before the work, not after it.
+    report::prepare_dir(&out_dir)?;
     let pool = thread_pool(args.jobs)?;
     let reps = args.reps as u64;
-    let (runs, traces): (Vec<RunSummary>, Vec<Vec<TraceLine>>) = pool.install(|| {
+    let budget = args.max_events.unwrap_or(u64::MAX);
+    let results: Vec<(RunSummary, Vec<TraceLine>, Option<model::Truncated>)> = pool.install(|| {
         (0..reps)
             .into_par_iter()
             .map(|r| {
@@ -205,14 +317,25 @@ fn cmd_run(args: RunArgs) -> Result<ExitCode, Error> {
                 if args.trace {
                     let mut lines = Vec::new();
                     let mut sink = |l: &TraceLine| lines.push(l.clone());
-                    let s = model::run_traced(&sc, seed, &mut sink);
-                    (s, lines)
+                    let (s, cut) = model::run_budgeted(&sc, seed, budget, Some(&mut sink));
+                    (s, lines, cut)
                 } else {
-                    (model::run(&sc, seed), Vec::new())
+                    let (s, cut) = model::run_budgeted(&sc, seed, budget, None);
+                    (s, Vec::new(), cut)
                 }
             })
-            .unzip()
+            .collect()
     });
+    let mut runs = Vec::with_capacity(results.len());
+    let mut traces = Vec::with_capacity(results.len());
+    let mut cuts = vec![];
+    for (s, t, cut) in results {
+        if let Some(c) = cut {
+            cuts.push((s.seed, c));
+        }
+        runs.push(s);
+        traces.push(t);
+    }
     let report = RunReport::new(&sc, &args.model, base, &args.set, &runs);
     let json =
         serde_json::to_string_pretty(&report).map_err(|e| Error::Usage(e.to_string()))? + "\n";
@@ -247,6 +370,21 @@ fn cmd_run(args: RunArgs) -> Result<ExitCode, Error> {
             print!("{}", report::table(&report));
             println!("\nwrote {}", out_dir.display());
         }
+    }
+    if let Some((seed, cut)) = cuts.first() {
+        return Err(Error::Limit {
+            path: args.model.clone(),
+            reason: format!(
+                "{} of {reps} replication(s) stopped at --max-events {} before the end of the \
+                 run (seed {seed} at {:.3}s of {}); {} holds what they simulated until then \
+                 (each run's duration_s says how far it got)",
+                cuts.len(),
+                cut.max_events,
+                cut.at.as_secs_f64(),
+                sc.duration,
+                out_dir.display()
+            ),
+        });
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -29,6 +29,8 @@ pub enum Error {
         field: String,
         reason: String,
     },
+    /// A run would cost too much to start, or stopped at `--max-events`.
+    Limit { path: PathBuf, reason: String },
     /// A `--set PATH=VALUE` argument could not be applied.
     Set { arg: String, reason: String },
     /// An output could not be written.
@@ -89,6 +91,7 @@ impl fmt::Display for Error {
                 field,
                 reason,
             } => write!(f, "{}: {field}: {reason}", path.display()),
+            Error::Limit { path, reason } => write!(f, "{}: {reason}", path.display()),
             Error::Set { arg, reason } => write!(f, "--set {arg}: {reason}"),
             Error::Write { path, source } => {
                 write!(f, "{}: cannot write: {source}", path.display())
@@ -121,6 +124,39 @@ impl fmt::Display for Error {
                 "stopped after {done} of {total} runs, which are kept in {}; run the same command with --resume to finish",
                 checkpoint.display()
             ),
+        }
+    }
+}
+
+impl Error {
+    /// Appends a note to the message of an error about a field of the model
+    /// (`Parse` or `Invalid`) whose path is `field` or lies under it.
+    pub fn note_under(self, field: &str, note: &str) -> Error {
+        let under = |f: &str| {
+            f == field
+                || f.strip_prefix(field)
+                    .is_some_and(|r| r.starts_with(['.', '[']))
+        };
+        match self {
+            Error::Parse {
+                path,
+                field: f,
+                msg,
+            } if under(&f) => Error::Parse {
+                path,
+                msg: format!("{msg} ({note})"),
+                field: f,
+            },
+            Error::Invalid {
+                path,
+                field: f,
+                reason,
+            } if under(&f) => Error::Invalid {
+                path,
+                reason: format!("{reason} ({note})"),
+                field: f,
+            },
+            other => other,
         }
     }
 }

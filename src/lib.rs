@@ -63,10 +63,13 @@
 //! ```
 
 pub mod charts;
+pub mod check;
 pub mod cli;
+pub mod diagnostics;
 pub mod engine;
 pub mod error;
 pub mod html;
+pub mod limits;
 pub mod metrics;
 pub mod model;
 pub mod plot;
@@ -74,6 +77,7 @@ pub mod policy;
 pub mod report;
 pub mod reproduce;
 pub mod scenario;
+pub mod schema;
 pub mod sweep;
 
 pub use error::Error;

@@ -527,6 +527,14 @@ impl Recorder {
         self.holders[node.index() * self.scopes + scope as usize] > 0
     }
 
+    /// Ends the run early at `t` (an event budget ran out): metrics, the
+    /// measurement window and the timeline stop there.
+    pub fn cut_at(&mut self, t: SimTime) {
+        self.end = self.end.min(t);
+        self.to = self.to.min(self.end);
+        self.from = self.from.min(self.to);
+    }
+
     pub fn finish(
         mut self,
         model: &str,

@@ -7,6 +7,7 @@ use crate::scenario::Scenario;
 use serde::Serialize;
 use serde_json::{Map, Value, json};
 use std::fmt::Write as _;
+use std::io::Write as _;
 use std::path::{Path, PathBuf};
 
 /// Top-level fields of a run summary that identify a run rather than measure it.
@@ -194,16 +195,37 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), Error> {
     if let Some(dir) = path.parent()
         && !dir.as_os_str().is_empty()
     {
-        std::fs::create_dir_all(dir).map_err(err)?;
+        std::fs::create_dir_all(dir).map_err(|source| Error::Write {
+            path: dir.to_path_buf(),
+            source,
+        })?;
     }
     let mut tmp = path.as_os_str().to_owned();
     tmp.push(format!(".tmp{}", std::process::id()));
     let tmp = PathBuf::from(tmp);
-    std::fs::write(&tmp, bytes).map_err(|source| Error::Write {
-        path: tmp.clone(),
+    let written = (|| {
+        let mut f = std::fs::File::create(&tmp)?;
+        f.write_all(bytes)?;
+        f.sync_all()?;
+        std::fs::rename(&tmp, path)
+    })();
+    if written.is_err() {
+        let _ = std::fs::remove_file(&tmp);
+    }
+    written.map_err(err)
+}
+
+/// Creates the output directory and checks that files can be written in it,
+/// so that a bad `--out` fails before the runs rather than after them.
+pub fn prepare_dir(dir: &Path) -> Result<(), Error> {
+    let err = |source| Error::Write {
+        path: dir.to_path_buf(),
         source,
-    })?;
-    std::fs::rename(&tmp, path).map_err(err)
+    };
+    std::fs::create_dir_all(dir).map_err(err)?;
+    let probe = dir.join(format!(".hcsim-probe{}", std::process::id()));
+    std::fs::write(&probe, b"").map_err(err)?;
+    std::fs::remove_file(&probe).map_err(err)
 }
 
 /// `timeline.csv`: one row per (replication, bucket).

@@ -6,10 +6,12 @@
 //! timeouts, `max_fails=1 fail_timeout=10s`). Durations are strings with units.
 
 use crate::charts::ChartSpec;
+use crate::diagnostics::{self, tracked};
 use crate::engine::{SimDuration, SimTime};
 use crate::error::Error;
 use crate::model::NodeId;
 use crate::policy::PolicySpec;
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use std::collections::BTreeSet;
@@ -18,9 +20,12 @@ use std::path::Path;
 // ---------------------------------------------------------------- spec types
 
 /// A whole model file.
-#[derive(Clone, Debug, Deserialize, Serialize)]
+#[derive(Clone, Debug, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ScenarioSpec {
+    /// The JSON Schema the file follows, for editors (`hcsim schema model`); ignored.
+    #[serde(rename = "$schema", default, skip_serializing_if = "Option::is_none")]
+    pub schema: Option<String>,
     /// Identifies the model in outputs (`output/<name>/`).
     pub name: String,
     /// Free text for people.
@@ -62,28 +67,30 @@ fn default_bucket() -> SimDuration {
     SimDuration::from_secs(1)
 }
 
-#[derive(Clone, Debug, Deserialize, Serialize)]
+#[derive(Clone, Debug, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct MeasureSpec {
     #[serde(default)]
     pub from: SimDuration,
     /// Default: the end of the run.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(default)]
     pub to: Option<SimDuration>,
 }
 
 /// Who sends requests. `kind` is the tag.
-#[derive(Clone, Debug, Deserialize, Serialize)]
+#[derive(Clone, Debug, Deserialize, Serialize, JsonSchema)]
 #[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
 pub enum ClientsSpec {
     /// Open loop: requests arrive at `rate_per_s` whatever the answers.
+    #[serde(deserialize_with = "tracked")]
     Open(OpenClientsSpec),
     /// Closed loop: `concurrency` clients, each sending its next request
     /// `think_time` after the previous one ended (a `curl` loop).
+    #[serde(deserialize_with = "tracked")]
     Closed(ClosedClientsSpec),
 }
 
-#[derive(Clone, Debug, Deserialize, Serialize)]
+#[derive(Clone, Debug, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct OpenClientsSpec {
     pub rate_per_s: f64,
@@ -91,26 +98,26 @@ pub struct OpenClientsSpec {
     #[serde(default)]
     pub arrivals: Arrivals,
     /// The client gives up after this long (curl `-m`). Default: never.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(default)]
     pub timeout: Option<SimDuration>,
     #[serde(default)]
     pub method: Method,
 }
 
-#[derive(Clone, Debug, Deserialize, Serialize)]
+#[derive(Clone, Debug, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ClosedClientsSpec {
     pub concurrency: u32,
     /// Pause between a response and the next request. Default 0s.
     #[serde(default)]
     pub think_time: SimDuration,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(default)]
     pub timeout: Option<SimDuration>,
     #[serde(default)]
     pub method: Method,
 }
 
-#[derive(Clone, Copy, Debug, Default, Deserialize, Serialize, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, Deserialize, Serialize, PartialEq, Eq, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Arrivals {
     #[default]
@@ -119,7 +126,7 @@ pub enum Arrivals {
 }
 
 /// The HTTP method; POST, PATCH and LOCK are non-idempotent for nginx.
-#[derive(Clone, Copy, Debug, Default, Deserialize, Serialize, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, Deserialize, Serialize, PartialEq, Eq, JsonSchema)]
 #[serde(rename_all = "UPPERCASE")]
 pub enum Method {
     #[default]
@@ -139,7 +146,7 @@ impl Method {
 }
 
 /// The gateway: nginx's upstream request pipeline and its settings.
-#[derive(Clone, Debug, Deserialize, Serialize)]
+#[derive(Clone, Debug, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields, default)]
 pub struct GatewaySpec {
     /// `round_robin` (smooth weighted, default), `least_conn` or `random_two`.
@@ -150,7 +157,6 @@ pub struct GatewaySpec {
     pub zone: bool,
     /// Where the run starts within a wall-clock second (nginx's `ngx_time()` is
     /// whole seconds). Default: drawn from the seed, so replications vary it.
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub clock_phase: Option<SimDuration>,
     /// Conditions that retry on the next server: `error`, `timeout`,
     /// `invalid_header`, `http_500`, `http_502`, `http_503`, `http_504`,
@@ -184,7 +190,7 @@ pub struct GatewaySpec {
 /// Which proxy's request path the gateway follows. Both share one pipeline
 /// (select a server, connect, wait for the response); they differ in the
 /// settings that decide retries and the status the client sees.
-#[derive(Clone, Copy, Debug, Default, Deserialize, Serialize, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, Deserialize, Serialize, PartialEq, Eq, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum GatewayFlavor {
     /// nginx `proxy_pass` to an upstream: `proxy_next_upstream` retries at once.
@@ -196,7 +202,7 @@ pub enum GatewayFlavor {
 }
 
 /// An HAProxy backend's request-path settings.
-#[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
+#[derive(Clone, Debug, Deserialize, Serialize, PartialEq, JsonSchema)]
 #[serde(deny_unknown_fields, default)]
 pub struct HaproxySpec {
     /// `retries`: connection attempts after the first. Default 3.
@@ -228,7 +234,7 @@ impl Default for HaproxySpec {
 }
 
 /// `option redispatch`: a flag or an interval.
-#[derive(Clone, Copy, Debug, Deserialize, Serialize, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Deserialize, Serialize, PartialEq, Eq, JsonSchema)]
 #[serde(untagged)]
 pub enum Redispatch {
     Flag(bool),
@@ -277,7 +283,7 @@ impl GatewaySpec {
     }
 }
 
-#[derive(Clone, Copy, Debug, Default, Deserialize, Serialize, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, Deserialize, Serialize, PartialEq, Eq, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Balancer {
     #[default]
@@ -287,7 +293,9 @@ pub enum Balancer {
 }
 
 /// One word of `proxy_next_upstream`.
-#[derive(Clone, Copy, Debug, Deserialize, Serialize, PartialEq, Eq, PartialOrd, Ord)]
+#[derive(
+    Clone, Copy, Debug, Deserialize, Serialize, PartialEq, Eq, PartialOrd, Ord, JsonSchema,
+)]
 #[serde(rename_all = "snake_case")]
 pub enum NextUpstream {
     Error,
@@ -312,7 +320,7 @@ pub enum NextUpstream {
 }
 
 /// A backend server and how the gateway's upstream lists it.
-#[derive(Clone, Debug, Deserialize, Serialize)]
+#[derive(Clone, Debug, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct NodeSpec {
     pub name: String,
@@ -356,52 +364,122 @@ fn default_service() -> LatencySpec {
 }
 
 /// A distribution of durations; `dist` is the tag.
-#[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
+#[derive(Clone, Debug, Deserialize, Serialize, PartialEq, JsonSchema)]
 #[serde(tag = "dist", rename_all = "snake_case", deny_unknown_fields)]
 pub enum LatencySpec {
+    #[serde(deserialize_with = "latency_body::constant")]
     Constant { value: SimDuration },
+    #[serde(deserialize_with = "latency_body::exponential")]
     Exponential { mean: SimDuration },
+    #[serde(deserialize_with = "latency_body::lognormal")]
     Lognormal { median: SimDuration, sigma: f64 },
+    #[serde(deserialize_with = "latency_body::uniform")]
     Uniform { min: SimDuration, max: SimDuration },
+}
+
+/// The bodies of `LatencySpec`'s struct variants, read with their own path
+/// tracker (see [`crate::diagnostics`]) so that errors name the field.
+mod latency_body {
+    use crate::diagnostics::tracked;
+    use crate::engine::SimDuration;
+    use serde::{Deserialize, Deserializer};
+
+    #[derive(Deserialize)]
+    #[serde(deny_unknown_fields)]
+    struct Constant {
+        value: SimDuration,
+    }
+    #[derive(Deserialize)]
+    #[serde(deny_unknown_fields)]
+    struct Exponential {
+        mean: SimDuration,
+    }
+    #[derive(Deserialize)]
+    #[serde(deny_unknown_fields)]
+    struct Lognormal {
+        median: SimDuration,
+        sigma: f64,
+    }
+    #[derive(Deserialize)]
+    #[serde(deny_unknown_fields)]
+    struct Uniform {
+        min: SimDuration,
+        max: SimDuration,
+    }
+
+    pub fn constant<'de, D: Deserializer<'de>>(d: D) -> Result<SimDuration, D::Error> {
+        tracked::<_, Constant>(d).map(|b| b.value)
+    }
+    pub fn exponential<'de, D: Deserializer<'de>>(d: D) -> Result<SimDuration, D::Error> {
+        tracked::<_, Exponential>(d).map(|b| b.mean)
+    }
+    pub fn lognormal<'de, D: Deserializer<'de>>(d: D) -> Result<(SimDuration, f64), D::Error> {
+        tracked::<_, Lognormal>(d).map(|b| (b.median, b.sigma))
+    }
+    pub fn uniform<'de, D: Deserializer<'de>>(
+        d: D,
+    ) -> Result<(SimDuration, SimDuration), D::Error> {
+        tracked::<_, Uniform>(d).map(|b| (b.min, b.max))
+    }
 }
 
 /// Something that happens to a node; `kind` is the tag. `at` defaults to 0s;
 /// without `for` the fault lasts to the end of the run.
-#[derive(Clone, Debug, Deserialize, Serialize)]
+#[derive(Clone, Debug, Deserialize, Serialize, JsonSchema)]
 #[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
 pub enum FaultSpec {
     /// The process dies: connects are refused, in-flight requests are reset.
+    #[serde(deserialize_with = "tracked")]
     Crash(WindowSpec),
     /// Workers are stuck: requests are accepted and queued, never answered
     /// until it ends; a separate heartbeat thread keeps running.
+    #[serde(deserialize_with = "tracked")]
     Hang(WindowSpec),
     /// SIGSTOP: the kernel still accepts into the backlog; nothing runs.
+    #[serde(deserialize_with = "tracked")]
     Stop(WindowSpec),
     /// The network between gateway and node drops packets.
+    #[serde(deserialize_with = "tracked")]
     Partition(WindowSpec),
     /// Each request fails with probability `p`.
+    #[serde(deserialize_with = "tracked")]
     Flaky(FlakySpec),
     /// Service times are multiplied by `factor` and extended by `extra`.
+    #[serde(deserialize_with = "tracked")]
     Slow(SlowSpec),
 }
 
-#[derive(Clone, Debug, Deserialize, Serialize)]
+impl FaultSpec {
+    /// `at` and `for`, whatever the kind.
+    pub fn window(&self) -> (SimDuration, Option<SimDuration>) {
+        match self {
+            FaultSpec::Crash(w)
+            | FaultSpec::Hang(w)
+            | FaultSpec::Stop(w)
+            | FaultSpec::Partition(w) => (w.at, w.for_),
+            FaultSpec::Flaky(x) => (x.at, x.for_),
+            FaultSpec::Slow(x) => (x.at, x.for_),
+        }
+    }
+}
+
+#[derive(Clone, Debug, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct WindowSpec {
     pub node: String,
     #[serde(default)]
     pub at: SimDuration,
-    #[serde(rename = "for", default, skip_serializing_if = "Option::is_none")]
+    #[serde(rename = "for", default)]
     pub for_: Option<SimDuration>,
 }
 
-#[derive(Clone, Debug, Deserialize, Serialize)]
+#[derive(Clone, Debug, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct FlakySpec {
     pub node: String,
     #[serde(default)]
     pub at: SimDuration,
-    #[serde(rename = "for", default, skip_serializing_if = "Option::is_none")]
+    #[serde(rename = "for", default)]
     pub for_: Option<SimDuration>,
     /// Probability that a request fails, in [0, 1].
     pub p: f64,
@@ -417,7 +495,7 @@ fn default_status() -> u16 {
     503
 }
 
-#[derive(Clone, Copy, Debug, Default, Deserialize, Serialize, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, Deserialize, Serialize, PartialEq, Eq, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum FlakyError {
     #[default]
@@ -425,13 +503,13 @@ pub enum FlakyError {
     Reset,
 }
 
-#[derive(Clone, Debug, Deserialize, Serialize)]
+#[derive(Clone, Debug, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct SlowSpec {
     pub node: String,
     #[serde(default)]
     pub at: SimDuration,
-    #[serde(rename = "for", default, skip_serializing_if = "Option::is_none")]
+    #[serde(rename = "for", default)]
     pub for_: Option<SimDuration>,
     /// Multiplies the service time. Default 1.
     #[serde(default = "one_f64")]
@@ -559,17 +637,34 @@ pub struct Fault {
 
 // ------------------------------------------------------------ loading
 
+/// The largest model or sweep file hcsim reads.
+pub const MAX_FILE_BYTES: u64 = 64 << 20;
+
 /// Reads a JSON document, reporting syntax errors with line and column.
 pub fn read_document(path: &Path) -> Result<Value, Error> {
-    let text = std::fs::read_to_string(path).map_err(|source| Error::ReadFile {
+    let err = |source| Error::ReadFile {
         path: path.to_path_buf(),
         source,
-    })?;
-    serde_json::from_str(&text).map_err(|e| Error::Json {
+    };
+    // A device or a pipe (`/dev/zero`) would never end, a huge file would
+    // fill memory: only regular files of a sane size are models.
+    let meta = std::fs::metadata(path).map_err(err)?;
+    if !meta.is_file() {
+        return Err(err(std::io::Error::other("not a regular file")));
+    }
+    if meta.len() > MAX_FILE_BYTES {
+        return Err(err(std::io::Error::other(format!(
+            "{} MiB is more than the {} MiB a model or sweep file may have",
+            meta.len() / (1 << 20),
+            MAX_FILE_BYTES >> 20
+        ))));
+    }
+    let text = std::fs::read_to_string(path).map_err(err)?;
+    diagnostics::parse_json(&text).map_err(|e| Error::Json {
         path: path.to_path_buf(),
         line: e.line(),
         column: e.column(),
-        msg: strip_position(&e.to_string()),
+        msg: strip_position(&e.to_string()) + diagnostics::json_hint(&text, e.line(), e.column()),
     })
 }
 
@@ -583,13 +678,25 @@ fn strip_position(msg: &str) -> String {
 /// Deserializes a document into `T`, naming the JSON path of any error.
 pub fn from_document<T: serde::de::DeserializeOwned>(doc: &Value, path: &Path) -> Result<T, Error> {
     serde_path_to_error::deserialize(doc).map_err(|e| {
-        let field = e.path().to_string();
+        let (field, msg) = diagnostics::describe(&e);
         Error::Parse {
             path: path.to_path_buf(),
-            field: if field == "." { String::new() } else { field },
-            msg: strip_position(&e.into_inner().to_string()),
+            field,
+            msg: strip_position(&msg),
         }
     })
+}
+
+/// "a list", "a string", ...: how a JSON value is described in messages.
+pub fn json_kind(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "a list",
+        Value::Object(_) => "an object",
+    }
 }
 
 /// Loads and validates a model file.
@@ -600,6 +707,16 @@ pub fn load(path: &Path) -> Result<Scenario, Error> {
 
 impl Scenario {
     pub fn from_document(doc: &Value, path: &Path) -> Result<Scenario, Error> {
+        if !doc.is_object() {
+            return Err(Error::Parse {
+                path: path.to_path_buf(),
+                field: String::new(),
+                msg: format!(
+                    "a model is a JSON object ({{\"name\": ..., \"duration\": ..., ...}}), found {}",
+                    json_kind(doc)
+                ),
+            });
+        }
         let spec: ScenarioSpec = from_document(doc, path)?;
         Scenario::from_spec(spec, path)
     }
@@ -613,6 +730,16 @@ impl Scenario {
         };
         if spec.name.trim().is_empty() {
             return Err(invalid("name".into(), "must not be empty".into()));
+        }
+        if spec.name.contains(['/', '\\', '\0']) || spec.name == "." || spec.name == ".." {
+            return Err(invalid(
+                "name".into(),
+                format!(
+                    "names the output directory output/<name>/, so it cannot be \".\", \"..\" \
+                     or contain `/` or `\\`, found {:?}",
+                    spec.name
+                ),
+            ));
         }
         if spec.duration.is_zero() {
             return Err(invalid("duration".into(), "must be positive".into()));
@@ -628,8 +755,12 @@ impl Scenario {
                 let from = SimTime::ZERO + m.from;
                 if from >= to {
                     return Err(invalid(
-                        "measure".into(),
-                        format!("from ({}) must be before to", m.from),
+                        "measure.from".into(),
+                        format!(
+                            "must be before measure.to ({}), found {}",
+                            to.since_start(),
+                            m.from
+                        ),
                     ));
                 }
                 if to > end {
@@ -698,6 +829,12 @@ impl Scenario {
             return Err(invalid(
                 "gateway.clock_phase".into(),
                 format!("must be below 1s (a phase within one wall-clock second), found \"{p}\""),
+            ));
+        }
+        if g.proxy_next_upstream.is_empty() {
+            return Err(invalid(
+                "gateway.proxy_next_upstream".into(),
+                "must list at least one condition (nginx needs one), or be [\"off\"]".into(),
             ));
         }
         if let Some(t) = g.healthy_panic_threshold
@@ -789,6 +926,7 @@ impl Scenario {
                     .into(),
             ));
         }
+        crate::limits::check_size(&spec).map_err(|(f, r)| invalid(f, r))?;
         let node_id = |name: &str| spec.nodes.iter().position(|n| n.name == name);
 
         let mut faults = Vec::with_capacity(spec.faults.len());
@@ -847,9 +985,15 @@ impl Scenario {
                     .iter()
                     .map(|n| format!("\"{}\"", n.name))
                     .collect();
+                let hint = diagnostics::suggest(node, spec.nodes.iter().map(|n| n.name.as_str()))
+                    .map(|s| format!("; did you mean \"{s}\"?"))
+                    .unwrap_or_default();
                 return Err(invalid(
                     at("node"),
-                    format!("no node named \"{node}\" (nodes are {})", known.join(", ")),
+                    format!(
+                        "no node named \"{node}\" (nodes are {}{hint})",
+                        known.join(", ")
+                    ),
                 ));
             };
             if start >= spec.duration {
@@ -946,6 +1090,101 @@ impl Scenario {
             self.gateway.workers as usize
         }
     }
+
+    /// Legal but suspicious settings, as `(field, message)` with the JSON
+    /// path of the field. Callers print them as `warning: file: field: message`.
+    pub fn warnings(&self) -> Vec<(String, String)> {
+        let mut w = vec![];
+        let g = &self.gateway;
+        if let Some(t) = self.clients.timeout()
+            && self.policies.iter().any(PolicySpec::counts_client_requests)
+        {
+            // When a waiting attempt ends: (field, its value as written, when it fires).
+            let waits: Vec<(String, String, Option<SimDuration>)> = match g.flavor {
+                GatewayFlavor::Nginx => vec![
+                    (
+                        "gateway.proxy_connect_timeout".into(),
+                        g.proxy_connect_timeout.to_string(),
+                        Some(g.proxy_connect_timeout),
+                    ),
+                    (
+                        "gateway.proxy_read_timeout".into(),
+                        g.proxy_read_timeout.to_string(),
+                        Some(g.rtt + g.proxy_read_timeout),
+                    ),
+                ],
+                GatewayFlavor::Haproxy => {
+                    let h = g.haproxy();
+                    vec![
+                        (
+                            "gateway.haproxy.timeout_connect".into(),
+                            h.timeout_connect.map_or_else(
+                                || format!("unset: the kernel's {KERNEL_CONNECT_TIMEOUT}"),
+                                |d| d.to_string(),
+                            ),
+                            Some(h.timeout_connect.unwrap_or(KERNEL_CONNECT_TIMEOUT)),
+                        ),
+                        (
+                            "gateway.haproxy.timeout_server".into(),
+                            h.timeout_server
+                                .map_or_else(|| "unset: never".into(), |d| d.to_string()),
+                            h.timeout_server.map(|d| g.rtt + d),
+                        ),
+                    ]
+                }
+            };
+            let longer: Vec<String> = waits
+                .iter()
+                .filter(|(_, _, fires)| fires.is_none_or(|f| t <= f))
+                .map(|(name, value, _)| format!("{name} ({value})"))
+                .collect();
+            if !longer.is_empty() {
+                w.push((
+                    "clients.timeout".into(),
+                    format!(
+                        "clients give up after {t}, no later than {}: a waiting attempt ends as a \
+                         client abort (499), which passive health checks never count as a \
+                         failure, so they may never eject a node that stops answering",
+                        longer.join(" and ")
+                    ),
+                ));
+            }
+        }
+        let words = &g.proxy_next_upstream;
+        if words.contains(&NextUpstream::Off) && words.len() > 1 {
+            w.push((
+                "gateway.proxy_next_upstream".into(),
+                "`off` turns off every other condition listed: no request is retried".into(),
+            ));
+        }
+        for (i, f) in self.spec.faults.iter().enumerate() {
+            let (at, for_) = f.window();
+            if let Some(d) = for_
+                && at + d > self.duration
+            {
+                w.push((
+                    format!("faults[{i}].for"),
+                    format!(
+                        "the fault would end at {}, after the run ({}); it lasts to the end \
+                         (leave out `for` to say so)",
+                        at + d,
+                        self.duration
+                    ),
+                ));
+            }
+        }
+        for (i, p) in self.policies.iter().enumerate() {
+            let base = if self.spec.policy.is_some() {
+                "policy".to_string()
+            } else {
+                format!("policies[{i}]")
+            };
+            for (field, msg) in p.warnings() {
+                w.push((format!("{base}.{field}"), msg));
+            }
+        }
+        w
+    }
 }
 
 fn validate_latency(l: &LatencySpec) -> Result<(), (String, String)> {
@@ -992,16 +1231,24 @@ pub fn set_path(doc: &mut Value, path: &str, value: Value) -> Result<(), String>
         {
             map.insert(p.clone(), Value::Object(Default::default()));
         }
-        cur = step(cur, p).ok_or_else(|| {
-            format!(
+        let missing = match &*cur {
+            Value::Array(items) => match p.parse::<usize>() {
+                Ok(i) => format!(
+                    "index {i} is out of range: `{walked}` has {} item(s)",
+                    items.len()
+                ),
+                Err(_) => format!("`{walked}` has no item named \"{p}\""),
+            },
+            _ => format!(
                 "no field `{p}` under `{}`",
                 if walked.is_empty() {
                     "(top level)"
                 } else {
                     &walked
                 }
-            )
-        })?;
+            ),
+        };
+        cur = step(cur, p).ok_or(missing)?;
         if !walked.is_empty() {
             walked.push('.');
         }
@@ -1035,6 +1282,33 @@ pub fn get_path<'a>(doc: &'a Value, path: &str) -> Option<&'a Value> {
         cur = step_ref(cur, p)?;
     }
     Some(cur)
+}
+
+/// Spells a `--set` path the way errors do: `nodes.A.weight` (a list item
+/// addressed by name) becomes `nodes[0].weight`. `None` if it is malformed or
+/// names a list item that does not exist.
+pub fn canonical_path(doc: &Value, path: &str) -> Option<String> {
+    let mut out = String::new();
+    let mut cur = Some(doc);
+    for p in split_path(path).ok()? {
+        if let Some(Value::Array(items)) = cur {
+            let i = match p.parse::<usize>() {
+                Ok(i) => i,
+                Err(_) => items
+                    .iter()
+                    .position(|it| it.get("name").and_then(Value::as_str) == Some(p.as_str()))?,
+            };
+            out.push_str(&format!("[{i}]"));
+            cur = items.get(i);
+        } else {
+            if !out.is_empty() {
+                out.push('.');
+            }
+            out.push_str(&p);
+            cur = cur.and_then(|v| v.get(p.as_str()));
+        }
+    }
+    Some(out)
 }
 
 fn split_path(path: &str) -> Result<Vec<String>, String> {
@@ -1131,9 +1405,10 @@ mod tests {
         let mut d = minimal();
         d["policy"] = json!({"kind": "max_fails", "fail_timout": "5s"});
         let e = check(d).unwrap_err();
-        assert!(
-            e.contains("m.json: policy: unknown field `fail_timout`"),
-            "{e}"
+        assert_eq!(
+            e,
+            "m.json: policy.fail_timout: unknown field `fail_timout`, expected `max_fails` \
+             or `fail_timeout` (did you mean `fail_timeout`?)"
         );
         let mut d = minimal();
         d["nodes"][1]["wieght"] = json!(2);
@@ -1142,6 +1417,122 @@ mod tests {
             e.contains("nodes[1].wieght: unknown field `wieght`, expected one of `name`, `weight`"),
             "{e}"
         );
+    }
+
+    #[test]
+    fn errors_inside_tagged_variants_name_the_full_path() {
+        let cases = [
+            (
+                "/clients/rate_per_s",
+                json!("x"),
+                "clients.rate_per_s: invalid type: string \"x\", expected f64",
+            ),
+            (
+                "/clients/timeot",
+                json!("1s"),
+                "clients.timeot: unknown field `timeot`",
+            ),
+            (
+                "/faults",
+                json!([{"kind": "flaky", "node": "a", "p": "x"}]),
+                "faults[0].p: invalid type: string \"x\", expected f64",
+            ),
+            (
+                "/faults",
+                json!([{"kind": "crash", "node": "a", "at": 5}]),
+                "faults[0].at: invalid type: integer `5`, expected a duration",
+            ),
+            (
+                "/faults",
+                json!([{"kind": "flaky", "node": "a"}]),
+                "faults[0]: missing field `p`",
+            ),
+            (
+                "/faults",
+                json!([{"kind": "crsh", "node": "a"}]),
+                "faults[0].kind: unknown variant `crsh`",
+            ),
+            (
+                "/faults",
+                json!([{"node": "a"}]),
+                "faults[0]: missing field `kind`",
+            ),
+            (
+                "/policy",
+                json!({"kind": "none", "max_fails": 3}),
+                "policy.max_fails: unknown field `max_fails`, there are no fields",
+            ),
+            (
+                "/policy",
+                json!({"kind": "nginx", "max_fails": -1}),
+                "policy.max_fails: invalid value: integer `-1`, expected u32",
+            ),
+            (
+                "/nodes/0/service_time",
+                json!({"dist": "lognormal", "median": "1ms", "sigma": "x"}),
+                "nodes[0].service_time.sigma: invalid type: string",
+            ),
+            (
+                "/nodes/0/service_time",
+                json!({"dist": "constant", "valeu": "1ms"}),
+                "nodes[0].service_time.valeu: unknown field `valeu`, expected `value` (did you mean `value`?)",
+            ),
+            (
+                "/nodes/1/service_time",
+                json!({"dist": "uniform", "min": "1ms"}),
+                "nodes[1].service_time: missing field `max`",
+            ),
+        ];
+        for (ptr, value, want) in cases {
+            let mut d = minimal();
+            let (parent, key) = ptr.rsplit_once('/').unwrap();
+            let target = if parent.is_empty() {
+                &mut d
+            } else {
+                d.pointer_mut(parent).unwrap()
+            };
+            match target {
+                Value::Object(m) => {
+                    m.insert(key.to_string(), value);
+                }
+                other => *other.get_mut(key.parse::<usize>().unwrap()).unwrap() = value,
+            }
+            let e = check(d).unwrap_err();
+            assert!(
+                e.starts_with(&format!("m.json: {want}")),
+                "{ptr}: got {e:?}, want {want:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_client_timeout_before_the_upstream_ones_warns_only_for_passive_checks() {
+        let mut d = minimal();
+        d["clients"]["timeout"] = json!("5s");
+        let w = check(d.clone()).unwrap().warnings();
+        assert_eq!(w.len(), 1, "{w:?}");
+        assert!(w[0].1.starts_with(
+            "clients give up after 5s, no later than gateway.proxy_connect_timeout (60s) and \
+             gateway.proxy_read_timeout (60s)"
+        ));
+        d["gateway"] = json!({"proxy_connect_timeout": "2s", "proxy_read_timeout": "4s"});
+        assert_eq!(check(d.clone()).unwrap().warnings(), vec![]);
+        d["gateway"] = json!({"flavor": "haproxy", "haproxy": {"timeout_connect": "1s"}});
+        // HAProxy's own default is no passive policy
+        assert_eq!(check(d.clone()).unwrap().warnings(), vec![]);
+        d["policy"] = json!({"kind": "ratio_ejection"});
+        let w = check(d.clone()).unwrap().warnings();
+        assert!(
+            w[0].1
+                .contains("no later than gateway.haproxy.timeout_server (unset: never)"),
+            "{w:?}"
+        );
+        d["gateway"] = json!({});
+        d["policy"] =
+            json!({"kind": "active_probe", "flavor": "generic", "interval": "1s", "timeout": "1s"});
+        let w = check(d).unwrap().warnings();
+        assert_eq!(w.len(), 1, "{w:?}");
+        assert_eq!(w[0].0, "policy.timeout");
     }
 
     #[test]

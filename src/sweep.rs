@@ -59,7 +59,7 @@ const NOT_METRICS: &[&str] = &[
 // ---------------------------------------------------------------- spec types
 
 /// A sweep file.
-#[derive(Clone, Debug, Deserialize, Serialize)]
+#[derive(Clone, Debug, Deserialize, Serialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct SweepSpec {
     /// Names the output directory (`output/<name>/`).
@@ -96,7 +96,9 @@ fn one() -> u32 {
 }
 
 /// How the seed of replication `r` of point `p` is chosen.
-#[derive(Clone, Copy, Debug, Default, Deserialize, Serialize, PartialEq, Eq)]
+#[derive(
+    Clone, Copy, Debug, Default, Deserialize, Serialize, PartialEq, Eq, schemars::JsonSchema,
+)]
 #[serde(rename_all = "snake_case")]
 pub enum SeedMode {
     /// Every point uses the seeds of `hcsim run --seed S --reps N` (common
@@ -109,7 +111,7 @@ pub enum SeedMode {
 
 /// One axis as written. Either `path` with `values` or `range` (and optional
 /// `labels`), or `zip`: a list of such axes that vary together.
-#[derive(Clone, Debug, Default, Deserialize, Serialize)]
+#[derive(Clone, Debug, Default, Deserialize, Serialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct AxisSpec {
     /// A dotted path into the model document: `policy.max_fails`,
@@ -131,7 +133,7 @@ pub struct AxisSpec {
 }
 
 /// `{"from": 1, "to": 10, "step": 1}` or `{"from": "1s", "to": "10s", "step": "1s"}`.
-#[derive(Clone, Debug, Deserialize, Serialize)]
+#[derive(Clone, Debug, Deserialize, Serialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RangeSpec {
     pub from: Value,
@@ -561,7 +563,11 @@ impl Plan {
                 .unwrap_or(Path::new(""))
                 .join(&spec.model),
         );
-        let mut base = scenario::read_document(&model_file)?;
+        let mut base = scenario::read_document(&model_file).map_err(|source| Error::InSweep {
+            sweep: sweep_path.to_path_buf(),
+            context: "model".into(),
+            source: Box::new(source),
+        })?;
         for (key, value) in &spec.set {
             scenario::set_path(&mut base, key, value.clone())
                 .map_err(|reason| invalid(format!("set.{key}"), reason))?;

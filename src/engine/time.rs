@@ -125,8 +125,8 @@ impl fmt::Display for SimDuration {
         } else if us % 1_000 == 0 && us < MICROS_PER_SEC {
             write!(f, "{}ms", us / 1_000)
         } else if us % 1_000 == 0 {
-            let s = format!("{:.3}", us as f64 / MICROS_PER_SEC as f64);
-            write!(f, "{}s", s.trim_end_matches('0'))
+            let ms = format!("{:03}", (us % MICROS_PER_SEC) / 1_000);
+            write!(f, "{}.{}s", us / MICROS_PER_SEC, ms.trim_end_matches('0'))
         } else {
             write!(f, "{us}us")
         }
@@ -143,47 +143,94 @@ pub fn parse_duration(text: &str) -> Result<SimDuration, String> {
             "expected a duration such as \"5s\" or \"300ms\", found an empty string".into(),
         );
     }
+    if s.starts_with('-') {
+        return Err(format!("durations cannot be negative, found \"{text}\""));
+    }
     let bad = || {
         format!(
             "expected a duration with a unit such as \"5s\", \"300ms\" or \"1m30s\", found \"{text}\""
         )
     };
-    let mut total: f64 = 0.0;
+    let too_large = || format!("duration \"{text}\" is too large");
+    // Exact decimal arithmetic: a duration written by `Display` reads back
+    // as the same number of microseconds, however large.
+    let mut total: u128 = 0;
     let mut rest = s;
     while !rest.is_empty() {
         let num_len = rest
             .find(|c: char| !(c.is_ascii_digit() || c == '.'))
             .unwrap_or(rest.len());
-        if num_len == 0 {
-            return Err(bad());
-        }
-        let value: f64 = rest[..num_len].parse().map_err(|_| bad())?;
+        let number = &rest[..num_len];
         rest = &rest[num_len..];
         let unit_len = rest
             .find(|c: char| c.is_ascii_digit() || c == '.')
             .unwrap_or(rest.len());
         let unit = &rest[..unit_len];
         rest = &rest[unit_len..];
-        let scale = match unit {
-            "h" => 3600.0 * 1e6,
-            "m" | "min" => 60.0 * 1e6,
-            "s" => 1e6,
-            "ms" => 1e3,
-            "us" | "µs" => 1.0,
+        let scale: u128 = match unit {
+            "h" => 3_600_000_000,
+            "m" | "min" => 60_000_000,
+            "s" => 1_000_000,
+            "ms" => 1_000,
+            "us" | "µs" => 1,
             _ => return Err(bad()),
         };
-        total += value * scale;
+        let (int, frac) = number.split_once('.').unwrap_or((number, ""));
+        if (int.is_empty() && frac.is_empty()) || frac.contains('.') {
+            return Err(bad());
+        }
+        let int = int.trim_start_matches('0');
+        let frac = frac.trim_end_matches('0');
+        if int.len() > 20 {
+            return Err(too_large());
+        }
+        if frac.len() > 20 {
+            return Err(format!(
+                "duration \"{text}\" is finer than the simulator's 1us resolution"
+            ));
+        }
+        let whole: u128 = if int.is_empty() {
+            0
+        } else {
+            int.parse().map_err(|_| bad())?
+        };
+        let part: u128 = if frac.is_empty() {
+            0
+        } else {
+            frac.parse().map_err(|_| bad())?
+        };
+        let denominator = 10u128.pow(frac.len() as u32);
+        if (part * scale) % denominator != 0 {
+            return Err(format!(
+                "duration \"{text}\" is finer than the simulator's 1us resolution"
+            ));
+        }
+        total = total
+            .saturating_add(whole.saturating_mul(scale))
+            .saturating_add(part * scale / denominator);
     }
-    if !total.is_finite() || total > 1e15 {
-        return Err(format!("duration \"{text}\" is too large"));
+    if total > 1_000_000_000_000_000 {
+        return Err(too_large());
     }
-    let us = total.round();
-    if (us - total).abs() > 1e-6 {
-        return Err(format!(
-            "duration \"{text}\" is finer than the simulator's 1us resolution"
-        ));
+    Ok(SimDuration(total as u64))
+}
+
+/// What [`parse_duration`] accepts, as a JSON Schema (ECMA 262) pattern.
+pub const DURATION_PATTERN: &str =
+    r"^\s*(?:(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:h|min|ms|us|µs|m|s))+\s*$";
+
+impl schemars::JsonSchema for SimDuration {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "Duration".into()
     }
-    Ok(SimDuration(us as u64))
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        schemars::json_schema!({
+            "type": "string",
+            "pattern": DURATION_PATTERN,
+            "description": "A duration with a unit, as nginx and Envoy write them: h, m (or min), s, ms, us; parts add up (\"1m30s\"). Resolution 1us.",
+            "examples": ["5s", "300ms", "1.5s", "1m30s"]
+        })
+    }
 }
 
 impl Serialize for SimDuration {
@@ -238,10 +285,66 @@ mod tests {
 
     #[test]
     fn displays_shortest_exact_form_and_round_trips() {
-        for s in ["5s", "300ms", "1.5s", "250us", "0s", "1.001s"] {
+        for s in [
+            "5s",
+            "300ms",
+            "1.5s",
+            "250us",
+            "0s",
+            "1.001s",
+            "1.01s",
+            "134525566.131s",
+        ] {
             let d = parse_duration(s).unwrap();
             assert_eq!(d.to_string(), s);
         }
+        // every value up to the limit reads back exactly
+        let mut x: u64 = 1;
+        while x <= 1_000_000_000_000_000 {
+            for us in [x, x * 7 / 3, x - 1, x + 999].map(|us| us.min(1_000_000_000_000_000)) {
+                let d = SimDuration::from_micros(us);
+                assert_eq!(parse_duration(&d.to_string()), Ok(d), "{us}us");
+            }
+            x *= 10;
+        }
+    }
+
+    #[test]
+    fn parses_decimals_exactly() {
+        assert_eq!(
+            parse_duration("0.000001s").unwrap(),
+            SimDuration::from_micros(1)
+        );
+        assert_eq!(
+            parse_duration(".5s").unwrap(),
+            SimDuration::from_millis(500)
+        );
+        assert_eq!(parse_duration("5.s").unwrap(), SimDuration::from_secs(5));
+        assert_eq!(
+            parse_duration("1.0000000000000000000000000000s").unwrap(),
+            SimDuration::from_secs(1)
+        );
+        assert_eq!(
+            parse_duration("0.0000005h").unwrap(),
+            SimDuration::from_micros(1800)
+        );
+        assert!(parse_duration("0.0000001s").unwrap_err().contains("finer"));
+        assert!(parse_duration("1.2.3s").is_err());
+        assert!(parse_duration(".s").is_err());
+        assert!(
+            parse_duration("99999999999999999999999h")
+                .unwrap_err()
+                .contains("too large")
+        );
+        assert!(
+            parse_duration("1000000001s")
+                .unwrap_err()
+                .contains("too large")
+        );
+        assert_eq!(
+            parse_duration("1000000000s").unwrap(),
+            SimDuration::from_secs(1_000_000_000)
+        );
     }
 
     #[test]

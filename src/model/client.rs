@@ -19,8 +19,15 @@ pub(crate) enum Clients {
     Closed {
         concurrency: u32,
         think_time: SimDuration,
+        /// When each client last sent a request.
+        last_sent: Vec<SimTime>,
     },
 }
+
+/// The shortest closed-loop cycle, the simulator's resolution: a gateway that
+/// answers at once (no live upstreams) to clients with `think_time: 0s`
+/// would otherwise make them loop forever at one instant.
+const MIN_CYCLE: SimDuration = SimDuration::from_micros(1);
 
 impl Clients {
     pub(crate) fn new(sc: &Scenario) -> Self {
@@ -42,6 +49,7 @@ impl Clients {
             } => Clients::Closed {
                 concurrency,
                 think_time,
+                last_sent: vec![SimTime::ZERO; concurrency as usize],
             },
         }
     }
@@ -98,15 +106,34 @@ impl World<'_> {
     }
 
     pub(crate) fn on_client_wake(&mut self, client: u32) {
+        let now = self.q.now();
+        if let Clients::Closed { last_sent, .. } = &mut self.clients {
+            last_sent[client as usize] = now;
+        }
         self.start_request(Some(client));
     }
 
-    /// A request ended (answered or timed out): a closed-loop client thinks, then sends again.
+    /// A request ended (answered or timed out): a closed-loop client thinks,
+    /// then sends again (at least [`MIN_CYCLE`] after its previous request).
     pub(crate) fn client_done(&mut self, client: Option<u32>) {
-        if let (Some(c), Clients::Closed { think_time, .. }) = (client, &self.clients) {
+        if let (
+            Some(c),
+            Clients::Closed {
+                think_time,
+                last_sent,
+                ..
+            },
+        ) = (client, &self.clients)
+        {
             let at = self.q.now() + *think_time;
-            self.q
-                .schedule_in_lane(lane::THINK, at, Event::ClientWake(c));
+            let floor = last_sent[c as usize] + MIN_CYCLE;
+            if at >= floor {
+                self.q
+                    .schedule_in_lane(lane::THINK, at, Event::ClientWake(c));
+            } else {
+                // Off the lane: its times must not go backwards.
+                self.q.schedule(floor, Event::ClientWake(c));
+            }
         }
     }
 

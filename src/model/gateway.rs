@@ -199,8 +199,13 @@ impl Gateway {
         }
     }
 
-    pub(crate) fn in_flight(&self) -> usize {
-        self.in_flight
+    /// Requests in flight that the metrics count (sent inside the
+    /// measurement window).
+    pub(crate) fn in_flight_counted(&self) -> usize {
+        if self.in_flight == 0 {
+            return 0;
+        }
+        self.reqs.iter().filter(|r| r.active && r.counted).count()
     }
 
     fn k(&self, scope: u16, node: NodeId) -> usize {
@@ -416,6 +421,24 @@ impl World<'_> {
             };
             match picked {
                 Some(node) => {
+                    let r = &self.gw.reqs[slot as usize];
+                    let (scope, single) = (r.scope, self.gw.single && !r.in_backup);
+                    // Invariant checked by the property tests (debug builds): a
+                    // node is selected only while every policy lets it through,
+                    // or in Envoy's panic routing, or on nginx's single-server
+                    // path that ignores max_fails. (HAProxy's retry on the same
+                    // server does not select: it is not checked.)
+                    debug_assert!(
+                        r.panic
+                            || self
+                                .policies
+                                .iter()
+                                .all(|p| (single && p.bypassed_for_single_server())
+                                    || p.is_routable(scope, node, now)),
+                        "selected node {} in scope {scope} at {} although a policy ejects it",
+                        node.0,
+                        now.t
+                    );
                     self.take_peer(slot, node);
                     return Some(node);
                 }

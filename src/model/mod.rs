@@ -202,6 +202,8 @@ pub struct World<'s> {
     pub(crate) rec: Recorder,
     pub(crate) trace: Option<TraceSink<'s>>,
     pub(crate) seed: u64,
+    /// Stop (keeping the metrics so far) once this many events were processed.
+    pub(crate) max_events: u64,
 }
 
 /// Runs `sc` with `seed` (the model's own seed is ignored) and returns its metrics.
@@ -212,6 +214,30 @@ pub fn run(sc: &Scenario, seed: u64) -> RunSummary {
 /// Like [`run`], calling `sink` for every upstream attempt.
 pub fn run_traced<'s>(sc: &'s Scenario, seed: u64, sink: TraceSink<'s>) -> RunSummary {
     World::new(sc, seed, Some(sink)).run()
+}
+
+/// A run stopped by its event budget before the end of the model.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Truncated {
+    /// The budget (`--max-events`).
+    pub max_events: u64,
+    /// Virtual time of the first event left unprocessed; the summary covers
+    /// `[0, at)` (its `duration_s` and `measure_to_s` say so).
+    pub at: SimTime,
+}
+
+/// Like [`run`] (or [`run_traced`] with a sink), processing at most
+/// `max_events` events. A run cut short still yields its metrics so far.
+pub fn run_budgeted<'s>(
+    sc: &'s Scenario,
+    seed: u64,
+    max_events: u64,
+    trace: Option<TraceSink<'s>>,
+) -> (RunSummary, Option<Truncated>) {
+    let mut w = World::new(sc, seed, trace);
+    w.max_events = max_events;
+    let (summary, cut) = w.run_to_end_or_budget();
+    (summary, cut.map(|at| Truncated { max_events, at }))
 }
 
 impl<'s> World<'s> {
@@ -260,6 +286,7 @@ impl<'s> World<'s> {
             rec,
             trace,
             seed,
+            max_events: u64::MAX,
         }
     }
 
@@ -268,7 +295,14 @@ impl<'s> World<'s> {
     }
 
     /// Runs to the end of the scenario and summarises.
-    pub fn run(mut self) -> RunSummary {
+    pub fn run(self) -> RunSummary {
+        self.run_to_end_or_budget().0
+    }
+
+    /// Runs to the end, or until `max_events` were processed (then also
+    /// returns the time it stopped at), and summarises.
+    fn run_to_end_or_budget(mut self) -> (RunSummary, Option<SimTime>) {
+        let mut cut = None;
         let end = self.sc.end();
         for (i, f) in self.sc.faults.iter().enumerate() {
             self.q.schedule(f.start, Event::FaultStart(i as u32));
@@ -280,16 +314,28 @@ impl<'s> World<'s> {
         for i in 0..self.policies.len() {
             self.with_policy(i, |p, cx| p.on_start(cx));
         }
-        while let Some((_, ev)) = self.q.pop_before(end) {
+        loop {
+            if self.q.popped() >= self.max_events {
+                if let Some(t) = self.q.peek_time().filter(|&t| t < end) {
+                    self.rec.cut_at(t);
+                    cut = Some(t);
+                }
+                break;
+            }
+            let Some((_, ev)) = self.q.pop_before(end) else {
+                break;
+            };
             self.dispatch(ev);
         }
-        let unfinished = self.gw.in_flight() as u64;
+        let unfinished = self.gw.in_flight_counted() as u64;
         let seed_phase = self.clock.phase();
         let events = self.q.popped();
         let model = self.sc.name.clone();
         let seed = self.seed;
-        self.rec
-            .finish(&model, seed, seed_phase, events, unfinished)
+        let summary = self
+            .rec
+            .finish(&model, seed, seed_phase, events, unfinished);
+        (summary, cut)
     }
 
     fn dispatch(&mut self, ev: Event) {

@@ -30,10 +30,11 @@ use super::{
 };
 use crate::engine::SimDuration;
 use crate::model::NodeId;
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 /// Whose failure accrual.
-#[derive(Copy, Clone, Debug, Default, Deserialize, Serialize, PartialEq, Eq)]
+#[derive(Copy, Clone, Debug, Default, Deserialize, Serialize, PartialEq, Eq, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Flavour {
     /// Finagle / Linkerd 1.x: 5 failures, equal-jittered 5 s..300 s.
@@ -44,7 +45,7 @@ pub enum Flavour {
 }
 
 /// Which responses count as failures.
-#[derive(Copy, Clone, Debug, Default, Deserialize, Serialize, PartialEq, Eq)]
+#[derive(Copy, Clone, Debug, Default, Deserialize, Serialize, PartialEq, Eq, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Classifier {
     /// 5xx statuses, timeouts, connect errors and resets (Linkerd 2.x; Finagle's `ServerErrorsAsFailures`).
@@ -55,7 +56,7 @@ pub enum Classifier {
 }
 
 /// Failure accrual parameters; unset values take the flavour's default.
-#[derive(Clone, Debug, Default, Deserialize, Serialize, PartialEq)]
+#[derive(Clone, Debug, Default, Deserialize, Serialize, PartialEq, JsonSchema)]
 #[serde(deny_unknown_fields, default)]
 pub struct FailureAccrualParams {
     pub flavour: Flavour,

@@ -19,31 +19,48 @@ use super::{HealthPolicy, HeartbeatPlan, Now, PolicyCx, PolicyTimer, Scope};
 use crate::engine::{SimDuration, SimTime};
 use crate::model::NodeId;
 use rand::RngExt;
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 /// A heartbeat registry as written in a model file; `registry` is the tag.
-#[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
+#[derive(Clone, Debug, Deserialize, Serialize, PartialEq, JsonSchema)]
 #[serde(tag = "registry", rename_all = "snake_case", deny_unknown_fields)]
 pub enum HeartbeatTtlSpec {
     /// Seed 004's registry: a few dozen lines that drop stale instances.
+    #[serde(deserialize_with = "crate::diagnostics::tracked")]
     Generic(GenericRegistryParams),
     /// A Consul service with a TTL check.
+    #[serde(deserialize_with = "crate::diagnostics::tracked")]
     Consul(ConsulParams),
     /// Nacos 1.x ephemeral instances (HTTP beats).
+    #[serde(deserialize_with = "crate::diagnostics::tracked")]
     Nacos1(Nacos1Params),
     /// Eureka server, client and Ribbon.
+    #[serde(deserialize_with = "crate::diagnostics::tracked")]
     Eureka(EurekaParams),
 }
 
+impl HeartbeatTtlSpec {
+    /// The time between two beats of a node.
+    pub fn period(&self) -> SimDuration {
+        match self {
+            HeartbeatTtlSpec::Generic(p) => p.interval,
+            HeartbeatTtlSpec::Consul(p) => p.interval,
+            HeartbeatTtlSpec::Nacos1(p) => p.heart_beat_interval,
+            HeartbeatTtlSpec::Eureka(p) => p.lease_renewal_interval,
+        }
+    }
+}
+
 /// Beat only after a check through the node's worker pool.
-#[derive(Clone, Copy, Debug, Deserialize, Serialize, PartialEq)]
+#[derive(Clone, Copy, Debug, Deserialize, Serialize, PartialEq, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct SelfCheckSpec {
     /// No 2xx answer within this: no beat this time.
     pub timeout: SimDuration,
 }
 
-#[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
+#[derive(Clone, Debug, Deserialize, Serialize, PartialEq, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct GenericRegistryParams {
     /// Time between beats.
@@ -62,7 +79,7 @@ pub struct GenericRegistryParams {
 }
 
 /// A check's status when it is registered.
-#[derive(Copy, Clone, Debug, Default, Deserialize, Serialize, PartialEq, Eq)]
+#[derive(Copy, Clone, Debug, Default, Deserialize, Serialize, PartialEq, Eq, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum InitialStatus {
     /// Consul's default: not served until the first beat.
@@ -71,7 +88,7 @@ pub enum InitialStatus {
     Passing,
 }
 
-#[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
+#[derive(Clone, Debug, Deserialize, Serialize, PartialEq, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ConsulParams {
     /// How often the service calls `PUT /v1/agent/check/pass/...`.
@@ -88,7 +105,7 @@ pub struct ConsulParams {
     pub refresh_interval: Option<SimDuration>,
 }
 
-#[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
+#[derive(Clone, Debug, Deserialize, Serialize, PartialEq, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Nacos1Params {
     /// `preserved.heart.beat.interval`. Default 5s.
@@ -112,7 +129,7 @@ pub struct Nacos1Params {
     pub refresh_interval: Option<SimDuration>,
 }
 
-#[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
+#[derive(Clone, Debug, Deserialize, Serialize, PartialEq, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct EurekaParams {
     /// Client `leaseRenewalIntervalInSeconds`. Default 30s.

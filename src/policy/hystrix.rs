@@ -27,10 +27,11 @@ use super::window::{BucketWindow, Outcome};
 use super::{AttemptReport, HealthPolicy, Now, PolicyCx, PolicyTimer, Scope, ScopeSel};
 use crate::engine::{SimDuration, SimTime};
 use crate::model::NodeId;
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 /// Hystrix command properties (the circuit breaker's and its metrics').
-#[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
+#[derive(Clone, Debug, Deserialize, Serialize, PartialEq, JsonSchema)]
 #[serde(deny_unknown_fields, default)]
 pub struct HystrixParams {
     /// `circuitBreaker.requestVolumeThreshold`. Default 20.

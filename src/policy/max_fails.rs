@@ -12,10 +12,11 @@
 use super::{AttemptReport, Charge, HealthPolicy, Now, PolicyCx, Scope, ScopeSel};
 use crate::engine::SimDuration;
 use crate::model::NodeId;
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 /// Parameters of the nginx `server` line (the same for every node of the upstream).
-#[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
+#[derive(Clone, Debug, Deserialize, Serialize, PartialEq, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct MaxFailsParams {
     /// Failures that make the peer unavailable; `0` turns accounting off. nginx default: 1.
@@ -48,12 +49,26 @@ impl MaxFailsParams {
             return Err((
                 "fail_timeout".into(),
                 format!(
-                    "nginx takes fail_timeout in whole seconds (ms units are a config error), found \"{}\"",
+                    "nginx takes fail_timeout in whole seconds, found \"{}\"",
                     self.fail_timeout
                 ),
             ));
         }
         Ok(())
+    }
+
+    /// Legal settings that probably do not do what was meant, as `(field, message)`.
+    pub fn warnings(&self) -> Vec<(String, String)> {
+        let mut w = vec![];
+        if self.fail_timeout.is_zero() && self.max_fails > 0 {
+            w.push((
+                "fail_timeout".into(),
+                "0s ejects a node only until nginx's whole-second clock ticks over (at most 1s); \
+                 nginx cannot express a window between 0 and 1s"
+                    .into(),
+            ));
+        }
+        w
     }
 }
 

@@ -34,10 +34,11 @@ use super::{
 use crate::engine::{SimDuration, SimTime};
 use crate::model::NodeId;
 use rand::RngExt;
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 /// How `max_ejection_percent` caps ejections; Envoy changed the rule over time.
-#[derive(Copy, Clone, Debug, Default, Deserialize, Serialize, PartialEq, Eq)]
+#[derive(Copy, Clone, Debug, Default, Deserialize, Serialize, PartialEq, Eq, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum MaxEjectionPercentMode {
     /// Envoy ≥ 1.27 (PRs #27624, #27909): allowed iff
@@ -53,7 +54,7 @@ pub enum MaxEjectionPercentMode {
 
 /// Envoy's `outlier_detection` cluster settings (proto field names). Every
 /// field is optional and defaults to Envoy's default.
-#[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
+#[derive(Clone, Debug, Deserialize, Serialize, PartialEq, JsonSchema)]
 #[serde(deny_unknown_fields, default)]
 pub struct OutlierDetectionParams {
     /// Consecutive 5xx (incl. local errors mapped to 502/503/504) that trigger detection. Default 5.
@@ -218,7 +219,7 @@ impl OutlierDetectionParams {
 /// ejection is always off, failure percentage is not exposed, and
 /// `minHealthPercent` (default 0) becomes the panic threshold, so panic is
 /// off unless it is set.
-#[derive(Clone, Debug, Default, Deserialize, Serialize, PartialEq)]
+#[derive(Clone, Debug, Default, Deserialize, Serialize, PartialEq, JsonSchema)]
 #[serde(deny_unknown_fields, default)]
 pub struct IstioParams {
     /// → `consecutive_5xx` with enforcing 100 (0 if the value is 0); unset: Envoy's 5 / 100.

@@ -20,21 +20,51 @@ use super::window::{BucketWindow, CountWindow, Outcome, SlidingWindow};
 use super::{AttemptReport, HealthPolicy, Now, PolicyCx, PolicyTimer, Scope, ScopeSel};
 use crate::engine::{SimDuration, SimTime};
 use crate::model::NodeId;
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 /// The window the ratio is computed over; `kind` is the tag.
-#[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
+#[derive(Clone, Debug, Deserialize, Serialize, PartialEq, JsonSchema)]
 #[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
 pub enum RatioWindowSpec {
     /// The last `length` of time, in `buckets` equal buckets (the oldest
     /// bucket leaves whole).
+    #[serde(deserialize_with = "window_body::time")]
     Time { length: SimDuration, buckets: u32 },
     /// The last `size` attempts.
+    #[serde(deserialize_with = "window_body::count")]
     Count { size: u32 },
 }
 
+/// The bodies of `RatioWindowSpec`'s variants, read with their own path
+/// tracker (see [`crate::diagnostics`]) so that errors name the field.
+mod window_body {
+    use crate::diagnostics::tracked;
+    use crate::engine::SimDuration;
+    use serde::{Deserialize, Deserializer};
+
+    #[derive(Deserialize)]
+    #[serde(deny_unknown_fields)]
+    struct Time {
+        length: SimDuration,
+        buckets: u32,
+    }
+    #[derive(Deserialize)]
+    #[serde(deny_unknown_fields)]
+    struct Count {
+        size: u32,
+    }
+
+    pub fn time<'de, D: Deserializer<'de>>(d: D) -> Result<(SimDuration, u32), D::Error> {
+        tracked::<_, Time>(d).map(|b| (b.length, b.buckets))
+    }
+    pub fn count<'de, D: Deserializer<'de>>(d: D) -> Result<u32, D::Error> {
+        tracked::<_, Count>(d).map(|b| b.size)
+    }
+}
+
 /// Parameters of the ratio ejector.
-#[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
+#[derive(Clone, Debug, Deserialize, Serialize, PartialEq, JsonSchema)]
 #[serde(deny_unknown_fields, default)]
 pub struct RatioEjectionParams {
     /// Default: time, 10s in 10 buckets.

@@ -30,9 +30,10 @@ use super::window::{BucketWindow, CountWindow, Outcome, SlidingWindow, Tally};
 use super::{AttemptReport, HealthPolicy, Now, PolicyCx, PolicyTimer, Scope, ScopeSel};
 use crate::engine::{SimDuration, SimTime};
 use crate::model::NodeId;
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-#[derive(Copy, Clone, Debug, Default, Deserialize, Serialize, PartialEq, Eq)]
+#[derive(Copy, Clone, Debug, Default, Deserialize, Serialize, PartialEq, Eq, JsonSchema)]
 pub enum SlidingWindowType {
     #[default]
     #[serde(rename = "COUNT_BASED", alias = "count_based")]
@@ -42,7 +43,7 @@ pub enum SlidingWindowType {
 }
 
 /// `CircuitBreakerConfig`; snake_case names, Spring's camelCase accepted too.
-#[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
+#[derive(Clone, Debug, Deserialize, Serialize, PartialEq, JsonSchema)]
 #[serde(deny_unknown_fields, default)]
 pub struct Resilience4jParams {
     /// `COUNT_BASED` (default) or `TIME_BASED`.

@@ -36,7 +36,7 @@ fn bad_models_exit_2_naming_file_and_path() {
         (
             "type",
             &OK.replace("10.0", "\"fast\""),
-            "error: FILE: clients: invalid type: string \"fast\", expected f64",
+            "error: FILE: clients.rate_per_s: invalid type: string \"fast\", expected f64",
         ),
         (
             "unit",
@@ -109,7 +109,9 @@ fn missing_file_and_bad_set_exit_2() {
     let (code, err) = bad("set2", OK, &["--set", "nodes[5].weight=2"]);
     assert_eq!(code, 2);
     assert!(
-        err.starts_with("error: --set nodes[5].weight=2: no field `5` under `nodes`"),
+        err.starts_with(
+            "error: --set nodes[5].weight=2: index 5 is out of range: `nodes` has 2 item(s)"
+        ),
         "{err}"
     );
     let (code, err) = bad("set4", OK, &["--set", "gatway.workers=2"]);
@@ -203,4 +205,161 @@ fn table_output_is_aligned_for_people() {
 fn unknown_subcommand_is_a_usage_error() {
     let o = hcsim(&["frobnicate"]);
     assert_eq!(o.status.code(), Some(2));
+}
+
+#[test]
+fn check_prints_the_model_as_it_will_run_and_that_checks_the_same() {
+    let dir = tmp("check");
+    for m in [
+        "models/e2-p02-flaky-2pct.json",
+        "models/e4-stopped-backend.json",
+    ] {
+        let o = hcsim(&["check", m]);
+        assert_eq!(
+            o.status.code(),
+            Some(0),
+            "{}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+        let first: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+        assert_eq!(
+            first["gateway"]["proxy_read_timeout"], "60s",
+            "defaults are written out"
+        );
+        assert!(first["policy"]["kind"].is_string());
+        let again = dir.join("again.json");
+        std::fs::write(&again, &o.stdout).unwrap();
+        let o2 = hcsim(&["check", again.to_str().unwrap()]);
+        assert_eq!(o2.status.code(), Some(0));
+        assert_eq!(
+            o.stdout, o2.stdout,
+            "{m}: check output is not a fixed point"
+        );
+    }
+    // --set applies before the check; the E5 lesson is a warning, not an error
+    let o = hcsim(&[
+        "check",
+        "models/e5-client-timeout-first.json",
+        "--set",
+        "policy.fail_timeout=0s",
+    ]);
+    assert_eq!(o.status.code(), Some(0));
+    let err = String::from_utf8_lossy(&o.stderr);
+    let lines: Vec<&str> = err.lines().collect();
+    assert_eq!(lines.len(), 2, "{err}");
+    assert!(
+        lines[0].starts_with(
+            "warning: models/e5-client-timeout-first.json: clients.timeout: clients give up after \
+         5s, no later than gateway.proxy_connect_timeout (60s) and gateway.proxy_read_timeout (60s)"
+        ),
+        "{err}"
+    );
+    assert!(lines[1].starts_with(
+        "warning: models/e5-client-timeout-first.json: policy.fail_timeout: 0s ejects a node only"
+    ), "{err}");
+    let doc: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(doc["policy"]["fail_timeout"], "0s");
+}
+
+#[test]
+fn max_events_stops_with_exit_2_and_keeps_what_was_simulated() {
+    let dir = tmp("max-events");
+    let out = dir.join("out");
+    let o = hcsim(&[
+        "run",
+        "models/e2-p02-flaky-2pct.json",
+        "--reps",
+        "2",
+        "--max-events",
+        "1000",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&o.stderr);
+    let error = err.lines().find(|l| l.starts_with("error:")).unwrap();
+    assert!(
+        error.starts_with(
+            "error: models/e2-p02-flaky-2pct.json: 2 of 2 replication(s) stopped at --max-events \
+             1000 before the end of the run (seed 1 at 2.627s of 20s)"
+        ),
+        "{err}"
+    );
+    let summary: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(out.join("summary.json")).unwrap()).unwrap();
+    for run in summary["runs"].as_array().unwrap() {
+        assert_eq!(run["events"], 1000);
+        let d = run["duration_s"].as_f64().unwrap();
+        assert!(d > 0.0 && d < 20.0, "duration_s {d}");
+        assert_eq!(run["measure_to_s"], run["duration_s"]);
+        let c = &run["client"];
+        let sum = ["ok", "errors", "timeouts", "unfinished"]
+            .iter()
+            .map(|k| c[k].as_u64().unwrap())
+            .sum::<u64>();
+        assert_eq!(c["requests"].as_u64().unwrap(), sum);
+    }
+    let timeline = std::fs::read_to_string(out.join("timeline.csv")).unwrap();
+    assert!(timeline.lines().count() > 1);
+    // the same run without the cap reaches the end
+    let o = hcsim(&[
+        "run",
+        "models/e2-p02-flaky-2pct.json",
+        "--max-events",
+        "1000000",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+}
+
+#[test]
+fn an_unwritable_output_fails_before_running_naming_path_and_os_error() {
+    let dir = tmp("unwritable");
+    let file = dir.join("a-file");
+    std::fs::write(&file, "").unwrap();
+    let out = file.join("out");
+    let o = hcsim(&[
+        "run",
+        "models/e1a-refused.json",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(
+        err.trim_end(),
+        format!(
+            "error: {}: cannot write: Not a directory (os error 20)",
+            out.display()
+        )
+    );
+    assert!(o.stdout.is_empty(), "it ran although it could not write");
+}
+
+#[test]
+fn write_atomic_reports_the_target_and_leaves_no_temporary_file() {
+    let dir = tmp("atomic");
+    // a directory where the file should go: the rename fails
+    let target = dir.join("summary.json");
+    std::fs::create_dir(&target).unwrap();
+    std::fs::write(target.join("x"), "").unwrap();
+    let e = hcsim::report::write_atomic(&target, b"{}").unwrap_err();
+    assert!(
+        e.to_string()
+            .starts_with(&format!("{}: cannot write: ", target.display())),
+        "{e}"
+    );
+    let left: Vec<_> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert_eq!(left, vec![std::ffi::OsString::from("summary.json")]);
+    hcsim::report::write_atomic(&dir.join("ok.json"), b"{}").unwrap();
+    assert_eq!(std::fs::read(dir.join("ok.json")).unwrap(), b"{}");
 }

@@ -15,10 +15,11 @@ use crate::engine::SimDuration;
 use crate::model::NodeId;
 use crate::policy::{PolicyCx, PolicyTimer, ProbeKind, ProbeOutcome, ProbeResult};
 use rand::RngExt;
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 /// `HealthCheck` fields of an Envoy cluster.
-#[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
+#[derive(Clone, Debug, Deserialize, Serialize, PartialEq, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct EnvoyParams {
     /// `http` (default; only 200 passes) or `tcp` (connect only).

@@ -8,11 +8,12 @@ use crate::engine::{SimDuration, SimTime};
 use crate::model::NodeId;
 use crate::policy::{PolicyCx, PolicyTimer, ProbeKind, ProbeOutcome};
 use rand::RngExt;
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use std::collections::VecDeque;
 
 /// When rounds start.
-#[derive(Copy, Clone, Debug, Default, Deserialize, Serialize, PartialEq, Eq)]
+#[derive(Copy, Clone, Debug, Default, Deserialize, Serialize, PartialEq, Eq, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Schedule {
     /// On a grid: `phase + k·interval`, whatever the rounds take (a timer).
@@ -23,7 +24,7 @@ pub enum Schedule {
 }
 
 /// Parameters of the generic prober.
-#[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
+#[derive(Clone, Debug, Deserialize, Serialize, PartialEq, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct GenericParams {
     /// `http` (default: through the node's worker pool, 200–399 passes) or `tcp`.

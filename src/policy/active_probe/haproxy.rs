@@ -26,10 +26,11 @@ use crate::engine::{SimDuration, SimTime};
 use crate::model::NodeId;
 use crate::policy::{AttemptReport, AttemptResult, PolicyCx, PolicyTimer, ProbeKind, ProbeOutcome};
 use rand::RngExt;
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 /// Which HAProxy behaviour of `timeout check` to reproduce.
-#[derive(Copy, Clone, Debug, Default, Deserialize, Serialize, PartialEq, Eq)]
+#[derive(Copy, Clone, Debug, Default, Deserialize, Serialize, PartialEq, Eq, JsonSchema)]
 pub enum HaproxyVersion {
     /// Stock 2.6.x: a hung check fails at `min(inter, timeout connect)`.
     #[default]
@@ -42,7 +43,7 @@ pub enum HaproxyVersion {
 }
 
 /// `observe layer4|layer7`.
-#[derive(Copy, Clone, Debug, Deserialize, Serialize, PartialEq, Eq)]
+#[derive(Copy, Clone, Debug, Deserialize, Serialize, PartialEq, Eq, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Observe {
     Layer4,
@@ -50,7 +51,7 @@ pub enum Observe {
 }
 
 /// `on-error`.
-#[derive(Copy, Clone, Debug, Default, Deserialize, Serialize, PartialEq, Eq)]
+#[derive(Copy, Clone, Debug, Default, Deserialize, Serialize, PartialEq, Eq, JsonSchema)]
 #[serde(rename_all = "kebab-case")]
 pub enum OnError {
     /// Only brings the next check forward to now + `fastinter`.
@@ -66,7 +67,7 @@ pub enum OnError {
 
 /// Parameters of `server ... check` (the same for every server), the
 /// backend's `timeout check`/`timeout connect`, and `observe`.
-#[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
+#[derive(Clone, Debug, Deserialize, Serialize, PartialEq, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct HaproxyCheckParams {
     /// `tcp` (plain `check`, default) or `http` (`option httpchk`; 200–399 passes).

@@ -18,10 +18,11 @@ use crate::engine::{SimDuration, SimTime};
 use crate::model::NodeId;
 use crate::policy::{PolicyCx, PolicyTimer, ProbeKind, ProbeOutcome};
 use rand::RngExt;
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 /// A container's `readinessProbe` (durations in whole seconds, as Kubernetes takes them).
-#[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
+#[derive(Clone, Debug, Deserialize, Serialize, PartialEq, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ReadinessParams {
     /// `http` (`httpGet`, default) or `tcp` (`tcpSocket`).

@@ -32,25 +32,66 @@ use super::{
 };
 use crate::engine::SimDuration;
 use crate::model::NodeId;
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 /// An active probe policy as written in a model file; `flavor` is the tag.
-#[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
+#[derive(Clone, Debug, Deserialize, Serialize, PartialEq, JsonSchema)]
 #[serde(tag = "flavor", rename_all = "snake_case", deny_unknown_fields)]
 pub enum ActiveProbeSpec {
     /// Seed 004's prober: rounds over all nodes every `interval`.
+    #[serde(deserialize_with = "crate::diagnostics::tracked")]
     Generic(GenericParams),
     /// HAProxy 2.6 `server ... check` (with `option httpchk` for `probe: http`).
+    #[serde(deserialize_with = "crate::diagnostics::tracked")]
     Haproxy(HaproxyCheckParams),
     /// Envoy's active health checking of a cluster.
+    #[serde(deserialize_with = "crate::diagnostics::tracked")]
     Envoy(EnvoyParams),
     /// tengine / nginx_upstream_check_module `check`.
+    #[serde(deserialize_with = "crate::diagnostics::tracked")]
     Tengine(TengineParams),
     /// A Kubernetes readiness probe, seen by a proxy through endpoints.
+    #[serde(deserialize_with = "crate::diagnostics::tracked")]
     Kubernetes(ReadinessParams),
 }
 
 impl ActiveProbeSpec {
+    /// The time between two probes of a node.
+    pub fn period(&self) -> SimDuration {
+        match self {
+            ActiveProbeSpec::Generic(p) => p.interval,
+            ActiveProbeSpec::Haproxy(p) => p.inter,
+            ActiveProbeSpec::Envoy(p) => p.interval,
+            ActiveProbeSpec::Tengine(p) => p.interval,
+            ActiveProbeSpec::Kubernetes(p) => p.period,
+        }
+    }
+
+    /// Legal but suspicious settings, as `(field, message)`: a probe timeout
+    /// that is not shorter than the time between probes.
+    pub fn warnings(&self) -> Vec<(String, String)> {
+        let (timeout, every, name) = match self {
+            ActiveProbeSpec::Generic(p) => (p.timeout, p.interval, "interval"),
+            ActiveProbeSpec::Envoy(p) => (p.timeout, p.interval, "interval"),
+            ActiveProbeSpec::Tengine(p) => (p.timeout, p.interval, "interval"),
+            ActiveProbeSpec::Kubernetes(p) => (p.timeout, p.period, "period"),
+            // HAProxy bounds a check by `inter` itself.
+            ActiveProbeSpec::Haproxy(_) => return vec![],
+        };
+        if timeout < every {
+            return vec![];
+        }
+        vec![(
+            "timeout".into(),
+            format!(
+                "{timeout} is not shorter than `{name}` ({every}): a probe of a node that stops \
+                 answering is still waiting when the next one is due, so detection takes longer \
+                 than `{name}` suggests"
+            ),
+        )]
+    }
+
     pub fn label(&self) -> String {
         match self {
             ActiveProbeSpec::Generic(p) => format!(

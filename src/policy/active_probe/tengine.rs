@@ -21,10 +21,11 @@ use crate::engine::{SimDuration, SimTime};
 use crate::model::NodeId;
 use crate::policy::{PolicyCx, PolicyTimer, ProbeKind, ProbeOutcome, ProbeResult};
 use rand::RngExt;
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 /// A class of HTTP status for `check_http_expect_alive`.
-#[derive(Copy, Clone, Debug, Deserialize, Serialize, PartialEq, Eq)]
+#[derive(Copy, Clone, Debug, Deserialize, Serialize, PartialEq, Eq, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum StatusClass {
     Http2xx,
@@ -46,7 +47,7 @@ impl StatusClass {
 }
 
 /// `check ...` and `check_http_expect_alive` of one upstream.
-#[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
+#[derive(Clone, Debug, Deserialize, Serialize, PartialEq, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct TengineParams {
     /// `type=tcp` (default) or `type=http`.

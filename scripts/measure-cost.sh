@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# Measures the figures behind hcsim's cost estimates (src/limits.rs, README
+# "Limits"): engine events per second on one core, events per request on the
+# shipped models, and memory per request in flight. Needs python3 and GNU time.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+cargo build --release --quiet
+bin=target/release/hcsim
+out=$(mktemp -d)
+trap 'rm -rf "$out"' EXIT
+
+run() { # label, then hcsim run arguments
+  local label=$1; shift
+  /usr/bin/time -o "$out/time" -f '%e %M' "$bin" run "$@" --jobs 1 --format json --out "$out/o" 2>/dev/null >"$out/s.json"
+  read -r secs kib <"$out/time"
+  python3 - "$label" "$secs" "$kib" "$out/s.json" <<'PY'
+import json, sys
+label, secs, kib, path = sys.argv[1], float(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
+r = json.load(open(path))["runs"][0]
+c = r["client"]
+print(f"{label}: {r['events']} events in {secs:.2f} s = {r['events'] / secs / 1e6:.1f}M events/s; "
+      f"{c['requests']} requests, {c['unfinished']} in flight at the end; peak RSS {kib // 1024} MiB"
+      + (f" = {kib * 1024 / c['unfinished']:.0f} bytes per request in flight" if c['unfinished'] > 100000 else ""))
+PY
+}
+
+echo "== events per second (one core) and memory in flight"
+run "e2 at 10k requests/s" models/e2-p02-flaky-2pct.json --set clients.rate_per_s=10000
+run "e2 at 100k requests/s" models/e2-p02-flaky-2pct.json --set clients.rate_per_s=100000
+run "e5 with 50 clients" models/e5-connect-timeout-shorter.json --set clients.concurrency=50
+
+echo "== events per request on the shipped models"
+for m in models/*.json; do
+  "$bin" run "$m" --format json --out "$out/o" 2>/dev/null | python3 -c '
+import json, sys
+r = json.load(sys.stdin)["runs"][0]
+print("%s: %.2f" % (sys.argv[1], r["events"] / max(1, r["client"]["requests"])))' "$(basename "$m" .json)"
+done

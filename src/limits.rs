@@ -1,0 +1,435 @@
+//! Limits: the sizes a model may have, what a run would cost before it starts
+//! (requests, events, memory), and the thresholds for warning and refusing.
+//!
+//! Sizes that are allocated up front (timeline rows, node workers, closed-loop
+//! clients, per-worker peer tables) are validation errors ([`check_size`]).
+//! The cost of a run is estimated from the load ([`estimate`]) and checked
+//! before it starts ([`preflight`]): above [`WARN_EVENTS`] events or
+//! [`WARN_BYTES`] of memory it is a warning; above [`REFUSE_EVENTS`] or
+//! [`REFUSE_BYTES`] it is refused unless the run is capped with
+//! `--max-events`, which bounds both (every request in flight took an event).
+
+use crate::engine::SimDuration;
+use crate::scenario::{
+    Clients, GatewayFlavor, KERNEL_CONNECT_TIMEOUT, LatencySpec, Scenario, ScenarioSpec,
+};
+
+/// Rows of `timeline.csv` (run duration / `timeline_bucket`).
+pub const MAX_TIMELINE_ROWS: u64 = 1_000_000;
+/// Timeline rows × nodes: each row holds four numbers per node.
+pub const MAX_TIMELINE_CELLS: u64 = 20_000_000;
+/// Worker threads of one node.
+pub const MAX_NODE_WORKERS: u32 = 100_000;
+/// Worker threads of all nodes together.
+pub const MAX_TOTAL_NODE_WORKERS: u64 = 1_000_000;
+/// Closed-loop clients.
+pub const MAX_CONCURRENCY: u32 = 100_000;
+/// Gateway peer-state copies (nginx workers without `zone`) × nodes.
+pub const MAX_PEER_STATES: u64 = 1 << 20;
+
+/// Engine events per client request: arrival, attempt reaching the node,
+/// service done, response, and the odd timeout (measured 2.0–6.7, median 4.0,
+/// on the shipped models; retries add more). Policies add their own probes
+/// and beats ([`crate::policy::PolicySpec::events_per_s`]).
+pub const EVENTS_PER_REQUEST: f64 = 6.0;
+/// Events one core processes per second, rounded down from the slowest case
+/// `scripts/measure-cost.sh` measured (6.9 million, with 1.7 million requests
+/// piling up; 20–31 million otherwise).
+pub const EVENTS_PER_SEC: f64 = 5.0e6;
+/// Memory per request in flight: its gateway slot and pending events
+/// (measured 192 bytes; rounded up).
+pub const BYTES_PER_REQUEST_IN_FLIGHT: f64 = 250.0;
+
+/// Estimated events per replication above which a run is announced (~1 min).
+pub const WARN_EVENTS: f64 = 3e8;
+/// Estimated events per replication above which a run is refused without
+/// `--max-events` (~3 h).
+pub const REFUSE_EVENTS: f64 = 5e10;
+/// Estimated peak memory above which a run is announced.
+pub const WARN_BYTES: f64 = 2.0 * GIB;
+/// Estimated peak memory above which a run is refused without `--max-events`.
+pub const REFUSE_BYTES: f64 = 16.0 * GIB;
+
+const GIB: f64 = 1024.0 * 1024.0 * 1024.0;
+
+/// Checks the sizes that are allocated before the first event. `Err((field,
+/// reason))` names the field to change.
+pub fn check_size(spec: &ScenarioSpec) -> Result<(), (String, String)> {
+    let bucket_us = spec.timeline_bucket.as_micros().max(1);
+    let rows = spec.duration.as_micros().div_ceil(bucket_us);
+    let nodes = spec.nodes.len() as u64;
+    if rows > MAX_TIMELINE_ROWS || rows.saturating_mul(nodes) > MAX_TIMELINE_CELLS {
+        let min_rows = MAX_TIMELINE_ROWS.min(MAX_TIMELINE_CELLS / nodes.max(1));
+        let min_bucket = SimDuration::from_micros(spec.duration.as_micros().div_ceil(min_rows));
+        return Err((
+            "timeline_bucket".into(),
+            format!(
+                "\"{}\" cuts the {} run into {rows} timeline rows of {nodes} node(s); at most \
+                 {MAX_TIMELINE_ROWS} rows and {MAX_TIMELINE_CELLS} row × node cells fit: use a \
+                 bucket of at least \"{}\"",
+                spec.timeline_bucket,
+                spec.duration,
+                round_up_duration(min_bucket)
+            ),
+        ));
+    }
+    let mut total: u64 = 0;
+    for (i, n) in spec.nodes.iter().enumerate() {
+        if n.workers > MAX_NODE_WORKERS {
+            return Err((
+                format!("nodes[{i}].workers"),
+                format!(
+                    "at most {MAX_NODE_WORKERS} workers per node, found {}",
+                    n.workers
+                ),
+            ));
+        }
+        total += n.workers as u64;
+    }
+    if total > MAX_TOTAL_NODE_WORKERS {
+        return Err((
+            "nodes".into(),
+            format!(
+                "{total} workers in all; at most {MAX_TOTAL_NODE_WORKERS} are simulated at once"
+            ),
+        ));
+    }
+    if let crate::scenario::ClientsSpec::Closed(c) = &spec.clients
+        && c.concurrency > MAX_CONCURRENCY
+    {
+        return Err((
+            "clients.concurrency".into(),
+            format!(
+                "at most {MAX_CONCURRENCY} closed-loop clients, found {} (for more load use an \
+                 open loop: {{\"kind\": \"open\", \"rate_per_s\": ...}})",
+                c.concurrency
+            ),
+        ));
+    }
+    let scopes = if spec.gateway.zone {
+        1
+    } else {
+        spec.gateway.workers as u64
+    };
+    if scopes * nodes > MAX_PEER_STATES {
+        return Err((
+            "gateway.workers".into(),
+            format!(
+                "{scopes} workers without `zone` × {nodes} nodes = {} copies of peer state; at \
+                 most {MAX_PEER_STATES} (set \"zone\": true to share one)",
+                scopes * nodes
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// What one replication of a model is expected to cost.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Cost {
+    /// Client requests sent.
+    pub requests: f64,
+    /// Engine events (`requests × EVENTS_PER_REQUEST` and the policies' own).
+    pub events: f64,
+    /// Requests in flight at once if nodes stop answering (an upper bound).
+    pub in_flight: f64,
+    /// Peak memory for those requests and the up-front tables, bytes.
+    pub bytes: f64,
+}
+
+/// Estimates the cost of one replication from its load.
+pub fn estimate(sc: &Scenario) -> Cost {
+    let duration_s = sc.duration.as_secs_f64();
+    let g = &sc.gateway;
+    let (requests, in_flight) = match &sc.clients {
+        Clients::Open { rate_per_s, .. } => {
+            let usable = sc.nodes.iter().filter(|n| !n.down).count().max(1) as f64;
+            let (tries, attempt_s) = match g.flavor {
+                GatewayFlavor::Nginx => (
+                    match g.proxy_next_upstream_tries {
+                        0 => usable,
+                        t => (t as f64).min(usable),
+                    },
+                    (g.proxy_connect_timeout + g.rtt + g.proxy_read_timeout).as_secs_f64(),
+                ),
+                GatewayFlavor::Haproxy => {
+                    let h = g.haproxy();
+                    let connect = h.timeout_connect.unwrap_or(KERNEL_CONNECT_TIMEOUT);
+                    // without `timeout server` an attempt may wait to the end
+                    let server = h.timeout_server.unwrap_or(sc.duration);
+                    (
+                        h.retries as f64 + 1.0,
+                        (connect + g.rtt + server).as_secs_f64(),
+                    )
+                }
+            };
+            let mut lifetime_s = tries * attempt_s;
+            if let Some(t) = sc.clients.timeout() {
+                lifetime_s = lifetime_s.min(t.as_secs_f64());
+            }
+            (
+                rate_per_s * duration_s,
+                rate_per_s * lifetime_s.min(duration_s),
+            )
+        }
+        Clients::Closed {
+            concurrency,
+            think_time,
+            ..
+        } => {
+            // One cycle: think, connect (one RTT), request and response (one more).
+            let service_s = mean_service_s(sc);
+            let cycle_s =
+                (think_time.as_secs_f64() + 2.0 * g.rtt.as_secs_f64() + service_s).max(1e-6);
+            let c = *concurrency as f64;
+            (c * duration_s / cycle_s, c)
+        }
+    };
+    let nodes = sc.nodes.len() as f64;
+    let rows = (sc.duration.as_micros() as f64 / sc.bucket.as_micros().max(1) as f64).ceil();
+    let workers: f64 = sc.nodes.iter().map(|n| n.workers as f64).sum();
+    let fixed = rows * (128.0 + 56.0 * nodes)
+        + workers * 40.0
+        + sc.scopes() as f64 * nodes * 64.0 * sc.policies.len().max(1) as f64;
+    let policy_events: f64 = sc
+        .policies
+        .iter()
+        .map(|p| p.events_per_s(sc.nodes.len()))
+        .sum::<f64>()
+        * duration_s;
+    Cost {
+        requests,
+        events: requests * EVENTS_PER_REQUEST + policy_events,
+        in_flight,
+        bytes: in_flight * BYTES_PER_REQUEST_IN_FLIGHT + fixed,
+    }
+}
+
+/// Mean service time over the primary nodes, weighted, seconds.
+fn mean_service_s(sc: &Scenario) -> f64 {
+    let (mut sum, mut weights) = (0.0, 0.0);
+    for n in sc.nodes.iter().filter(|n| !n.down && !n.backup) {
+        let mean = match n.service_time {
+            LatencySpec::Constant { value } => value.as_secs_f64(),
+            LatencySpec::Exponential { mean } => mean.as_secs_f64(),
+            LatencySpec::Lognormal { median, sigma } => {
+                median.as_secs_f64() * (sigma * sigma / 2.0).exp()
+            }
+            LatencySpec::Uniform { min, max } => (min.as_secs_f64() + max.as_secs_f64()) / 2.0,
+        };
+        sum += mean * n.weight as f64;
+        weights += n.weight as f64;
+    }
+    if weights > 0.0 { sum / weights } else { 0.0 }
+}
+
+/// Checks the estimated cost of a run before it starts. Returns warnings as
+/// `(field, message)` (the field is empty: they concern the whole model), or
+/// the reason to refuse it. `max_events` is the `--max-events` cap, if any;
+/// a cap lifts the refusals, since it bounds both time and memory.
+pub fn preflight(sc: &Scenario, max_events: Option<u64>) -> Result<Vec<(String, String)>, String> {
+    let cost = estimate(sc);
+    let mut warnings = vec![];
+    let probes = cost.events - cost.requests * EVENTS_PER_REQUEST;
+    let events = format!(
+        "about {} events per replication ({} requests × ~{EVENTS_PER_REQUEST} events{}), {} of CPU \
+         at ~{} events/s",
+        sci(cost.events),
+        sci(cost.requests),
+        if probes >= 1.0 {
+            format!(" + {} from the policies' probes and beats", sci(probes))
+        } else {
+            String::new()
+        },
+        human_secs(cost.events / EVENTS_PER_SEC),
+        sci(EVENTS_PER_SEC)
+    );
+    let memory = format!(
+        "if nodes stop answering, up to {} requests can be in flight at once (the load × the time \
+         a request may wait), about {}",
+        sci(cost.in_flight),
+        human_bytes(cost.bytes)
+    );
+    match max_events {
+        None if cost.events > REFUSE_EVENTS => {
+            return Err(format!(
+                "{events}: shorten `duration`, lower the load, or cap the run with --max-events N"
+            ));
+        }
+        None if cost.bytes > REFUSE_BYTES => {
+            return Err(format!(
+                "{memory}: lower the load or the timeouts, or cap the run with --max-events N"
+            ));
+        }
+        Some(cap) if cost.events > cap as f64 => warnings.push((
+            String::new(),
+            format!("{events}: the run will probably stop at --max-events {cap}"),
+        )),
+        _ => {}
+    }
+    if cost.events > WARN_EVENTS && max_events.is_none_or(|cap| cost.events <= cap as f64) {
+        warnings.push((String::new(), events));
+    }
+    if cost.bytes > WARN_BYTES {
+        warnings.push((String::new(), memory));
+    }
+    Ok(warnings)
+}
+
+/// `3.2e10`, or a plain integer below a million.
+fn sci(x: f64) -> String {
+    if x < 1e6 {
+        format!("{}", x.round() as u64)
+    } else {
+        format!("{x:.1e}")
+    }
+}
+
+fn human_secs(s: f64) -> String {
+    if s < 120.0 {
+        format!("~{} s", s.ceil() as u64)
+    } else if s < 7200.0 {
+        format!("~{} min", (s / 60.0).round() as u64)
+    } else {
+        format!("~{} h", (s / 3600.0).round() as u64)
+    }
+}
+
+fn human_bytes(b: f64) -> String {
+    if b >= GIB {
+        format!("{:.1} GiB", b / GIB)
+    } else {
+        format!("{} MiB", (b / 1024.0 / 1024.0).ceil() as u64)
+    }
+}
+
+/// Rounds a suggested bucket up to a readable value (1, 2 or 5 × a power of ten µs).
+fn round_up_duration(d: SimDuration) -> SimDuration {
+    let us = d.as_micros().max(1);
+    let mut step = 1u64;
+    loop {
+        for m in [1, 2, 5] {
+            if step.saturating_mul(m) >= us {
+                return SimDuration::from_micros(step.saturating_mul(m));
+            }
+        }
+        step = step.saturating_mul(10);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+    use std::path::Path;
+
+    fn model(clients: serde_json::Value, duration: &str) -> Scenario {
+        let doc = json!({
+            "name": "t", "duration": duration, "clients": clients,
+            "nodes": [{"name": "a"}, {"name": "b"}]
+        });
+        Scenario::from_document(&doc, Path::new("m.json")).unwrap()
+    }
+
+    #[test]
+    fn estimates_scale_with_load() {
+        let sc = model(json!({"kind": "open", "rate_per_s": 1000.0}), "10s");
+        let c = estimate(&sc);
+        assert_eq!(c.requests, 10_000.0);
+        assert_eq!(c.events, 60_000.0);
+        // no client timeout: two tries of 60s + 0.2ms + 60s, cut at the run's 10 s
+        assert_eq!(c.in_flight, 10_000.0);
+        let sc = model(
+            json!({"kind": "closed", "concurrency": 2, "think_time": "95ms"}),
+            "10s",
+        );
+        // cycle = 95ms + 2 × 0.2ms + 5ms = 100.4ms
+        let c = estimate(&sc);
+        assert!((c.requests - 2.0 * 10.0 / 0.1004).abs() < 1e-6, "{c:?}");
+        assert_eq!(c.in_flight, 2.0);
+    }
+
+    #[test]
+    fn refuses_hours_unless_capped_and_warns_minutes() {
+        let sc = model(json!({"kind": "open", "rate_per_s": 1e6}), "3h");
+        let e = preflight(&sc, None).unwrap_err();
+        assert!(
+            e.starts_with("about 6.5e10 events per replication (1.1e10 requests"),
+            "{e}"
+        );
+        assert!(e.contains("~4 h of CPU at ~5.0e6 events/s"), "{e}");
+        assert!(e.ends_with("cap the run with --max-events N"), "{e}");
+        let w = preflight(&sc, Some(1_000_000)).unwrap();
+        assert!(
+            w[0].1
+                .ends_with("will probably stop at --max-events 1000000"),
+            "{w:?}"
+        );
+        let sc = model(json!({"kind": "open", "rate_per_s": 1e5}), "10m");
+        let w = preflight(&sc, None).unwrap();
+        assert!(
+            w.iter().any(|(_, m)| m.starts_with("about 3.6e8 events")),
+            "{w:?}"
+        );
+        let sc = model(json!({"kind": "open", "rate_per_s": 100.0}), "10m");
+        assert_eq!(preflight(&sc, None).unwrap(), vec![]);
+    }
+
+    #[test]
+    fn counts_the_events_of_probes() {
+        let doc = json!({
+            "name": "t", "duration": "1h",
+            "clients": {"kind": "open", "rate_per_s": 1.0},
+            "nodes": (0..1000).map(|i| json!({"name": format!("n{i}")})).collect::<Vec<_>>(),
+            "policy": {"kind": "active_probe", "flavor": "generic", "interval": "10ms", "timeout": "5ms"}
+        });
+        let sc = Scenario::from_document(&doc, Path::new("m.json")).unwrap();
+        // 1000 nodes × 100 probes/s × 4 events × 3600 s
+        let c = estimate(&sc);
+        assert_eq!(c.events, 3600.0 * 6.0 + 1.44e9);
+        let w = preflight(&sc, None).unwrap();
+        assert!(
+            w[0].1.starts_with(
+                "about 1.4e9 events per replication (3600 requests × ~6 events + 1.4e9 from \
+                 the policies' probes and beats)"
+            ),
+            "{w:?}"
+        );
+    }
+
+    #[test]
+    fn refuses_a_pile_up_that_cannot_fit_in_memory() {
+        // 1e7 rps that may wait 2 × 120 s for answers: 1e8 in flight by the end of a 10 s run
+        let sc = model(json!({"kind": "open", "rate_per_s": 1e7}), "10s");
+        let e = preflight(&sc, None).unwrap_err();
+        assert!(
+            e.starts_with("if nodes stop answering, up to 1.0e8 requests can be in flight"),
+            "{e}"
+        );
+        assert!(preflight(&sc, Some(1_000_000)).is_ok());
+        // a 1 s client timeout bounds the pile-up to 1e7 requests: a warning only
+        let sc = model(
+            json!({"kind": "open", "rate_per_s": 1e7, "timeout": "1s"}),
+            "2s",
+        );
+        let w = preflight(&sc, None).unwrap();
+        assert_eq!(w.len(), 1, "{w:?}");
+        assert!(w[0].1.contains("up to 1.0e7 requests"), "{w:?}");
+    }
+
+    #[test]
+    fn suggested_buckets_are_round() {
+        assert_eq!(
+            round_up_duration(SimDuration::from_micros(3600)).to_string(),
+            "5ms"
+        );
+        assert_eq!(
+            round_up_duration(SimDuration::from_micros(1)).to_string(),
+            "1us"
+        );
+        assert_eq!(
+            round_up_duration(SimDuration::from_micros(101)).to_string(),
+            "200us"
+        );
+    }
+}

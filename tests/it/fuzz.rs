@@ -1,0 +1,775 @@
+//! Fuzzing the model reader and the simulation with arbitrary input: no
+//! panic, no hang, bounded memory.
+//!
+//! Each input is JSON text (and sometimes `--set` overrides). [`fuzz_one`]
+//! parses it, validates it, checks the `hcsim check` round trip and, when it
+//! is a model that may run, simulates it under an event budget and checks
+//! that requests are conserved. Inputs come from three generators: byte
+//! mutations of seed files, structural mutations of valid models (values
+//! drawn from the schema's names and from edge cases such as `u32::MAX`,
+//! `"999999999h"`, deep nesting), and random JSON over the same vocabulary.
+//!
+//! - `fuzz_corpus_replays_cleanly`: every file in `tests/fuzz-corpus/` (plus
+//!   the shipped and malformed models).
+//! - `fuzz_smoke`: 2,000 generated inputs from a fixed seed.
+//! - `fuzz_long` (ignored): generated inputs for `HCSIM_FUZZ_SECS` seconds
+//!   (default 600) from `HCSIM_FUZZ_SEED` (default: the clock; printed):
+//!
+//!   ```text
+//!   HCSIM_FUZZ_SECS=600 cargo test --test it fuzz_long -- --ignored --nocapture
+//!   ```
+//!
+//!   It runs in the test profile (optimised, with debug and overflow
+//!   assertions). An input that panics or hangs (no progress for 30 s) is
+//!   written to `target/fuzz-findings/`; once fixed, add it to
+//!   `tests/fuzz-corpus/`.
+
+use crate::{assert_conserved, root};
+use hcsim::scenario::{self, Scenario};
+use rand::rngs::Xoshiro256PlusPlus;
+use rand::{RngExt, SeedableRng};
+use serde_json::{Map, Value, json};
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+/// Events per simulated fuzz input: bounds the time and memory of one case.
+const BUDGET: u64 = 200_000;
+
+/// One fuzz input: a file's text and `--set PATH=VALUE` overrides.
+#[derive(Clone, Debug)]
+struct Input {
+    text: String,
+    sets: Vec<(String, String)>,
+}
+
+/// How far an input got.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+enum Outcome {
+    /// Not JSON.
+    Syntax,
+    /// A `--set` could not be applied.
+    Set,
+    /// Not a valid model.
+    Invalid,
+    /// Valid, but refused before running (too large).
+    Refused,
+    /// A valid sweep (sweeps are expanded and checked, not run).
+    Sweep,
+    /// Simulated (possibly cut short by the budget).
+    Simulated,
+}
+
+/// Runs one input through everything a user's file goes through.
+fn fuzz_one(input: &Input) -> Outcome {
+    let path = Path::new("fuzz.json");
+    let mut doc = match hcsim::diagnostics::parse_json(&input.text) {
+        Ok(d) => d,
+        Err(e) => {
+            let _ = hcsim::diagnostics::json_hint(&input.text, e.line(), e.column());
+            assert!(!e.to_string().is_empty());
+            return Outcome::Syntax;
+        }
+    };
+    for (key, value) in &input.sets {
+        let _ = scenario::canonical_path(&doc, key);
+        if scenario::set_path(&mut doc, key, scenario::parse_set_value(value)).is_err() {
+            return Outcome::Set;
+        }
+    }
+    if hcsim::check::file_kind(&doc) == hcsim::check::FileKind::Sweep {
+        return fuzz_sweep(&doc);
+    }
+    let sc = match Scenario::from_document(&doc, path) {
+        Ok(sc) => sc,
+        Err(e) => {
+            let msg = e.to_string();
+            assert!(msg.starts_with("fuzz.json"), "{msg}");
+            if !doc.to_string().contains("\\u0001") {
+                assert!(!msg.contains('\u{1}'), "a path marker leaked: {msg:?}");
+            }
+            return Outcome::Invalid;
+        }
+    };
+    let _ = sc.warnings();
+    if hcsim::limits::preflight(&sc, None).is_err() {
+        return Outcome::Refused;
+    }
+    // `hcsim check` prints a valid model that checks to itself
+    let eff = serde_json::to_value(hcsim::check::effective_spec(&sc)).unwrap();
+    let again = Scenario::from_document(&eff, path)
+        .unwrap_or_else(|e| panic!("the effective model does not validate: {e}\n{eff:#}"));
+    let eff2 = serde_json::to_value(hcsim::check::effective_spec(&again)).unwrap();
+    assert_eq!(eff, eff2, "the effective model is not a fixed point");
+    let (s, _cut) = hcsim::model::run_budgeted(&sc, sc.seed, BUDGET, None);
+    assert_conserved(&s);
+    Outcome::Simulated
+}
+
+/// A sweep document: read, expanded and every point validated, as `hcsim
+/// check` and `hcsim sweep` do before running (it is not run). Its model
+/// path is resolved from `sweeps/`.
+fn fuzz_sweep(doc: &Value) -> Outcome {
+    let path = root().join("sweeps/fuzz.json");
+    let spec: hcsim::sweep::SweepSpec = match scenario::from_document(doc, &path) {
+        Ok(s) => s,
+        Err(_) => return Outcome::Invalid,
+    };
+    match hcsim::sweep::Plan::from_spec(spec, doc.clone(), &path) {
+        Ok(plan) => {
+            for sc in plan.scenarios.iter().take(20) {
+                let _ = sc.warnings();
+                let _ = hcsim::limits::preflight(sc, None);
+            }
+            Outcome::Sweep
+        }
+        Err(e) => {
+            assert!(!e.to_string().is_empty());
+            Outcome::Invalid
+        }
+    }
+}
+
+// ------------------------------------------------------------- generation
+
+/// Names and words a model file may contain, read from the schema.
+fn vocabulary() -> Vec<String> {
+    fn walk(v: &Value, out: &mut Vec<String>) {
+        match v {
+            Value::Object(m) => {
+                for (k, x) in m {
+                    if k == "properties"
+                        && let Value::Object(props) = x
+                    {
+                        out.extend(props.keys().cloned());
+                    }
+                    if k == "const"
+                        && let Value::String(s) = x
+                    {
+                        out.push(s.clone());
+                    }
+                    walk(x, out);
+                }
+            }
+            Value::Array(items) => {
+                for x in items {
+                    if let Value::String(s) = x {
+                        out.push(s.clone());
+                    }
+                    walk(x, out);
+                }
+            }
+            _ => {}
+        }
+    }
+    let mut out = vec![];
+    walk(&hcsim::schema::model(), &mut out);
+    out.extend(["A", "B", "C", "n0", "a", "nginx"].map(String::from));
+    out.sort();
+    out.dedup();
+    out
+}
+
+struct Gen {
+    rng: Xoshiro256PlusPlus,
+    vocab: Vec<String>,
+    seeds: Vec<String>,
+    models: Vec<Value>,
+}
+
+const NUMBERS: &[f64] = &[
+    0.0,
+    1.0,
+    -1.0,
+    2.0,
+    0.5,
+    1e-300,
+    1e300,
+    -1e300,
+    4294967295.0,
+    4294967296.0,
+    18446744073709551615.0,
+    9007199254740993.0,
+    65535.0,
+    65536.0,
+    1023.0,
+    1024.0,
+    1025.0,
+    4096.0,
+    4097.0,
+    99999.0,
+    100000.0,
+    100001.0,
+    1e7,
+    1.0000001e7,
+    99.0,
+    100.0,
+    599.0,
+    600.0,
+    10.0,
+    10.5,
+];
+
+const STRINGS: &[&str] = &[
+    "",
+    "0s",
+    "1us",
+    "0.5us",
+    "1ms",
+    "999ms",
+    "1s",
+    "1.5s",
+    "59s",
+    "60s",
+    "1h",
+    "999999999h",
+    "277777777h",
+    "1e3s",
+    "-1s",
+    "18446744073709551615us",
+    "9007199254740993us",
+    "0.0000001s",
+    "1h1h1h1h1h1h1h1h1h1h1h1h1h1h1h1h",
+    "µs",
+    "5µs",
+    "1min",
+    "1..2s",
+    ".5s",
+    "5.s",
+    " 5s ",
+    "../x",
+    "/",
+    "x\u{0}y",
+    "\u{1}p\u{1}fake marker",
+    "GET",
+    "POST",
+];
+
+const UNITS: &[&str] = &["h", "m", "min", "s", "ms", "us", "µs", "", "d", "sec"];
+
+impl Gen {
+    fn new(seed: u64) -> Gen {
+        let mut seeds = vec![];
+        let mut models = vec![];
+        for dir in [
+            "models",
+            "sweeps",
+            "tests/bad-models",
+            "tests/bad-sweeps",
+            "tests/fuzz-corpus",
+        ] {
+            for p in files(dir) {
+                let text = String::from_utf8_lossy(&std::fs::read(&p).unwrap()).to_string();
+                if dir == "models" || dir == "sweeps" {
+                    models.push(serde_json::from_str(&text).unwrap());
+                }
+                seeds.push(text);
+            }
+        }
+        models.push(json!({
+            "name": "small", "duration": "2s",
+            "clients": {"kind": "closed", "concurrency": 2, "think_time": "0s"},
+            "gateway": {"workers": 2, "balancer": "random_two"},
+            "nodes": [{"name": "A", "backup": true}, {"name": "B"}, {"name": "C", "max_conns": 1}],
+            "faults": [{"kind": "crash", "node": "B", "at": "0.5s", "for": "1s"},
+                       {"kind": "flaky", "node": "C", "p": 0.5}],
+            "policies": [{"kind": "max_fails", "max_fails": 1, "fail_timeout": "1s"}, {"kind": "none"}]
+        }));
+        Gen {
+            rng: Xoshiro256PlusPlus::seed_from_u64(seed),
+            vocab: vocabulary(),
+            seeds,
+            models,
+        }
+    }
+
+    fn below(&mut self, n: usize) -> usize {
+        self.rng.random_range(0..n.max(1))
+    }
+
+    fn chance(&mut self, p: f64) -> bool {
+        self.rng.random::<f64>() < p
+    }
+
+    fn word(&mut self) -> String {
+        let i = self.below(self.vocab.len());
+        self.vocab[i].clone()
+    }
+
+    fn number(&mut self) -> Value {
+        match self.below(4) {
+            0 => json!(self.rng.random_range(-5i64..=70)),
+            1 => json!(self.rng.random::<u64>() >> self.below(64)),
+            2 => json!(self.rng.random::<f64>() * 10f64.powi(self.rng.random_range(-8..12))),
+            _ => {
+                let x = NUMBERS[self.below(NUMBERS.len())];
+                if x.fract() == 0.0 && x.abs() < 1.8e19 {
+                    if x >= 0.0 {
+                        json!(x as u64)
+                    } else {
+                        json!(x as i64)
+                    }
+                } else {
+                    json!(x)
+                }
+            }
+        }
+    }
+
+    fn string(&mut self) -> String {
+        match self.below(5) {
+            0 => STRINGS[self.below(STRINGS.len())].to_string(),
+            1 => self.word(),
+            2 => {
+                let n = match self.number() {
+                    Value::Number(n) => n.to_string(),
+                    _ => "1".into(),
+                };
+                let n = n.trim_start_matches('-').to_string();
+                format!("{n}{}", UNITS[self.below(UNITS.len())])
+            }
+            3 => format!(
+                "{}{}",
+                self.rng.random_range(0u64..5000),
+                UNITS[self.below(UNITS.len())]
+            ),
+            _ => "x".repeat(self.below(3) * 5000 + 1),
+        }
+    }
+
+    fn value(&mut self, depth: u32) -> Value {
+        let k = if depth >= 4 {
+            self.below(4)
+        } else {
+            self.below(7)
+        };
+        match k {
+            0 => Value::Null,
+            1 => json!(self.chance(0.5)),
+            2 => self.number(),
+            3 => json!(self.string()),
+            4 => (0..self.below(5)).map(|_| self.value(depth + 1)).collect(),
+            5 => {
+                let mut m = Map::new();
+                for _ in 0..self.below(6) {
+                    let k = self.word();
+                    m.insert(k, self.value(depth + 1));
+                }
+                Value::Object(m)
+            }
+            _ => {
+                // nested far deeper than any model
+                let mut v = json!(1);
+                for _ in 0..self.below(200) {
+                    v = json!([v]);
+                }
+                v
+            }
+        }
+    }
+
+    /// JSON pointers of every value in a document.
+    fn pointers(v: &Value, at: String, out: &mut Vec<String>) {
+        match v {
+            Value::Object(m) => {
+                for (k, x) in m {
+                    Self::pointers(
+                        x,
+                        format!("{at}/{}", k.replace('~', "~0").replace('/', "~1")),
+                        out,
+                    );
+                }
+            }
+            Value::Array(items) => {
+                for (i, x) in items.iter().enumerate() {
+                    Self::pointers(x, format!("{at}/{i}"), out);
+                }
+            }
+            _ => {}
+        }
+        out.push(at);
+    }
+
+    fn mutate_tree(&mut self, doc: &mut Value) {
+        for _ in 0..1 + self.below(4) {
+            let mut ptrs = vec![];
+            Self::pointers(doc, String::new(), &mut ptrs);
+            let p = ptrs[self.below(ptrs.len())].clone();
+            let op = self.below(7);
+            let new = self.value(1);
+            let word = self.word();
+            let Some(target) = doc.pointer_mut(&p) else {
+                continue;
+            };
+            match (op, target) {
+                (0 | 1, t) => *t = new,
+                (2, Value::Object(m)) if !m.is_empty() => {
+                    let k = m
+                        .keys()
+                        .nth(self.rng.random_range(0..m.len()))
+                        .unwrap()
+                        .clone();
+                    m.remove(&k);
+                }
+                (3, Value::Object(m)) => {
+                    m.insert(word, new);
+                }
+                (4, Value::Array(items)) if !items.is_empty() => {
+                    let i = self.rng.random_range(0..items.len());
+                    let dup = items[i].clone();
+                    for _ in 0..1 + self.rng.random_range(0..3) {
+                        items.push(dup.clone());
+                    }
+                }
+                (5, Value::Number(n)) => {
+                    let x = n.as_f64().unwrap_or(0.0);
+                    *n = serde_json::Number::from_f64(match self.below(4) {
+                        0 => x + 1.0,
+                        1 => x - 1.0,
+                        2 => -x,
+                        _ => x * 1000.0,
+                    })
+                    .unwrap_or_else(|| 0.into());
+                }
+                (6, Value::String(s)) => {
+                    *s = self.string();
+                }
+                (_, t) => *t = new,
+            }
+        }
+    }
+
+    fn mutate_bytes(&mut self, text: &str) -> String {
+        let mut b = text.as_bytes().to_vec();
+        for _ in 0..1 + self.below(4) {
+            let len = b.len();
+            match self.below(7) {
+                0 if len > 0 => {
+                    let i = self.below(len);
+                    b[i] ^= 1 << self.below(8);
+                }
+                1 => {
+                    let i = self.below(len + 1);
+                    let c = b"{}[]\",:0123456789.-eEsmhu \n\\tnfl"[self.below(32)];
+                    b.insert(i, c);
+                }
+                2 if len > 0 => {
+                    let i = self.below(len);
+                    let j = (i + 1 + self.below(16)).min(len);
+                    b.drain(i..j);
+                }
+                3 if len > 0 => {
+                    let i = self.below(len);
+                    let j = (i + 1 + self.below(64)).min(len);
+                    let piece = b[i..j].to_vec();
+                    let at = self.below(len + 1);
+                    b.splice(at..at, piece);
+                }
+                4 => {
+                    let k = self.below(self.seeds.len());
+                    let other = self.seeds[k].as_bytes().to_vec();
+                    let i = self.below(len + 1);
+                    let j = self.below(other.len() + 1);
+                    b.truncate(i);
+                    b.extend_from_slice(&other[j..]);
+                }
+                5 if len > 0 => {
+                    // replace a number with an interesting one
+                    let i = self.below(len);
+                    if let Some(start) = (i..len).find(|&k| b[k].is_ascii_digit()) {
+                        let end = (start..len)
+                            .find(|&k| !b[k].is_ascii_digit())
+                            .unwrap_or(len);
+                        let n = self.number().to_string();
+                        b.splice(start..end, n.into_bytes());
+                    }
+                }
+                _ => b.truncate(self.below(len + 1)),
+            }
+        }
+        String::from_utf8_lossy(&b).to_string()
+    }
+
+    /// Changes that mostly keep a model valid, to reach the simulation:
+    /// plausible numbers and durations, other names from the schema, flipped
+    /// flags, extra faults.
+    fn tweak(&mut self, doc: &mut Value) {
+        for _ in 0..1 + self.below(5) {
+            let mut ptrs = vec![];
+            Self::pointers(doc, String::new(), &mut ptrs);
+            let p = ptrs[self.below(ptrs.len())].clone();
+            let names: Vec<String> = doc["nodes"]
+                .as_array()
+                .map(|ns| {
+                    ns.iter()
+                        .filter_map(|n| n["name"].as_str().map(String::from))
+                        .collect()
+                })
+                .unwrap_or_default();
+            let word = self.word();
+            let roll = self.below(100);
+            let dur = format!(
+                "{}{}",
+                self.below(3000),
+                ["ms", "ms", "s", "us"][self.below(4)]
+            );
+            let Some(target) = doc.pointer_mut(&p) else {
+                continue;
+            };
+            match target {
+                Value::Number(n) => {
+                    let x = n.as_f64().unwrap_or(1.0);
+                    let y = (x * 2.0 + 5.0) * (roll as f64 / 100.0);
+                    *target = if n.is_f64() {
+                        json!(y)
+                    } else {
+                        json!(y.round() as u64)
+                    };
+                }
+                Value::String(s)
+                    if s.ends_with('s') && s.chars().next().is_some_and(|c| c.is_ascii_digit()) =>
+                {
+                    *s = dur;
+                }
+                Value::String(s) if roll < 50 => *s = word,
+                Value::Bool(b) => *b = !*b,
+                Value::Array(items) if p == "/faults" && !names.is_empty() => {
+                    let kind = ["crash", "hang", "stop", "partition", "flaky", "slow"][roll % 6];
+                    let mut f = json!({"kind": kind, "node": names[roll % names.len()], "at": format!("{}ms", roll * 37)});
+                    if roll % 2 == 0 {
+                        f["for"] = json!(format!("{}ms", 1 + roll * 13));
+                    }
+                    if kind == "flaky" {
+                        f["p"] = json!(roll as f64 / 100.0);
+                    }
+                    items.push(f);
+                }
+                _ => {}
+            }
+        }
+        // keep runs short
+        if self.chance(0.9) {
+            doc["duration"] = json!(format!("{}ms", 1 + self.below(5000)));
+            if let Some(m) = doc.as_object_mut() {
+                m.remove("measure");
+            }
+        }
+    }
+
+    fn set_path(&mut self) -> String {
+        let mut parts = vec![];
+        for _ in 0..1 + self.below(3) {
+            parts.push(match self.below(6) {
+                0 => format!("{}[{}]", self.word(), self.below(4)),
+                1 => self.string(),
+                _ => self.word(),
+            });
+        }
+        let mut p = parts.join(".");
+        if self.chance(0.1) {
+            p.push_str(["[", "]", "..", "[99999999999999999999]", "[-1]"][self.below(5)]);
+        }
+        p
+    }
+
+    fn next(&mut self) -> Input {
+        let mut sets = vec![];
+        let text = match self.below(14) {
+            10..=13 => {
+                let k = self.below(self.models.len());
+                let mut doc = self.models[k].clone();
+                self.tweak(&mut doc);
+                doc.to_string()
+            }
+            0..=3 => {
+                let k = self.below(self.seeds.len());
+                let s = self.seeds[k].clone();
+                self.mutate_bytes(&s)
+            }
+            4..=8 => {
+                let k = self.below(self.models.len());
+                let mut doc = self.models[k].clone();
+                self.mutate_tree(&mut doc);
+                if self.chance(0.2) {
+                    for _ in 0..1 + self.below(3) {
+                        let v = self.value(2).to_string();
+                        let v = if self.chance(0.5) { self.string() } else { v };
+                        sets.push((self.set_path(), v));
+                    }
+                }
+                if self.chance(0.5) {
+                    serde_json::to_string_pretty(&doc).unwrap()
+                } else {
+                    doc.to_string()
+                }
+            }
+            _ => {
+                let mut m = Map::new();
+                for _ in 0..self.below(10) {
+                    let k = self.word();
+                    m.insert(k, self.value(1));
+                }
+                Value::Object(m).to_string()
+            }
+        };
+        Input { text, sets }
+    }
+}
+
+fn files(dir: &str) -> Vec<PathBuf> {
+    let Ok(rd) = std::fs::read_dir(root().join(dir)) else {
+        return vec![];
+    };
+    let mut v: Vec<_> = rd
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.is_file() && p.extension().is_some_and(|x| x == "json"))
+        .collect();
+    v.sort();
+    v
+}
+
+/// Peak resident memory of this process, MiB (Linux).
+fn peak_rss_mib() -> Option<u64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
+    let kb: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kb / 1024)
+}
+
+/// Writes an input that panicked or hung where it can be picked up.
+fn save_finding(kind: &str, input: &Input) -> PathBuf {
+    let dir = root().join("target/fuzz-findings");
+    let _ = std::fs::create_dir_all(&dir);
+    let n = std::fs::read_dir(&dir).map(|d| d.count()).unwrap_or(0);
+    let path = dir.join(format!("{kind}-{n:04}.json"));
+    let _ = std::fs::write(&path, &input.text);
+    if !input.sets.is_empty() {
+        let sets: Vec<String> = input.sets.iter().map(|(k, v)| format!("{k}={v}")).collect();
+        let _ = std::fs::write(path.with_extension("sets"), sets.join("\n"));
+    }
+    path
+}
+
+/// Runs generated inputs until `deadline` or `max` executions; returns the
+/// counts by outcome and the inputs that panicked.
+fn campaign(seed: u64, max: u64, time: Duration) -> (Vec<(Outcome, u64)>, u64, Vec<PathBuf>) {
+    let mut g = Gen::new(seed);
+    let start = Instant::now();
+    let progress = Arc::new(AtomicU64::new(0));
+    let current = Arc::new(Mutex::new(None::<Input>));
+    let watchdog = {
+        let (progress, current) = (progress.clone(), current.clone());
+        std::thread::spawn(move || {
+            let mut last = (u64::MAX, Instant::now());
+            loop {
+                std::thread::sleep(Duration::from_secs(1));
+                let now = progress.load(Ordering::Relaxed);
+                if now == u64::MAX {
+                    return;
+                }
+                if now != last.0 {
+                    last = (now, Instant::now());
+                } else if last.1.elapsed() > Duration::from_secs(30) {
+                    let input = current.lock().unwrap_or_else(|e| e.into_inner()).clone();
+                    if let Some(input) = input {
+                        let p = save_finding("hang", &input);
+                        eprintln!("fuzz: no progress for 30 s; input saved to {}", p.display());
+                    }
+                    std::process::abort();
+                }
+            }
+        })
+    };
+    let mut counts = std::collections::BTreeMap::new();
+    let mut findings = vec![];
+    let mut n = 0;
+    while n < max && start.elapsed() < time {
+        let input = g.next();
+        *current.lock().unwrap() = Some(input.clone());
+        match catch_unwind(AssertUnwindSafe(|| fuzz_one(&input))) {
+            Ok(o) => *counts.entry(o).or_insert(0u64) += 1,
+            Err(_) => findings.push(save_finding("panic", &input)),
+        }
+        n += 1;
+        progress.store(n, Ordering::Relaxed);
+    }
+    progress.store(u64::MAX, Ordering::Relaxed);
+    let _ = watchdog.join();
+    (counts.into_iter().collect(), n, findings)
+}
+
+#[test]
+fn fuzz_corpus_replays_cleanly() {
+    let mut n = 0;
+    let mut outcomes = std::collections::BTreeSet::new();
+    for dir in [
+        "tests/fuzz-corpus",
+        "models",
+        "tests/bad-models",
+        "sweeps",
+        "tests/bad-sweeps",
+    ] {
+        for p in files(dir) {
+            let text = String::from_utf8_lossy(&std::fs::read(&p).unwrap()).to_string();
+            let r = catch_unwind(AssertUnwindSafe(|| fuzz_one(&Input { text, sets: vec![] })));
+            let o = r.unwrap_or_else(|_| panic!("{} panicked", p.display()));
+            outcomes.insert(o);
+            n += 1;
+        }
+    }
+    assert!(n >= 100, "{n}");
+    for o in [
+        Outcome::Syntax,
+        Outcome::Invalid,
+        Outcome::Refused,
+        Outcome::Simulated,
+    ] {
+        assert!(outcomes.contains(&o), "no corpus file reaches {o:?}");
+    }
+}
+
+#[test]
+fn fuzz_smoke() {
+    let (counts, n, findings) = campaign(8, 2000, Duration::from_secs(120));
+    assert!(findings.is_empty(), "inputs that panicked: {findings:?}");
+    assert_eq!(n, 2000);
+    // every stage is reached
+    for o in [Outcome::Syntax, Outcome::Invalid, Outcome::Simulated] {
+        assert!(
+            counts.iter().any(|(k, c)| *k == o && *c > 0),
+            "{o:?} never reached: {counts:?}"
+        );
+    }
+}
+
+#[test]
+#[ignore = "long: HCSIM_FUZZ_SECS=600 cargo test --test it fuzz_long -- --ignored --nocapture"]
+fn fuzz_long() {
+    let secs: u64 = std::env::var("HCSIM_FUZZ_SECS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(600);
+    let seed: u64 = std::env::var("HCSIM_FUZZ_SEED")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or_else(|| {
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(1, |d| d.as_secs())
+        });
+    let start = Instant::now();
+    let (counts, n, findings) = campaign(seed, u64::MAX, Duration::from_secs(secs));
+    let took = start.elapsed().as_secs_f64();
+    eprintln!(
+        "fuzz: seed {seed}: {n} executions in {took:.0} s ({:.0}/s); {counts:?}; peak RSS {} MiB; {} finding(s)",
+        n as f64 / took,
+        peak_rss_mib().unwrap_or(0),
+        findings.len()
+    );
+    assert!(findings.is_empty(), "inputs that panicked: {findings:?}");
+    if let Some(mib) = peak_rss_mib() {
+        assert!(mib < 4096, "peak RSS {mib} MiB");
+    }
+}
