@@ -585,94 +585,8 @@ impl Plan {
         // Fields left at their defaults are not in the file, but may be swept.
         let normalized = serde_json::to_value(&base_scenario.spec).unwrap_or(Value::Null);
 
-        let mut axes = Vec::with_capacity(spec.axes.len());
-        let mut seen = BTreeSet::new();
-        for (i, a) in spec.axes.iter().enumerate() {
-            let axis = expand_axis(a).map_err(|(f, r)| invalid(format!("axes[{i}].{f}"), r))?;
-            for (j, c) in axis.columns.iter().enumerate() {
-                let at = if a.zip.is_some() {
-                    format!("axes[{i}].zip[{j}]")
-                } else {
-                    format!("axes[{i}]")
-                };
-                if !seen.insert(c.path.clone()) {
-                    return Err(invalid(
-                        format!("{at}.path"),
-                        format!("`{}` is already an axis", c.path),
-                    ));
-                }
-                if scenario::get_path(&base, &c.path).is_none() {
-                    if scenario::get_path(&normalized, &c.path).is_none() {
-                        return Err(Error::UnknownSweepPath {
-                            sweep: sweep_path.to_path_buf(),
-                            axis: at,
-                            path: c.path.clone(),
-                            model: model_file.clone(),
-                            reason: missing_reason(&base, &c.path),
-                        });
-                    }
-                    add_default_parents(&mut base, &normalized, &c.path);
-                }
-            }
-            axes.push(axis);
-        }
-
-        let lens: Vec<usize> = axes.iter().map(Axis::len).collect();
-        let points = lens
-            .iter()
-            .try_fold(1usize, |acc, &n| acc.checked_mul(n))
-            .filter(|&n| n <= MAX_POINTS)
-            .ok_or_else(|| {
-                invalid(
-                    "axes".into(),
-                    format!(
-                        "the grid has {} points, more than {MAX_POINTS}",
-                        lens.iter()
-                            .map(|n| n.to_string())
-                            .collect::<Vec<_>>()
-                            .join(" × ")
-                    ),
-                )
-            })?;
-        let columns: Vec<String> = axes
-            .iter()
-            .flat_map(|a| a.columns.iter().map(|c| c.path.clone()))
-            .collect();
-        let mut cells = Vec::with_capacity(points);
-        let mut scenarios = Vec::with_capacity(points);
-        for p in 0..points {
-            let idx = point_indices(&lens, p);
-            let row: Vec<Value> = axes
-                .iter()
-                .zip(&idx)
-                .flat_map(|(a, &k)| a.columns.iter().map(move |c| c.cells[k].clone()))
-                .collect();
-            let context = || format!("point {p} ({})", describe(&columns, &row));
-            let mut doc = base.clone();
-            for (a, &k) in axes.iter().zip(&idx) {
-                for c in &a.columns {
-                    scenario::set_path(&mut doc, &c.path, c.values[k].clone()).map_err(
-                        |reason| Error::InSweep {
-                            sweep: sweep_path.to_path_buf(),
-                            context: context(),
-                            source: Box::new(Error::Invalid {
-                                path: model_file.clone(),
-                                field: c.path.clone(),
-                                reason,
-                            }),
-                        },
-                    )?;
-                }
-            }
-            let sc =
-                Scenario::from_document(&doc, &model_file).map_err(|source| Error::InSweep {
-                    sweep: sweep_path.to_path_buf(),
-                    context: context(),
-                    source: Box::new(source),
-                })?;
-            scenarios.push(sc);
-            cells.push(row);
-        }
+        let axes = check_axes(&spec.axes, &mut base, &normalized, sweep_path, &model_file)?;
+        let (columns, cells, scenarios) = grid(&axes, &base, sweep_path, &model_file)?;
 
         let mut header = PlanHeader {
             hcsim_version: env!("CARGO_PKG_VERSION").to_string(),
@@ -715,6 +629,113 @@ impl Plan {
             .map(|&r| per_point[self.header.point_rep(r).0])
             .sum()
     }
+}
+
+/// Expands the axes and checks that each path is in the model, as written
+/// or as a field left at its default (then `base` gets the empty sections
+/// the path goes through).
+fn check_axes(
+    specs: &[AxisSpec],
+    base: &mut Value,
+    normalized: &Value,
+    sweep_path: &Path,
+    model_file: &Path,
+) -> Result<Vec<Axis>, Error> {
+    let invalid = |field: String, reason: String| Error::Invalid {
+        path: sweep_path.to_path_buf(),
+        field,
+        reason,
+    };
+    let mut axes = Vec::with_capacity(specs.len());
+    let mut seen = BTreeSet::new();
+    for (i, a) in specs.iter().enumerate() {
+        let axis = expand_axis(a).map_err(|(f, r)| invalid(format!("axes[{i}].{f}"), r))?;
+        for (j, c) in axis.columns.iter().enumerate() {
+            let at = if a.zip.is_some() {
+                format!("axes[{i}].zip[{j}]")
+            } else {
+                format!("axes[{i}]")
+            };
+            if !seen.insert(c.path.clone()) {
+                return Err(invalid(
+                    format!("{at}.path"),
+                    format!("`{}` is already an axis", c.path),
+                ));
+            }
+            if scenario::get_path(base, &c.path).is_some() {
+                continue;
+            }
+            if scenario::get_path(normalized, &c.path).is_none() {
+                return Err(Error::UnknownSweepPath {
+                    sweep: sweep_path.to_path_buf(),
+                    axis: at,
+                    path: c.path.clone(),
+                    model: model_file.to_path_buf(),
+                    reason: missing_reason(base, &c.path),
+                });
+            }
+            add_default_parents(base, normalized, &c.path);
+        }
+        axes.push(axis);
+    }
+    Ok(axes)
+}
+
+/// The grid's points: the axis columns, each point's cells, and each point's
+/// model, patched from `base` and validated as `hcsim run` validates it.
+type Grid = (Vec<String>, Vec<Vec<Value>>, Vec<Scenario>);
+
+fn grid(axes: &[Axis], base: &Value, sweep_path: &Path, model_file: &Path) -> Result<Grid, Error> {
+    let lens: Vec<usize> = axes.iter().map(Axis::len).collect();
+    let points = lens
+        .iter()
+        .try_fold(1usize, |acc, &n| acc.checked_mul(n))
+        .filter(|&n| n <= MAX_POINTS)
+        .ok_or_else(|| Error::Invalid {
+            path: sweep_path.to_path_buf(),
+            field: "axes".into(),
+            reason: format!(
+                "the grid has {} points, more than {MAX_POINTS}",
+                lens.iter()
+                    .map(|n| n.to_string())
+                    .collect::<Vec<_>>()
+                    .join(" × ")
+            ),
+        })?;
+    let columns: Vec<String> = axes
+        .iter()
+        .flat_map(|a| a.columns.iter().map(|c| c.path.clone()))
+        .collect();
+    let mut cells = Vec::with_capacity(points);
+    let mut scenarios = Vec::with_capacity(points);
+    for p in 0..points {
+        let idx = point_indices(&lens, p);
+        let row: Vec<Value> = axes
+            .iter()
+            .zip(&idx)
+            .flat_map(|(a, &k)| a.columns.iter().map(move |c| c.cells[k].clone()))
+            .collect();
+        let at_point = |source: Error| Error::InSweep {
+            sweep: sweep_path.to_path_buf(),
+            context: format!("point {p} ({})", describe(&columns, &row)),
+            source: Box::new(source),
+        };
+        let mut doc = base.clone();
+        for (a, &k) in axes.iter().zip(&idx) {
+            for c in &a.columns {
+                scenario::set_path(&mut doc, &c.path, c.values[k].clone()).map_err(|reason| {
+                    at_point(Error::Invalid {
+                        path: model_file.to_path_buf(),
+                        field: c.path.clone(),
+                        reason,
+                    })
+                })?;
+            }
+        }
+        scenarios.push(Scenario::from_document(&doc, model_file).map_err(at_point)?);
+        cells.push(row);
+    }
+    Ok((columns, cells, scenarios))
 }
 
 /// Adds empty objects for the sections on the way to `path` that the model
@@ -1712,6 +1733,9 @@ mod tests {
             v,
             vec![json!(0.001), json!(0.004), json!(0.007), json!(0.01)]
         );
+        let v = range(json!(1.0), json!(0.0), json!(-0.25)).unwrap();
+        assert_eq!(v.len(), 5);
+        assert_eq!(v[4], json!(0.0));
     }
 
     #[test]
