@@ -170,6 +170,18 @@ pub enum Format {
     Json,
 }
 
+/// Writes to stdout. A closed pipe (`hcsim ... | head`) quietly ends the
+/// output instead of panicking; other write errors are reported on stderr.
+pub(crate) fn emit(text: &str) {
+    use std::io::Write;
+    let mut out = std::io::stdout().lock();
+    if let Err(e) = out.write_all(text.as_bytes()).and_then(|()| out.flush())
+        && e.kind() != std::io::ErrorKind::BrokenPipe
+    {
+        eprintln!("error: cannot write to stdout: {e}");
+    }
+}
+
 /// The seed of replication `rep`: the base seed itself for the first, so that
 /// `--seed S --reps 1` reproduces any replication whose seed is S.
 pub fn rep_seed(base: u64, rep: u64) -> u64 {
@@ -269,7 +281,7 @@ fn cmd_check(args: CheckArgs) -> Result<ExitCode, Error> {
             let sc = load_checked(&args.file, &args.set, None)?;
             let json = serde_json::to_string_pretty(&crate::check::effective_spec(&sc))
                 .map_err(|e| Error::Usage(e.to_string()))?;
-            println!("{json}");
+            emit(&format!("{json}\n"));
         }
         crate::check::FileKind::Sweep => {
             if !args.set.is_empty() {
@@ -281,7 +293,7 @@ fn cmd_check(args: CheckArgs) -> Result<ExitCode, Error> {
             print_warnings(&args.file, &warnings);
             let json =
                 serde_json::to_string_pretty(&plan).map_err(|e| Error::Usage(e.to_string()))?;
-            println!("{json}");
+            emit(&format!("{json}\n"));
         }
     }
     Ok(ExitCode::SUCCESS)
@@ -293,7 +305,7 @@ fn cmd_schema(args: SchemaArgs) -> Result<ExitCode, Error> {
         SchemaKind::Sweep => crate::schema::sweep(),
     };
     let json = serde_json::to_string_pretty(&schema).map_err(|e| Error::Usage(e.to_string()))?;
-    println!("{json}");
+    emit(&format!("{json}\n"));
     Ok(ExitCode::SUCCESS)
 }
 
@@ -365,10 +377,10 @@ fn cmd_run(args: RunArgs) -> Result<ExitCode, Error> {
         cmd_plot(&out_dir)?;
     }
     match args.format {
-        Format::Json => print!("{json}"),
+        Format::Json => emit(&json),
         Format::Table => {
-            print!("{}", report::table(&report));
-            println!("\nwrote {}", out_dir.display());
+            emit(&report::table(&report));
+            emit(&format!("\nwrote {}\n", out_dir.display()));
         }
     }
     if let Some((seed, cut)) = cuts.first() {
@@ -403,7 +415,7 @@ pub fn cmd_plot(dir: &Path) -> Result<(), Error> {
 fn cmd_reproduce(args: ReproduceArgs) -> Result<ExitCode, Error> {
     let rows = crate::reproduce::rows(&args.models)?;
     if args.markdown {
-        print!("{}", crate::reproduce::markdown(&rows));
+        emit(&crate::reproduce::markdown(&rows));
     } else {
         let mut table = vec![vec![
             "exp".to_string(),
@@ -423,7 +435,7 @@ fn cmd_reproduce(args: ReproduceArgs) -> Result<ExitCode, Error> {
                 r.verdict.clone(),
             ]);
         }
-        print!("{}", report::align(&table));
+        emit(&report::align(&table));
     }
     let outside = rows.iter().filter(|r| r.is_outside()).count();
     if outside > 0 {

@@ -1155,10 +1155,12 @@ pub fn cmd_sweep(args: SweepArgs) -> Result<ExitCode, Error> {
             crate::cli::cmd_plot(&out)?;
         }
         if !args.quiet {
-            println!(
-                "wrote {} (runs.csv, points.csv, results.json: {} runs)",
-                out.display(),
-                records.len()
+            crate::cli::emit(
+                &(format!(
+                    "wrote {} (runs.csv, points.csv, results.json: {} runs)",
+                    out.display(),
+                    records.len()
+                ) + "\n"),
             );
         }
     } else {
@@ -1176,10 +1178,12 @@ pub fn cmd_sweep(args: SweepArgs) -> Result<ExitCode, Error> {
         report::write_atomic(&path, text.as_bytes())?;
         ckpt.remove(&out);
         if !args.quiet {
-            println!(
-                "wrote {} ({} runs of shard {shard}); combine the shards with `hcsim merge DIR... --out DIR`",
-                path.display(),
-                done.len()
+            crate::cli::emit(
+                &(format!(
+                    "wrote {} ({} runs of shard {shard}); combine the shards with `hcsim merge DIR... --out DIR`",
+                    path.display(),
+                    done.len()
+                ) + "\n"),
             );
         }
     }
@@ -1336,10 +1340,12 @@ pub fn cmd_merge(args: MergeArgs) -> Result<ExitCode, Error> {
         crate::cli::cmd_plot(&args.out)?;
     }
     if !args.quiet {
-        println!(
-            "wrote {} (runs.csv, points.csv, results.json: {} runs)",
-            args.out.display(),
-            records.len()
+        crate::cli::emit(
+            &(format!(
+                "wrote {} (runs.csv, points.csv, results.json: {} runs)",
+                args.out.display(),
+                records.len()
+            ) + "\n"),
         );
     }
     Ok(ExitCode::SUCCESS)

@@ -363,3 +363,24 @@ fn write_atomic_reports_the_target_and_leaves_no_temporary_file() {
     hcsim::report::write_atomic(&dir.join("ok.json"), b"{}").unwrap();
     assert_eq!(std::fs::read(dir.join("ok.json")).unwrap(), b"{}");
 }
+
+#[test]
+fn a_closed_stdout_pipe_is_not_a_panic() {
+    use std::io::Read;
+    use std::process::{Command, Stdio};
+    let dir = tmp("pipe");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_hcsim"))
+        .args(["run", "models/e2-p02-flaky-2pct.json", "--reps", "40", "--format", "json", "--no-charts", "--out"])
+        .arg(&dir)
+        .current_dir(crate::root())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn hcsim");
+    let mut first = [0u8; 1];
+    child.stdout.take().unwrap().read_exact(&mut first).unwrap(); // then closed, like `| head -c1`
+    let out = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!err.contains("panicked"), "{err}");
+    assert_ne!(out.status.code(), Some(101));
+}
