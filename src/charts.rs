@@ -193,6 +193,36 @@ fn metric_label(metric: &str) -> String {
     format!("{metric}{unit}")
 }
 
+/// Draws a box plot or CDF as `<charts_dir>/distribution-<metric>.{png,svg}`.
+fn draw_distribution(
+    d: DistributionSpec,
+    style: DistStyle,
+    charts_dir: &Path,
+    metric: &str,
+) -> Result<Drawn, Error> {
+    let stem = charts_dir.join(format!("distribution-{}", metric.replace('.', "-")));
+    match style {
+        DistStyle::Box => plot::distribution(&d, &stem),
+        DistStyle::Cdf => plot::distribution_cdf(&d, &stem),
+    }
+    .map_err(plot_err)?;
+    Ok(Drawn {
+        title: d.title,
+        stem,
+    })
+}
+
+/// The strings of a JSON array (e.g. a sweep's `axes`); empty if it is not one.
+pub fn strings(v: &Value) -> Vec<String> {
+    v.as_array()
+        .map(|a| {
+            a.iter()
+                .filter_map(|x| x.as_str().map(String::from))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
 /// The charts drawn when a model names none.
 pub fn default_charts(summary: &Value) -> Vec<ChartSpec> {
     let mut v = vec![ChartSpec::Timeline { rep: 0 }];
@@ -269,16 +299,7 @@ pub fn draw_run(dir: &Path) -> Result<Vec<Drawn>, Error> {
             ChartSpec::Heatmap { .. } | ChartSpec::Lines { .. } => {}
             ChartSpec::Distribution { metric, style } => {
                 let d = distribution_spec(&summary, metric, &caption);
-                let stem = charts_dir.join(format!("distribution-{}", metric.replace('.', "-")));
-                match style {
-                    DistStyle::Box => plot::distribution(&d, &stem),
-                    DistStyle::Cdf => plot::distribution_cdf(&d, &stem),
-                }
-                .map_err(plot_err)?;
-                drawn.push(Drawn {
-                    title: d.title,
-                    stem,
-                });
+                drawn.push(draw_distribution(d, *style, &charts_dir, metric)?);
             }
         }
     }
@@ -517,14 +538,7 @@ fn point_label(point: &Value, axes: &[String]) -> String {
 /// the first node), its share, ejected time and first ejection delay, and the
 /// clients' errors — as heatmaps over the first two axes, or lines over one.
 pub fn default_sweep_charts(results: &Value) -> Vec<ChartSpec> {
-    let axes: Vec<String> = results["axes"]
-        .as_array()
-        .map(|a| {
-            a.iter()
-                .filter_map(|x| x.as_str().map(String::from))
-                .collect()
-        })
-        .unwrap_or_default();
+    let axes = strings(&results["axes"]);
     let metrics: Vec<&str> = results["metrics"]
         .as_array()
         .map(|a| a.iter().filter_map(Value::as_str).collect())
@@ -631,14 +645,7 @@ pub fn draw_sweep(dir: &Path) -> Result<Vec<Drawn>, Error> {
             })?,
         _ => default_sweep_charts(&results),
     };
-    let axes: Vec<String> = results["axes"]
-        .as_array()
-        .map(|a| {
-            a.iter()
-                .filter_map(|x| x.as_str().map(String::from))
-                .collect()
-        })
-        .unwrap_or_default();
+    let axes = strings(&results["axes"]);
     let points = results["points"].as_array().cloned().unwrap_or_default();
     let name = results["sweep"].as_str().unwrap_or("?").to_string();
     let caption = format!(
@@ -853,16 +860,7 @@ pub fn draw_sweep(dir: &Path) -> Result<Vec<Drawn>, Error> {
                     groups,
                     size: None,
                 };
-                let stem = charts_dir.join(format!("distribution-{}", metric.replace('.', "-")));
-                match style {
-                    DistStyle::Box => plot::distribution(&d, &stem),
-                    DistStyle::Cdf => plot::distribution_cdf(&d, &stem),
-                }
-                .map_err(plot_err)?;
-                drawn.push(Drawn {
-                    title: d.title,
-                    stem,
-                });
+                drawn.push(draw_distribution(d, *style, &charts_dir, metric)?);
             }
             ChartSpec::Timeline { .. } => {
                 return Err(bad(

@@ -219,14 +219,7 @@ pub fn run_report(dir: &Path, drawn: &[Drawn]) -> Result<(), Error> {
 pub fn sweep_report(dir: &Path, drawn: &[Drawn]) -> Result<(), Error> {
     let results = crate::scenario::read_document(&dir.join("results.json"))?;
     let name = results["sweep"].as_str().unwrap_or("?").to_string();
-    let axes: Vec<String> = results["axes"]
-        .as_array()
-        .map(|a| {
-            a.iter()
-                .filter_map(|x| x.as_str().map(String::from))
-                .collect()
-        })
-        .unwrap_or_default();
+    let axes = crate::charts::strings(&results["axes"]);
     let mut blocks = vec![];
     if let Some(d) = results["definition"]["description"].as_str() {
         blocks.push(Block::Paragraph(d.to_string()));

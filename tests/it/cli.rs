@@ -370,7 +370,16 @@ fn a_closed_stdout_pipe_is_not_a_panic() {
     use std::process::{Command, Stdio};
     let dir = tmp("pipe");
     let mut child = Command::new(env!("CARGO_BIN_EXE_hcsim"))
-        .args(["run", "models/e2-p02-flaky-2pct.json", "--reps", "40", "--format", "json", "--no-charts", "--out"])
+        .args([
+            "run",
+            "models/e2-p02-flaky-2pct.json",
+            "--reps",
+            "40",
+            "--format",
+            "json",
+            "--no-charts",
+            "--out",
+        ])
         .arg(&dir)
         .current_dir(crate::root())
         .stdout(Stdio::piped())
