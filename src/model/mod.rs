@@ -403,6 +403,22 @@ impl<'s> World<'s> {
         );
         let r = f(self.policies[i].as_mut(), &mut cx);
         let actions = cx.take_actions();
+        // Most calls ask for nothing: keep the draining out of the hot path.
+        if !self.timers_buf.is_empty() || !self.notices_buf.is_empty() {
+            self.apply_policy_requests(i, now.t);
+        }
+        for a in actions {
+            match a {
+                Action::Probe { node, req } => self.send_probe(i as u16, node, req),
+                Action::StartHeartbeats(plan) => self.start_heartbeats(i as u16, plan),
+            }
+        }
+        r
+    }
+
+    /// Turns the timers and notices a policy queued into events and metrics.
+    #[cold]
+    fn apply_policy_requests(&mut self, i: usize, now: SimTime) {
         for (at, timer) in self.timers_buf.drain(..) {
             self.q.schedule(
                 at,
@@ -413,15 +429,8 @@ impl<'s> World<'s> {
             );
         }
         for n in self.notices_buf.drain(..) {
-            self.rec.notice(now.t, n);
+            self.rec.notice(now, n);
         }
-        for a in actions {
-            match a {
-                Action::Probe { node, req } => self.send_probe(i as u16, node, req),
-                Action::StartHeartbeats(plan) => self.start_heartbeats(i as u16, plan),
-            }
-        }
-        r
     }
 
     /// Reports a finished attempt to the trace, if any.
