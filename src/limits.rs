@@ -33,8 +33,8 @@ pub const MAX_PEER_STATES: u64 = 1 << 20;
 /// and beats ([`crate::policy::PolicySpec::events_per_s`]).
 pub const EVENTS_PER_REQUEST: f64 = 6.0;
 /// Events one core processes per second, rounded down from the slowest case
-/// `scripts/measure-cost.sh` measured (6.9 million, with 1.7 million requests
-/// piling up; 20–31 million otherwise).
+/// `scripts/measure-cost.sh` measured (5.9–6.9 million, with 1.7 million
+/// requests piling up; 10–32 million otherwise).
 pub const EVENTS_PER_SEC: f64 = 5.0e6;
 /// Memory per request in flight: its gateway slot and pending events
 /// (measured 192 bytes; rounded up).
