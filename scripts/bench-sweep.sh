@@ -26,7 +26,7 @@ runs=$("$bin" sweep "$sweep" --jobs 2 --out "$out/warmup" 2>&1 >/dev/null | sed 
 
 one() { # one sweep; prints "wall user+sys" in seconds
   local TIMEFORMAT='%R %U %S' t
-  t=$( { time "$bin" sweep "$sweep" --quiet --jobs "$1" --out "$out/j$1" 2>/dev/null; } 2>&1 )
+  t=$( { time "$bin" sweep "$sweep" --quiet --no-charts --jobs "$1" --out "$out/j$1" 2>/dev/null; } 2>&1 )
   awk '{ printf "%.3f %.3f\n", $1, $2 + $3 }' <<<"$t"
 }
 
