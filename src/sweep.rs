@@ -1149,7 +1149,8 @@ pub fn cmd_sweep(args: SweepArgs) -> Result<ExitCode, Error> {
 
     if shard.is_whole() {
         let records: Vec<RunRecord> = done.into_iter().map(|d| d.rec).collect();
-        write_outputs(&out, h, &records)?;
+        // The per-run part of the tables runs on the same number of threads.
+        cli::thread_pool(args.jobs)?.install(|| write_outputs(&out, h, &records))?;
         ckpt.remove(&out);
         if !args.no_charts {
             crate::cli::cmd_plot(&out)?;
@@ -1412,18 +1413,35 @@ pub struct MetricTable {
 /// seen in one run only still gets a column), sorted by path with list items
 /// in their order, so the order never depends on which runs came first.
 pub fn metric_table<'a>(summaries: impl Iterator<Item = &'a Value>) -> MetricTable {
+    use rayon::prelude::*;
+    // Flattening and filling rows are per-run work: done on the worker
+    // threads, so the serial end of a sweep stays short (it bounds --jobs scaling).
+    let summaries: Vec<&Value> = summaries.collect();
     let flat: Vec<Vec<(Vec<Seg>, Option<Number>)>> = summaries
+        .par_iter()
         .map(|s| {
             let mut out = Vec::new();
             flatten(s, &mut Vec::new(), &mut out);
             out
         })
         .collect();
-    let keys: BTreeSet<&Vec<Seg>> = flat.iter().flatten().map(|(k, _)| k).collect();
+    // Most runs have the same metrics in the same order: collect the key set
+    // from the distinct shapes only.
+    let mut keys: BTreeSet<&Vec<Seg>> = BTreeSet::new();
+    let mut last: Option<&Vec<(Vec<Seg>, Option<Number>)>> = None;
+    for run in &flat {
+        let same = last.is_some_and(|l| {
+            l.len() == run.len() && l.iter().zip(run).all(|((a, _), (b, _))| a == b)
+        });
+        if !same {
+            keys.extend(run.iter().map(|(k, _)| k));
+        }
+        last = Some(run);
+    }
     let index: BTreeMap<&Vec<Seg>, usize> = keys.iter().enumerate().map(|(i, k)| (*k, i)).collect();
     let names = keys.iter().map(|k| seg_name(k)).collect();
     let rows = flat
-        .iter()
+        .par_iter()
         .map(|run| {
             let mut row = vec![None; index.len()];
             for (k, v) in run {
