@@ -10,6 +10,7 @@
 //!   depends on whether the cluster ever carried traffic, the result and
 //!   whether a transition is pending, plus jitter; at least 1 ms.
 
+use super::defaults::http;
 use super::{Flavor, Prober, TAG_CHECK, at_least_one, positive, threads_valid};
 use crate::engine::SimDuration;
 use crate::model::NodeId;
@@ -62,9 +63,6 @@ pub struct EnvoyParams {
     pub threads: Option<u32>,
 }
 
-fn http() -> ProbeKind {
-    ProbeKind::Http
-}
 fn sixty_s() -> SimDuration {
     SimDuration::from_secs(60)
 }

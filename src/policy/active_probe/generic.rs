@@ -3,6 +3,7 @@
 //! `rise` successes in a row readmit it. A node whose previous probe is still
 //! waiting or in flight is skipped by the next round.
 
+use super::defaults::{http, one, three};
 use super::{Flavor, Prober, TAG_ROUND, at_least_one, positive, threads_valid};
 use crate::engine::{SimDuration, SimTime};
 use crate::model::NodeId;
@@ -46,16 +47,6 @@ pub struct GenericParams {
     /// `fixed_rate` (default) or `fixed_delay`.
     #[serde(default)]
     pub schedule: Schedule,
-}
-
-fn http() -> ProbeKind {
-    ProbeKind::Http
-}
-fn three() -> u32 {
-    3
-}
-fn one() -> u32 {
-    1
 }
 
 impl GenericParams {

@@ -21,6 +21,7 @@
 //! then cuts the running check short as a timeout); agent checks; slowstart;
 //! `disable-on-404`.
 
+use super::defaults::{tcp, ten, three, two, two_s};
 use super::{Flavor, Prober, TAG_CHECK, at_least_one, positive, threads_valid};
 use crate::engine::{SimDuration, SimTime};
 use crate::model::NodeId;
@@ -115,22 +116,6 @@ pub struct HaproxyCheckParams {
     /// Omitted: no limit (HAProxy's checks are event-driven).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub threads: Option<u32>,
-}
-
-fn tcp() -> ProbeKind {
-    ProbeKind::Tcp
-}
-fn two_s() -> SimDuration {
-    SimDuration::from_secs(2)
-}
-fn two() -> u32 {
-    2
-}
-fn three() -> u32 {
-    3
-}
-fn ten() -> u32 {
-    10
 }
 
 impl HaproxyCheckParams {

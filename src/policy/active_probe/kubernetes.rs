@@ -13,6 +13,7 @@
 //! - The proxy sees a published change `propagation_delay` later (kubelet →
 //!   API server → EndpointSlice → kube-proxy resync; about 1 s at best).
 
+use super::defaults::{http, one, one_s, ten_s, three};
 use super::{Flavor, Prober, TAG_CHECK, TAG_START, at_least_one, threads_valid};
 use crate::engine::{SimDuration, SimTime};
 use crate::model::NodeId;
@@ -50,22 +51,6 @@ pub struct ReadinessParams {
     /// Omitted: no limit (one goroutine per probe).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub threads: Option<u32>,
-}
-
-fn http() -> ProbeKind {
-    ProbeKind::Http
-}
-fn ten_s() -> SimDuration {
-    SimDuration::from_secs(10)
-}
-fn one_s() -> SimDuration {
-    SimDuration::from_secs(1)
-}
-fn three() -> u32 {
-    3
-}
-fn one() -> u32 {
-    1
 }
 
 impl ReadinessParams {

@@ -12,6 +12,7 @@
 //! | `tengine` (`check`) | per worker, polls every `interval/2` from a random phase; checks when `interval` passed since the last one ended | `fall` / `rise` in a row | down (`default_down`) |
 //! | `kubernetes` (readiness) | fixed-rate ticker after a random initial sleep | run-length: `failure_threshold` / `success_threshold` | NotReady; endpoint change reaches the proxy after `propagation_delay` |
 
+mod defaults;
 mod envoy;
 mod generic;
 mod haproxy;

@@ -16,6 +16,7 @@
 //! Not modelled: the stale-owner takeover after `16 × interval` (reachable only
 //! when `timeout` exceeds 16 intervals); keepalive check connections.
 
+use super::defaults::{five, one, one_s, tcp, thirty_s, two};
 use super::{Flavor, Prober, TAG_CHECK, at_least_one, positive, threads_valid};
 use crate::engine::{SimDuration, SimTime};
 use crate::model::NodeId;
@@ -79,24 +80,6 @@ pub struct TengineParams {
     pub threads: Option<u32>,
 }
 
-fn tcp() -> ProbeKind {
-    ProbeKind::Tcp
-}
-fn thirty_s() -> SimDuration {
-    SimDuration::from_secs(30)
-}
-fn one_s() -> SimDuration {
-    SimDuration::from_secs(1)
-}
-fn one() -> u32 {
-    1
-}
-fn two() -> u32 {
-    2
-}
-fn five() -> u32 {
-    5
-}
 fn yes() -> bool {
     true
 }
