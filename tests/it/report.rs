@@ -57,32 +57,49 @@ fn chart_files(dir: &Path) -> Vec<std::path::PathBuf> {
     v
 }
 
+/// The PNGs among `files`; each must decode as a real picture.
+fn checked_pngs(files: &[std::path::PathBuf]) -> Vec<&std::path::PathBuf> {
+    let pngs: Vec<_> = files
+        .iter()
+        .filter(|p| p.extension().is_some_and(|e| e == "png"))
+        .collect();
+    for p in &pngs {
+        check_png(p);
+    }
+    pngs
+}
+
+/// Deletes the charts, redraws them with `hcsim plot` and checks the bytes match.
+fn assert_plot_redraws(dir: &Path, files: &[std::path::PathBuf]) {
+    let before: Vec<Vec<u8>> = files.iter().map(|p| std::fs::read(p).unwrap()).collect();
+    std::fs::remove_dir_all(dir.join("charts")).unwrap();
+    let o = hcsim(&["plot", dir.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let after: Vec<Vec<u8>> = chart_files(dir)
+        .iter()
+        .map(|p| std::fs::read(p).unwrap())
+        .collect();
+    assert!(
+        before == after,
+        "hcsim plot drew different charts in {}",
+        dir.display()
+    );
+}
+
 #[test]
 fn run_draws_charts_that_decode_and_plot_redraws_them_identically() {
     let dir = tmp("charts");
     run_e2(&dir);
     let files = chart_files(&dir);
-    let pngs: Vec<_> = files
-        .iter()
-        .filter(|p| p.extension().is_some_and(|e| e == "png"))
-        .collect();
+    let pngs = checked_pngs(&files);
     assert!(pngs.len() >= 3, "timeline + distributions: {files:?}");
     for p in &pngs {
-        check_png(p);
         let svg = std::fs::read_to_string(p.with_extension("svg")).unwrap();
         assert!(svg.contains("<svg") && svg.contains("e2-p02-flaky-2pct"));
     }
-    let before: Vec<Vec<u8>> = files.iter().map(|p| std::fs::read(p).unwrap()).collect();
     let report_before = std::fs::read(dir.join("report.html")).unwrap();
-    std::fs::remove_dir_all(dir.join("charts")).unwrap();
     std::fs::remove_file(dir.join("report.html")).unwrap();
-    let o = hcsim(&["plot", dir.to_str().unwrap()]);
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    let after: Vec<Vec<u8>> = chart_files(&dir)
-        .iter()
-        .map(|p| std::fs::read(p).unwrap())
-        .collect();
-    assert!(before == after, "hcsim plot drew different charts");
+    assert_plot_redraws(&dir, &files);
     assert!(std::fs::read(dir.join("report.html")).unwrap() == report_before);
 }
 
@@ -203,23 +220,9 @@ fn a_shipped_sweep_draws_its_charts_and_report() {
     ]);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let files = chart_files(&dir);
-    let pngs: Vec<_> = files
-        .iter()
-        .filter(|p| p.extension().is_some_and(|e| e == "png"))
-        .collect();
+    let pngs = checked_pngs(&files);
     assert_eq!(pngs.len(), 3, "the three charts the sweep names: {files:?}");
-    for p in &pngs {
-        check_png(p);
-    }
-    let before: Vec<Vec<u8>> = files.iter().map(|p| std::fs::read(p).unwrap()).collect();
-    std::fs::remove_dir_all(dir.join("charts")).unwrap();
-    let o = hcsim(&["plot", dir.to_str().unwrap()]);
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    let after: Vec<Vec<u8>> = chart_files(&dir)
-        .iter()
-        .map(|p| std::fs::read(p).unwrap())
-        .collect();
-    assert!(before == after, "hcsim plot drew different sweep charts");
+    assert_plot_redraws(&dir, &files);
     let html = std::fs::read_to_string(dir.join("report.html")).unwrap();
     assert!(html.contains("Key table") && html.contains("ratio_ejection"));
     check_in_chromium(&dir, 3);
