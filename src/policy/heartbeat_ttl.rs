@@ -199,6 +199,11 @@ fn positive(field: &str, d: SimDuration) -> Result<(), (String, String)> {
     }
 }
 
+/// `positive` for a setting that may be omitted.
+fn positive_if_set(field: &str, d: Option<SimDuration>) -> Result<(), (String, String)> {
+    d.map_or(Ok(()), |d| positive(field, d))
+}
+
 fn self_check_valid(s: &Option<SelfCheckSpec>) -> Result<(), (String, String)> {
     match s {
         Some(s) => positive("self_check.timeout", s.timeout),
@@ -229,29 +234,21 @@ impl HeartbeatTtlSpec {
             HeartbeatTtlSpec::Generic(p) => {
                 positive("interval", p.interval)?;
                 positive("ttl", p.ttl)?;
-                if let Some(c) = p.check_interval {
-                    positive("check_interval", c)?;
-                }
-                if let Some(r) = p.refresh_interval {
-                    positive("refresh_interval", r)?;
-                }
+                positive_if_set("check_interval", p.check_interval)?;
+                positive_if_set("refresh_interval", p.refresh_interval)?;
                 self_check_valid(&p.self_check)
             }
             HeartbeatTtlSpec::Consul(p) => {
                 positive("interval", p.interval)?;
                 positive("ttl", p.ttl)?;
-                if let Some(r) = p.refresh_interval {
-                    positive("refresh_interval", r)?;
-                }
+                positive_if_set("refresh_interval", p.refresh_interval)?;
                 self_check_valid(&p.self_check)
             }
             HeartbeatTtlSpec::Nacos1(p) => {
                 positive("heart_beat_interval", p.heart_beat_interval)?;
                 positive("heart_beat_timeout", p.heart_beat_timeout)?;
                 positive("check_interval", p.check_interval)?;
-                if let Some(r) = p.refresh_interval {
-                    positive("refresh_interval", r)?;
-                }
+                positive_if_set("refresh_interval", p.refresh_interval)?;
                 self_check_valid(&p.self_check)
             }
             HeartbeatTtlSpec::Eureka(p) => {
