@@ -4,6 +4,7 @@ mod cli;
 mod corpus;
 mod determinism;
 mod fuzz;
+mod golden;
 mod haproxy;
 mod nginx;
 mod policies;
