@@ -214,6 +214,30 @@ impl<'de> serde::de::Visitor<'de> for StrictVisitor {
     }
 }
 
+/// Lets a tagged enum's schema accept a `#[serde(alias)]` of a variant
+/// (schemars lists only the main name): `{"const": name}` becomes
+/// `{"enum": [name, alias]}` on the tag property.
+pub struct AcceptAlias {
+    pub tag: &'static str,
+    pub name: &'static str,
+    pub alias: &'static str,
+}
+
+impl schemars::transform::Transform for AcceptAlias {
+    fn transform(&mut self, schema: &mut schemars::Schema) {
+        let pointer = format!("/properties/{}", self.tag);
+        if let Some(tag) = schema
+            .pointer_mut(&pointer)
+            .and_then(serde_json::Value::as_object_mut)
+            && tag.get("const").and_then(serde_json::Value::as_str) == Some(self.name)
+        {
+            tag.remove("const");
+            tag.insert("enum".into(), serde_json::json!([self.name, self.alias]));
+        }
+        schemars::transform::transform_subschemas(self, schema);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -21,7 +21,7 @@
 //! ## Concepts
 //! - [`engine`]: virtual time ([`engine::SimTime`], integer microseconds), the
 //!   [`engine::EventQueue`] and seeded random streams. It knows nothing of gateways.
-//! - [`scenario`]: the model file (`*Spec` types) and its validation into a [`scenario::Scenario`].
+//! - [`scenario`]: the model file (`*Spec` types) and its validation into a [`spec::Model`].
 //! - [`model`]: the `World` — clients, the gateway's request pipeline (nginx
 //!   or HAProxy settings), nodes, faults, and the probes and heartbeats that
 //!   policies ask for.
@@ -47,7 +47,7 @@
 //!
 //! ## Example
 //! ```
-//! use hcsim::scenario::Scenario;
+//! use hcsim::spec::Model;
 //! let doc = serde_json::json!({
 //!     "name": "two-nodes", "duration": "20s",
 //!     "clients": {"kind": "open", "rate_per_s": 100.0},
@@ -56,28 +56,29 @@
 //!     "faults": [{"kind": "flaky", "node": "a", "p": 0.1}],
 //!     "policy": {"kind": "max_fails", "max_fails": 3, "fail_timeout": "5s"}
 //! });
-//! let sc = Scenario::from_document(&doc, "inline.json".as_ref()).unwrap();
-//! let summary = hcsim::model::run(&sc, 7);
+//! let sc = Model::from_document(&doc, "inline.json".as_ref()).unwrap();
+//! let summary = hcsim::world::run(&sc, 7);
 //! assert_eq!(summary.client.errors, 0); // 503s are retried on b
 //! assert!(summary.nodes[0].share < 0.25); // a is ejected most of the time
 //! ```
 
-pub mod charts;
-pub mod check;
+// Layers, each using only those above it in this list (ARCHITECTURE.md):
+// ids, engine, stats, error, diagnostics → policy → spec → world, metrics →
+// run → sweep → output (and plot, its drawing primitives) → reproduce → cli.
 pub mod cli;
 pub mod diagnostics;
 pub mod engine;
 pub mod error;
-pub mod html;
-pub mod limits;
+pub mod ids;
 pub mod metrics;
-pub mod model;
+pub mod output;
 pub mod plot;
 pub mod policy;
-pub mod report;
 pub mod reproduce;
-pub mod scenario;
-pub mod schema;
+pub mod run;
+pub mod spec;
+pub mod stats;
 pub mod sweep;
+pub mod world;
 
 pub use error::Error;

@@ -2,9 +2,10 @@
 //! with the number of requests) and yields a `RunSummary` afterwards.
 
 use crate::engine::{SimDuration, SimTime};
-use crate::model::NodeId;
+use crate::ids::NodeId;
 use crate::policy::{Notice, ScopeSel};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
 use std::collections::BTreeMap;
 
 /// A log-linear latency histogram over microseconds: 32 sub-buckets per
@@ -95,7 +96,7 @@ impl Histogram {
 }
 
 /// Latency percentiles in milliseconds.
-#[derive(Clone, Debug, Default, Serialize, PartialEq)]
+#[derive(Clone, Debug, Default, Deserialize, Serialize, PartialEq)]
 pub struct LatencySummary {
     pub mean: Option<f64>,
     pub p50: Option<f64>,
@@ -118,7 +119,7 @@ impl LatencySummary {
 }
 
 /// What the clients saw (requests sent inside the measurement window).
-#[derive(Clone, Debug, Default, Serialize, PartialEq)]
+#[derive(Clone, Debug, Default, Deserialize, Serialize, PartialEq)]
 pub struct ClientSummary {
     pub requests: u64,
     /// Answered with a 2xx status.
@@ -135,8 +136,19 @@ pub struct ClientSummary {
     pub latency_ms: LatencySummary,
 }
 
+impl ClientSummary {
+    /// A metric by its path below `client` (`latency_ms.p99`, `status.503`),
+    /// for charts that name one.
+    pub fn metric(&self, path: &str) -> Option<f64> {
+        let v = serde_json::to_value(self).ok()?;
+        path.split('.')
+            .try_fold(&v, |v, k| v.get(k))
+            .and_then(Value::as_f64)
+    }
+}
+
 /// What happened to one node.
-#[derive(Clone, Debug, Default, Serialize, PartialEq)]
+#[derive(Clone, Debug, Default, Deserialize, Serialize, PartialEq)]
 pub struct NodeSummary {
     pub name: String,
     /// Upstream attempts the gateway made to it (first tries and retries).
@@ -169,8 +181,16 @@ pub struct NodeSummary {
     pub probe_load_per_s: f64,
 }
 
+impl NodeSummary {
+    /// A metric by its name (`share`, `first_ejection_delay_s`), for charts
+    /// that name one.
+    pub fn metric(&self, name: &str) -> Option<f64> {
+        serde_json::to_value(self).ok()?.get(name)?.as_f64()
+    }
+}
+
 /// Durations of probing rounds (a prober that probes all nodes in rounds).
-#[derive(Clone, Debug, Default, Serialize, PartialEq)]
+#[derive(Clone, Debug, Default, Deserialize, Serialize, PartialEq)]
 pub struct RoundSummary {
     /// Rounds that finished during the run.
     pub rounds: u64,
@@ -180,7 +200,7 @@ pub struct RoundSummary {
 }
 
 /// The metrics of one run.
-#[derive(Clone, Debug, Serialize, PartialEq)]
+#[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
 pub struct RunSummary {
     pub model: String,
     pub seed: u64,

@@ -5,7 +5,7 @@
 
 use super::{PolicyCx, PolicyTimer, ScopeSel};
 use crate::engine::{SimDuration, SimTime};
-use crate::model::NodeId;
+use crate::ids::NodeId;
 use rand::RngExt;
 use std::collections::VecDeque;
 

@@ -17,7 +17,7 @@
 use super::gateway_view::{GatewayView, Propagation};
 use super::{HealthPolicy, HeartbeatPlan, Now, PolicyCx, PolicyTimer, Scope};
 use crate::engine::{SimDuration, SimTime};
-use crate::model::NodeId;
+use crate::ids::NodeId;
 use rand::RngExt;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};

@@ -26,7 +26,7 @@
 use super::window::{BucketWindow, Outcome};
 use super::{AttemptReport, HealthPolicy, Now, PolicyCx, PolicyTimer, Scope, ScopeSel};
 use crate::engine::{SimDuration, SimTime};
-use crate::model::NodeId;
+use crate::ids::NodeId;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 

@@ -11,7 +11,7 @@
 
 use super::{AttemptReport, Charge, HealthPolicy, Now, PolicyCx, Scope, ScopeSel};
 use crate::engine::SimDuration;
-use crate::model::NodeId;
+use crate::ids::NodeId;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
@@ -166,7 +166,7 @@ impl HealthPolicy for MaxFails {
 mod tests {
     use super::*;
     use crate::engine::{SimTime, Stream, rng};
-    use crate::model::WallClock;
+    use crate::policy::WallClock;
     use crate::policy::{AttemptResult, Notice, PolicyTimer};
 
     /// Drives one policy through a script of (time, action) with a fake context.

@@ -10,6 +10,7 @@
 
 pub mod active_probe;
 pub mod backoff;
+pub mod clock;
 pub mod failure_accrual;
 pub mod gateway_view;
 pub mod heartbeat_ttl;
@@ -24,11 +25,12 @@ pub(crate) mod testkit;
 pub mod window;
 
 use crate::engine::{SimDuration, SimRng, SimTime};
-use crate::model::NodeId;
+pub use crate::ids::{NodeId, Scope};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 pub use active_probe::{ActiveProbe, ActiveProbeSpec};
+pub use clock::{Now, WallClock};
 pub use failure_accrual::{FailureAccrual, FailureAccrualParams};
 pub use heartbeat_ttl::{HeartbeatTtl, HeartbeatTtlSpec};
 pub use hystrix::{Hystrix, HystrixParams};
@@ -36,18 +38,6 @@ pub use max_fails::{MaxFails, MaxFailsParams};
 pub use outlier_detection::{IstioParams, OutlierDetection, OutlierDetectionParams};
 pub use ratio_ejection::{RatioEjection, RatioEjectionParams};
 pub use resilience4j::{Resilience4j, Resilience4jParams};
-
-/// Which copy of the gateway's peer state a decision concerns: the nginx
-/// worker process (each has its own state unless the upstream has a `zone`).
-pub type Scope = u16;
-
-/// The time as a policy sees it: virtual time and nginx's whole-second wall clock.
-#[derive(Copy, Clone, Debug)]
-pub struct Now {
-    pub t: SimTime,
-    /// `ngx_time()`: whole wall-clock seconds (see [`crate::model::WallClock`]).
-    pub wall_s: i64,
-}
 
 /// What happened to one upstream attempt, as the gateway observed it.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
@@ -308,9 +298,9 @@ impl HealthPolicy for NoPolicy {
 /// A health policy as written in a model file; `kind` is the tag.
 #[derive(Clone, Debug, Deserialize, Serialize, PartialEq, JsonSchema)]
 #[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
-#[schemars(transform = crate::schema::AcceptAlias { tag: "kind", name: "max_fails", alias: "nginx" })]
-#[schemars(transform = crate::schema::AcceptAlias { tag: "kind", name: "outlier_detection", alias: "envoy" })]
-#[schemars(transform = crate::schema::AcceptAlias { tag: "kind", name: "failure_accrual", alias: "finagle" })]
+#[schemars(transform = crate::diagnostics::AcceptAlias { tag: "kind", name: "max_fails", alias: "nginx" })]
+#[schemars(transform = crate::diagnostics::AcceptAlias { tag: "kind", name: "outlier_detection", alias: "envoy" })]
+#[schemars(transform = crate::diagnostics::AcceptAlias { tag: "kind", name: "failure_accrual", alias: "finagle" })]
 pub enum PolicySpec {
     /// No health checking: the baseline.
     #[serde(deserialize_with = "crate::diagnostics::no_fields")]

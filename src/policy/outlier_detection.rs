@@ -32,7 +32,7 @@ use super::{
     AttemptReport, AttemptResult, HealthPolicy, Now, PolicyCx, PolicyTimer, Scope, ScopeSel,
 };
 use crate::engine::{SimDuration, SimTime};
-use crate::model::NodeId;
+use crate::ids::NodeId;
 use rand::RngExt;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};

@@ -3,7 +3,7 @@
 //! threads for a whole timeout and stretch every other node's probe interval).
 
 use super::{PolicyCx, ProbeRequest};
-use crate::model::NodeId;
+use crate::ids::NodeId;
 use std::collections::VecDeque;
 
 /// Probes waiting for, or holding, a prober thread.

@@ -19,7 +19,7 @@ use super::backoff::Exponential;
 use super::window::{BucketWindow, CountWindow, Outcome, SlidingWindow};
 use super::{AttemptReport, HealthPolicy, Now, PolicyCx, PolicyTimer, Scope, ScopeSel};
 use crate::engine::{SimDuration, SimTime};
-use crate::model::NodeId;
+use crate::ids::NodeId;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 

@@ -29,7 +29,7 @@ use super::backoff::Exponential;
 use super::window::{BucketWindow, CountWindow, Outcome, SlidingWindow, Tally};
 use super::{AttemptReport, HealthPolicy, Now, PolicyCx, PolicyTimer, Scope, ScopeSel};
 use crate::engine::{SimDuration, SimTime};
-use crate::model::NodeId;
+use crate::ids::NodeId;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 

@@ -4,7 +4,8 @@
 
 use super::{AttemptReport, AttemptResult, Charge, HealthPolicy, Notice, PolicyCx, PolicyTimer};
 use crate::engine::{SimDuration, SimRng, SimTime, Stream, rng};
-use crate::model::{NodeId, WallClock};
+use crate::ids::NodeId;
+use crate::policy::WallClock;
 
 pub struct Harness<P: HealthPolicy> {
     pub policy: P,

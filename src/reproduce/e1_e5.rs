@@ -1,7 +1,7 @@
 //! E1–E5: nginx passive health checking (seeds 000, 002, 003).
 
 use super::{Row, load, median, replicate, traced};
-use crate::cli::rep_seed;
+use crate::engine::rng::rep_seed;
 use crate::error::Error;
 use crate::metrics::RunSummary;
 use serde_json::json;
@@ -51,8 +51,8 @@ fn e1(models: &Path) -> Result<Vec<Row>, Error> {
             0..=0,
         ),
     ] {
-        let sc = load(models, file, &[])?;
-        let s = crate::model::run(&sc, sc.seed);
+        let model = load(models, file, &[])?;
+        let s = crate::world::run(&model, model.seed);
         let f = fives(&s);
         rows.push(Row::new(
             "E1",
@@ -95,8 +95,8 @@ fn e2(models: &Path) -> Result<Vec<Row>, Error> {
     ];
     for (pct, seed_share, seed_ejected, seed_ejections) in table {
         let file = format!("e2-p{pct:02}-flaky-{pct}pct.json");
-        let sc = load(models, &file, &[])?;
-        let runs = replicate(&sc, 21);
+        let model = load(models, &file, &[])?;
+        let runs = replicate(&model, 21);
         let share = median(runs.iter().map(|r| r.nodes[0].share).collect()).unwrap_or(0.0);
         let max5 = runs.iter().map(fives).max().unwrap_or(0);
         let ejected =
@@ -141,8 +141,8 @@ fn e2(models: &Path) -> Result<Vec<Row>, Error> {
 }
 
 /// Failed attempts on A of one run, as times in seconds.
-fn failure_times(sc: &crate::scenario::Scenario, seed: u64) -> Vec<f64> {
-    let (_, lines) = traced(sc, seed);
+fn failure_times(model: &crate::spec::Model, seed: u64) -> Vec<f64> {
+    let (_, lines) = traced(model, seed);
     lines
         .iter()
         .filter(|l| l.node == "A" && l.charge == "failed")
@@ -164,17 +164,17 @@ fn e3(models: &Path) -> Result<Vec<Row>, Error> {
         let mut fourths = 0;
         let mut example = String::new();
         for t0 in ["1s", "1.4s", "1.8s"] {
-            let sc = load(models, &file, &[("faults[0].at", json!(t0))])?;
-            let runs = replicate(&sc, 7);
+            let model = load(models, &file, &[("faults[0].at", json!(t0))])?;
+            let runs = replicate(&model, 7);
             let d: Vec<f64> = runs
                 .iter()
                 .filter_map(|r| r.nodes[0].recovery_delay_s)
                 .collect();
             per_t0.push(median(d.clone()).unwrap_or(f64::NAN));
             all.extend(d);
-            let start = sc.faults[0].start.as_secs_f64();
+            let start = model.faults[0].start.as_secs_f64();
             for r in 0..7 {
-                let times = failure_times(&sc, rep_seed(sc.seed, r));
+                let times = failure_times(&model, rep_seed(model.seed, r));
                 // Three failures as the fault starts; with fail_timeout 2s the
                 // trial after the first ejection usually falls inside the 3 s
                 // fault and fails once more (unless the clock phase puts it
@@ -223,9 +223,9 @@ fn e3(models: &Path) -> Result<Vec<Row>, Error> {
 }
 
 fn e4(models: &Path) -> Result<Vec<Row>, Error> {
-    let sc = load(models, "e4-stopped-backend.json", &[])?;
-    let (s, lines) = traced(&sc, sc.seed);
-    let read_timeout = sc.gateway.proxy_read_timeout.as_secs_f64();
+    let model = load(models, "e4-stopped-backend.json", &[])?;
+    let (s, lines) = traced(&model, model.seed);
+    let read_timeout = model.gateway.proxy_read_timeout.as_secs_f64();
     let hung = lines
         .iter()
         .filter(|l| l.node == "A" && l.result == "read_timeout")
@@ -288,10 +288,10 @@ fn e4(models: &Path) -> Result<Vec<Row>, Error> {
 
 fn e5(models: &Path) -> Result<Vec<Row>, Error> {
     let first = load(models, "e5-client-timeout-first.json", &[])?;
-    let s = crate::model::run(&first, first.seed);
+    let s = crate::world::run(&first, first.seed);
     let frac = s.client.timeouts as f64 / s.client.requests.max(1) as f64;
     let fixed = load(models, "e5-connect-timeout-shorter.json", &[])?;
-    let f = crate::model::run(&fixed, fixed.seed);
+    let f = crate::world::run(&fixed, fixed.seed);
     Ok(vec![
         Row::new(
             "E5",

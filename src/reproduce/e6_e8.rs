@@ -4,16 +4,16 @@
 //! says whether hcsim lands in the acceptance band.
 
 use super::Row;
-use crate::cli::rep_seed;
+use crate::engine::rng::rep_seed;
 use crate::error::Error;
 use crate::metrics::RunSummary;
 use std::path::Path;
 
 /// Runs `<models>/<name>.json` `reps` times from its own seed.
 fn runs(models: &Path, name: &str, reps: u64) -> Result<Vec<RunSummary>, Error> {
-    let sc = crate::scenario::load(&models.join(format!("{name}.json")))?;
+    let model = crate::spec::Model::load(&models.join(format!("{name}.json")))?;
     Ok((0..reps)
-        .map(|r| crate::model::run(&sc, rep_seed(sc.seed, r)))
+        .map(|r| crate::world::run(&model, rep_seed(model.seed, r)))
         .collect())
 }
 

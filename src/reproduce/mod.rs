@@ -7,11 +7,11 @@
 mod e1_e5;
 mod e6_e8;
 
-use crate::cli::rep_seed;
+use crate::engine::rng::rep_seed;
 use crate::error::Error;
 use crate::metrics::RunSummary;
-use crate::model::{self, TraceLine};
-use crate::scenario::{self, Scenario};
+use crate::spec::{self, Model};
+use crate::world::{self, TraceLine};
 use serde::Serialize;
 use std::path::Path;
 
@@ -77,30 +77,30 @@ pub(crate) fn load(
     models: &Path,
     file: &str,
     sets: &[(&str, serde_json::Value)],
-) -> Result<Scenario, Error> {
+) -> Result<Model, Error> {
     let path = models.join(file);
-    let mut doc = scenario::read_document(&path)?;
+    let mut doc = spec::read_document(&path)?;
     for (k, v) in sets {
-        scenario::set_path(&mut doc, k, v.clone()).map_err(|reason| Error::Set {
+        spec::set_path(&mut doc, k, v.clone()).map_err(|reason| Error::Set {
             arg: format!("{k}={v}"),
             reason,
         })?;
     }
-    Scenario::from_document(&doc, &path)
+    Model::from_document(&doc, &path)
 }
 
 /// `reps` replications with the seeds `hcsim run --reps` uses.
-pub(crate) fn replicate(sc: &Scenario, reps: u64) -> Vec<RunSummary> {
+pub(crate) fn replicate(model: &Model, reps: u64) -> Vec<RunSummary> {
     (0..reps)
-        .map(|r| model::run(sc, rep_seed(sc.seed, r)))
+        .map(|r| world::run(model, rep_seed(model.seed, r)))
         .collect()
 }
 
 /// One run with its attempt trace.
-pub(crate) fn traced(sc: &Scenario, seed: u64) -> (RunSummary, Vec<TraceLine>) {
+pub(crate) fn traced(model: &Model, seed: u64) -> (RunSummary, Vec<TraceLine>) {
     let mut lines = Vec::new();
     let mut sink = |l: &TraceLine| lines.push(l.clone());
-    let s = model::run_traced(sc, seed, &mut sink);
+    let s = world::run_traced(model, seed, &mut sink);
     (s, lines)
 }
 

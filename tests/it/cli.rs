@@ -349,7 +349,7 @@ fn write_atomic_reports_the_target_and_leaves_no_temporary_file() {
     let target = dir.join("summary.json");
     std::fs::create_dir(&target).unwrap();
     std::fs::write(target.join("x"), "").unwrap();
-    let e = hcsim::report::write_atomic(&target, b"{}").unwrap_err();
+    let e = hcsim::output::write_atomic(&target, b"{}").unwrap_err();
     assert!(
         e.to_string()
             .starts_with(&format!("{}: cannot write: ", target.display())),
@@ -360,7 +360,7 @@ fn write_atomic_reports_the_target_and_leaves_no_temporary_file() {
         .map(|e| e.unwrap().file_name())
         .collect();
     assert_eq!(left, vec![std::ffi::OsString::from("summary.json")]);
-    hcsim::report::write_atomic(&dir.join("ok.json"), b"{}").unwrap();
+    hcsim::output::write_atomic(&dir.join("ok.json"), b"{}").unwrap();
     assert_eq!(std::fs::read(dir.join("ok.json")).unwrap(), b"{}");
 }
 

@@ -25,7 +25,7 @@
 //!   `tests/fuzz-corpus/`.
 
 use crate::{assert_conserved, root};
-use hcsim::scenario::{self, Scenario};
+use hcsim::spec::{self, Model};
 use rand::rngs::Xoshiro256PlusPlus;
 use rand::{RngExt, SeedableRng};
 use serde_json::{Map, Value, json};
@@ -74,15 +74,15 @@ fn fuzz_one(input: &Input) -> Outcome {
         }
     };
     for (key, value) in &input.sets {
-        let _ = scenario::canonical_path(&doc, key);
-        if scenario::set_path(&mut doc, key, scenario::parse_set_value(value)).is_err() {
+        let _ = spec::canonical_path(&doc, key);
+        if spec::set_path(&mut doc, key, spec::parse_set_value(value)).is_err() {
             return Outcome::Set;
         }
     }
-    if hcsim::check::file_kind(&doc) == hcsim::check::FileKind::Sweep {
+    if hcsim::spec::file_kind(&doc) == hcsim::spec::FileKind::Sweep {
         return fuzz_sweep(&doc);
     }
-    let sc = match Scenario::from_document(&doc, path) {
+    let sc = match Model::from_document(&doc, path) {
         Ok(sc) => sc,
         Err(e) => {
             let msg = e.to_string();
@@ -94,16 +94,16 @@ fn fuzz_one(input: &Input) -> Outcome {
         }
     };
     let _ = sc.warnings();
-    if hcsim::limits::preflight(&sc, None).is_err() {
+    if hcsim::run::cost::preflight(&sc, None).is_err() {
         return Outcome::Refused;
     }
     // `hcsim check` prints a valid model that checks to itself
-    let eff = serde_json::to_value(hcsim::check::effective_spec(&sc)).unwrap();
-    let again = Scenario::from_document(&eff, path)
+    let eff = serde_json::to_value(sc.effective_spec()).unwrap();
+    let again = Model::from_document(&eff, path)
         .unwrap_or_else(|e| panic!("the effective model does not validate: {e}\n{eff:#}"));
-    let eff2 = serde_json::to_value(hcsim::check::effective_spec(&again)).unwrap();
+    let eff2 = serde_json::to_value(again.effective_spec()).unwrap();
     assert_eq!(eff, eff2, "the effective model is not a fixed point");
-    let (s, _cut) = hcsim::model::run_budgeted(&sc, sc.seed, BUDGET, None);
+    let (s, _cut) = hcsim::world::run_budgeted(&sc, sc.seed, BUDGET, None);
     assert_conserved(&s);
     Outcome::Simulated
 }
@@ -113,15 +113,15 @@ fn fuzz_one(input: &Input) -> Outcome {
 /// path is resolved from `sweeps/`.
 fn fuzz_sweep(doc: &Value) -> Outcome {
     let path = root().join("sweeps/fuzz.json");
-    let spec: hcsim::sweep::SweepSpec = match scenario::from_document(doc, &path) {
+    let spec: hcsim::spec::SweepSpec = match spec::from_document(doc, &path) {
         Ok(s) => s,
         Err(_) => return Outcome::Invalid,
     };
     match hcsim::sweep::Plan::from_spec(spec, doc.clone(), &path) {
         Ok(plan) => {
-            for sc in plan.scenarios.iter().take(20) {
+            for sc in plan.models.iter().take(20) {
                 let _ = sc.warnings();
-                let _ = hcsim::limits::preflight(sc, None);
+                let _ = hcsim::run::cost::preflight(sc, None);
             }
             Outcome::Sweep
         }
@@ -165,7 +165,7 @@ fn vocabulary() -> Vec<String> {
         }
     }
     let mut out = vec![];
-    walk(&hcsim::schema::model(), &mut out);
+    walk(&hcsim::spec::schema::model(), &mut out);
     out.extend(["A", "B", "C", "n0", "a", "nginx"].map(String::from));
     out.sort();
     out.dedup();

@@ -1,12 +1,12 @@
 //! The HAProxy request path end to end (reference Part B §B4–B5 and the
 //! verification runs D12–D14 on HAProxy 2.6.12).
 
-use hcsim::model;
-use hcsim::scenario::Scenario;
+use hcsim::spec::Model;
+use hcsim::world;
 use serde_json::{Value, json};
 
-fn scenario(doc: Value) -> Scenario {
-    Scenario::from_document(&doc, "inline.json".as_ref()).expect("valid model")
+fn scenario(doc: Value) -> Model {
+    Model::from_document(&doc, "inline.json".as_ref()).expect("valid model")
 }
 
 /// One request every 10 s to a HAProxy backend.
@@ -28,7 +28,7 @@ fn refused_connects_are_retried_after_a_one_second_pause() {
         json!([{"kind": "crash", "node": "A"}]),
         json!({"retries": 3, "timeout_connect": "5s"}),
     ));
-    let r = model::run(&sc, 1);
+    let r = world::run(&sc, 1);
     assert_eq!(r.client.status.get("503"), Some(&r.client.requests));
     assert_eq!(r.nodes[0].attempts, 4 * r.client.requests);
     let p50 = r.client.latency_ms.p50.unwrap();
@@ -43,7 +43,7 @@ fn connect_timeouts_are_retried_at_once() {
         json!([{"kind": "partition", "node": "A"}]),
         json!({"retries": 3, "timeout_connect": "500ms"}),
     ));
-    let r = model::run(&sc, 1);
+    let r = world::run(&sc, 1);
     assert_eq!(r.client.status.get("503"), Some(&r.client.requests));
     let p50 = r.client.latency_ms.p50.unwrap();
     assert!((p50 - 2000.0).abs() < 70.0, "{p50} ms");
@@ -57,7 +57,7 @@ fn roundrobin_with_redispatch_always_hits_the_dead_server_first() {
         json!([{"kind": "crash", "node": "A"}]),
         json!({"retries": 3, "redispatch": true, "timeout_connect": "5s"}),
     ));
-    let r = model::run(&sc, 1);
+    let r = world::run(&sc, 1);
     assert_eq!(r.client.ok, r.client.requests);
     assert_eq!(
         r.nodes[0].attempts, r.client.requests,
@@ -77,7 +77,7 @@ fn without_redispatch_retries_stay_on_the_same_server() {
         json!([{"kind": "crash", "node": "A"}]),
         json!({"retries": 2}),
     ));
-    let r = model::run(&sc, 1);
+    let r = world::run(&sc, 1);
     let failed = r.client.status.get("503").copied().unwrap_or(0);
     assert_eq!(failed + r.client.ok, r.client.requests);
     assert_eq!(failed, r.nodes[0].attempts / 3, "three attempts on A each");
@@ -94,14 +94,14 @@ fn server_timeout_and_close_map_to_504_and_502() {
         json!([{"kind": "hang", "node": "A"}]),
         json!({"timeout_server": "1s"}),
     ));
-    let r = model::run(&sc, 1);
+    let r = world::run(&sc, 1);
     assert_eq!(r.client.status.get("504"), Some(&r.client.requests));
     let sc = scenario(base(
         json!([{"name": "A"}]),
         json!([{"kind": "flaky", "node": "A", "p": 1.0, "error": "reset"}]),
         json!({}),
     ));
-    let r = model::run(&sc, 1);
+    let r = world::run(&sc, 1);
     assert_eq!(
         r.client.status.get("502"),
         Some(&r.client.requests),
@@ -117,7 +117,7 @@ fn no_usable_server_is_a_503() {
         json!({}),
     );
     doc["policies"] = json!([{"kind": "active_probe", "flavor": "haproxy", "inter": "1s"}]);
-    let r = model::run(&scenario(doc), 1);
+    let r = world::run(&scenario(doc), 1);
     // The first check (at 0 s) marks A DOWN. The request sent at 0 s is
     // retried on A all the same (no redispatch): its 4 attempts are the only
     // ones; every later request finds no server.
@@ -140,7 +140,7 @@ fn observe_layer7_marks_down_on_the_third_502_which_still_reaches_the_client() {
         "kind": "active_probe", "flavor": "haproxy", "inter": "10s", "fastinter": "1s",
         "observe": "layer7", "error_limit": 3, "on_error": "mark-down"
     }]);
-    let r = model::run(&scenario(doc), 1);
+    let r = world::run(&scenario(doc), 1);
     let a = &r.nodes[0];
     assert_eq!(
         r.client.status.get("502"),
@@ -165,7 +165,7 @@ fn observe_layer7_marks_down_on_the_third_502_which_still_reaches_the_client() {
 fn nginx_settings_stay_nginx() {
     let mut doc = base(json!([{"name": "A"}]), json!([]), json!({"retries": 1}));
     doc["gateway"]["flavor"] = json!("nginx");
-    let e = Scenario::from_document(&doc, "m.json".as_ref())
+    let e = Model::from_document(&doc, "m.json".as_ref())
         .unwrap_err()
         .to_string();
     assert!(e.contains("gateway.haproxy: HAProxy settings need"), "{e}");

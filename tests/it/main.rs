@@ -17,8 +17,8 @@ mod seeds;
 mod sweep;
 
 use hcsim::metrics::RunSummary;
-use hcsim::model::{self, TraceLine};
-use hcsim::scenario::Scenario;
+use hcsim::spec::Model;
+use hcsim::world::{self, TraceLine};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
@@ -45,15 +45,15 @@ pub fn hcsim(args: &[&str]) -> Output {
 }
 
 /// Builds a scenario from an inline JSON model.
-pub fn scenario(doc: serde_json::Value) -> Scenario {
-    Scenario::from_document(&doc, Path::new("inline.json")).unwrap_or_else(|e| panic!("{e}"))
+pub fn scenario(doc: serde_json::Value) -> Model {
+    Model::from_document(&doc, Path::new("inline.json")).unwrap_or_else(|e| panic!("{e}"))
 }
 
 /// One run and its attempt trace.
-pub fn traced(sc: &Scenario, seed: u64) -> (RunSummary, Vec<TraceLine>) {
+pub fn traced(sc: &Model, seed: u64) -> (RunSummary, Vec<TraceLine>) {
     let mut lines = Vec::new();
     let mut sink = |l: &TraceLine| lines.push(l.clone());
-    let s = model::run_traced(sc, seed, &mut sink);
+    let s = world::run_traced(sc, seed, &mut sink);
     (s, lines)
 }
 

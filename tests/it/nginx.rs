@@ -2,7 +2,7 @@
 //! Part A and the verification log D1–D8), run through the whole model.
 
 use crate::{assert_conserved, scenario, traced};
-use hcsim::model::TraceLine;
+use hcsim::world::TraceLine;
 use serde_json::{Value, json};
 
 fn model(nodes: Value, faults: Value, policy: Value, extra: Value) -> Value {

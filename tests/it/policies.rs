@@ -3,19 +3,19 @@
 //! that keeps the property.
 
 use hcsim::metrics::{NodeSummary, RunSummary};
-use hcsim::scenario::{self, Scenario};
+use hcsim::spec::{self, Model};
 use serde_json::{Value, json};
 use std::path::Path;
 
 /// Loads a model, applies `(path, value)` overrides, and runs it with its seed.
 fn run(model: &str, sets: &[(&str, Value)]) -> RunSummary {
     let path = Path::new(env!("CARGO_MANIFEST_DIR")).join(model);
-    let mut doc = scenario::read_document(&path).expect("model reads");
+    let mut doc = spec::read_document(&path).expect("model reads");
     for (k, v) in sets {
-        scenario::set_path(&mut doc, k, v.clone()).expect("path exists");
+        spec::set_path(&mut doc, k, v.clone()).expect("path exists");
     }
-    let sc = Scenario::from_document(&doc, &path).expect("model is valid");
-    hcsim::model::run(&sc, sc.seed)
+    let sc = Model::from_document(&doc, &path).expect("model is valid");
+    hcsim::world::run(&sc, sc.seed)
 }
 
 fn node<'a>(s: &'a RunSummary, name: &str) -> &'a NodeSummary {
@@ -113,8 +113,8 @@ fn panic_threshold_sends_traffic_to_ejected_nodes_again() {
         })
     };
     let attempts_on_crashed = |panic: Option<f64>| {
-        let sc = Scenario::from_document(&doc(panic), Path::new("panic.json")).unwrap();
-        let s = hcsim::model::run(&sc, 1);
+        let sc = Model::from_document(&doc(panic), Path::new("panic.json")).unwrap();
+        let s = hcsim::world::run(&sc, 1);
         assert_eq!(s.client.errors, 0, "refused connects are retried on a");
         node(&s, "b").attempts + node(&s, "c").attempts
     };
@@ -139,8 +139,8 @@ fn every_policy_comparison_model_is_valid() {
             // a sweep's base model, not one of the comparison's
             && !name.contains("-of-")
         {
-            let doc = scenario::read_document(&path).unwrap();
-            Scenario::from_document(&doc, &path).unwrap_or_else(|e| panic!("{e}"));
+            let doc = spec::read_document(&path).unwrap();
+            Model::from_document(&doc, &path).unwrap_or_else(|e| panic!("{e}"));
             n += 1;
         }
     }

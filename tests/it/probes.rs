@@ -1,10 +1,10 @@
 //! Active probes and heartbeats end to end: the seed experiments E6–E8 and
 //! seed 003's four fault classes, run from the models in `models/`.
 
-use hcsim::cli::rep_seed;
+use hcsim::engine::rng::rep_seed;
 use hcsim::metrics::RunSummary;
-use hcsim::model;
-use hcsim::scenario::{self, Scenario};
+use hcsim::spec::{self, Model};
+use hcsim::world;
 use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
 
@@ -15,18 +15,18 @@ fn path(model: &str) -> PathBuf {
 }
 
 /// Loads a model, applying `(path, value)` patches to its document.
-fn load(model: &str, patches: &[(&str, Value)]) -> Scenario {
+fn load(model: &str, patches: &[(&str, Value)]) -> Model {
     let p = path(model);
-    let mut doc = scenario::read_document(&p).expect("model reads");
+    let mut doc = spec::read_document(&p).expect("model reads");
     for (k, v) in patches {
-        scenario::set_path(&mut doc, k, v.clone()).expect("patch applies");
+        spec::set_path(&mut doc, k, v.clone()).expect("patch applies");
     }
-    Scenario::from_document(&doc, &p).expect("model validates")
+    Model::from_document(&doc, &p).expect("model validates")
 }
 
-fn runs(sc: &Scenario, reps: u64) -> Vec<RunSummary> {
+fn runs(sc: &Model, reps: u64) -> Vec<RunSummary> {
     (0..reps)
-        .map(|r| model::run(sc, rep_seed(sc.seed, r)))
+        .map(|r| world::run(sc, rep_seed(sc.seed, r)))
         .collect()
 }
 
@@ -160,8 +160,8 @@ fn a_tcp_probe_passes_a_hung_node_and_an_http_probe_does_not() {
 #[test]
 fn seed_003_passive_tcp_and_http_checks_cover_the_four_fault_classes() {
     // A crash, B host down, C network cut (both: partition), D stuck, E healthy.
-    let ejected = |sc: &Scenario| -> Vec<bool> {
-        let r = model::run(sc, sc.seed);
+    let ejected = |sc: &Model| -> Vec<bool> {
+        let r = world::run(sc, sc.seed);
         r.nodes.iter().map(|n| n.ejections > 0).collect()
     };
     let name = "e5-recommended-passive-tcp-http";
@@ -174,14 +174,14 @@ fn seed_003_passive_tcp_and_http_checks_cover_the_four_fault_classes() {
     );
     assert_eq!(ejected(&passive), [true, false, false, false, false]);
     let full = load(name, &[]);
-    let doc = scenario::read_document(&path(name)).unwrap();
+    let doc = spec::read_document(&path(name)).unwrap();
     let tcp_check = doc["policies"][1].clone();
     let http_check = doc["policies"][2].clone();
     let tcp = load(name, &[("policies", json!([tcp_check]))]);
     assert_eq!(ejected(&tcp), [true, true, true, false, false]);
     let http = load(name, &[("policies", json!([http_check]))]);
     assert_eq!(ejected(&http), [true, true, true, true, false]);
-    let r = model::run(&full, full.seed);
+    let r = world::run(&full, full.seed);
     assert_eq!(
         r.nodes.iter().map(|n| n.ejections > 0).collect::<Vec<_>>(),
         [true, true, true, true, false]
@@ -223,7 +223,7 @@ fn probe_load_and_false_ejections_are_counted() {
             ("policies[0].ttl", json!("1s")),
         ],
     );
-    let r = model::run(&sc, sc.seed);
+    let r = world::run(&sc, sc.seed);
     assert!(r.nodes[1].false_ejections > 0, "B never faulted");
     assert_eq!(r.nodes[1].false_ejections, r.nodes[1].ejections);
 }
@@ -237,6 +237,6 @@ fn the_new_policies_are_deterministic() {
         "registry-eureka-crash",
     ] {
         let sc = load(name, &[]);
-        assert_eq!(model::run(&sc, 7), model::run(&sc, 7), "{name}");
+        assert_eq!(world::run(&sc, 7), world::run(&sc, 7), "{name}");
     }
 }

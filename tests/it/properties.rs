@@ -22,8 +22,8 @@
 
 use crate::assert_conserved;
 use hcsim::metrics::RunSummary;
-use hcsim::model;
-use hcsim::scenario::Scenario;
+use hcsim::spec::Model;
+use hcsim::world;
 use proptest::prelude::*;
 use proptest::strategy::ValueTree;
 use proptest::test_runner::{Config, TestRunner};
@@ -341,7 +341,7 @@ fn model_doc() -> impl Strategy<Value = Value> {
 
 fn schema() -> &'static jsonschema::Validator {
     static V: OnceLock<jsonschema::Validator> = OnceLock::new();
-    V.get_or_init(|| jsonschema::validator_for(&hcsim::schema::model()).unwrap())
+    V.get_or_init(|| jsonschema::validator_for(&hcsim::spec::schema::model()).unwrap())
 }
 
 fn cases(default: u32) -> u32 {
@@ -358,10 +358,10 @@ const BUDGET: u64 = 2_000_000;
 fn check_invariants(doc: &Value) -> Result<u64, TestCaseError> {
     let errs: Vec<String> = schema().iter_errors(doc).map(|e| e.to_string()).collect();
     prop_assert!(errs.is_empty(), "schema rejects a valid model: {errs:?}");
-    let sc = Scenario::from_document(doc, Path::new("prop.json"))
+    let sc = Model::from_document(doc, Path::new("prop.json"))
         .map_err(|e| TestCaseError::fail(format!("valid model refused: {e}")))?;
     let seed = sc.seed;
-    let (s, cut) = model::run_budgeted(&sc, seed, BUDGET, None);
+    let (s, cut) = world::run_budgeted(&sc, seed, BUDGET, None);
     prop_assert!(cut.is_none(), "did not finish within {BUDGET} events");
     assert_conserved(&s);
     prop_assert!(s.events > 0 || s.client.requests == 0);
@@ -385,11 +385,11 @@ fn check_invariants(doc: &Value) -> Result<u64, TestCaseError> {
         );
     }
     // same seed, same everything
-    let again = model::run(&sc, seed);
+    let again = world::run(&sc, seed);
     prop_assert!(again == s, "same seed gave a different summary");
     // a run cut short is a prefix of the full one
     if s.events >= 2 {
-        let (p, cut) = model::run_budgeted(&sc, seed, s.events / 2, None);
+        let (p, cut) = world::run_budgeted(&sc, seed, s.events / 2, None);
         prop_assert!(cut.is_some());
         assert_conserved(&p);
         prop_assert_eq!(p.events, s.events / 2);
@@ -462,10 +462,10 @@ fn zero_think_time_terminates() {
                           {"name": "b", "service_time": {"dist": "constant", "value": "0s"}}],
                 "faults": faults
             });
-            let sc = Scenario::from_document(&doc, Path::new("zeno.json")).unwrap();
+            let sc = Model::from_document(&doc, Path::new("zeno.json")).unwrap();
             // at most one request per client per microsecond, ~5 events each
             let bound = concurrency as u64 * duration_ms * 1000 * 6 + 100;
-            let (s, cut) = model::run_budgeted(&sc, seed, bound, None);
+            let (s, cut) = world::run_budgeted(&sc, seed, bound, None);
             prop_assert!(cut.is_none(), "more than {bound} events");
             assert_conserved(&s);
             Ok(())
@@ -510,8 +510,8 @@ fn random_models_cover_the_model_space() {
         {
             mark(format!("policy:{}", p["kind"]));
         }
-        let sc = Scenario::from_document(&doc, Path::new("p.json")).unwrap();
-        let s: RunSummary = model::run(&sc, 1);
+        let sc = Model::from_document(&doc, Path::new("p.json")).unwrap();
+        let s: RunSummary = world::run(&sc, 1);
         if s.nodes.iter().any(|n| n.ejections > 0) {
             mark("ejected".into());
         }

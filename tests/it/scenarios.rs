@@ -1,8 +1,8 @@
 //! Every shipped model runs and conserves requests (random models: `properties.rs`).
 
 use crate::{assert_conserved, root};
-use hcsim::model;
-use hcsim::scenario::{self as sc_mod, Scenario};
+use hcsim::spec::{self as sc_mod, Model};
+use hcsim::world;
 use serde_json::json;
 
 fn shipped_models() -> Vec<std::path::PathBuf> {
@@ -41,13 +41,13 @@ fn every_shipped_model_validates_runs_and_conserves_requests() {
         {
             sc_mod::set_path(&mut doc, "clients.rate_per_s", json!(2000.0)).unwrap();
         }
-        let sc = Scenario::from_document(&doc, &path).unwrap_or_else(|e| panic!("{e}"));
+        let sc = Model::from_document(&doc, &path).unwrap_or_else(|e| panic!("{e}"));
         for seed in 0..3 {
-            let s = model::run(&sc, seed);
+            let s = world::run(&sc, seed);
             assert_conserved(&s);
             assert_eq!(
                 s,
-                model::run(&sc, seed),
+                world::run(&sc, seed),
                 "{} not deterministic",
                 path.display()
             );

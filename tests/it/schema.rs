@@ -3,12 +3,12 @@
 //! current, and every tagged variant reports errors with their full path.
 
 use crate::{hcsim, root};
-use hcsim::scenario::{self, Scenario};
+use hcsim::spec::{self, Model};
 use serde_json::{Map, Value, json};
 use std::path::{Path, PathBuf};
 
 fn validator() -> jsonschema::Validator {
-    jsonschema::validator_for(&hcsim::schema::model()).expect("the schema compiles")
+    jsonschema::validator_for(&hcsim::spec::schema::model()).expect("the schema compiles")
 }
 
 fn json_files(dir: &str) -> Vec<PathBuf> {
@@ -33,12 +33,12 @@ fn every_shipped_model_validates_against_the_schema() {
     let models = json_files("models");
     assert!(!models.is_empty());
     for path in models {
-        let doc = scenario::read_document(&path).unwrap();
+        let doc = spec::read_document(&path).unwrap();
         let errs = errors(&v, &doc);
         assert!(errs.is_empty(), "{}: {errs:?}", path.display());
         // and so does what `hcsim check` prints for it
-        let sc = scenario::load(&path).unwrap();
-        let eff = serde_json::to_value(hcsim::check::effective_spec(&sc)).unwrap();
+        let sc = spec::Model::load(&path).unwrap();
+        let eff = serde_json::to_value(sc.effective_spec()).unwrap();
         let errs = errors(&v, &eff);
         assert!(errs.is_empty(), "effective {}: {errs:?}", path.display());
     }
@@ -46,11 +46,11 @@ fn every_shipped_model_validates_against_the_schema() {
 
 #[test]
 fn every_shipped_sweep_validates_against_the_sweep_schema() {
-    let v = jsonschema::validator_for(&hcsim::schema::sweep()).expect("the schema compiles");
+    let v = jsonschema::validator_for(&hcsim::spec::schema::sweep()).expect("the schema compiles");
     let sweeps = json_files("sweeps");
     assert!(!sweeps.is_empty());
     for path in sweeps {
-        let doc = scenario::read_document(&path).unwrap();
+        let doc = spec::read_document(&path).unwrap();
         let errs = errors(&v, &doc);
         assert!(errs.is_empty(), "{}: {errs:?}", path.display());
         let o = hcsim(&["check", path.to_str().unwrap()]);
@@ -65,7 +65,7 @@ fn every_shipped_sweep_validates_against_the_sweep_schema() {
         let name = path.file_name().unwrap().to_string_lossy().to_string();
         let category = name.split_once('-').map_or("", |(_, rest)| rest);
         if category.starts_with("unknown-") || category.starts_with("missing-") {
-            let doc = scenario::read_document(&path).unwrap();
+            let doc = spec::read_document(&path).unwrap();
             assert!(!v.is_valid(&doc), "{name} passes the sweep schema");
         }
     }
@@ -92,7 +92,7 @@ fn malformed_models_fail_the_schema_too() {
         if !schema_visible.iter().any(|k| category.starts_with(k)) {
             continue;
         }
-        let doc = scenario::read_document(&path).unwrap();
+        let doc = spec::read_document(&path).unwrap();
         assert!(!v.is_valid(&doc), "{name} passes the schema");
         n += 1;
     }
@@ -124,8 +124,8 @@ fn the_duration_pattern_accepts_what_the_parser_accepts() {
 #[test]
 fn the_published_schemas_are_current() {
     for (kind, schema) in [
-        ("model", hcsim::schema::model()),
-        ("sweep", hcsim::schema::sweep()),
+        ("model", hcsim::spec::schema::model()),
+        ("sweep", hcsim::spec::schema::sweep()),
     ] {
         let path = root().join(format!("docs/{kind}.schema.json"));
         let now = serde_json::to_string_pretty(&schema).unwrap() + "\n";
@@ -152,7 +152,7 @@ fn a_model_may_name_its_schema_for_editors() {
         "nodes": [{"name": "a"}]
     });
     assert!(validator().is_valid(&doc));
-    Scenario::from_document(&doc, Path::new("m.json")).unwrap();
+    Model::from_document(&doc, Path::new("m.json")).unwrap();
 }
 
 /// Where each internally tagged enum sits in a model: its schema name, the
@@ -227,7 +227,7 @@ fn variants(schema: &Value, tags: &Map<String, Value>, out: &mut Vec<Variant>) {
 /// `#[serde(deserialize_with = "crate::diagnostics::tracked")]`.
 #[test]
 fn errors_in_every_tagged_variant_name_the_full_path() {
-    let schema = hcsim::schema::model();
+    let schema = hcsim::spec::schema::model();
     let base = json!({
         "name": "t", "duration": "10s",
         "clients": {"kind": "open", "rate_per_s": 10.0},
@@ -270,7 +270,7 @@ fn errors_in_every_tagged_variant_name_the_full_path() {
                         parent[key] = Value::Object(body);
                     }
                 }
-                let e = Scenario::from_document(&doc, Path::new("m.json"))
+                let e = Model::from_document(&doc, Path::new("m.json"))
                     .err()
                     .unwrap_or_else(|| panic!("{def} {tags:?}: {field} = {wrong} accepted"));
                 let want = format!("m.json: {}.{field}: ", pointer_to_path(at));

@@ -13,7 +13,7 @@
 use super::defaults::http;
 use super::{Flavor, Prober, TAG_CHECK, at_least_one, positive, threads_valid};
 use crate::engine::SimDuration;
-use crate::model::NodeId;
+use crate::ids::NodeId;
 use crate::policy::{PolicyCx, PolicyTimer, ProbeKind, ProbeOutcome, ProbeResult};
 use rand::RngExt;
 use schemars::JsonSchema;

@@ -6,7 +6,7 @@
 use super::defaults::{http, one, three};
 use super::{Flavor, Prober, TAG_ROUND, at_least_one, positive, threads_valid};
 use crate::engine::{SimDuration, SimTime};
-use crate::model::NodeId;
+use crate::ids::NodeId;
 use crate::policy::{PolicyCx, PolicyTimer, ProbeKind, ProbeOutcome};
 use rand::RngExt;
 use schemars::JsonSchema;

@@ -24,7 +24,7 @@
 use super::defaults::{tcp, ten, three, two, two_s};
 use super::{Flavor, Prober, TAG_CHECK, at_least_one, positive, threads_valid};
 use crate::engine::{SimDuration, SimTime};
-use crate::model::NodeId;
+use crate::ids::NodeId;
 use crate::policy::{AttemptReport, AttemptResult, PolicyCx, PolicyTimer, ProbeKind, ProbeOutcome};
 use rand::RngExt;
 use schemars::JsonSchema;

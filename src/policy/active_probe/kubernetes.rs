@@ -16,7 +16,7 @@
 use super::defaults::{http, one, one_s, ten_s, three};
 use super::{Flavor, Prober, TAG_CHECK, TAG_START, at_least_one, threads_valid};
 use crate::engine::{SimDuration, SimTime};
-use crate::model::NodeId;
+use crate::ids::NodeId;
 use crate::policy::{PolicyCx, PolicyTimer, ProbeKind, ProbeOutcome};
 use rand::RngExt;
 use schemars::JsonSchema;

@@ -32,7 +32,7 @@ use super::{
     Scope,
 };
 use crate::engine::SimDuration;
-use crate::model::NodeId;
+use crate::ids::NodeId;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 

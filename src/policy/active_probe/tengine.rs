@@ -19,7 +19,7 @@
 use super::defaults::{five, one, one_s, tcp, thirty_s, two};
 use super::{Flavor, Prober, TAG_CHECK, at_least_one, positive, threads_valid};
 use crate::engine::{SimDuration, SimTime};
-use crate::model::NodeId;
+use crate::ids::NodeId;
 use crate::policy::{PolicyCx, PolicyTimer, ProbeKind, ProbeOutcome, ProbeResult};
 use rand::RngExt;
 use schemars::JsonSchema;

@@ -1,11 +1,11 @@
 //! Faults: the scheduled start and end of each fault window, applied to a node.
 
 use super::World;
-use crate::scenario::FaultKind;
+use crate::spec::FaultKind;
 
 impl World<'_> {
     pub(crate) fn on_fault_start(&mut self, i: usize) {
-        let f = self.sc.faults[i];
+        let f = self.model.faults[i];
         let node = f.node;
         match f.kind {
             FaultKind::Crash => self.crash_node(node),
@@ -28,7 +28,7 @@ impl World<'_> {
     }
 
     pub(crate) fn on_fault_end(&mut self, i: usize) {
-        let f = self.sc.faults[i];
+        let f = self.model.faults[i];
         let node = f.node;
         let n = &mut self.nodes[node.index()];
         match f.kind {

@@ -1,31 +1,10 @@
-//! Limits: the sizes a model may have, what a run would cost before it starts
-//! (requests, events, memory), and the thresholds for warning and refusing.
-//!
-//! Sizes that are allocated up front (timeline rows, node workers, closed-loop
-//! clients, per-worker peer tables) are validation errors ([`check_size`]).
-//! The cost of a run is estimated from the load ([`estimate`]) and checked
-//! before it starts ([`preflight`]): above [`WARN_EVENTS`] events or
+//! What a run would cost before it starts (requests, events, memory), and
+//! the thresholds for warning and refusing: above [`WARN_EVENTS`] events or
 //! [`WARN_BYTES`] of memory it is a warning; above [`REFUSE_EVENTS`] or
 //! [`REFUSE_BYTES`] it is refused unless the run is capped with
 //! `--max-events`, which bounds both (every request in flight took an event).
 
-use crate::engine::SimDuration;
-use crate::scenario::{
-    Clients, GatewayFlavor, KERNEL_CONNECT_TIMEOUT, LatencySpec, Scenario, ScenarioSpec,
-};
-
-/// Rows of `timeline.csv` (run duration / `timeline_bucket`).
-pub const MAX_TIMELINE_ROWS: u64 = 1_000_000;
-/// Timeline rows × nodes: each row holds four numbers per node.
-pub const MAX_TIMELINE_CELLS: u64 = 20_000_000;
-/// Worker threads of one node.
-pub const MAX_NODE_WORKERS: u32 = 100_000;
-/// Worker threads of all nodes together.
-pub const MAX_TOTAL_NODE_WORKERS: u64 = 1_000_000;
-/// Closed-loop clients.
-pub const MAX_CONCURRENCY: u32 = 100_000;
-/// Gateway peer-state copies (nginx workers without `zone`) × nodes.
-pub const MAX_PEER_STATES: u64 = 1 << 20;
+use crate::spec::{Clients, GatewayFlavor, KERNEL_CONNECT_TIMEOUT, Model};
 
 /// Engine events per client request: arrival, attempt reaching the node,
 /// service done, response, and the odd timeout (measured 2.0–6.7, median 4.0,
@@ -52,78 +31,6 @@ pub const REFUSE_BYTES: f64 = 16.0 * GIB;
 
 const GIB: f64 = 1024.0 * 1024.0 * 1024.0;
 
-/// Checks the sizes that are allocated before the first event. `Err((field,
-/// reason))` names the field to change.
-pub fn check_size(spec: &ScenarioSpec) -> Result<(), (String, String)> {
-    let bucket_us = spec.timeline_bucket.as_micros().max(1);
-    let rows = spec.duration.as_micros().div_ceil(bucket_us);
-    let nodes = spec.nodes.len() as u64;
-    if rows > MAX_TIMELINE_ROWS || rows.saturating_mul(nodes) > MAX_TIMELINE_CELLS {
-        let min_rows = MAX_TIMELINE_ROWS.min(MAX_TIMELINE_CELLS / nodes.max(1));
-        let min_bucket = SimDuration::from_micros(spec.duration.as_micros().div_ceil(min_rows));
-        return Err((
-            "timeline_bucket".into(),
-            format!(
-                "\"{}\" cuts the {} run into {rows} timeline rows of {nodes} node(s); at most \
-                 {MAX_TIMELINE_ROWS} rows and {MAX_TIMELINE_CELLS} row × node cells fit: use a \
-                 bucket of at least \"{}\"",
-                spec.timeline_bucket,
-                spec.duration,
-                round_up_duration(min_bucket)
-            ),
-        ));
-    }
-    let mut total: u64 = 0;
-    for (i, n) in spec.nodes.iter().enumerate() {
-        if n.workers > MAX_NODE_WORKERS {
-            return Err((
-                format!("nodes[{i}].workers"),
-                format!(
-                    "at most {MAX_NODE_WORKERS} workers per node, found {}",
-                    n.workers
-                ),
-            ));
-        }
-        total += n.workers as u64;
-    }
-    if total > MAX_TOTAL_NODE_WORKERS {
-        return Err((
-            "nodes".into(),
-            format!(
-                "{total} workers in all; at most {MAX_TOTAL_NODE_WORKERS} are simulated at once"
-            ),
-        ));
-    }
-    if let crate::scenario::ClientsSpec::Closed(c) = &spec.clients
-        && c.concurrency > MAX_CONCURRENCY
-    {
-        return Err((
-            "clients.concurrency".into(),
-            format!(
-                "at most {MAX_CONCURRENCY} closed-loop clients, found {} (for more load use an \
-                 open loop: {{\"kind\": \"open\", \"rate_per_s\": ...}})",
-                c.concurrency
-            ),
-        ));
-    }
-    let scopes = if spec.gateway.zone {
-        1
-    } else {
-        spec.gateway.workers as u64
-    };
-    if scopes * nodes > MAX_PEER_STATES {
-        return Err((
-            "gateway.workers".into(),
-            format!(
-                "{scopes} workers without `zone` × {nodes} nodes = {} copies of peer state; at \
-                 most {MAX_PEER_STATES} (set \"zone\": true to share one)",
-                scopes * nodes
-            ),
-        ));
-    }
-    Ok(())
-}
-
 /// What one replication of a model is expected to cost.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Cost {
@@ -138,12 +45,12 @@ pub struct Cost {
 }
 
 /// Estimates the cost of one replication from its load.
-pub fn estimate(sc: &Scenario) -> Cost {
-    let duration_s = sc.duration.as_secs_f64();
-    let g = &sc.gateway;
-    let (requests, in_flight) = match &sc.clients {
+pub fn estimate(model: &Model) -> Cost {
+    let duration_s = model.duration.as_secs_f64();
+    let g = &model.gateway;
+    let (requests, in_flight) = match &model.clients {
         Clients::Open { rate_per_s, .. } => {
-            let usable = sc.nodes.iter().filter(|n| !n.down).count().max(1) as f64;
+            let usable = model.nodes.iter().filter(|n| !n.down).count().max(1) as f64;
             let (tries, attempt_s) = match g.flavor {
                 GatewayFlavor::Nginx => (
                     match g.proxy_next_upstream_tries {
@@ -156,7 +63,7 @@ pub fn estimate(sc: &Scenario) -> Cost {
                     let h = g.haproxy();
                     let connect = h.timeout_connect.unwrap_or(KERNEL_CONNECT_TIMEOUT);
                     // without `timeout server` an attempt may wait to the end
-                    let server = h.timeout_server.unwrap_or(sc.duration);
+                    let server = h.timeout_server.unwrap_or(model.duration);
                     (
                         h.retries as f64 + 1.0,
                         (connect + g.rtt + server).as_secs_f64(),
@@ -164,7 +71,7 @@ pub fn estimate(sc: &Scenario) -> Cost {
                 }
             };
             let mut lifetime_s = tries * attempt_s;
-            if let Some(t) = sc.clients.timeout() {
+            if let Some(t) = model.clients.timeout() {
                 lifetime_s = lifetime_s.min(t.as_secs_f64());
             }
             (
@@ -178,23 +85,23 @@ pub fn estimate(sc: &Scenario) -> Cost {
             ..
         } => {
             // One cycle: think, connect (one RTT), request and response (one more).
-            let service_s = mean_service_s(sc);
+            let service_s = mean_service_s(model);
             let cycle_s =
                 (think_time.as_secs_f64() + 2.0 * g.rtt.as_secs_f64() + service_s).max(1e-6);
             let c = *concurrency as f64;
             (c * duration_s / cycle_s, c)
         }
     };
-    let nodes = sc.nodes.len() as f64;
-    let rows = (sc.duration.as_micros() as f64 / sc.bucket.as_micros().max(1) as f64).ceil();
-    let workers: f64 = sc.nodes.iter().map(|n| n.workers as f64).sum();
+    let nodes = model.nodes.len() as f64;
+    let rows = (model.duration.as_micros() as f64 / model.bucket.as_micros().max(1) as f64).ceil();
+    let workers: f64 = model.nodes.iter().map(|n| n.workers as f64).sum();
     let fixed = rows * (128.0 + 56.0 * nodes)
         + workers * 40.0
-        + sc.scopes() as f64 * nodes * 64.0 * sc.policies.len().max(1) as f64;
-    let policy_events: f64 = sc
+        + model.scopes() as f64 * nodes * 64.0 * model.policies.len().max(1) as f64;
+    let policy_events: f64 = model
         .policies
         .iter()
-        .map(|p| p.events_per_s(sc.nodes.len()))
+        .map(|p| p.events_per_s(model.nodes.len()))
         .sum::<f64>()
         * duration_s;
     Cost {
@@ -206,17 +113,10 @@ pub fn estimate(sc: &Scenario) -> Cost {
 }
 
 /// Mean service time over the primary nodes, weighted, seconds.
-fn mean_service_s(sc: &Scenario) -> f64 {
+fn mean_service_s(model: &Model) -> f64 {
     let (mut sum, mut weights) = (0.0, 0.0);
-    for n in sc.nodes.iter().filter(|n| !n.down && !n.backup) {
-        let mean = match n.service_time {
-            LatencySpec::Constant { value } => value.as_secs_f64(),
-            LatencySpec::Exponential { mean } => mean.as_secs_f64(),
-            LatencySpec::Lognormal { median, sigma } => {
-                median.as_secs_f64() * (sigma * sigma / 2.0).exp()
-            }
-            LatencySpec::Uniform { min, max } => (min.as_secs_f64() + max.as_secs_f64()) / 2.0,
-        };
+    for n in model.nodes.iter().filter(|n| !n.down && !n.backup) {
+        let mean = n.service_time.mean_secs();
         sum += mean * n.weight as f64;
         weights += n.weight as f64;
     }
@@ -227,8 +127,8 @@ fn mean_service_s(sc: &Scenario) -> f64 {
 /// `(field, message)` (the field is empty: they concern the whole model), or
 /// the reason to refuse it. `max_events` is the `--max-events` cap, if any;
 /// a cap lifts the refusals, since it bounds both time and memory.
-pub fn preflight(sc: &Scenario, max_events: Option<u64>) -> Result<Vec<(String, String)>, String> {
-    let cost = estimate(sc);
+pub fn preflight(model: &Model, max_events: Option<u64>) -> Result<Vec<(String, String)>, String> {
+    let cost = estimate(model);
     let mut warnings = vec![];
     let probes = cost.events - cost.requests * EVENTS_PER_REQUEST;
     let events = format!(
@@ -303,76 +203,62 @@ fn human_bytes(b: f64) -> String {
     }
 }
 
-/// Rounds a suggested bucket up to a readable value (1, 2 or 5 × a power of ten µs).
-fn round_up_duration(d: SimDuration) -> SimDuration {
-    let us = d.as_micros().max(1);
-    let mut step = 1u64;
-    loop {
-        for m in [1, 2, 5] {
-            if step.saturating_mul(m) >= us {
-                return SimDuration::from_micros(step.saturating_mul(m));
-            }
-        }
-        step = step.saturating_mul(10);
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use serde_json::json;
     use std::path::Path;
 
-    fn model(clients: serde_json::Value, duration: &str) -> Scenario {
+    fn model_of(clients: serde_json::Value, duration: &str) -> Model {
         let doc = json!({
             "name": "t", "duration": duration, "clients": clients,
             "nodes": [{"name": "a"}, {"name": "b"}]
         });
-        Scenario::from_document(&doc, Path::new("m.json")).unwrap()
+        Model::from_document(&doc, Path::new("m.json")).unwrap()
     }
 
     #[test]
     fn estimates_scale_with_load() {
-        let sc = model(json!({"kind": "open", "rate_per_s": 1000.0}), "10s");
-        let c = estimate(&sc);
+        let model = model_of(json!({"kind": "open", "rate_per_s": 1000.0}), "10s");
+        let c = estimate(&model);
         assert_eq!(c.requests, 10_000.0);
         assert_eq!(c.events, 60_000.0);
         // no client timeout: two tries of 60s + 0.2ms + 60s, cut at the run's 10 s
         assert_eq!(c.in_flight, 10_000.0);
-        let sc = model(
+        let model = model_of(
             json!({"kind": "closed", "concurrency": 2, "think_time": "95ms"}),
             "10s",
         );
         // cycle = 95ms + 2 × 0.2ms + 5ms = 100.4ms
-        let c = estimate(&sc);
+        let c = estimate(&model);
         assert!((c.requests - 2.0 * 10.0 / 0.1004).abs() < 1e-6, "{c:?}");
         assert_eq!(c.in_flight, 2.0);
     }
 
     #[test]
     fn refuses_hours_unless_capped_and_warns_minutes() {
-        let sc = model(json!({"kind": "open", "rate_per_s": 1e6}), "3h");
-        let e = preflight(&sc, None).unwrap_err();
+        let model = model_of(json!({"kind": "open", "rate_per_s": 1e6}), "3h");
+        let e = preflight(&model, None).unwrap_err();
         assert!(
             e.starts_with("about 6.5e10 events per replication (1.1e10 requests"),
             "{e}"
         );
         assert!(e.contains("~4 h of CPU at ~5.0e6 events/s"), "{e}");
         assert!(e.ends_with("cap the run with --max-events N"), "{e}");
-        let w = preflight(&sc, Some(1_000_000)).unwrap();
+        let w = preflight(&model, Some(1_000_000)).unwrap();
         assert!(
             w[0].1
                 .ends_with("will probably stop at --max-events 1000000"),
             "{w:?}"
         );
-        let sc = model(json!({"kind": "open", "rate_per_s": 1e5}), "10m");
-        let w = preflight(&sc, None).unwrap();
+        let model = model_of(json!({"kind": "open", "rate_per_s": 1e5}), "10m");
+        let w = preflight(&model, None).unwrap();
         assert!(
             w.iter().any(|(_, m)| m.starts_with("about 3.6e8 events")),
             "{w:?}"
         );
-        let sc = model(json!({"kind": "open", "rate_per_s": 100.0}), "10m");
-        assert_eq!(preflight(&sc, None).unwrap(), vec![]);
+        let model = model_of(json!({"kind": "open", "rate_per_s": 100.0}), "10m");
+        assert_eq!(preflight(&model, None).unwrap(), vec![]);
     }
 
     #[test]
@@ -383,11 +269,11 @@ mod tests {
             "nodes": (0..1000).map(|i| json!({"name": format!("n{i}")})).collect::<Vec<_>>(),
             "policy": {"kind": "active_probe", "flavor": "generic", "interval": "10ms", "timeout": "5ms"}
         });
-        let sc = Scenario::from_document(&doc, Path::new("m.json")).unwrap();
+        let model = Model::from_document(&doc, Path::new("m.json")).unwrap();
         // 1000 nodes × 100 probes/s × 4 events × 3600 s
-        let c = estimate(&sc);
+        let c = estimate(&model);
         assert_eq!(c.events, 3600.0 * 6.0 + 1.44e9);
-        let w = preflight(&sc, None).unwrap();
+        let w = preflight(&model, None).unwrap();
         assert!(
             w[0].1.starts_with(
                 "about 1.4e9 events per replication (3600 requests × ~6 events + 1.4e9 from \
@@ -400,36 +286,20 @@ mod tests {
     #[test]
     fn refuses_a_pile_up_that_cannot_fit_in_memory() {
         // 1e7 rps that may wait 2 × 120 s for answers: 1e8 in flight by the end of a 10 s run
-        let sc = model(json!({"kind": "open", "rate_per_s": 1e7}), "10s");
-        let e = preflight(&sc, None).unwrap_err();
+        let model = model_of(json!({"kind": "open", "rate_per_s": 1e7}), "10s");
+        let e = preflight(&model, None).unwrap_err();
         assert!(
             e.starts_with("if nodes stop answering, up to 1.0e8 requests can be in flight"),
             "{e}"
         );
-        assert!(preflight(&sc, Some(1_000_000)).is_ok());
+        assert!(preflight(&model, Some(1_000_000)).is_ok());
         // a 1 s client timeout bounds the pile-up to 1e7 requests: a warning only
-        let sc = model(
+        let model = model_of(
             json!({"kind": "open", "rate_per_s": 1e7, "timeout": "1s"}),
             "2s",
         );
-        let w = preflight(&sc, None).unwrap();
+        let w = preflight(&model, None).unwrap();
         assert_eq!(w.len(), 1, "{w:?}");
         assert!(w[0].1.contains("up to 1.0e7 requests"), "{w:?}");
-    }
-
-    #[test]
-    fn suggested_buckets_are_round() {
-        assert_eq!(
-            round_up_duration(SimDuration::from_micros(3600)).to_string(),
-            "5ms"
-        );
-        assert_eq!(
-            round_up_duration(SimDuration::from_micros(1)).to_string(),
-            "1us"
-        );
-        assert_eq!(
-            round_up_duration(SimDuration::from_micros(101)).to_string(),
-            "200us"
-        );
     }
 }

@@ -4,7 +4,7 @@
 use super::{Event, NodeId, Reply, World, lane};
 use crate::engine::{SimDuration, SimRng, SimTime};
 use crate::policy::ProbeResult;
-use crate::scenario::{FlakyError, LatencySpec, NodeSpec};
+use crate::spec::{FlakyError, LatencySpec, NodeSpec};
 use rand::RngExt;
 use rand_distr::{Distribution, Exp, LogNormal};
 use std::collections::VecDeque;
@@ -134,7 +134,7 @@ impl Node {
 impl World<'_> {
     pub(crate) fn on_request_at_node(&mut self, slot: u32, generation: u32, node: NodeId) {
         let now = self.q.now();
-        let half = self.sc.gateway.rtt.half();
+        let half = self.model.gateway.rtt.half();
         let n = &mut self.nodes[node.index()];
         if n.crashed {
             let reply = Reply::Reset;
@@ -207,7 +207,7 @@ impl World<'_> {
                 },
             );
             if let Job::Request { slot, generation } = job {
-                let answer_at = done_at + self.sc.gateway.rtt.half();
+                let answer_at = done_at + self.model.gateway.rtt.half();
                 if self
                     .read_deadline(slot, generation)
                     .is_some_and(|d| answer_at >= d)
@@ -243,7 +243,7 @@ impl World<'_> {
         // Serve the next queued job first: with a zero round trip the answer
         // is handled inline and may start new work.
         self.start_work(node);
-        let half = self.sc.gateway.rtt.half();
+        let half = self.model.gateway.rtt.half();
         let at = now + half;
         match job.job {
             Job::Request { slot, generation } => {
@@ -290,7 +290,7 @@ impl World<'_> {
 
     /// The process dies: every accepted connection is reset.
     pub(crate) fn crash_node(&mut self, node: NodeId) {
-        let at = self.q.now() + self.sc.gateway.rtt.half();
+        let at = self.q.now() + self.model.gateway.rtt.half();
         let n = &mut self.nodes[node.index()];
         n.crashed = true;
         n.epoch = n.epoch.wrapping_add(1);

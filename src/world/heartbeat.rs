@@ -117,7 +117,7 @@ impl World<'_> {
         if self.nodes[node.index()].partitioned {
             return;
         }
-        let at = self.q.now() + self.sc.gateway.rtt.half();
+        let at = self.q.now() + self.model.gateway.rtt.half();
         self.q.schedule(
             at,
             Event::HeartbeatArrive {

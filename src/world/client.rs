@@ -3,7 +3,7 @@
 
 use super::{Event, World, lane};
 use crate::engine::{SimDuration, SimTime};
-use crate::scenario::{Arrivals, Scenario};
+use crate::spec::{Arrivals, Model};
 use rand::RngExt;
 use rand_distr::{Distribution, Exp};
 
@@ -30,9 +30,9 @@ pub(crate) enum Clients {
 const MIN_CYCLE: SimDuration = SimDuration::from_micros(1);
 
 impl Clients {
-    pub(crate) fn new(sc: &Scenario) -> Self {
-        match sc.clients {
-            crate::scenario::Clients::Open {
+    pub(crate) fn new(model: &Model) -> Self {
+        match model.clients {
+            crate::spec::Clients::Open {
                 rate_per_s,
                 arrivals,
                 ..
@@ -42,7 +42,7 @@ impl Clients {
                 next_k: 0,
                 exp: Exp::new(rate_per_s).ok(),
             },
-            crate::scenario::Clients::Closed {
+            crate::spec::Clients::Closed {
                 concurrency,
                 think_time,
                 ..
@@ -139,7 +139,7 @@ impl World<'_> {
 
     /// Draws the gateway worker a new client connection lands on.
     pub(crate) fn pick_worker(&mut self) -> u16 {
-        let workers = self.sc.gateway.workers;
+        let workers = self.model.gateway.workers;
         if workers <= 1 {
             0
         } else {
@@ -148,7 +148,7 @@ impl World<'_> {
     }
 
     pub(crate) fn arm_client_timeout(&mut self, slot: u32, generation: u32) {
-        if let Some(t) = self.sc.clients.timeout() {
+        if let Some(t) = self.model.clients.timeout() {
             let at = self.q.now() + t;
             self.q.schedule_in_lane(
                 lane::CLIENT_TIMEOUT,

@@ -16,7 +16,7 @@
 use super::{Event, Fail, NodeId, World, lane};
 use crate::engine::{SimDuration, SimTime};
 use crate::policy::{AttemptReport, AttemptResult, Charge, HealthPolicy, Now};
-use crate::scenario::{Balancer, GatewayFlavor, KERNEL_CONNECT_TIMEOUT, NextUpstream, Scenario};
+use crate::spec::{Balancer, GatewayFlavor, KERNEL_CONNECT_TIMEOUT, Model, NextUpstream};
 use rand::RngExt;
 
 /// What came back from a node.
@@ -132,22 +132,22 @@ pub(crate) struct Gateway {
 }
 
 impl Gateway {
-    pub(crate) fn new(sc: &Scenario) -> Self {
-        let n = sc.nodes.len();
-        let scopes = sc.scopes();
+    pub(crate) fn new(model: &Model) -> Self {
+        let n = model.nodes.len();
+        let scopes = model.scopes();
         let primary: Vec<NodeId> = (0..n)
-            .filter(|&i| !sc.nodes[i].backup)
+            .filter(|&i| !model.nodes[i].backup)
             .map(|i| NodeId(i as u32))
             .collect();
         let backup: Vec<NodeId> = (0..n)
-            .filter(|&i| sc.nodes[i].backup)
+            .filter(|&i| model.nodes[i].backup)
             .map(|i| NodeId(i as u32))
             .collect();
-        let weight: Vec<i64> = sc.nodes.iter().map(|x| x.weight as i64).collect();
-        let usable = sc.nodes.iter().filter(|x| !x.down).count() as u32;
-        let cap = sc.gateway.proxy_next_upstream_tries;
-        let hap = (sc.gateway.flavor == GatewayFlavor::Haproxy).then(|| {
-            let h = sc.gateway.haproxy();
+        let weight: Vec<i64> = model.nodes.iter().map(|x| x.weight as i64).collect();
+        let usable = model.nodes.iter().filter(|x| !x.down).count() as u32;
+        let cap = model.gateway.proxy_next_upstream_tries;
+        let hap = (model.gateway.flavor == GatewayFlavor::Haproxy).then(|| {
+            let h = model.gateway.haproxy();
             Haproxy {
                 retries: h.retries,
                 redispatch_after: h.redispatch.after(),
@@ -176,8 +176,8 @@ impl Gateway {
             single: hap.is_none() && primary.len() == 1 && backup.is_empty(),
             primary,
             backup,
-            down: sc.nodes.iter().map(|x| x.down).collect(),
-            max_conns: sc.nodes.iter().map(|x| x.max_conns).collect(),
+            down: model.nodes.iter().map(|x| x.down).collect(),
+            max_conns: model.nodes.iter().map(|x| x.max_conns).collect(),
             initial_tries: match &hap {
                 Some(h) => 1 + h.retries,
                 None if cap > 0 => usable.min(cap),
@@ -189,13 +189,14 @@ impl Gateway {
             rr_pos: vec![0; n],
             rr_cur: 0,
             rr_step: {
-                let total: u64 = sc.nodes.iter().map(|x| x.weight as u64).sum();
-                sc.nodes
+                let total: u64 = model.nodes.iter().map(|x| x.weight as u64).sum();
+                model
+                    .nodes
                     .iter()
                     .map(|x| total * 1_000_000 / x.weight.max(1) as u64)
                     .collect()
             },
-            panic_threshold: panic_threshold(sc),
+            panic_threshold: panic_threshold(model),
         }
     }
 
@@ -215,9 +216,10 @@ impl Gateway {
 
 /// The effective panic threshold: `gateway.healthy_panic_threshold` if set,
 /// else the highest one a policy brings (Envoy's 50 %), else 0 (nginx: none).
-fn panic_threshold(sc: &Scenario) -> f64 {
-    sc.gateway.healthy_panic_threshold.unwrap_or_else(|| {
-        sc.policies
+fn panic_threshold(model: &Model) -> f64 {
+    model.gateway.healthy_panic_threshold.unwrap_or_else(|| {
+        model
+            .policies
             .iter()
             .filter_map(|p| p.healthy_panic_threshold())
             .fold(0.0, f64::max)
@@ -258,7 +260,7 @@ fn eligible(
 impl World<'_> {
     pub(crate) fn start_request(&mut self, client: Option<u32>) {
         let now = self.q.now();
-        let scope = if self.sc.gateway.zone {
+        let scope = if self.model.gateway.zone {
             // Keep the draw so that `zone` does not shift the gateway stream.
             let _ = self.pick_worker();
             0
@@ -331,7 +333,7 @@ impl World<'_> {
         let generation = r.att_gen;
         let counted = r.counted;
         self.rec.attempt(now, node, counted);
-        let g = &self.sc.gateway;
+        let g = &self.model.gateway;
         let (connect_timeout, read_timeout) = match &self.gw.hap {
             None => (g.proxy_connect_timeout, Some(g.proxy_read_timeout)),
             Some(h) => (
@@ -410,7 +412,7 @@ impl World<'_> {
             let picked = if self.gw.single && !r.in_backup {
                 self.pick_single(slot, now)
             } else {
-                match self.sc.gateway.balancer {
+                match self.model.gateway.balancer {
                     Balancer::RoundRobin if self.gw.hap.is_some() => {
                         self.pick_haproxy_rr(slot, now)
                     }
@@ -818,7 +820,7 @@ impl World<'_> {
         };
         let srv_act = self.gw.primary.iter().filter(|&&n| up(n)).count();
         let rr = matches!(
-            self.sc.gateway.balancer,
+            self.model.gateway.balancer,
             Balancer::RoundRobin | Balancer::RandomTwo
         );
         // stream_choose_redispatch
@@ -936,8 +938,8 @@ impl World<'_> {
             _ => return false,
         };
         let r = &self.gw.reqs[slot as usize];
-        let mask = self.sc.next_upstream;
-        let non_idem = r.sent && self.sc.clients.method().is_non_idempotent();
+        let mask = self.model.next_upstream;
+        let non_idem = r.sent && self.model.clients.method().is_non_idempotent();
         r.tries > 1
             && mask.contains(word)
             && (!non_idem || mask.contains(NextUpstream::NonIdempotent))
@@ -945,7 +947,7 @@ impl World<'_> {
     }
 
     fn next_upstream_timed_out(&self, r: &Request) -> bool {
-        let t = self.sc.gateway.proxy_next_upstream_timeout;
+        let t = self.model.gateway.proxy_next_upstream_timeout;
         !t.is_zero() && self.q.now().saturating_since(r.start) >= t
     }
 
@@ -963,7 +965,7 @@ impl World<'_> {
             _ => 502,
         };
         let r = &self.gw.reqs[slot as usize];
-        let mask = self.sc.next_upstream;
+        let mask = self.model.next_upstream;
         let word = match ft {
             Ft::Error => NextUpstream::Error,
             Ft::Timeout => NextUpstream::Timeout,
@@ -971,7 +973,7 @@ impl World<'_> {
             Ft::Http(_) => NextUpstream::Error,
         };
         let listed = matches!(ft, Ft::Http(_)) || mask.contains(word);
-        let non_idem = r.sent && self.sc.clients.method().is_non_idempotent();
+        let non_idem = r.sent && self.model.clients.method().is_non_idempotent();
         let give_up = r.tries == 0
             || !listed
             || (non_idem && !mask.contains(NextUpstream::NonIdempotent))
@@ -1048,8 +1050,8 @@ mod tests {
     }
 
     fn threshold_of(doc: serde_json::Value) -> f64 {
-        let sc = Scenario::from_document(&doc, Path::new("t.json")).unwrap();
-        panic_threshold(&sc)
+        let model = Model::from_document(&doc, Path::new("t.json")).unwrap();
+        panic_threshold(&model)
     }
 
     #[test]

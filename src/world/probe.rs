@@ -67,7 +67,7 @@ impl World<'_> {
             generation,
             result,
         };
-        let rtt = self.sc.gateway.rtt;
+        let rtt = self.model.gateway.rtt;
         let n = &self.nodes[node.index()];
         if n.refuses_connections() {
             self.q.schedule(now + rtt, done(ProbeResult::Refused));
@@ -103,7 +103,7 @@ impl World<'_> {
         };
         let n = &self.nodes[s.node.index()];
         if n.crashed {
-            let at = self.q.now() + self.sc.gateway.rtt.half();
+            let at = self.q.now() + self.model.gateway.rtt.half();
             self.q.schedule(
                 at,
                 Event::ProbeDone {

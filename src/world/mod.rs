@@ -11,55 +11,16 @@ mod probe;
 
 use crate::engine::rng::{self, Stream};
 use crate::engine::{EventQueue, SimDuration, SimRng, SimTime};
+pub use crate::ids::NodeId;
 use crate::metrics::{Recorder, RunSummary};
 use crate::policy::{
-    self, Action, AttemptResult, Charge, HealthPolicy, Now, PolicyCx, PolicyTimer, ProbeResult,
+    self, Action, AttemptResult, Charge, HealthPolicy, PolicyCx, PolicyTimer, ProbeResult,
+    WallClock,
 };
-use crate::scenario::Scenario;
+use crate::spec::Model;
 use rand::RngExt;
 
 pub use gateway::Reply;
-
-/// A node's index in the model's `nodes` list.
-#[derive(Copy, Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub struct NodeId(pub u32);
-
-impl NodeId {
-    pub fn index(self) -> usize {
-        self.0 as usize
-    }
-}
-
-/// nginx's `ngx_time()`: whole wall-clock seconds. The run starts `phase`
-/// into a wall-clock second, at an arbitrary epoch (so that peers' initial
-/// `checked = 0` is, as in nginx, long ago).
-#[derive(Copy, Clone, Debug)]
-pub struct WallClock {
-    phase_us: u64,
-}
-
-/// The wall-clock second at which every run starts.
-pub const WALL_EPOCH_S: i64 = 1_700_000_000;
-
-impl WallClock {
-    pub fn new(phase: SimDuration) -> Self {
-        WallClock {
-            phase_us: phase.as_micros() % 1_000_000,
-        }
-    }
-    pub fn phase(&self) -> SimDuration {
-        SimDuration::from_micros(self.phase_us)
-    }
-    pub fn secs(&self, t: SimTime) -> i64 {
-        WALL_EPOCH_S + ((t.as_micros() + self.phase_us) / 1_000_000) as i64
-    }
-    pub fn now(&self, t: SimTime) -> Now {
-        Now {
-            t,
-            wall_s: self.secs(t),
-        }
-    }
-}
 
 /// FIFO lanes of the event queue, one per constant delay (see [`EventQueue`]).
 pub(crate) mod lane {
@@ -180,7 +141,7 @@ pub type TraceSink<'a> = &'a mut dyn FnMut(&TraceLine);
 
 /// The state of one run.
 pub struct World<'s> {
-    pub(crate) sc: &'s Scenario,
+    pub(crate) model: &'s Model,
     pub(crate) q: EventQueue<Event>,
     pub(crate) clock: WallClock,
     pub(crate) rng_arrivals: SimRng,
@@ -206,14 +167,14 @@ pub struct World<'s> {
     pub(crate) max_events: u64,
 }
 
-/// Runs `sc` with `seed` (the model's own seed is ignored) and returns its metrics.
-pub fn run(sc: &Scenario, seed: u64) -> RunSummary {
-    World::new(sc, seed, None).run()
+/// Runs `model` with `seed` (the model's own seed is ignored) and returns its metrics.
+pub fn run(model: &Model, seed: u64) -> RunSummary {
+    World::new(model, seed, None).run()
 }
 
 /// Like [`run`], calling `sink` for every upstream attempt.
-pub fn run_traced<'s>(sc: &'s Scenario, seed: u64, sink: TraceSink<'s>) -> RunSummary {
-    World::new(sc, seed, Some(sink)).run()
+pub fn run_traced<'s>(model: &'s Model, seed: u64, sink: TraceSink<'s>) -> RunSummary {
+    World::new(model, seed, Some(sink)).run()
 }
 
 /// A run stopped by its event budget before the end of the model.
@@ -229,43 +190,43 @@ pub struct Truncated {
 /// Like [`run`] (or [`run_traced`] with a sink), processing at most
 /// `max_events` events. A run cut short still yields its metrics so far.
 pub fn run_budgeted<'s>(
-    sc: &'s Scenario,
+    model: &'s Model,
     seed: u64,
     max_events: u64,
     trace: Option<TraceSink<'s>>,
 ) -> (RunSummary, Option<Truncated>) {
-    let mut w = World::new(sc, seed, trace);
+    let mut w = World::new(model, seed, trace);
     w.max_events = max_events;
     let (summary, cut) = w.run_to_end_or_budget();
     (summary, cut.map(|at| Truncated { max_events, at }))
 }
 
 impl<'s> World<'s> {
-    pub fn new(sc: &'s Scenario, seed: u64, trace: Option<TraceSink<'s>>) -> Self {
-        let phase = match sc.gateway.clock_phase {
+    pub fn new(model: &'s Model, seed: u64, trace: Option<TraceSink<'s>>) -> Self {
+        let phase = match model.gateway.clock_phase {
             Some(p) => p,
             None => SimDuration::from_micros(
                 rng::stream(seed, Stream::Clock).random_range(0..1_000_000),
             ),
         };
-        let names = sc.nodes.iter().map(|n| n.name.clone()).collect();
+        let names = model.nodes.iter().map(|n| n.name.clone()).collect();
         let mut rec = Recorder::new(
             names,
-            sc.scopes(),
-            sc.end(),
-            (sc.measure_from, sc.measure_to),
-            sc.bucket,
+            model.scopes(),
+            model.end(),
+            (model.measure_from, model.measure_to),
+            model.bucket,
         );
-        for f in &sc.faults {
+        for f in &model.faults {
             rec.fault_window(f.node, f.start, f.end);
         }
-        let policies = sc
+        let policies = model
             .policies
             .iter()
-            .map(|p| policy::build(p, sc.scopes(), sc.nodes.len()))
+            .map(|p| policy::build(p, model.scopes(), model.nodes.len()))
             .collect();
         World {
-            sc,
+            model,
             q: EventQueue::new(),
             clock: WallClock::new(phase),
             rng_arrivals: rng::stream(seed, Stream::Arrivals),
@@ -275,9 +236,9 @@ impl<'s> World<'s> {
             rng_policy: rng::stream(seed, Stream::Policy),
             rng_probe: rng::stream(seed, Stream::Probe),
             rng_heartbeat: rng::stream(seed, Stream::Heartbeat),
-            clients: client::Clients::new(sc),
-            gw: gateway::Gateway::new(sc),
-            nodes: sc.nodes.iter().map(node::Node::new).collect(),
+            clients: client::Clients::new(model),
+            gw: gateway::Gateway::new(model),
+            nodes: model.nodes.iter().map(node::Node::new).collect(),
             policies,
             probes: probe::Probes::default(),
             heartbeats: Vec::new(),
@@ -303,8 +264,8 @@ impl<'s> World<'s> {
     /// returns the time it stopped at), and summarises.
     fn run_to_end_or_budget(mut self) -> (RunSummary, Option<SimTime>) {
         let mut cut = None;
-        let end = self.sc.end();
-        for (i, f) in self.sc.faults.iter().enumerate() {
+        let end = self.model.end();
+        for (i, f) in self.model.faults.iter().enumerate() {
             self.q.schedule(f.start, Event::FaultStart(i as u32));
             if let Some(e) = f.end {
                 self.q.schedule(e, Event::FaultEnd(i as u32));
@@ -330,11 +291,9 @@ impl<'s> World<'s> {
         let unfinished = self.gw.in_flight_counted() as u64;
         let seed_phase = self.clock.phase();
         let events = self.q.popped();
-        let model = self.sc.name.clone();
+        let name = self.model.name.clone();
         let seed = self.seed;
-        let summary = self
-            .rec
-            .finish(&model, seed, seed_phase, events, unfinished);
+        let summary = self.rec.finish(&name, seed, seed_phase, events, unfinished);
         (summary, cut)
     }
 
@@ -447,7 +406,7 @@ impl<'s> World<'s> {
                 t_s: self.q.now().as_secs_f64(),
                 request,
                 scope,
-                node: self.sc.nodes[node.index()].name.clone(),
+                node: self.model.nodes[node.index()].name.clone(),
                 result: match result {
                     AttemptResult::Status(s) => s.to_string(),
                     AttemptResult::Refused => "refused".into(),

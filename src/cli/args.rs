@@ -1,0 +1,166 @@
+//! The command line's arguments (clap derive): `///` comments are the help
+//! text. Execution lives in one file per subcommand; domain code never sees
+//! these types.
+
+use crate::sweep::Shard;
+use clap::{Args, Parser, Subcommand, ValueEnum};
+use std::path::PathBuf;
+
+/// Simulate gateway health-check policies in virtual time.
+#[derive(Parser, Debug)]
+#[command(name = "hcsim", version, about, long_about = None)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum Command {
+    /// Run a model (optionally several seeded replications) and report its metrics.
+    Run(RunArgs),
+    /// Validate a model (or a sweep) and print it with every default filled
+    /// in: what `run` will simulate. Exit code 0 if it is valid (warnings
+    /// allowed), 2 if not.
+    Check(CheckArgs),
+    /// Print the JSON Schema of model or sweep files, for editors to validate
+    /// and complete them.
+    Schema(SchemaArgs),
+    /// Run a model over a grid of parameters (points × replications) in parallel.
+    Sweep(SweepArgs),
+    /// Combine the outputs of `hcsim sweep --shard K/N` into those of the whole sweep.
+    Merge(MergeArgs),
+    /// Redraw the charts and report.html of a finished run from its output files.
+    Plot(PlotArgs),
+    /// Run the seed experiments' models and compare hcsim with the figures
+    /// measured on real software.
+    Reproduce(ReproduceArgs),
+}
+
+#[derive(Args, Debug)]
+pub struct PlotArgs {
+    /// An output directory written by `hcsim run` (summary.json) or
+    /// `hcsim sweep` (results.json).
+    pub dir: PathBuf,
+}
+
+#[derive(Args, Debug)]
+pub struct ReproduceArgs {
+    /// Directory holding the shipped models.
+    #[arg(long, default_value = "models")]
+    pub models: PathBuf,
+    /// Print a Markdown table (for docs/seed-comparison.md).
+    #[arg(long)]
+    pub markdown: bool,
+}
+
+#[derive(Args, Debug)]
+pub struct CheckArgs {
+    /// The model file (JSON).
+    pub file: PathBuf,
+    /// Override a field first, as `hcsim run --set` does. Repeatable.
+    #[arg(long = "set", value_name = "PATH=VALUE")]
+    pub set: Vec<String>,
+}
+
+#[derive(Args, Debug)]
+pub struct SchemaArgs {
+    /// Which kind of file.
+    #[arg(value_enum, default_value_t = SchemaKind::Model)]
+    pub kind: SchemaKind,
+}
+
+#[derive(Copy, Clone, Debug, PartialEq, Eq, ValueEnum)]
+pub enum SchemaKind {
+    /// A model file (`models/*.json`).
+    Model,
+    /// A sweep file (`sweeps/*.json`).
+    Sweep,
+}
+
+#[derive(Args, Debug)]
+pub struct RunArgs {
+    /// The model file (JSON), e.g. models/e2-p02-flaky-2pct.json.
+    pub model: PathBuf,
+    /// Override a field of the model, e.g. `--set clients.rate_per_s=10000`
+    /// or `--set policy.fail_timeout=30s`. Repeatable. VALUE is JSON, or a string.
+    #[arg(long = "set", value_name = "PATH=VALUE")]
+    pub set: Vec<String>,
+    /// Seed of the first replication (default: the model's `seed`).
+    #[arg(long)]
+    pub seed: Option<u64>,
+    /// Number of replications; each gets its own seed and clock phase.
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=100_000))]
+    pub reps: u32,
+    /// Output directory (default: output/<model name>/).
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+    /// What to print on stdout.
+    #[arg(long, value_enum, default_value_t = Format::Table)]
+    pub format: Format,
+    /// Also write attempts.csv: every upstream attempt (an access log).
+    #[arg(long)]
+    pub trace: bool,
+    /// Replications run in parallel on this many threads (default: all cores).
+    #[arg(long, short = 'j')]
+    pub jobs: Option<usize>,
+    /// Stop each replication after N engine events (then exit code 2). What
+    /// was simulated until then is still written; each run's `duration_s`
+    /// says how far it got. Also lifts the refusal of very large models.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+    pub max_events: Option<u64>,
+    /// Skip the charts and report.html.
+    #[arg(long)]
+    pub no_charts: bool,
+}
+
+#[derive(Args, Debug)]
+pub struct SweepArgs {
+    /// The sweep file (JSON), e.g. sweeps/max-fails-grid-crash.json.
+    pub sweep: PathBuf,
+    /// Runs in parallel on this many threads (default: all cores). Outputs do not depend on it.
+    #[arg(long, short = 'j')]
+    pub jobs: Option<usize>,
+    /// Output directory (default: output/<sweep name>/, and
+    /// output/<sweep name>/shard-K-of-N/ with --shard).
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+    /// Print nothing but errors: no size estimate, progress bar or summary.
+    #[arg(long, short = 'q')]
+    pub quiet: bool,
+    /// Finish an interrupted sweep: run only the runs its checkpoint lacks.
+    #[arg(long)]
+    pub resume: bool,
+    /// Run only shard K of N (the runs whose index modulo N is K-1), for `hcsim merge`.
+    #[arg(long, value_name = "K/N")]
+    pub shard: Option<Shard>,
+    /// Run even above 10^10 estimated simulated requests.
+    #[arg(long)]
+    pub yes: bool,
+    /// Skip the charts and report.html.
+    #[arg(long)]
+    pub no_charts: bool,
+}
+
+#[derive(Args, Debug)]
+pub struct MergeArgs {
+    /// Output directories of `hcsim sweep --shard K/N`, one per shard, in any order.
+    #[arg(required = true, value_name = "DIR")]
+    pub dirs: Vec<PathBuf>,
+    /// Where to write runs.csv, points.csv and results.json.
+    #[arg(long, value_name = "DIR")]
+    pub out: PathBuf,
+    /// Print nothing but errors.
+    #[arg(long, short = 'q')]
+    pub quiet: bool,
+    /// Skip the charts and report.html.
+    #[arg(long)]
+    pub no_charts: bool,
+}
+
+#[derive(Copy, Clone, Debug, PartialEq, Eq, ValueEnum)]
+pub enum Format {
+    /// Aligned columns for people.
+    Table,
+    /// One JSON document (the same as summary.json).
+    Json,
+}

@@ -1,0 +1,22 @@
+//! `hcsim merge DIR... --out DIR`: the shards of a distributed sweep combined.
+
+use super::{MergeArgs, emit};
+use crate::error::Error;
+use crate::output;
+use std::process::ExitCode;
+
+pub fn run(args: MergeArgs) -> Result<ExitCode, Error> {
+    let (header, records) = crate::sweep::merge::merge(&args.dirs)?;
+    output::sweep::write_outputs(&args.out, &header, &records)?;
+    if !args.no_charts {
+        output::plot(&args.out)?;
+    }
+    if !args.quiet {
+        emit(&format!(
+            "wrote {} (runs.csv, points.csv, results.json: {} runs)\n",
+            args.out.display(),
+            records.len()
+        ));
+    }
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,65 @@
+//! The command line: [`Cli`] (the arguments, in [`args`]) and one file per
+//! subcommand that turns them into calls to the library and prints the
+//! results. Nothing below this layer prints or sees clap types.
+
+pub mod args;
+mod check;
+mod merge;
+mod plot;
+mod reproduce;
+mod run;
+mod schema;
+mod sweep;
+
+pub use args::*;
+
+use crate::error::Error;
+use std::path::Path;
+use std::process::ExitCode;
+
+/// Runs the command; `Err` is a user error (exit code 2).
+pub fn run(cli: Cli) -> Result<ExitCode, Error> {
+    match cli.command {
+        Command::Run(args) => run::run(args),
+        Command::Check(args) => check::run(args),
+        Command::Schema(args) => schema::run(args),
+        Command::Sweep(args) => sweep::run(args),
+        Command::Merge(args) => merge::run(args),
+        Command::Plot(args) => plot::run(args),
+        Command::Reproduce(args) => reproduce::run(args),
+    }
+}
+
+/// Writes to stdout. A closed pipe (`hcsim ... | head`) quietly ends the
+/// output instead of panicking; other write errors are reported on stderr.
+pub(crate) fn emit(text: &str) {
+    use std::io::Write;
+    let mut out = std::io::stdout().lock();
+    if let Err(e) = out.write_all(text.as_bytes()).and_then(|()| out.flush())
+        && e.kind() != std::io::ErrorKind::BrokenPipe
+    {
+        eprintln!("error: cannot write to stdout: {e}");
+    }
+}
+
+/// Prints warnings to stderr as `warning: file: field: message`.
+pub fn print_warnings(path: &Path, warnings: &[(String, String)]) {
+    for (field, msg) in warnings {
+        if field.is_empty() {
+            eprintln!("warning: {}: {msg}", path.display());
+        } else {
+            eprintln!("warning: {}: {field}: {msg}", path.display());
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory;
+
+    #[test]
+    fn cli_definition_is_consistent() {
+        Cli::command().debug_assert();
+    }
+}

@@ -1,0 +1,165 @@
+//! Running a model: seeded replications, in parallel, each within an event
+//! budget and optionally traced ([`Replications`]); what a run would cost
+//! before it starts ([`cost`]).
+//!
+//! The seeding contract: replication `r` of a run with base seed `S` uses
+//! [`rep_seed(S, r)`](crate::engine::rng::rep_seed) (`S` itself for the
+//! first), so `--seed S --reps 1` reproduces any replication whose seed is
+//! `S`, and a sweep's point with common seeds equals `hcsim run --reps`.
+
+pub mod cost;
+
+use crate::engine::rng::rep_seed;
+use crate::error::Error;
+use crate::metrics::RunSummary;
+use crate::spec::Model;
+use crate::world::{self, TraceLine, Truncated};
+use rayon::prelude::*;
+use std::path::Path;
+
+/// Replications of one model: a builder (turmoil's `Builder` in spirit).
+#[derive(Clone, Copy, Debug)]
+pub struct Replications<'m> {
+    model: &'m Model,
+    seed: u64,
+    reps: u64,
+    max_events: u64,
+    trace: bool,
+}
+
+/// What the replications produced, in replication order.
+#[derive(Debug, Default)]
+pub struct Outcome {
+    pub runs: Vec<RunSummary>,
+    /// Each replication's attempts (empty unless traced).
+    pub traces: Vec<Vec<TraceLine>>,
+    /// Replications the event budget cut short: their seed and where they stopped.
+    pub cut: Vec<(u64, Truncated)>,
+}
+
+impl<'m> Replications<'m> {
+    /// One replication of `model` with its own seed, no budget, no trace.
+    pub fn of(model: &'m Model) -> Self {
+        Replications {
+            model,
+            seed: model.seed,
+            reps: 1,
+            max_events: u64::MAX,
+            trace: false,
+        }
+    }
+    /// The seed of the first replication (the others derive from it).
+    pub fn seed(mut self, seed: u64) -> Self {
+        self.seed = seed;
+        self
+    }
+    pub fn reps(mut self, reps: u64) -> Self {
+        self.reps = reps;
+        self
+    }
+    /// Stop each replication after this many engine events (`--max-events`).
+    pub fn max_events(mut self, max_events: Option<u64>) -> Self {
+        self.max_events = max_events.unwrap_or(u64::MAX);
+        self
+    }
+    /// Record every upstream attempt (`--trace`).
+    pub fn trace(mut self, trace: bool) -> Self {
+        self.trace = trace;
+        self
+    }
+
+    /// The seed of each replication.
+    pub fn seeds(&self) -> impl Iterator<Item = u64> + '_ {
+        (0..self.reps).map(|r| rep_seed(self.seed, r))
+    }
+
+    /// Runs the replications on the current rayon pool (install one to
+    /// choose the thread count); the outcome does not depend on it.
+    pub fn run(&self) -> Outcome {
+        let results: Vec<(RunSummary, Vec<TraceLine>, Option<Truncated>)> = (0..self.reps)
+            .into_par_iter()
+            .map(|r| self.one(rep_seed(self.seed, r)))
+            .collect();
+        let mut out = Outcome::default();
+        for (s, t, cut) in results {
+            if let Some(c) = cut {
+                out.cut.push((s.seed, c));
+            }
+            out.runs.push(s);
+            out.traces.push(t);
+        }
+        out
+    }
+
+    fn one(&self, seed: u64) -> (RunSummary, Vec<TraceLine>, Option<Truncated>) {
+        if self.trace {
+            let mut lines = Vec::new();
+            let mut sink = |l: &TraceLine| lines.push(l.clone());
+            let (s, cut) = world::run_budgeted(self.model, seed, self.max_events, Some(&mut sink));
+            (s, lines, cut)
+        } else {
+            let (s, cut) = world::run_budgeted(self.model, seed, self.max_events, None);
+            (s, Vec::new(), cut)
+        }
+    }
+}
+
+/// A pool of `jobs` worker threads (default: all cores).
+pub fn thread_pool(jobs: Option<usize>) -> Result<rayon::ThreadPool, Error> {
+    let mut b = rayon::ThreadPoolBuilder::new();
+    if let Some(j) = jobs {
+        if j == 0 {
+            return Err(Error::Usage("--jobs must be at least 1".into()));
+        }
+        b = b.num_threads(j);
+    }
+    b.build()
+        .map_err(|e| Error::Usage(format!("cannot start worker threads: {e}")))
+}
+
+/// Loads a model with its `--set` overrides and checks what it would cost.
+/// Returns it with its warnings (the model's, then the cost's); a cost that
+/// must be refused is an error.
+pub fn load_checked(
+    path: &Path,
+    sets: &[String],
+    max_events: Option<u64>,
+) -> Result<(Model, Vec<(String, String)>), Error> {
+    let model = crate::spec::load_with_overrides(path, sets)?;
+    let mut warnings = model.warnings();
+    let cost = cost::preflight(&model, max_events).map_err(|reason| Error::Limit {
+        path: path.to_path_buf(),
+        reason,
+    })?;
+    warnings.extend(cost);
+    Ok((model, warnings))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn replications_do_not_depend_on_the_thread_count() {
+        let model = Model::from_document(
+            &serde_json::json!({
+                "name": "t", "duration": "3s",
+                "clients": {"kind": "open", "rate_per_s": 100.0},
+                "nodes": [{"name": "a"}, {"name": "b"}],
+                "faults": [{"kind": "flaky", "node": "a", "p": 0.2}]
+            }),
+            Path::new("t.json"),
+        )
+        .unwrap();
+        let reps = Replications::of(&model).seed(9).reps(4).trace(true);
+        let one = thread_pool(Some(1)).unwrap().install(|| reps.run());
+        let two = thread_pool(Some(2)).unwrap().install(|| reps.run());
+        assert_eq!(one.runs, two.runs);
+        assert_eq!(one.runs[0].seed, 9);
+        assert_eq!(
+            one.runs.iter().map(|r| r.seed).collect::<Vec<_>>(),
+            reps.seeds().collect::<Vec<_>>()
+        );
+        assert!(one.traces.iter().all(|t| !t.is_empty()));
+    }
+}

@@ -1,0 +1,189 @@
+//! The charts a model or a sweep asks for (`charts` in the file): what to
+//! draw, not how. The output layer draws them (`output::charts`).
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+/// A chart a model (or sweep) asks for; `kind` is the tag.
+#[derive(Clone, Debug, Deserialize, Serialize, PartialEq, JsonSchema)]
+#[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
+pub enum ChartSpec {
+    /// One replication over time: share per node, fault windows, ejections, client errors.
+    #[serde(deserialize_with = "chart_body::timeline")]
+    Timeline {
+        /// Which replication (0-based). Default 0.
+        #[serde(default)]
+        rep: usize,
+    },
+    /// A metric over the replications: one box (or CDF curve) per node in a
+    /// run, per point in a sweep.
+    #[serde(deserialize_with = "chart_body::distribution")]
+    Distribution {
+        /// In a run: a node metric (`share`, `first_ejection_delay_s`,
+        /// `recovery_delay_s`, `ejected_time_s`, `ejections`, ...) or a client
+        /// metric path (`client.latency_ms.p99`). In a sweep: a column of
+        /// `runs.csv` (`nodes.A.first_ejection_delay_s`).
+        metric: String,
+        /// `box` (default) or `cdf`.
+        #[serde(default)]
+        style: DistStyle,
+    },
+    /// Sweeps: a metric over two axes, the value printed in each cell.
+    #[serde(deserialize_with = "chart_body::heatmap")]
+    Heatmap {
+        /// A column of `points.csv` without its statistic (`nodes.A.share`).
+        metric: String,
+        /// Axis paths (as in the sweep file) for columns and rows.
+        x: String,
+        y: String,
+        /// Which statistic over the replications. Default `median`.
+        #[serde(default)]
+        stat: StatName,
+    },
+    /// Sweeps: a metric against one axis, one line per value of another, with
+    /// a band over the replications.
+    #[serde(deserialize_with = "chart_body::lines")]
+    Lines {
+        metric: String,
+        x: String,
+        /// The axis whose values make the lines; omitted: one line.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        series: Option<String>,
+        /// `p5_p95` (default) or `min_max`.
+        #[serde(default)]
+        band: Band,
+    },
+}
+
+#[derive(Clone, Copy, Debug, Default, Deserialize, Serialize, PartialEq, Eq, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum StatName {
+    #[default]
+    Median,
+    Mean,
+    Min,
+    Max,
+    P5,
+    P95,
+}
+
+impl StatName {
+    pub fn key(self) -> &'static str {
+        match self {
+            StatName::Median => "median",
+            StatName::Mean => "mean",
+            StatName::Min => "min",
+            StatName::Max => "max",
+            StatName::P5 => "p5",
+            StatName::P95 => "p95",
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug, Default, Deserialize, Serialize, PartialEq, Eq, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum Band {
+    #[default]
+    P5P95,
+    MinMax,
+}
+
+/// The bodies of `ChartSpec`'s variants, read with their own path tracker
+/// (see [`crate::diagnostics`]) so that errors name the field.
+mod chart_body {
+    use super::{Band, DistStyle, StatName};
+    use crate::diagnostics::tracked;
+    use serde::{Deserialize, Deserializer};
+
+    #[derive(Deserialize)]
+    #[serde(deny_unknown_fields)]
+    struct Timeline {
+        #[serde(default)]
+        rep: usize,
+    }
+    #[derive(Deserialize)]
+    #[serde(deny_unknown_fields)]
+    struct Distribution {
+        metric: String,
+        #[serde(default)]
+        style: DistStyle,
+    }
+
+    #[derive(Deserialize)]
+    #[serde(deny_unknown_fields)]
+    struct Heatmap {
+        metric: String,
+        x: String,
+        y: String,
+        #[serde(default)]
+        stat: StatName,
+    }
+    #[derive(Deserialize)]
+    #[serde(deny_unknown_fields)]
+    struct Lines {
+        metric: String,
+        x: String,
+        #[serde(default)]
+        series: Option<String>,
+        #[serde(default)]
+        band: Band,
+    }
+
+    pub fn heatmap<'de, D: Deserializer<'de>>(
+        d: D,
+    ) -> Result<(String, String, String, StatName), D::Error> {
+        tracked::<_, Heatmap>(d).map(|b| (b.metric, b.x, b.y, b.stat))
+    }
+    pub fn lines<'de, D: Deserializer<'de>>(
+        d: D,
+    ) -> Result<(String, String, Option<String>, Band), D::Error> {
+        tracked::<_, Lines>(d).map(|b| (b.metric, b.x, b.series, b.band))
+    }
+    pub fn timeline<'de, D: Deserializer<'de>>(d: D) -> Result<usize, D::Error> {
+        tracked::<_, Timeline>(d).map(|b| b.rep)
+    }
+    pub fn distribution<'de, D: Deserializer<'de>>(d: D) -> Result<(String, DistStyle), D::Error> {
+        tracked::<_, Distribution>(d).map(|b| (b.metric, b.style))
+    }
+}
+
+#[derive(Clone, Copy, Debug, Default, Deserialize, Serialize, PartialEq, Eq, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum DistStyle {
+    #[default]
+    Box,
+    Cdf,
+}
+
+/// Checks that a sweep's charts name existing axes (their metrics are known
+/// only once runs exist); `Err((field, reason))`.
+pub fn check_sweep_axes(charts: &[ChartSpec], axes: &[String]) -> Result<(), (String, String)> {
+    for (i, c) in charts.iter().enumerate() {
+        let named: Vec<(&str, &String)> = match c {
+            ChartSpec::Heatmap { x, y, .. } => vec![("x", x), ("y", y)],
+            ChartSpec::Lines { x, series, .. } => {
+                let mut v = vec![("x", x)];
+                if let Some(s) = series {
+                    v.push(("series", s));
+                }
+                v
+            }
+            ChartSpec::Timeline { .. } => {
+                return Err((
+                    format!("charts[{i}]"),
+                    "a timeline shows one run: name it in a model, not a sweep".into(),
+                ));
+            }
+            ChartSpec::Distribution { .. } => vec![],
+        };
+        for (field, a) in named {
+            if !axes.iter().any(|x| x == a) {
+                return Err((
+                    format!("charts[{i}].{field}"),
+                    format!("no axis `{a}` (axes are {})", axes.join(", ")),
+                ));
+            }
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,325 @@
+//! Reading model and sweep documents: JSON with line and column in errors,
+//! deserialization that names the JSON path of an error, and the dotted paths
+//! (`policy.fail_timeout`, `nodes.A.weight`, `faults[0].for`) that `--set`
+//! and sweep axes patch.
+
+use super::Model;
+use crate::diagnostics;
+use crate::error::Error;
+use serde_json::Value;
+use std::path::Path;
+
+/// The largest model or sweep file hcsim reads.
+pub const MAX_FILE_BYTES: u64 = 64 << 20;
+
+/// Reads a JSON document, reporting syntax errors with line and column.
+pub fn read_document(path: &Path) -> Result<Value, Error> {
+    let err = |source| Error::ReadFile {
+        path: path.to_path_buf(),
+        source,
+    };
+    // A device or a pipe (`/dev/zero`) would never end, a huge file would
+    // fill memory: only regular files of a sane size are models.
+    let meta = std::fs::metadata(path).map_err(err)?;
+    if !meta.is_file() {
+        return Err(err(std::io::Error::other("not a regular file")));
+    }
+    if meta.len() > MAX_FILE_BYTES {
+        return Err(err(std::io::Error::other(format!(
+            "{} MiB is more than the {} MiB a model or sweep file may have",
+            meta.len() / (1 << 20),
+            MAX_FILE_BYTES >> 20
+        ))));
+    }
+    let text = std::fs::read_to_string(path).map_err(err)?;
+    diagnostics::parse_json(&text).map_err(|e| Error::Json {
+        path: path.to_path_buf(),
+        line: e.line(),
+        column: e.column(),
+        msg: strip_position(&e.to_string()) + diagnostics::json_hint(&text, e.line(), e.column()),
+    })
+}
+
+fn strip_position(msg: &str) -> String {
+    match msg.rfind(" at line ") {
+        Some(i) => msg[..i].to_string(),
+        None => msg.to_string(),
+    }
+}
+
+/// Deserializes a document into `T`, naming the JSON path of any error.
+pub fn from_document<T: serde::de::DeserializeOwned>(doc: &Value, path: &Path) -> Result<T, Error> {
+    serde_path_to_error::deserialize(doc).map_err(|e| {
+        let (field, msg) = diagnostics::describe(&e);
+        Error::Parse {
+            path: path.to_path_buf(),
+            field,
+            msg: strip_position(&msg),
+        }
+    })
+}
+
+/// "a list", "a string", ...: how a JSON value is described in messages.
+pub fn json_kind(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "a list",
+        Value::Object(_) => "an object",
+    }
+}
+
+/// What a JSON file describes, judged by its top-level shape.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum FileKind {
+    /// A model: `name`, `duration`, `clients`, `nodes`, ...
+    Model,
+    /// A sweep: names a `model` file and the `axes` to vary.
+    Sweep,
+}
+
+/// A sweep names its model and axes; anything else is read as a model (and
+/// a malformed one gets the model's error messages).
+pub fn file_kind(doc: &Value) -> FileKind {
+    match doc.as_object() {
+        Some(m) if m.contains_key("axes") || m.get("model").is_some_and(Value::is_string) => {
+            FileKind::Sweep
+        }
+        _ => FileKind::Model,
+    }
+}
+
+/// Loads a model document and applies `--set PATH=VALUE` overrides. An error
+/// in a field that a `--set` changed says so.
+pub fn load_with_overrides(path: &Path, sets: &[String]) -> Result<Model, Error> {
+    let mut doc = read_document(path)?;
+    let mut set_fields = vec![];
+    for arg in sets {
+        let err = |reason: String| Error::Set {
+            arg: arg.clone(),
+            reason,
+        };
+        let (key, value) = arg
+            .split_once('=')
+            .ok_or_else(|| err("expected PATH=VALUE, e.g. clients.rate_per_s=10000".into()))?;
+        let (key, value) = (key.trim(), value.trim());
+        // Text that starts like JSON must be JSON: a missing brace should not
+        // turn an object into a string.
+        if value.starts_with(['{', '[', '"'])
+            && let Err(e) = serde_json::from_str::<Value>(value)
+        {
+            return Err(err(format!("VALUE is not valid JSON: {e}")));
+        }
+        set_path(&mut doc, key, parse_set_value(value)).map_err(err)?;
+        if let Some(field) = canonical_path(&doc, key) {
+            set_fields.push((field, arg));
+        }
+    }
+    Model::from_document(&doc, path).map_err(|e| {
+        set_fields.iter().rev().fold(e, |e, (field, arg)| {
+            e.note_under(field, &format!("set by --set {arg}"))
+        })
+    })
+}
+
+/// Sets `value` at a dotted path (`clients.rate_per_s`, `nodes[0].weight`,
+/// `nodes.a.weight` by node name) in a model document. The parent must exist;
+/// the last key may be new only if the parent is an object.
+pub fn set_path(doc: &mut Value, path: &str, value: Value) -> Result<(), String> {
+    let parts = split_path(path)?;
+    let (last, parents) = parts.split_last().ok_or("empty path")?;
+    let mut cur = doc;
+    let mut walked = String::new();
+    for p in parents {
+        // A section the file leaves to its defaults (e.g. `gateway`) is created.
+        if let Value::Object(map) = cur
+            && !map.contains_key(p.as_str())
+        {
+            map.insert(p.clone(), Value::Object(Default::default()));
+        }
+        let missing = match &*cur {
+            Value::Array(items) => match p.parse::<usize>() {
+                Ok(i) => format!(
+                    "index {i} is out of range: `{walked}` has {} item(s)",
+                    items.len()
+                ),
+                Err(_) => format!("`{walked}` has no item named \"{p}\""),
+            },
+            _ => format!(
+                "no field `{p}` under `{}`",
+                if walked.is_empty() {
+                    "(top level)"
+                } else {
+                    &walked
+                }
+            ),
+        };
+        cur = step(cur, p).ok_or(missing)?;
+        if !walked.is_empty() {
+            walked.push('.');
+        }
+        walked.push_str(p);
+    }
+    match cur {
+        Value::Object(map) => {
+            map.insert(last.clone(), value);
+            Ok(())
+        }
+        Value::Array(items) => {
+            let i: usize = last.parse().map_err(|_| {
+                format!("`{walked}` is a list: index it with a number, not `{last}`")
+            })?;
+            let len = items.len();
+            let slot = items
+                .get_mut(i)
+                .ok_or_else(|| format!("index {i} is out of range: `{walked}` has {len} items"))?;
+            *slot = value;
+            Ok(())
+        }
+        _ => Err(format!("`{walked}` is not an object")),
+    }
+}
+
+/// Reads the value at a dotted path, if it exists.
+pub fn get_path<'a>(doc: &'a Value, path: &str) -> Option<&'a Value> {
+    let parts = split_path(path).ok()?;
+    let mut cur = doc;
+    for p in &parts {
+        cur = step_ref(cur, p)?;
+    }
+    Some(cur)
+}
+
+/// Spells a `--set` path the way errors do: `nodes.A.weight` (a list item
+/// addressed by name) becomes `nodes[0].weight`. `None` if it is malformed or
+/// names a list item that does not exist.
+pub fn canonical_path(doc: &Value, path: &str) -> Option<String> {
+    let mut out = String::new();
+    let mut cur = Some(doc);
+    for p in split_path(path).ok()? {
+        if let Some(Value::Array(items)) = cur {
+            let i = match p.parse::<usize>() {
+                Ok(i) => i,
+                Err(_) => items
+                    .iter()
+                    .position(|it| it.get("name").and_then(Value::as_str) == Some(p.as_str()))?,
+            };
+            out.push_str(&format!("[{i}]"));
+            cur = items.get(i);
+        } else {
+            if !out.is_empty() {
+                out.push('.');
+            }
+            out.push_str(&p);
+            cur = cur.and_then(|v| v.get(p.as_str()));
+        }
+    }
+    Some(out)
+}
+
+fn split_path(path: &str) -> Result<Vec<String>, String> {
+    let mut out = vec![];
+    for seg in path.split('.') {
+        if seg.is_empty() {
+            return Err(format!("malformed path `{path}`"));
+        }
+        // `nodes[0]` -> `nodes`, `0`
+        let mut rest = seg;
+        if let Some(b) = rest.find('[') {
+            out.push(rest[..b].to_string());
+            rest = &rest[b..];
+            while let Some(stripped) = rest.strip_prefix('[') {
+                let close = stripped
+                    .find(']')
+                    .ok_or_else(|| format!("malformed path `{path}`"))?;
+                out.push(stripped[..close].to_string());
+                rest = &stripped[close + 1..];
+            }
+            if !rest.is_empty() {
+                return Err(format!("malformed path `{path}`"));
+            }
+        } else {
+            out.push(rest.to_string());
+        }
+    }
+    out.retain(|s| !s.is_empty());
+    Ok(out)
+}
+
+fn step<'a>(v: &'a mut Value, key: &str) -> Option<&'a mut Value> {
+    match v {
+        Value::Object(m) => m.get_mut(key),
+        Value::Array(items) => match key.parse::<usize>() {
+            Ok(i) => items.get_mut(i),
+            // a list of named things (nodes) can be addressed by name
+            Err(_) => items
+                .iter_mut()
+                .find(|it| it.get("name").and_then(Value::as_str) == Some(key)),
+        },
+        _ => None,
+    }
+}
+
+fn step_ref<'a>(v: &'a Value, key: &str) -> Option<&'a Value> {
+    match v {
+        Value::Object(m) => m.get(key),
+        Value::Array(items) => match key.parse::<usize>() {
+            Ok(i) => items.get(i),
+            Err(_) => items
+                .iter()
+                .find(|it| it.get("name").and_then(Value::as_str) == Some(key)),
+        },
+        _ => None,
+    }
+}
+
+/// Parses the value of `--set PATH=VALUE`: JSON if it parses, else a string.
+pub fn parse_set_value(text: &str) -> Value {
+    serde_json::from_str(text).unwrap_or_else(|_| Value::String(text.to_string()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn minimal() -> Value {
+        json!({
+            "name": "t", "duration": "10s",
+            "clients": {"kind": "open", "rate_per_s": 10.0},
+            "nodes": [{"name": "a"}, {"name": "b"}]
+        })
+    }
+
+    #[test]
+    fn set_path_patches_by_index_and_by_name() {
+        let mut d = minimal();
+        set_path(&mut d, "clients.rate_per_s", json!(10000)).unwrap();
+        set_path(&mut d, "nodes[1].weight", json!(3)).unwrap();
+        set_path(&mut d, "nodes.a.weight", json!(2)).unwrap();
+        assert_eq!(d["clients"]["rate_per_s"], json!(10000));
+        assert_eq!(d["nodes"][1]["weight"], json!(3));
+        assert_eq!(d["nodes"][0]["weight"], json!(2));
+        assert!(set_path(&mut d, "nodes[7].weight", json!(2)).is_err());
+        set_path(&mut d, "gateway.workers", json!(2)).unwrap();
+        assert_eq!(d["gateway"]["workers"], json!(2));
+        assert_eq!(get_path(&d, "nodes[1].name"), Some(&json!("b")));
+        assert_eq!(parse_set_value("5s"), json!("5s"));
+        assert_eq!(parse_set_value("3"), json!(3));
+    }
+
+    #[test]
+    fn tells_models_from_sweeps() {
+        assert_eq!(
+            file_kind(&json!({"name": "x", "nodes": []})),
+            FileKind::Model
+        );
+        assert_eq!(
+            file_kind(&json!({"model": "models/a.json", "axes": []})),
+            FileKind::Sweep
+        );
+        assert_eq!(file_kind(&json!([1, 2])), FileKind::Model);
+    }
+}

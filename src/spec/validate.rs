@@ -1,0 +1,926 @@
+//! `ModelSpec` → `Model`: the checks serde cannot do, one function per
+//! section of the file, then the warnings (legal but suspicious settings).
+
+use super::document::{from_document, json_kind, read_document};
+use super::model::*;
+use crate::diagnostics;
+use crate::engine::{SimDuration, SimTime};
+use crate::error::Error;
+use crate::ids::NodeId;
+use crate::policy::PolicySpec;
+use serde_json::Value;
+use std::collections::BTreeSet;
+use std::path::Path;
+
+/// A field (JSON path) and why its value is refused.
+type Invalid = (String, String);
+
+fn invalid(field: impl Into<String>, reason: impl Into<String>) -> Invalid {
+    (field.into(), reason.into())
+}
+
+/// A validated model, ready to run.
+#[derive(Clone, Debug)]
+pub struct Model {
+    pub spec: ModelSpec,
+    pub name: String,
+    pub seed: u64,
+    pub duration: SimDuration,
+    pub measure_from: SimTime,
+    pub measure_to: SimTime,
+    pub bucket: SimDuration,
+    pub clients: Clients,
+    pub gateway: GatewaySpec,
+    pub next_upstream: NextUpstreamMask,
+    pub nodes: Vec<NodeSpec>,
+    pub faults: Vec<Fault>,
+    pub policies: Vec<PolicySpec>,
+}
+
+#[derive(Clone, Debug)]
+pub enum Clients {
+    Open {
+        rate_per_s: f64,
+        arrivals: Arrivals,
+        timeout: Option<SimDuration>,
+        method: Method,
+    },
+    Closed {
+        concurrency: u32,
+        think_time: SimDuration,
+        timeout: Option<SimDuration>,
+        method: Method,
+    },
+}
+
+impl Clients {
+    pub fn timeout(&self) -> Option<SimDuration> {
+        match self {
+            Clients::Open { timeout, .. } | Clients::Closed { timeout, .. } => *timeout,
+        }
+    }
+    pub fn method(&self) -> Method {
+        match self {
+            Clients::Open { method, .. } | Clients::Closed { method, .. } => *method,
+        }
+    }
+}
+
+/// `proxy_next_upstream` as a bit mask.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct NextUpstreamMask(u32);
+
+impl NextUpstreamMask {
+    pub fn from_words(words: &[NextUpstream]) -> Self {
+        if words.contains(&NextUpstream::Off) {
+            return NextUpstreamMask(0);
+        }
+        NextUpstreamMask(words.iter().fold(0, |m, w| m | (1 << *w as u32)))
+    }
+    pub fn contains(self, w: NextUpstream) -> bool {
+        self.0 & (1 << w as u32) != 0
+    }
+}
+
+/// What a fault does while it is active.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum FaultKind {
+    Crash,
+    Hang,
+    Stop,
+    Partition,
+    Flaky {
+        p: f64,
+        error: FlakyError,
+        status: u16,
+    },
+    Slow {
+        factor: f64,
+        extra: SimDuration,
+    },
+}
+
+impl FaultKind {
+    pub fn name(&self) -> &'static str {
+        match self {
+            FaultKind::Crash => "crash",
+            FaultKind::Hang => "hang",
+            FaultKind::Stop => "stop",
+            FaultKind::Partition => "partition",
+            FaultKind::Flaky { .. } => "flaky",
+            FaultKind::Slow { .. } => "slow",
+        }
+    }
+    /// Crash, hang, stop and partition exclude one another on a node.
+    fn is_availability(&self) -> bool {
+        matches!(
+            self,
+            FaultKind::Crash | FaultKind::Hang | FaultKind::Stop | FaultKind::Partition
+        )
+    }
+}
+
+#[derive(Clone, Copy, Debug)]
+pub struct Fault {
+    pub node: NodeId,
+    pub kind: FaultKind,
+    pub start: SimTime,
+    /// `None`: to the end of the run.
+    pub end: Option<SimTime>,
+}
+
+impl Model {
+    /// Loads and validates a model file.
+    pub fn load(path: &Path) -> Result<Model, Error> {
+        let doc = read_document(path)?;
+        Model::from_document(&doc, path)
+    }
+
+    pub fn from_document(doc: &Value, path: &Path) -> Result<Model, Error> {
+        if !doc.is_object() {
+            return Err(Error::Parse {
+                path: path.to_path_buf(),
+                field: String::new(),
+                msg: format!(
+                    "a model is a JSON object ({{\"name\": ..., \"duration\": ..., ...}}), found {}",
+                    json_kind(doc)
+                ),
+            });
+        }
+        let spec: ModelSpec = from_document(doc, path)?;
+        Model::from_spec(spec, path)
+    }
+
+    /// Checks what serde cannot: names, ranges, references between sections.
+    /// The sections are checked in file order, so the first error reported
+    /// is the first in the file.
+    pub fn from_spec(spec: ModelSpec, path: &Path) -> Result<Model, Error> {
+        Model::validated(spec).map_err(|(field, reason)| Error::Invalid {
+            path: path.to_path_buf(),
+            field,
+            reason,
+        })
+    }
+
+    fn validated(spec: ModelSpec) -> Result<Model, Invalid> {
+        check_name(&spec.name)?;
+        let (measure_from, measure_to) = run_window(&spec)?;
+        let clients = clients(&spec.clients)?;
+        check_gateway(&spec.gateway)?;
+        check_nodes(&spec.nodes)?;
+        super::limits::check_size(&spec)?;
+        let faults = faults(&spec)?;
+        let policies = policies(&spec)?;
+        Ok(Model {
+            name: spec.name.clone(),
+            seed: spec.seed,
+            duration: spec.duration,
+            measure_from,
+            measure_to,
+            bucket: spec.timeline_bucket,
+            clients,
+            gateway: spec.gateway.clone(),
+            next_upstream: NextUpstreamMask::from_words(&spec.gateway.proxy_next_upstream),
+            nodes: spec.nodes.clone(),
+            faults,
+            policies,
+            spec,
+        })
+    }
+
+    pub fn end(&self) -> SimTime {
+        SimTime::ZERO + self.duration
+    }
+
+    /// Number of independent copies of peer state (nginx workers without `zone`).
+    pub fn scopes(&self) -> usize {
+        if self.gateway.zone {
+            1
+        } else {
+            self.gateway.workers as usize
+        }
+    }
+
+    /// The model as it will run: the policy default, the measurement window and
+    /// every field's default written out; optional settings that are off are
+    /// `null` (`clients.timeout`: never; `gateway.clock_phase`: drawn from the
+    /// seed; `faults[].for`: to the end). The result is itself a valid model
+    /// that checks to the same document (what `hcsim check` prints).
+    pub fn effective_spec(&self) -> ModelSpec {
+        let mut spec = self.spec.clone();
+        spec.schema = None;
+        spec.measure = Some(MeasureSpec {
+            from: self.measure_from.since_start(),
+            to: Some(self.measure_to.since_start()),
+        });
+        if spec.gateway.flavor == GatewayFlavor::Haproxy {
+            spec.gateway.haproxy = Some(spec.gateway.haproxy());
+        }
+        if spec.policies.is_empty() {
+            spec.policy = self.policies.first().cloned();
+        } else {
+            spec.policies = self.policies.clone();
+        }
+        spec
+    }
+
+    /// Legal but suspicious settings, as `(field, message)` with the JSON
+    /// path of the field. Callers print them as `warning: file: field: message`.
+    pub fn warnings(&self) -> Vec<(String, String)> {
+        let mut w = self.client_timeout_warnings();
+        let words = &self.gateway.proxy_next_upstream;
+        if words.contains(&NextUpstream::Off) && words.len() > 1 {
+            w.push((
+                "gateway.proxy_next_upstream".into(),
+                "`off` turns off every other condition listed: no request is retried".into(),
+            ));
+        }
+        for (i, f) in self.spec.faults.iter().enumerate() {
+            let (at, for_) = f.window();
+            if let Some(d) = for_
+                && at + d > self.duration
+            {
+                w.push((
+                    format!("faults[{i}].for"),
+                    format!(
+                        "the fault would end at {}, after the run ({}); it lasts to the end \
+                         (leave out `for` to say so)",
+                        at + d,
+                        self.duration
+                    ),
+                ));
+            }
+        }
+        for (i, p) in self.policies.iter().enumerate() {
+            let base = policy_field(&self.spec, i);
+            for (field, msg) in p.warnings() {
+                w.push((format!("{base}.{field}"), msg));
+            }
+        }
+        w
+    }
+
+    /// Clients that give up before the gateway's attempt ends abort it (499),
+    /// which no passive check counts.
+    fn client_timeout_warnings(&self) -> Vec<(String, String)> {
+        let g = &self.gateway;
+        let Some(t) = self.clients.timeout() else {
+            return vec![];
+        };
+        if !self.policies.iter().any(PolicySpec::counts_client_requests) {
+            return vec![];
+        }
+        // When a waiting attempt ends: (field, its value as written, when it fires).
+        let waits: Vec<(String, String, Option<SimDuration>)> = match g.flavor {
+            GatewayFlavor::Nginx => vec![
+                (
+                    "gateway.proxy_connect_timeout".into(),
+                    g.proxy_connect_timeout.to_string(),
+                    Some(g.proxy_connect_timeout),
+                ),
+                (
+                    "gateway.proxy_read_timeout".into(),
+                    g.proxy_read_timeout.to_string(),
+                    Some(g.rtt + g.proxy_read_timeout),
+                ),
+            ],
+            GatewayFlavor::Haproxy => {
+                let h = g.haproxy();
+                vec![
+                    (
+                        "gateway.haproxy.timeout_connect".into(),
+                        h.timeout_connect.map_or_else(
+                            || format!("unset: the kernel's {KERNEL_CONNECT_TIMEOUT}"),
+                            |d| d.to_string(),
+                        ),
+                        Some(h.timeout_connect.unwrap_or(KERNEL_CONNECT_TIMEOUT)),
+                    ),
+                    (
+                        "gateway.haproxy.timeout_server".into(),
+                        h.timeout_server
+                            .map_or_else(|| "unset: never".into(), |d| d.to_string()),
+                        h.timeout_server.map(|d| g.rtt + d),
+                    ),
+                ]
+            }
+        };
+        let longer: Vec<String> = waits
+            .iter()
+            .filter(|(_, _, fires)| fires.is_none_or(|f| t <= f))
+            .map(|(name, value, _)| format!("{name} ({value})"))
+            .collect();
+        if longer.is_empty() {
+            return vec![];
+        }
+        vec![(
+            "clients.timeout".into(),
+            format!(
+                "clients give up after {t}, no later than {}: a waiting attempt ends as a \
+                 client abort (499), which passive health checks never count as a \
+                 failure, so they may never eject a node that stops answering",
+                longer.join(" and ")
+            ),
+        )]
+    }
+}
+
+/// `policy` or `policies[i]`: where policy `i` was written.
+fn policy_field(spec: &ModelSpec, i: usize) -> String {
+    if spec.policy.is_some() {
+        "policy".to_string()
+    } else {
+        format!("policies[{i}]")
+    }
+}
+
+/// `name` names the output directory.
+fn check_name(name: &str) -> Result<(), Invalid> {
+    if name.trim().is_empty() {
+        return Err(invalid("name", "must not be empty"));
+    }
+    if name.contains(['/', '\\', '\0']) || name == "." || name == ".." {
+        return Err(invalid(
+            "name",
+            format!(
+                "names the output directory output/<name>/, so it cannot be \".\", \"..\" \
+                 or contain `/` or `\\`, found {name:?}"
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// `duration`, `timeline_bucket` and `measure`: the measurement window.
+fn run_window(spec: &ModelSpec) -> Result<(SimTime, SimTime), Invalid> {
+    if spec.duration.is_zero() {
+        return Err(invalid("duration", "must be positive"));
+    }
+    if spec.timeline_bucket.is_zero() {
+        return Err(invalid("timeline_bucket", "must be positive"));
+    }
+    let end = SimTime::ZERO + spec.duration;
+    let Some(m) = &spec.measure else {
+        return Ok((SimTime::ZERO, end));
+    };
+    let to = m.to.map(|d| SimTime::ZERO + d).unwrap_or(end);
+    let from = SimTime::ZERO + m.from;
+    if from >= to {
+        return Err(invalid(
+            "measure.from",
+            format!(
+                "must be before measure.to ({}), found {}",
+                to.since_start(),
+                m.from
+            ),
+        ));
+    }
+    if to > end {
+        return Err(invalid(
+            "measure.to",
+            format!("must not be after the end of the run ({})", spec.duration),
+        ));
+    }
+    Ok((from, to))
+}
+
+/// The `clients` section.
+fn clients(spec: &ClientsSpec) -> Result<Clients, Invalid> {
+    let clients = match spec {
+        ClientsSpec::Open(c) => {
+            if !(c.rate_per_s.is_finite() && c.rate_per_s > 0.0) {
+                return Err(invalid(
+                    "clients.rate_per_s",
+                    format!(
+                        "must be a positive number of requests per second, found {}",
+                        c.rate_per_s
+                    ),
+                ));
+            }
+            if c.rate_per_s > 10_000_000.0 {
+                return Err(invalid(
+                    "clients.rate_per_s",
+                    "is above 10,000,000 requests per second",
+                ));
+            }
+            Clients::Open {
+                rate_per_s: c.rate_per_s,
+                arrivals: c.arrivals,
+                timeout: c.timeout,
+                method: c.method,
+            }
+        }
+        ClientsSpec::Closed(c) => {
+            if c.concurrency == 0 {
+                return Err(invalid("clients.concurrency", "must be at least 1"));
+            }
+            Clients::Closed {
+                concurrency: c.concurrency,
+                think_time: c.think_time,
+                timeout: c.timeout,
+                method: c.method,
+            }
+        }
+    };
+    if clients.timeout().is_some_and(|t| t.is_zero()) {
+        return Err(invalid("clients.timeout", "must be positive"));
+    }
+    Ok(clients)
+}
+
+/// The `gateway` section.
+fn check_gateway(g: &GatewaySpec) -> Result<(), Invalid> {
+    if g.workers == 0 || g.workers > 1024 {
+        return Err(invalid(
+            "gateway.workers",
+            format!("must be between 1 and 1024, found {}", g.workers),
+        ));
+    }
+    if let Some(p) = g.clock_phase
+        && p >= SimDuration::from_secs(1)
+    {
+        return Err(invalid(
+            "gateway.clock_phase",
+            format!("must be below 1s (a phase within one wall-clock second), found \"{p}\""),
+        ));
+    }
+    if g.proxy_next_upstream.is_empty() {
+        return Err(invalid(
+            "gateway.proxy_next_upstream",
+            "must list at least one condition (nginx needs one), or be [\"off\"]",
+        ));
+    }
+    if let Some(t) = g.healthy_panic_threshold
+        && !(0.0..=100.0).contains(&t)
+    {
+        return Err(invalid(
+            "gateway.healthy_panic_threshold",
+            format!("is a percentage (0..=100), found {t}"),
+        ));
+    }
+    for (field, d) in [
+        ("proxy_connect_timeout", g.proxy_connect_timeout),
+        ("proxy_read_timeout", g.proxy_read_timeout),
+    ] {
+        if d.is_zero() {
+            return Err(invalid(format!("gateway.{field}"), "must be positive"));
+        }
+    }
+    match (g.flavor, &g.haproxy) {
+        (GatewayFlavor::Nginx, Some(_)) => {
+            return Err(invalid(
+                "gateway.haproxy",
+                "HAProxy settings need `\"flavor\": \"haproxy\"`",
+            ));
+        }
+        (GatewayFlavor::Haproxy, Some(h)) => {
+            for (field, d) in [
+                ("timeout_connect", h.timeout_connect),
+                ("timeout_server", h.timeout_server),
+            ] {
+                if d.is_some_and(|d| d.is_zero()) {
+                    return Err(invalid(
+                        format!("gateway.haproxy.{field}"),
+                        "must be positive (omit it for none)",
+                    ));
+                }
+            }
+        }
+        _ => {}
+    }
+    if g.flavor == GatewayFlavor::Haproxy && g.workers > 1 {
+        return Err(invalid(
+            "gateway.workers",
+            "HAProxy's threads share one state per server: leave `workers` at 1",
+        ));
+    }
+    Ok(())
+}
+
+/// The `nodes` section.
+fn check_nodes(nodes: &[NodeSpec]) -> Result<(), Invalid> {
+    if nodes.is_empty() {
+        return Err(invalid("nodes", "the upstream needs at least one node"));
+    }
+    if nodes.len() > 4096 {
+        return Err(invalid("nodes", "at most 4096 nodes are supported"));
+    }
+    let mut names = BTreeSet::new();
+    for (i, n) in nodes.iter().enumerate() {
+        let at = |f: &str| format!("nodes[{i}].{f}");
+        if n.name.trim().is_empty() {
+            return Err(invalid(at("name"), "must not be empty"));
+        }
+        if !names.insert(n.name.as_str()) {
+            return Err(invalid(
+                at("name"),
+                format!("duplicate node name \"{}\"", n.name),
+            ));
+        }
+        if n.weight == 0 {
+            return Err(invalid(at("weight"), "must be at least 1"));
+        }
+        if n.workers == 0 {
+            return Err(invalid(at("workers"), "must be at least 1"));
+        }
+        check_latency(&n.service_time).map_err(|(f, r)| (at(&format!("service_time.{f}")), r))?;
+    }
+    if nodes.iter().all(|n| n.down || n.backup) {
+        return Err(invalid(
+            "nodes",
+            "every node is `down` or `backup`: the upstream has no usable primary server",
+        ));
+    }
+    Ok(())
+}
+
+fn check_latency(l: &LatencySpec) -> Result<(), Invalid> {
+    match l {
+        LatencySpec::Constant { .. } => Ok(()),
+        LatencySpec::Exponential { mean } => {
+            if mean.is_zero() {
+                Err(invalid("mean", "must be positive"))
+            } else {
+                Ok(())
+            }
+        }
+        LatencySpec::Lognormal { median, sigma } => {
+            if median.is_zero() {
+                Err(invalid("median", "must be positive"))
+            } else if !(sigma.is_finite() && *sigma >= 0.0 && *sigma <= 10.0) {
+                Err(invalid(
+                    "sigma",
+                    format!("must be in [0, 10], found {sigma}"),
+                ))
+            } else {
+                Ok(())
+            }
+        }
+        LatencySpec::Uniform { min, max } => {
+            if min > max {
+                Err(invalid("min", format!("\"{min}\" is above max \"{max}\"")))
+            } else {
+                Ok(())
+            }
+        }
+    }
+}
+
+/// The `faults` section: each names a node and a window inside the run, and
+/// windows of exclusive kinds on one node do not overlap.
+fn faults(spec: &ModelSpec) -> Result<Vec<Fault>, Invalid> {
+    let end = SimTime::ZERO + spec.duration;
+    let mut faults = Vec::with_capacity(spec.faults.len());
+    for (i, f) in spec.faults.iter().enumerate() {
+        let at = |field: &str| format!("faults[{i}].{field}");
+        let (node, start, for_, kind) = fault_kind(f).map_err(|(f, r)| (at(&f), r))?;
+        let idx = node_index(&spec.nodes, node).map_err(|r| (at("node"), r))?;
+        if start >= spec.duration {
+            return Err(invalid(
+                at("at"),
+                format!(
+                    "starts at {start}, not before the end of the run ({})",
+                    spec.duration
+                ),
+            ));
+        }
+        if let Some(d) = for_
+            && d.is_zero()
+        {
+            return Err(invalid(at("for"), "must be positive"));
+        }
+        faults.push(Fault {
+            node: NodeId(idx as u32),
+            kind,
+            start: SimTime::ZERO + start,
+            end: for_.map(|d| SimTime::ZERO + start + d).filter(|&e| e < end),
+        });
+    }
+    // Overlapping windows of exclusive kinds on one node are ambiguous.
+    for (i, a) in faults.iter().enumerate() {
+        for (j, b) in faults.iter().enumerate().skip(i + 1) {
+            let same_class = a.kind.name() == b.kind.name()
+                || (a.kind.is_availability() && b.kind.is_availability());
+            let overlap =
+                a.start < b.end.unwrap_or(SimTime::MAX) && b.start < a.end.unwrap_or(SimTime::MAX);
+            if a.node == b.node && same_class && overlap {
+                return Err(invalid(
+                    format!("faults[{j}]"),
+                    format!(
+                        "overlaps faults[{i}] on node \"{}\" ({} and {} cannot be active at once)",
+                        spec.nodes[a.node.index()].name,
+                        a.kind.name(),
+                        b.kind.name()
+                    ),
+                ));
+            }
+        }
+    }
+    Ok(faults)
+}
+
+/// A fault's node, start, length and kind, its parameters checked.
+type FaultParts<'a> = (&'a String, SimDuration, Option<SimDuration>, FaultKind);
+
+fn fault_kind(f: &FaultSpec) -> Result<FaultParts<'_>, Invalid> {
+    Ok(match f {
+        FaultSpec::Crash(w) => (&w.node, w.at, w.for_, FaultKind::Crash),
+        FaultSpec::Hang(w) => (&w.node, w.at, w.for_, FaultKind::Hang),
+        FaultSpec::Stop(w) => (&w.node, w.at, w.for_, FaultKind::Stop),
+        FaultSpec::Partition(w) => (&w.node, w.at, w.for_, FaultKind::Partition),
+        FaultSpec::Flaky(x) => {
+            if !(0.0..=1.0).contains(&x.p) {
+                return Err(invalid(
+                    "p",
+                    format!("must be a probability in [0, 1], found {}", x.p),
+                ));
+            }
+            if !(100..=599).contains(&x.status) {
+                return Err(invalid(
+                    "status",
+                    format!("must be an HTTP status in 100..=599, found {}", x.status),
+                ));
+            }
+            let kind = FaultKind::Flaky {
+                p: x.p,
+                error: x.error,
+                status: x.status,
+            };
+            (&x.node, x.at, x.for_, kind)
+        }
+        FaultSpec::Slow(x) => {
+            if !(x.factor.is_finite() && x.factor > 0.0) {
+                return Err(invalid(
+                    "factor",
+                    format!("must be a positive number, found {}", x.factor),
+                ));
+            }
+            let kind = FaultKind::Slow {
+                factor: x.factor,
+                extra: x.extra,
+            };
+            (&x.node, x.at, x.for_, kind)
+        }
+    })
+}
+
+/// The index of the node named `name`, or why there is none.
+fn node_index(nodes: &[NodeSpec], name: &str) -> Result<usize, String> {
+    if let Some(i) = nodes.iter().position(|n| n.name == name) {
+        return Ok(i);
+    }
+    let known: Vec<_> = nodes.iter().map(|n| format!("\"{}\"", n.name)).collect();
+    let hint = diagnostics::suggest(name, nodes.iter().map(|n| n.name.as_str()))
+        .map(|s| format!("; did you mean \"{s}\"?"))
+        .unwrap_or_default();
+    Err(format!(
+        "no node named \"{name}\" (nodes are {}{hint})",
+        known.join(", ")
+    ))
+}
+
+/// `policy` or `policies`, with the gateway's default when neither is given.
+fn policies(spec: &ModelSpec) -> Result<Vec<PolicySpec>, Invalid> {
+    if spec.policy.is_some() && !spec.policies.is_empty() {
+        return Err(invalid(
+            "policies",
+            "give either `policy` or `policies`, not both",
+        ));
+    }
+    let policies = match (&spec.policy, spec.policies.is_empty()) {
+        (Some(p), _) => vec![p.clone()],
+        (None, false) => spec.policies.clone(),
+        // HAProxy has no passive check of its own (`observe` belongs to `check`).
+        (None, true) if spec.gateway.flavor == GatewayFlavor::Haproxy => vec![PolicySpec::None],
+        (None, true) => vec![PolicySpec::MaxFails(Default::default())],
+    };
+    for (i, p) in policies.iter().enumerate() {
+        let base = policy_field(spec, i);
+        p.validate().map_err(|(f, r)| (format!("{base}.{f}"), r))?;
+    }
+    Ok(policies)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn minimal() -> Value {
+        json!({
+            "name": "t", "duration": "10s",
+            "clients": {"kind": "open", "rate_per_s": 10.0},
+            "nodes": [{"name": "a"}, {"name": "b"}]
+        })
+    }
+
+    fn check(doc: Value) -> Result<Model, String> {
+        Model::from_document(&doc, Path::new("m.json")).map_err(|e| e.to_string())
+    }
+
+    #[test]
+    fn defaults_are_nginx_defaults() {
+        let s = check(minimal()).unwrap();
+        assert_eq!(s.policies, vec![PolicySpec::MaxFails(Default::default())]);
+        assert!(s.next_upstream.contains(NextUpstream::Error));
+        assert!(s.next_upstream.contains(NextUpstream::Timeout));
+        assert!(!s.next_upstream.contains(NextUpstream::Http503));
+        assert_eq!(s.gateway.proxy_read_timeout, SimDuration::from_secs(60));
+        assert_eq!(s.gateway.proxy_connect_timeout, SimDuration::from_secs(60));
+    }
+
+    #[test]
+    fn unknown_fields_are_rejected_with_their_path() {
+        let mut d = minimal();
+        d["policy"] = json!({"kind": "max_fails", "fail_timout": "5s"});
+        let e = check(d).unwrap_err();
+        assert_eq!(
+            e,
+            "m.json: policy.fail_timout: unknown field `fail_timout`, expected `max_fails` \
+             or `fail_timeout` (did you mean `fail_timeout`?)"
+        );
+        let mut d = minimal();
+        d["nodes"][1]["wieght"] = json!(2);
+        let e = check(d).unwrap_err();
+        assert!(
+            e.contains("nodes[1].wieght: unknown field `wieght`, expected one of `name`, `weight`"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn errors_inside_tagged_variants_name_the_full_path() {
+        let cases = [
+            (
+                "/clients/rate_per_s",
+                json!("x"),
+                "clients.rate_per_s: invalid type: string \"x\", expected f64",
+            ),
+            (
+                "/clients/timeot",
+                json!("1s"),
+                "clients.timeot: unknown field `timeot`",
+            ),
+            (
+                "/faults",
+                json!([{"kind": "flaky", "node": "a", "p": "x"}]),
+                "faults[0].p: invalid type: string \"x\", expected f64",
+            ),
+            (
+                "/faults",
+                json!([{"kind": "crash", "node": "a", "at": 5}]),
+                "faults[0].at: invalid type: integer `5`, expected a duration",
+            ),
+            (
+                "/faults",
+                json!([{"kind": "flaky", "node": "a"}]),
+                "faults[0]: missing field `p`",
+            ),
+            (
+                "/faults",
+                json!([{"kind": "crsh", "node": "a"}]),
+                "faults[0].kind: unknown variant `crsh`",
+            ),
+            (
+                "/faults",
+                json!([{"node": "a"}]),
+                "faults[0]: missing field `kind`",
+            ),
+            (
+                "/policy",
+                json!({"kind": "none", "max_fails": 3}),
+                "policy.max_fails: unknown field `max_fails`, there are no fields",
+            ),
+            (
+                "/policy",
+                json!({"kind": "nginx", "max_fails": -1}),
+                "policy.max_fails: invalid value: integer `-1`, expected u32",
+            ),
+            (
+                "/nodes/0/service_time",
+                json!({"dist": "lognormal", "median": "1ms", "sigma": "x"}),
+                "nodes[0].service_time.sigma: invalid type: string",
+            ),
+            (
+                "/nodes/0/service_time",
+                json!({"dist": "constant", "valeu": "1ms"}),
+                "nodes[0].service_time.valeu: unknown field `valeu`, expected `value` (did you mean `value`?)",
+            ),
+            (
+                "/nodes/1/service_time",
+                json!({"dist": "uniform", "min": "1ms"}),
+                "nodes[1].service_time: missing field `max`",
+            ),
+        ];
+        for (ptr, value, want) in cases {
+            let mut d = minimal();
+            let (parent, key) = ptr.rsplit_once('/').unwrap();
+            let target = if parent.is_empty() {
+                &mut d
+            } else {
+                d.pointer_mut(parent).unwrap()
+            };
+            match target {
+                Value::Object(m) => {
+                    m.insert(key.to_string(), value);
+                }
+                other => *other.get_mut(key.parse::<usize>().unwrap()).unwrap() = value,
+            }
+            let e = check(d).unwrap_err();
+            assert!(
+                e.starts_with(&format!("m.json: {want}")),
+                "{ptr}: got {e:?}, want {want:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_client_timeout_before_the_upstream_ones_warns_only_for_passive_checks() {
+        let mut d = minimal();
+        d["clients"]["timeout"] = json!("5s");
+        let w = check(d.clone()).unwrap().warnings();
+        assert_eq!(w.len(), 1, "{w:?}");
+        assert!(w[0].1.starts_with(
+            "clients give up after 5s, no later than gateway.proxy_connect_timeout (60s) and \
+             gateway.proxy_read_timeout (60s)"
+        ));
+        d["gateway"] = json!({"proxy_connect_timeout": "2s", "proxy_read_timeout": "4s"});
+        assert_eq!(check(d.clone()).unwrap().warnings(), vec![]);
+        d["gateway"] = json!({"flavor": "haproxy", "haproxy": {"timeout_connect": "1s"}});
+        // HAProxy's own default is no passive policy
+        assert_eq!(check(d.clone()).unwrap().warnings(), vec![]);
+        d["policy"] = json!({"kind": "ratio_ejection"});
+        let w = check(d.clone()).unwrap().warnings();
+        assert!(
+            w[0].1
+                .contains("no later than gateway.haproxy.timeout_server (unset: never)"),
+            "{w:?}"
+        );
+        d["gateway"] = json!({});
+        d["policy"] =
+            json!({"kind": "active_probe", "flavor": "generic", "interval": "1s", "timeout": "1s"});
+        let w = check(d).unwrap().warnings();
+        assert_eq!(w.len(), 1, "{w:?}");
+        assert_eq!(w[0].0, "policy.timeout");
+    }
+
+    #[test]
+    fn fault_on_unknown_node_names_the_path() {
+        let mut d = minimal();
+        d["faults"] = json!([{"kind": "crash", "node": "c", "at": "1s"}]);
+        let e = check(d).unwrap_err();
+        assert!(
+            e.contains("m.json: faults[0].node: no node named \"c\""),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn durations_need_units() {
+        let mut d = minimal();
+        d["duration"] = json!(10);
+        let e = check(d).unwrap_err();
+        assert!(e.contains("duration: invalid type"), "{e}");
+        let mut d = minimal();
+        d["duration"] = json!("10 sec");
+        let e = check(d).unwrap_err();
+        assert!(e.contains("expected a duration with a unit"), "{e}");
+    }
+
+    #[test]
+    fn overlapping_exclusive_faults_are_rejected() {
+        let mut d = minimal();
+        d["faults"] = json!([
+            {"kind": "crash", "node": "a", "at": "1s", "for": "3s"},
+            {"kind": "hang", "node": "a", "at": "2s"}
+        ]);
+        let e = check(d).unwrap_err();
+        assert!(e.contains("faults[1]: overlaps faults[0]"), "{e}");
+    }
+
+    #[test]
+    fn the_effective_model_is_a_fixed_point() {
+        let doc = json!({
+            "name": "t", "duration": "10s",
+            "clients": {"kind": "open", "rate_per_s": 10.0},
+            "nodes": [{"name": "a"}, {"name": "b"}],
+            "faults": [{"kind": "crash", "node": "a", "at": "1s"}]
+        });
+        let model = Model::from_document(&doc, Path::new("m.json")).unwrap();
+        let eff = serde_json::to_value(model.effective_spec()).unwrap();
+        assert_eq!(
+            eff["policy"],
+            json!({"kind": "max_fails", "max_fails": 1, "fail_timeout": "10s"})
+        );
+        assert_eq!(eff["measure"], json!({"from": "0s", "to": "10s"}));
+        assert_eq!(eff["clients"]["timeout"], Value::Null);
+        assert_eq!(eff["clients"]["arrivals"], "poisson");
+        assert_eq!(eff["faults"][0]["for"], Value::Null);
+        assert_eq!(eff["gateway"]["proxy_read_timeout"], "60s");
+        assert_eq!(
+            eff["nodes"][1]["service_time"],
+            json!({"dist": "constant", "value": "5ms"})
+        );
+        let again = Model::from_document(&eff, Path::new("m.json")).unwrap();
+        assert_eq!(serde_json::to_value(again.effective_spec()).unwrap(), eff);
+    }
+}

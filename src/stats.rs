@@ -1,0 +1,183 @@
+//! Statistics over replications, in one place: the median, quantiles and the
+//! `{median, min, max, mean, n}` that `summary.json`, `points.csv` and
+//! `hcsim reproduce` report. Values are rounded to 6 decimals so that output
+//! files are stable and readable.
+
+use serde::{Deserialize, Serialize};
+
+/// Rounds to 6 decimals so that JSON output is stable and readable.
+pub fn round6(x: f64) -> f64 {
+    (x * 1e6).round() / 1e6
+}
+
+/// The median (the mean of the middle two for an even count); `None` if empty.
+pub fn median(xs: &[f64]) -> Option<f64> {
+    let mut v = xs.to_vec();
+    v.sort_by(f64::total_cmp);
+    median_of_sorted(&v)
+}
+
+fn median_of_sorted(v: &[f64]) -> Option<f64> {
+    let n = v.len();
+    match n {
+        0 => None,
+        _ if n % 2 == 1 => Some(v[n / 2]),
+        _ => Some((v[n / 2 - 1] + v[n / 2]) / 2.0),
+    }
+}
+
+/// The quantile `q` with linear interpolation between order statistics (R's
+/// type 7, numpy's default), so that `quantile(0.5)` is the median.
+pub fn quantile(sorted: &[f64], q: f64) -> Option<f64> {
+    let n = sorted.len();
+    if n == 0 {
+        return None;
+    }
+    let h = (n - 1) as f64 * q;
+    let lo = h.floor() as usize;
+    let hi = (lo + 1).min(n - 1);
+    Some(sorted[lo] + (h - lo as f64) * (sorted[hi] - sorted[lo]))
+}
+
+/// One metric over the replications of a run: how `summary.json` writes
+/// every metric. The fields are in the file's (alphabetical) order. A
+/// replication without a value (a node never ejected has no ejection delay)
+/// is left out of `n`.
+#[derive(Clone, Debug, Default, Deserialize, Serialize, PartialEq)]
+pub struct Spread {
+    pub max: Option<f64>,
+    pub mean: Option<f64>,
+    pub median: Option<f64>,
+    pub min: Option<f64>,
+    /// Replications that had a value.
+    pub n: usize,
+}
+
+impl Spread {
+    pub fn of(xs: &[f64]) -> Spread {
+        let mut v = xs.to_vec();
+        v.sort_by(f64::total_cmp);
+        Spread::of_sorted(&v)
+    }
+
+    fn of_sorted(v: &[f64]) -> Spread {
+        let Some(median) = median_of_sorted(v) else {
+            return Spread::default();
+        };
+        let n = v.len();
+        Spread {
+            max: Some(round6(v[n - 1])),
+            mean: Some(round6(v.iter().sum::<f64>() / n as f64)),
+            median: Some(round6(median)),
+            min: Some(round6(v[0])),
+            n,
+        }
+    }
+
+    /// The values that are present, as one spread.
+    pub fn of_options(xs: impl IntoIterator<Item = Option<f64>>) -> Spread {
+        let v: Vec<f64> = xs.into_iter().flatten().collect();
+        Spread::of(&v)
+    }
+
+    /// Did the replications disagree?
+    pub fn varies(&self) -> bool {
+        matches!((self.min, self.max), (Some(lo), Some(hi)) if (hi - lo).abs() > 1e-9)
+    }
+}
+
+/// One metric over the replications of a sweep's point: a [`Spread`] and the
+/// 5th and 95th percentiles, as `points.csv` and `results.json` write them.
+#[derive(Clone, Debug, Default, Deserialize, Serialize, PartialEq)]
+pub struct Stats {
+    pub median: Option<f64>,
+    pub mean: Option<f64>,
+    pub min: Option<f64>,
+    pub max: Option<f64>,
+    pub p5: Option<f64>,
+    pub p95: Option<f64>,
+    /// Runs that had a value.
+    pub n: usize,
+}
+
+impl Stats {
+    /// The columns of `points.csv`, in order.
+    pub const FIELDS: [&'static str; 7] = ["median", "mean", "min", "max", "p5", "p95", "n"];
+
+    /// Median, mean, min and max exactly as `hcsim run` computes them (so a
+    /// point equals `hcsim run --reps` on its model), plus p5 and p95.
+    pub fn of(xs: &[f64]) -> Stats {
+        let mut sorted = xs.to_vec();
+        sorted.sort_by(f64::total_cmp);
+        let s = Spread::of_sorted(&sorted);
+        Stats {
+            median: s.median,
+            mean: s.mean,
+            min: s.min,
+            max: s.max,
+            p5: quantile(&sorted, 0.05).map(round6),
+            p95: quantile(&sorted, 0.95).map(round6),
+            n: xs.len(),
+        }
+    }
+
+    /// The median, min, max, mean and n, as a run's summary has them.
+    pub fn spread(&self) -> Spread {
+        Spread {
+            max: self.max,
+            mean: self.mean,
+            median: self.median,
+            min: self.min,
+            n: self.n,
+        }
+    }
+
+    /// A statistic by the name a chart uses (`median`, `p95`, ...).
+    pub fn get(&self, name: &str) -> Option<f64> {
+        match name {
+            "median" => self.median,
+            "mean" => self.mean,
+            "min" => self.min,
+            "max" => self.max,
+            "p5" => self.p5,
+            "p95" => self.p95,
+            _ => None,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn quantiles_interpolate_and_match_the_median() {
+        let xs = [1.0, 2.0, 3.0, 4.0];
+        assert_eq!(quantile(&xs, 0.5), Some(2.5));
+        assert_eq!(quantile(&xs, 0.5), median(&xs));
+        assert_eq!(quantile(&xs, 0.0), Some(1.0));
+        assert_eq!(quantile(&xs, 1.0), Some(4.0));
+        assert!((quantile(&xs, 0.05).unwrap() - 1.15).abs() < 1e-12);
+        let s = Stats::of(&[4.0, 1.0, 3.0, 2.0]);
+        assert_eq!(
+            (s.median, s.min, s.max, s.n),
+            (Some(2.5), Some(1.0), Some(4.0), 4)
+        );
+        assert_eq!(Stats::of(&[]).median, None);
+    }
+
+    #[test]
+    fn spreads_leave_out_missing_values() {
+        let s = Spread::of_options([Some(0.2), None, Some(0.4), Some(0.3)]);
+        assert_eq!(s.n, 3);
+        assert_eq!(s.median, Some(0.3));
+        assert_eq!(s.min, Some(0.2));
+        assert!(s.varies());
+        assert_eq!(Spread::of(&[]), Spread::default());
+        let json = serde_json::to_string(&Spread::of(&[1.0, 2.0])).unwrap();
+        assert_eq!(
+            json,
+            r#"{"max":2.0,"mean":1.5,"median":1.5,"min":1.0,"n":2}"#
+        );
+    }
+}
