@@ -1,9 +1,10 @@
 //! E1–E5: nginx passive health checking (seeds 000, 002, 003).
 
-use super::{Row, load, median, replicate, traced};
+use super::{Row, load, replicate, traced};
 use crate::engine::rng::rep_seed;
 use crate::error::Error;
 use crate::metrics::RunSummary;
+use crate::stats::median;
 use serde_json::json;
 use std::path::Path;
 
@@ -97,12 +98,23 @@ fn e2(models: &Path) -> Result<Vec<Row>, Error> {
         let file = format!("e2-p{pct:02}-flaky-{pct}pct.json");
         let model = load(models, &file, &[])?;
         let runs = replicate(&model, 21);
-        let share = median(runs.iter().map(|r| r.nodes[0].share).collect()).unwrap_or(0.0);
+        let share =
+            median(&runs.iter().map(|r| r.nodes[0].share).collect::<Vec<_>>()).unwrap_or(0.0);
         let max5 = runs.iter().map(fives).max().unwrap_or(0);
-        let ejected =
-            median(runs.iter().map(|r| r.nodes[0].ejected_time_s).collect()).unwrap_or(0.0);
-        let ejections =
-            median(runs.iter().map(|r| r.nodes[0].ejections as f64).collect()).unwrap_or(0.0);
+        let ejected = median(
+            &runs
+                .iter()
+                .map(|r| r.nodes[0].ejected_time_s)
+                .collect::<Vec<_>>(),
+        )
+        .unwrap_or(0.0);
+        let ejections = median(
+            &runs
+                .iter()
+                .map(|r| r.nodes[0].ejections as f64)
+                .collect::<Vec<_>>(),
+        )
+        .unwrap_or(0.0);
         let case = format!("p = {pct}%");
         rows.push(Row::new(
             "E2",
@@ -170,7 +182,7 @@ fn e3(models: &Path) -> Result<Vec<Row>, Error> {
                 .iter()
                 .filter_map(|r| r.nodes[0].recovery_delay_s)
                 .collect();
-            per_t0.push(median(d.clone()).unwrap_or(f64::NAN));
+            per_t0.push(median(&d).unwrap_or(f64::NAN));
             all.extend(d);
             let start = model.faults[0].start.as_secs_f64();
             for r in 0..7 {
@@ -197,7 +209,7 @@ fn e3(models: &Path) -> Result<Vec<Row>, Error> {
         if ft == 2 {
             pattern_ok &= fourths * 2 > 21;
         }
-        let m = median(all).unwrap_or(f64::NAN);
+        let m = median(&all).unwrap_or(f64::NAN);
         let case = format!("fail_timeout {ft}s");
         rows.push(Row::new(
             "E3",

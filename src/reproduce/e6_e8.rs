@@ -4,17 +4,15 @@
 //! says whether hcsim lands in the acceptance band.
 
 use super::Row;
-use crate::engine::rng::rep_seed;
 use crate::error::Error;
 use crate::metrics::RunSummary;
+use crate::stats::median;
 use std::path::Path;
 
 /// Runs `<models>/<name>.json` `reps` times from its own seed.
 fn runs(models: &Path, name: &str, reps: u64) -> Result<Vec<RunSummary>, Error> {
     let model = crate::spec::Model::load(&models.join(format!("{name}.json")))?;
-    Ok((0..reps)
-        .map(|r| crate::world::run(&model, rep_seed(model.seed, r)))
-        .collect())
+    Ok(super::replicate(&model, reps))
 }
 
 /// Node 0's first-ejection delays, for the runs that ejected it.
@@ -28,16 +26,6 @@ fn sorted(v: &[f64]) -> Vec<f64> {
     let mut v = v.to_vec();
     v.sort_by(f64::total_cmp);
     v
-}
-
-fn median(v: &[f64]) -> Option<f64> {
-    let v = sorted(v);
-    let n = v.len();
-    match n {
-        0 => None,
-        _ if n % 2 == 1 => Some(v[n / 2]),
-        _ => Some((v[n / 2 - 1] + v[n / 2]) / 2.0),
-    }
 }
 
 fn verdict(ok: bool) -> String {

@@ -7,11 +7,11 @@
 mod e1_e5;
 mod e6_e8;
 
-use crate::engine::rng::rep_seed;
 use crate::error::Error;
 use crate::metrics::RunSummary;
+use crate::run::Replications;
 use crate::spec::{self, Model};
-use crate::world::{self, TraceLine};
+use crate::world::TraceLine;
 use serde::Serialize;
 use std::path::Path;
 
@@ -91,30 +91,13 @@ pub(crate) fn load(
 
 /// `reps` replications with the seeds `hcsim run --reps` uses.
 pub(crate) fn replicate(model: &Model, reps: u64) -> Vec<RunSummary> {
-    (0..reps)
-        .map(|r| world::run(model, rep_seed(model.seed, r)))
-        .collect()
+    Replications::of(model).reps(reps).run().runs
 }
 
 /// One run with its attempt trace.
 pub(crate) fn traced(model: &Model, seed: u64) -> (RunSummary, Vec<TraceLine>) {
-    let mut lines = Vec::new();
-    let mut sink = |l: &TraceLine| lines.push(l.clone());
-    let s = world::run_traced(model, seed, &mut sink);
-    (s, lines)
-}
-
-pub(crate) fn median(mut xs: Vec<f64>) -> Option<f64> {
-    if xs.is_empty() {
-        return None;
-    }
-    xs.sort_by(f64::total_cmp);
-    let n = xs.len();
-    Some(if n % 2 == 1 {
-        xs[n / 2]
-    } else {
-        (xs[n / 2 - 1] + xs[n / 2]) / 2.0
-    })
+    let mut out = Replications::of(model).seed(seed).trace(true).run();
+    (out.runs.remove(0), out.traces.remove(0))
 }
 
 /// Every comparison row, experiment by experiment.
