@@ -189,8 +189,9 @@ pub enum GatewayFlavor {
     /// nginx `proxy_pass` to an upstream: `proxy_next_upstream` retries at once.
     #[default]
     Nginx,
-    /// An HAProxy backend (reference Part B §B5): only failed connects are
-    /// retried, `retries` times, on the same server unless redispatched.
+    /// An HAProxy backend (`back_handle_st_cer` in HAProxy's backend.c): only
+    /// failed connects are retried, `retries` times, on the same server
+    /// unless redispatched.
     Haproxy,
 }
 
