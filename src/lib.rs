@@ -18,11 +18,30 @@
 //!                                                        flaky, slow
 //! ```
 //!
+//! ## Layers
+//! Each layer uses only those below it (`tests/it/layout.rs` checks it;
+//! ARCHITECTURE.md draws it):
+//!
+//! ```text
+//! cli          one file per subcommand: arguments → library calls → stdout
+//! reproduce    the seed experiments beside hcsim's figures
+//! output       every file a run or sweep writes: summary.json, CSVs, charts, report.html
+//! sweep        grids of model variants × replications: axes, plan, checkpoint, shards
+//! run          replications of one model, seeded; the cost estimate before a run
+//! world        the simulated system: clients → gateway → nodes, faults, probes, beats
+//! metrics      the Recorder during a run → RunSummary after it
+//! spec         what is read from files: ModelSpec → validated Model, sweeps, charts
+//! policy       health policies: the HealthPolicy port and each implementation
+//! engine, ids, stats, error, diagnostics, plot: no knowledge of the layers above
+//! ```
+//!
 //! ## Concepts
 //! - [`engine`]: virtual time ([`engine::SimTime`], integer microseconds), the
 //!   [`engine::EventQueue`] and seeded random streams. It knows nothing of gateways.
-//! - [`scenario`]: the model file (`*Spec` types) and its validation into a [`spec::Model`].
-//! - [`model`]: the `World` — clients, the gateway's request pipeline (nginx
+//! - [`spec`]: the model file as written ([`spec::ModelSpec`] and its
+//!   sections) and its validation into the [`spec::Model`] a run simulates;
+//!   sweep and chart specs; the dotted paths `--set` and sweep axes patch.
+//! - [`world`]: the `World` — clients, the gateway's request pipeline (nginx
 //!   or HAProxy settings), nodes, faults, and the probes and heartbeats that
 //!   policies ask for.
 //! - [`policy`]: the [`policy::HealthPolicy`] trait and its implementations:
@@ -33,9 +52,12 @@
 //!   Finagle/Linkerd breakers; `docs/policies.md` compares them. Several run
 //!   at once: a node is routable only if none ejects it.
 //! - [`metrics`]: the streaming `Recorder` and the [`metrics::RunSummary`] it yields.
+//! - [`run`]: [`run::Replications`] of a model and what a run would cost.
 //! - [`sweep`]: grids of model variants × seeded replications, run in
 //!   parallel, checkpointed, sharded across machines; the outputs never depend
 //!   on how many threads or machines ran them.
+//! - [`output`]: the typed [`output::summary::Summary`] (`summary.json`),
+//!   the CSV files, the table, charts and report.html.
 //!
 //! ## Ordering and seeding contract
 //! Events are processed in `(time, insertion sequence)` order, so events at the
@@ -56,15 +78,12 @@
 //!     "faults": [{"kind": "flaky", "node": "a", "p": 0.1}],
 //!     "policy": {"kind": "max_fails", "max_fails": 3, "fail_timeout": "5s"}
 //! });
-//! let sc = Model::from_document(&doc, "inline.json".as_ref()).unwrap();
-//! let summary = hcsim::world::run(&sc, 7);
+//! let model = Model::from_document(&doc, "inline.json".as_ref()).unwrap();
+//! let summary = hcsim::world::run(&model, 7);
 //! assert_eq!(summary.client.errors, 0); // 503s are retried on b
 //! assert!(summary.nodes[0].share < 0.25); // a is ejected most of the time
 //! ```
 
-// Layers, each using only those above it in this list (ARCHITECTURE.md):
-// ids, engine, stats, error, diagnostics → policy → spec → world, metrics →
-// run → sweep → output (and plot, its drawing primitives) → reproduce → cli.
 pub mod cli;
 pub mod diagnostics;
 pub mod engine;
