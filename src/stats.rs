@@ -3,6 +3,7 @@
 //! `hcsim reproduce` report. Values are rounded to 6 decimals so that output
 //! files are stable and readable.
 
+use crate::engine::SimDuration;
 use serde::{Deserialize, Serialize};
 
 /// Rounds to 6 decimals so that JSON output is stable and readable.
@@ -146,6 +147,101 @@ impl Stats {
     }
 }
 
+/// A log-linear latency histogram over microseconds: 32 sub-buckets per
+/// power of two, so quantiles are within about 3%.
+#[derive(Clone, Debug)]
+pub struct Histogram {
+    counts: Vec<u64>,
+    n: u64,
+    sum_us: u128,
+    max_us: u64,
+}
+
+const SUB: u64 = 32;
+const SUB_BITS: u32 = 5;
+
+impl Default for Histogram {
+    fn default() -> Self {
+        Histogram {
+            counts: vec![0; 64 * SUB as usize],
+            n: 0,
+            sum_us: 0,
+            max_us: 0,
+        }
+    }
+}
+
+impl Histogram {
+    fn index(v: u64) -> usize {
+        if v < SUB {
+            v as usize
+        } else {
+            let msb = 63 - v.leading_zeros();
+            let shift = msb - SUB_BITS;
+            ((shift as u64 + 1) * SUB + ((v >> shift) & (SUB - 1))) as usize
+        }
+    }
+
+    /// The smallest value that falls in bucket `i`, and the bucket's width.
+    fn bounds(i: usize) -> (u64, u64) {
+        let i = i as u64;
+        if i < SUB {
+            (i, 1)
+        } else {
+            let shift = i / SUB - 1;
+            let low = (SUB + i % SUB) << shift;
+            (low, 1 << shift)
+        }
+    }
+
+    #[inline]
+    pub fn record(&mut self, d: SimDuration) {
+        let v = d.as_micros();
+        self.counts[Self::index(v)] += 1;
+        self.n += 1;
+        self.sum_us += v as u128;
+        self.max_us = self.max_us.max(v);
+    }
+
+    /// Forgets every value (keeps the memory).
+    pub fn clear(&mut self) {
+        self.counts.fill(0);
+        self.n = 0;
+        self.sum_us = 0;
+        self.max_us = 0;
+    }
+
+    pub fn count(&self) -> u64 {
+        self.n
+    }
+
+    /// The `q`-quantile in microseconds (bucket midpoint, capped at the max).
+    pub fn quantile_us(&self, q: f64) -> Option<f64> {
+        if self.n == 0 {
+            return None;
+        }
+        let rank = ((q * self.n as f64).ceil() as u64).clamp(1, self.n);
+        let mut seen = 0;
+        for (i, &c) in self.counts.iter().enumerate() {
+            seen += c;
+            if seen >= rank {
+                let (low, width) = Self::bounds(i);
+                let mid = low as f64 + (width as f64 - 1.0) / 2.0;
+                return Some(mid.min(self.max_us as f64));
+            }
+        }
+        Some(self.max_us as f64)
+    }
+
+    pub fn mean_us(&self) -> Option<f64> {
+        (self.n > 0).then(|| self.sum_us as f64 / self.n as f64)
+    }
+
+    pub fn max_us(&self) -> Option<u64> {
+        (self.n > 0).then_some(self.max_us)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -179,5 +275,27 @@ mod tests {
             json,
             r#"{"max":2.0,"mean":1.5,"median":1.5,"min":1.0,"n":2}"#
         );
+    }
+
+    #[test]
+    fn histogram_quantiles_are_close() {
+        let mut h = Histogram::default();
+        for us in 1..=100_000u64 {
+            h.record(SimDuration::from_micros(us));
+        }
+        let p50 = h.quantile_us(0.5).unwrap();
+        let p99 = h.quantile_us(0.99).unwrap();
+        assert!((p50 / 50_000.0 - 1.0).abs() < 0.03, "p50 {p50}");
+        assert!((p99 / 99_000.0 - 1.0).abs() < 0.03, "p99 {p99}");
+        assert_eq!(h.max_us(), Some(100_000));
+        assert_eq!(h.count(), 100_000);
+        h.clear();
+        assert_eq!((h.count(), h.quantile_us(0.5), h.max_us()), (0, None, None));
+        h.record(SimDuration::from_micros(7));
+        assert_eq!(h.quantile_us(0.99), Some(7.0));
+        for v in [0u64, 1, 31, 32, 33, 1000, 1 << 40] {
+            let (low, width) = Histogram::bounds(Histogram::index(v));
+            assert!(v >= low && v < low + width, "{v} not in [{low}, +{width})");
+        }
     }
 }
