@@ -13,6 +13,8 @@ Situations (one file per situation and policy, models/<situation>-<policy>.json)
   crash                four nodes at 1,000 requests/s; node a crashes at 10 s for 30 s
   hang                 the same, node a hangs (accepts, never answers);
                        upstream timeouts 1 s
+  slow                 the same, node a answers 10 times slower (50 ms instead
+                       of 5 ms) from 10 s to 40 s: every answer is a 200
 Vary a fault with --set, e.g. --set faults[0].p=0.3.
 """
 
@@ -156,6 +158,16 @@ SITUATIONS = {
         "gateway": {"proxy_connect_timeout": "1s", "proxy_read_timeout": "1s"},
         "nodes": FOUR,
         "faults": [{"kind": "hang", "node": "a", "at": "10s", "for": "30s"}],
+    },
+    "slow": {
+        "description": (
+            "Node a answers ten times slower (50 ms instead of 5 ms, every "
+            "answer a 200) from 10 s to 40 s; four nodes, 1,000 requests/s."
+        ),
+        "duration": "60s",
+        "clients": {"kind": "open", "rate_per_s": 1000.0, "arrivals": "poisson"},
+        "nodes": FOUR,
+        "faults": [{"kind": "slow", "node": "a", "at": "10s", "for": "30s", "factor": 10.0}],
     },
 }
 

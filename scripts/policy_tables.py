@@ -204,6 +204,33 @@ def main():
             rows,
         ) + "\n")
 
+    # --- F: slow node ----------------------------------------------------
+    rows = []
+    for p in POLICIES:
+        rep = run(f"slow-{p}")
+        a = node(rep, "a")
+        figures[("slow", p)] = a
+        figures[("slow-client", p)] = rep["client"]
+        rows.append([
+            f"`{p}`", stat(a["first_ejection_delay_s"], "{:.3f}", unit=" s"),
+            stat(a["ejected_time_s"]), pct(a["share"]),
+            stat(rep["client"]["latency_ms"]["p90"], "{:.1f}", unit=" ms"),
+            stat(rep["client"]["latency_ms"]["p99"], "{:.1f}", unit=" ms"),
+        ])
+    out.append("### F. A slow node (every answer a 200) from 10 s to 40 s\n")
+    out.append(
+        "Four nodes, 1,000 requests/s, 60 s; node `a` takes 50 ms instead of "
+        "5 ms per request while the fault lasts, and answers every request "
+        "with a 200. A policy that judges status codes, connection errors or "
+        "timeouts sees nothing wrong.\n"
+    )
+    out.append(commands([("slow-P", ())]) + "\n")
+    out.append(table(
+        ["policy", "first ejection after onset", "a ejected (s of 60)",
+         "a's share of answers", "client p90", "client p99"],
+        rows,
+    ) + "\n")
+
     # --- the policy table ------------------------------------------------
     f = figures
 
