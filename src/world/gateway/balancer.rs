@@ -166,31 +166,35 @@ impl World<'_> {
         }
     }
 
+    /// The `i`-th peer of the request's current set, if it is eligible.
+    fn eligible_peer(&self, slot: u32, i: usize, now: Now) -> Option<NodeId> {
+        let node = self.set_node(slot, i);
+        let r = &self.gw.reqs[slot as usize];
+        eligible(&self.gw, &self.policies, r, node, now).then_some(node)
+    }
+
     /// `ngx_http_upstream_get_peer`: smooth weighted round-robin, strict `>`.
     fn pick_round_robin(&mut self, slot: u32, now: Now) -> Option<NodeId> {
+        let scope = self.gw.reqs[slot as usize].scope;
         let mut best: Option<NodeId> = None;
         let mut total = 0;
         for i in 0..self.set_len(slot) {
-            let node = self.set_node(slot, i);
-            let r = &self.gw.reqs[slot as usize];
-            if !eligible(&self.gw, &self.policies, r, node, now) {
+            let Some(node) = self.eligible_peer(slot, i, now) else {
                 continue;
-            }
-            let k = self.gw.k(r.scope, node);
+            };
             let gw = &mut self.gw;
+            let k = gw.k(scope, node);
             gw.cw[k] += gw.ew[k];
             total += gw.ew[k];
             if gw.ew[k] < gw.weight[node.index()] {
                 gw.ew[k] += 1;
             }
-            if best.is_none_or(|b| gw.cw[k] > gw.cw[gw.k(gw.reqs[slot as usize].scope, b)]) {
+            if best.is_none_or(|b| gw.cw[k] > gw.cw[gw.k(scope, b)]) {
                 best = Some(node);
             }
         }
         let best = best?;
-        let r = &mut self.gw.reqs[slot as usize];
-        r.mark_tried(best);
-        let scope = r.scope;
+        self.gw.reqs[slot as usize].mark_tried(best);
         let k = self.gw.k(scope, best);
         self.gw.cw[k] -= total;
         Some(best)
@@ -206,11 +210,9 @@ impl World<'_> {
         let cur = self.gw.rr_cur;
         let mut best: Option<(u64, NodeId)> = None;
         for i in 0..self.set_len(slot) {
-            let node = self.set_node(slot, i);
-            let r = &self.gw.reqs[slot as usize];
-            if !eligible(&self.gw, &self.policies, r, node, now) {
+            let Some(node) = self.eligible_peer(slot, i, now) else {
                 continue;
-            }
+            };
             let pos = self.gw.rr_pos[node.index()].max(cur);
             if best.is_none_or(|(b, _)| pos < b) {
                 best = Some((pos, node));
@@ -230,16 +232,9 @@ impl World<'_> {
         let mut best: Option<(usize, NodeId)> = None;
         let mut many = false;
         for i in 0..self.set_len(slot) {
-            let node = self.set_node(slot, i);
-            if !eligible(
-                &self.gw,
-                &self.policies,
-                &self.gw.reqs[slot as usize],
-                node,
-                now,
-            ) {
+            let Some(node) = self.eligible_peer(slot, i, now) else {
                 continue;
-            }
+            };
             let gw = &self.gw;
             let c = gw.conns[gw.k(scope, node)] as i64;
             match best {
@@ -267,16 +262,9 @@ impl World<'_> {
                 )
             };
             for i in first..self.set_len(slot) {
-                let node = self.set_node(slot, i);
-                if !eligible(
-                    &self.gw,
-                    &self.policies,
-                    &self.gw.reqs[slot as usize],
-                    node,
-                    now,
-                ) {
+                let Some(node) = self.eligible_peer(slot, i, now) else {
                     continue;
-                }
+                };
                 let gw = &mut self.gw;
                 let k = gw.k(scope, node);
                 if gw.conns[k] as i64 * bw != bc * gw.weight[node.index()] {
