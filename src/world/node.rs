@@ -133,20 +133,9 @@ impl Node {
 
 impl World<'_> {
     pub(crate) fn on_request_at_node(&mut self, slot: u32, generation: u32, node: NodeId) {
-        let now = self.q.now();
-        let half = self.model.gateway.rtt.half();
         let n = &mut self.nodes[node.index()];
         if n.crashed {
-            let reply = Reply::Reset;
-            self.q.schedule_in_lane(
-                lane::HALF_RTT,
-                now + half,
-                Event::Response {
-                    slot,
-                    generation,
-                    reply,
-                },
-            );
+            self.send_reply(slot, generation, Reply::Reset);
             return;
         }
         if n.partitioned {
@@ -219,7 +208,6 @@ impl World<'_> {
     }
 
     pub(crate) fn on_service_done(&mut self, node: NodeId, worker: u32, epoch: u32) {
-        let now = self.q.now();
         let n = &mut self.nodes[node.index()];
         if n.epoch != epoch {
             return;
@@ -244,7 +232,6 @@ impl World<'_> {
         // is handled inline and may start new work.
         self.start_work(node);
         let half = self.model.gateway.rtt.half();
-        let at = now + half;
         match job.job {
             Job::Request { slot, generation } => {
                 if partitioned {
@@ -252,15 +239,7 @@ impl World<'_> {
                 } else if half.is_zero() {
                     self.on_response(slot, generation, reply);
                 } else {
-                    self.q.schedule_in_lane(
-                        lane::HALF_RTT,
-                        at,
-                        Event::Response {
-                            slot,
-                            generation,
-                            reply,
-                        },
-                    );
+                    self.send_reply(slot, generation, reply);
                 }
             }
             Job::Probe { probe, generation } => {
@@ -269,15 +248,7 @@ impl World<'_> {
                         Reply::Status(s) => ProbeResult::Status(s),
                         Reply::Reset => ProbeResult::Reset,
                     };
-                    self.q.schedule_in_lane(
-                        lane::HALF_RTT,
-                        at,
-                        Event::ProbeDone {
-                            probe,
-                            generation,
-                            result,
-                        },
-                    );
+                    self.send_probe_result(probe, generation, result);
                 }
             }
             Job::SelfCheck { policy, generation } => {
@@ -288,9 +259,38 @@ impl World<'_> {
         }
     }
 
+    /// The node's reply to an attempt (or its reset) leaves for the gateway,
+    /// where [`World::on_response`] handles it half a round trip from now.
+    fn send_reply(&mut self, slot: u32, generation: u32, reply: Reply) {
+        let at = self.q.now() + self.model.gateway.rtt.half();
+        self.q.schedule_in_lane(
+            lane::HALF_RTT,
+            at,
+            Event::Response {
+                slot,
+                generation,
+                reply,
+            },
+        );
+    }
+
+    /// An HTTP probe's result (or its reset) leaves for the prober, where
+    /// [`World::on_probe_done`] handles it half a round trip from now.
+    fn send_probe_result(&mut self, probe: u32, generation: u32, result: ProbeResult) {
+        let at = self.q.now() + self.model.gateway.rtt.half();
+        self.q.schedule_in_lane(
+            lane::HALF_RTT,
+            at,
+            Event::ProbeDone {
+                probe,
+                generation,
+                result,
+            },
+        );
+    }
+
     /// The process dies: every accepted connection is reset.
     pub(crate) fn crash_node(&mut self, node: NodeId) {
-        let at = self.q.now() + self.model.gateway.rtt.half();
         let n = &mut self.nodes[node.index()];
         n.crashed = true;
         n.epoch = n.epoch.wrapping_add(1);
@@ -304,26 +304,11 @@ impl World<'_> {
         for job in victims {
             match job {
                 Job::Request { slot, generation } => {
-                    let reply = Reply::Reset;
-                    self.q.schedule_in_lane(
-                        lane::HALF_RTT,
-                        at,
-                        Event::Response {
-                            slot,
-                            generation,
-                            reply,
-                        },
-                    );
+                    self.send_reply(slot, generation, Reply::Reset)
                 }
-                Job::Probe { probe, generation } => self.q.schedule_in_lane(
-                    lane::HALF_RTT,
-                    at,
-                    Event::ProbeDone {
-                        probe,
-                        generation,
-                        result: ProbeResult::Reset,
-                    },
-                ),
+                Job::Probe { probe, generation } => {
+                    self.send_probe_result(probe, generation, ProbeResult::Reset)
+                }
                 // The heartbeat thread dies too; its timeout ends the wait.
                 Job::SelfCheck { .. } | Job::Accept => {}
             }
