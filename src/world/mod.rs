@@ -265,6 +265,8 @@ impl<'s> World<'s> {
     fn run_to_end_or_budget(mut self) -> (RunSummary, Option<SimTime>) {
         let mut cut = None;
         let end = self.model.end();
+        // Faults first: at any instant their events then run before every
+        // other (same time: insertion order), which `Node::in_fault` relies on.
         for (i, f) in self.model.faults.iter().enumerate() {
             self.q.schedule(f.start, Event::FaultStart(i as u32));
             if let Some(e) = f.end {

@@ -86,6 +86,9 @@ pub(crate) struct Node {
     pub(crate) partitioned: bool,
     pub(crate) flaky: Option<(f64, FlakyError, u16)>,
     pub(crate) slow: Option<(f64, SimDuration)>,
+    /// How many of its faults are active now: each is counted from its
+    /// `FaultStart` to its `FaultEnd` (see `world/fault.rs`).
+    pub(crate) active_faults: u32,
 }
 
 impl Node {
@@ -103,6 +106,7 @@ impl Node {
             partitioned: false,
             flaky: None,
             slow: None,
+            active_faults: 0,
         }
     }
 
@@ -123,6 +127,13 @@ impl Node {
 
     fn runnable(&self) -> bool {
         !(self.crashed || self.hung || self.stopped)
+    }
+
+    /// Is one of its faults active? Fault events come first at their instant
+    /// (they are scheduled before any other event), so everything else at
+    /// time `t` sees the faults of the windows `[start, end)` holding `t`.
+    pub(crate) fn in_fault(&self) -> bool {
+        self.active_faults > 0
     }
 
     /// Does its heartbeat thread run? (A hang blocks only the workers.)

@@ -264,7 +264,7 @@ impl World<'_> {
     /// Connects to the selected `node` and sends the request.
     fn start_attempt(&mut self, slot: u32, node: NodeId) {
         let now = self.q.now();
-        let faulty = self.rec.in_fault(node, now);
+        let faulty = self.nodes[node.index()].in_fault();
         let r = &mut self.gw.reqs[slot as usize];
         r.att_gen = r.att_gen.wrapping_add(1);
         r.node = Some(node);
@@ -275,7 +275,7 @@ impl World<'_> {
         let (scope, single) = (r.scope, self.gw.single && !r.in_backup);
         let generation = r.att_gen;
         let counted = r.counted;
-        self.rec.attempt(now, node, counted);
+        self.rec.attempt(now, node, counted, faulty);
         let g = &self.model.gateway;
         let (connect_timeout, read_timeout) = match &self.gw.hap {
             None => (g.proxy_connect_timeout, Some(g.proxy_read_timeout)),
