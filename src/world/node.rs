@@ -143,6 +143,9 @@ impl Node {
 }
 
 impl World<'_> {
+    /// An attempt's request arrives: reset by a crashed process, lost in a
+    /// partition, else queued for a worker. While it may wait past its read
+    /// deadline, the gateway's read timeout is armed.
     pub(crate) fn on_request_at_node(&mut self, slot: u32, generation: u32, node: NodeId) {
         let n = &mut self.nodes[node.index()];
         if n.crashed {
@@ -218,6 +221,8 @@ impl World<'_> {
         }
     }
 
+    /// A worker finished: the reply (a `flaky` fault may spoil it) goes back
+    /// to whoever sent the job, and the worker takes the next one.
     pub(crate) fn on_service_done(&mut self, node: NodeId, worker: u32, epoch: u32) {
         let n = &mut self.nodes[node.index()];
         if n.epoch != epoch {

@@ -201,6 +201,8 @@ impl Gateway {
 }
 
 impl World<'_> {
+    /// A client sends a request: it lands on a gateway worker (its scope),
+    /// the client's timeout is armed, and the first attempt connects.
     pub(crate) fn start_request(&mut self, client: Option<u32>) {
         let now = self.q.now();
         let scope = if self.model.gateway.zone {
@@ -343,9 +345,10 @@ impl World<'_> {
     }
 
     /// Puts the attempt's `proxy_read_timeout` into the event queue: called
-    /// whenever its response is not known to arrive before the deadline
-    /// (queued, frozen, lost on the wire, or served too slowly). `at_node`:
-    /// armed as the request reaches the node, in the FIFO lane for that.
+    /// by the node (node.rs) whenever the response is not known to arrive
+    /// before the deadline (queued, frozen, lost on the wire, or served too
+    /// slowly); `on_attempt_failed` handles it. `at_node`: armed as the
+    /// request reaches the node, in the FIFO lane for that.
     pub(crate) fn arm_read_timeout(&mut self, slot: u32, generation: u32, at_node: bool) {
         let now = self.q.now();
         let Some(r) = self.gw.reqs.get_mut(slot as usize) else {
@@ -382,6 +385,8 @@ impl World<'_> {
         }
     }
 
+    /// An attempt ended without a response: refused, or its connect or read
+    /// timeout expired (armed by `start_attempt` and `arm_read_timeout`).
     pub(crate) fn on_attempt_failed(&mut self, slot: u32, generation: u32, why: Fail) {
         let Some(node) = self.attempt_of(slot, generation) else {
             return;
