@@ -1,22 +1,27 @@
 //! The request path of an HAProxy 2.6 backend (`flavor: haproxy`): the
 //! pipeline of [`super`] with HAProxy's answers after a failed connect and on
-//! the response.
+//! the response. The functions named are HAProxy's.
 //!
-//! - A failed connect (refused or `timeout connect`) is retried, at most
-//!   `retries` times: `back_handle_st_cer` (src/backend.c) counts the retry
-//!   and gives up with 503 when they run out (`http_return_srv_error`,
-//!   src/http_ana.c).
+//! - No usable server: 503 at once (`srv_redispatch_connect`, src/backend.c,
+//!   on `SRV_STATUS_NOSRV`; the status comes from `http_return_srv_error`,
+//!   src/http_ana.c). That is `connect` in [`super`].
+//! - A failed connect (refused, or `timeout connect` expired) is retried at
+//!   most `retries` times: `back_handle_st_cer` (src/backend.c) counts the
+//!   retry and, when they have run out, gives up with 503
+//!   (`http_return_srv_error`).
 //! - The retry goes to the same server unless `option redispatch` applies:
 //!   `stream_choose_redispatch` (include/haproxy/stream.h) redispatches when
-//!   the server is down, on every `redispatch_after`-th retry, or at once with
-//!   a round-robin balancer and more than one active server.
+//!   the server is down, on every `redispatch_after`-th retry (counted from
+//!   the last one when negative), or at once when the balancer is of the
+//!   round-robin kind (`roundrobin`, `random`) and more than one server is up.
 //! - After a refused connect (an asynchronous error) `back_handle_st_cer`
-//!   pauses min(1 s, `timeout connect`) in the turn-around state before
-//!   retrying, unless it redispatches at once; `back_try_conn_req`
-//!   (src/backend.c) ends the pause. A connect timeout retries at once.
+//!   waits min(1 s, `timeout connect`) in the turn-around state before
+//!   retrying, unless it redispatched with a round-robin-kind balancer and
+//!   more than one server up; `back_try_conn_req` (src/backend.c) ends the
+//!   wait. After a connect timeout it retries at once.
 //! - On the response (`http_wait_for_response`, src/http_ana.c) any status
 //!   is relayed; the server closing before a header is a 502, `timeout
-//!   server` a 504. Responses are never retried.
+//!   server` a 504. Neither is retried.
 
 use super::super::{Event, Fail, NodeId, World};
 use super::Reply;
