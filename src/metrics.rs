@@ -284,8 +284,9 @@ impl Recorder {
         self.fault_windows[i].push((start, end));
     }
 
-    /// Is one of `node`'s faults active at `t`?
-    pub fn in_fault(&self, node: NodeId, t: SimTime) -> bool {
+    /// Is one of `node`'s faults active at `t`? (For the ejections' metrics;
+    /// the simulation keeps its own count on each node.)
+    fn in_fault(&self, node: NodeId, t: SimTime) -> bool {
         self.fault_windows[node.index()]
             .iter()
             .any(|&(s, e)| s <= t && e.is_none_or(|e| t < e))
@@ -338,13 +339,13 @@ impl Recorder {
         self.row(t)[0] += 1;
     }
 
+    /// The gateway sent an attempt to `node`; `during_fault`: while one of
+    /// its faults was active.
     #[inline]
-    pub fn attempt(&mut self, t: SimTime, node: NodeId, counted: bool) {
+    pub fn attempt(&mut self, t: SimTime, node: NodeId, counted: bool, during_fault: bool) {
         if counted {
             self.attempts[node.index()] += 1;
-            if self.in_fault(node, t) {
-                self.fault_attempts[node.index()] += 1;
-            }
+            self.fault_attempts[node.index()] += during_fault as u64;
         }
         self.row(t)[COLS_FIXED + COLS_PER_NODE * node.index() + 1] += 1;
     }

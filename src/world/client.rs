@@ -1,5 +1,7 @@
 //! Clients: open-loop arrivals (generated lazily, one pending at a time) and
-//! closed-loop clients that send again after a think time; client timeouts.
+//! closed-loop clients that send again after a think time; client timeouts
+//! are armed here and handled by the gateway (`on_client_timeout`,
+//! gateway/mod.rs), which sees the client close its connection.
 
 use super::{Event, World, lane};
 use crate::engine::{SimDuration, SimTime};
@@ -147,6 +149,9 @@ impl World<'_> {
         }
     }
 
+    /// `clients.timeout` after a request starts, the client gives up on it
+    /// (`Event::ClientTimeout`, handled by `on_client_timeout` in gateway/mod.rs
+    /// unless the request ended first).
     pub(crate) fn arm_client_timeout(&mut self, slot: u32, generation: u32) {
         if let Some(t) = self.model.clients.timeout() {
             let at = self.q.now() + t;

@@ -1,6 +1,82 @@
 //! The simulated system: clients → gateway (balancer + health policies) → nodes,
 //! with faults acting on nodes. `World` holds the state; handlers live in the
-//! submodule of the component they belong to (`on_<what happened>`).
+//! submodule of the component they belong to (`on_<what happened>`), and
+//! `World::dispatch` routes each `Event` to its handler.
+//!
+//! # The path of one request
+//!
+//! Every step that waits is an event in the queue; an attempt's events carry
+//! its request slot and attempt generation, and are ignored once the attempt
+//! is over (`attempt_of`, gateway/mod.rs). Files are under `src/world/`.
+//!
+//! 1. **Arrival** — `on_arrival` (open loop; it also schedules the next
+//!    arrival) or `on_client_wake` (closed loop), client.rs, calls
+//!    `start_request` (gateway/mod.rs): a request slot, the gateway worker
+//!    it lands on (`pick_worker`, client.rs), and the **client timeout** armed
+//!    by `arm_client_timeout` (client.rs) as `Event::ClientTimeout`,
+//!    `clients.timeout` from now.
+//! 2. **Select a peer** — `connect` (gateway/mod.rs) calls `select_peer`
+//!    (gateway/balancer.rs): Envoy's panic check, then the configured
+//!    balancer among the eligible peers (not tried, not `down`, under
+//!    `max_conns`, routable for every policy), then the backup set;
+//!    `take_peer` counts the connection and tells the policies
+//!    (`on_selected`). No peer: `finalize` at once, 502 (nginx) or 503
+//!    (HAProxy).
+//! 3. **Connect** — `start_attempt` (gateway/mod.rs): a crashed node refuses
+//!    (`Event::AttemptFailed`, one round trip later); a partitioned node or a
+//!    full accept queue drops the SYN, which arms the **connect timeout**
+//!    (`AttemptFailed` after `proxy_connect_timeout`, or HAProxy's `timeout
+//!    connect`, else the kernel's SYN retries); otherwise the policies hear
+//!    `on_connected`, the request is sent one round trip after the connect,
+//!    and its **read deadline** (`proxy_read_timeout` / `timeout server`) is
+//!    set but not yet armed.
+//! 4. **The request reaches the node** — `Event::AtNode`, one and a half
+//!    round trips after the connect (inline with a zero round trip), runs
+//!    `on_request_at_node` (node.rs): a crashed node answers with a reset
+//!    (step 6); in a partition the request is lost; otherwise it joins the
+//!    accept queue. Lost, or left waiting for a worker: the **read timeout**
+//!    is armed (`arm_read_timeout`, gateway/mod.rs).
+//! 5. **Service** — `start_work` (node.rs) hands it to an idle worker, draws
+//!    the service time (a `slow` fault stretches it) and schedules
+//!    `Event::ServiceDone`; if the answer would reach the gateway at or
+//!    after the read deadline, it arms the read timeout. A hang or stop
+//!    freezes the work (`freeze_node`, which arms the read timeouts), a
+//!    crash resets it (`crash_node`). `on_service_done` (node.rs) makes the
+//!    reply (a `flaky` fault may turn it into an error status or a reset);
+//!    in a partition the reply is lost and the read timeout is armed.
+//! 6. **Response** — `send_reply` (node.rs) schedules `Event::Response` half
+//!    a round trip later (inline with a zero round trip): `on_response`
+//!    (gateway/mod.rs). nginx asks `test_next` whether the status is a
+//!    failure to retry (`proxy_next_upstream`); HAProxy relays any status
+//!    (`haproxy_response`, gateway/haproxy.rs). An attempt that gets no
+//!    response ends in `on_attempt_failed` (gateway/mod.rs), which **handles
+//!    the connect and read timeouts** and refusals (HAProxy:
+//!    `haproxy_failed`, gateway/haproxy.rs).
+//! 7. **Free the peer, report to the policies** — `free_peer`
+//!    (gateway/balancer.rs): the connection count, the attempt trace line,
+//!    nginx's accounting (the attempt uses up a try, a failure lowers the
+//!    effective weight; none of it for a single server) and `on_attempt` to
+//!    every policy: this is what passive health checks see.
+//! 8. **Retry or finalize** — nginx: `next_upstream` (gateway/mod.rs) goes
+//!    back to step 2 while tries, `proxy_next_upstream` and
+//!    `proxy_next_upstream_timeout` allow, else `finalize` with the status
+//!    nginx maps the failure to. HAProxy: `haproxy_failed`
+//!    (gateway/haproxy.rs) retries a failed connect on the same server
+//!    (`retry`: `take_peer`, step 3) or redispatched (step 2); a refused
+//!    connect that is not redispatched at once first waits out the
+//!    turn-around pause (`Event::Retry`, handled by `on_retry`). 503 when the
+//!    retries run out, 504 on `timeout server`.
+//! 9. **Client** — `finalize` (gateway/mod.rs) records the answer and
+//!    `release`s the slot (later events for it are stale); `client_done`
+//!    (client.rs) lets a closed-loop client think and send again
+//!    (`Event::ClientWake`). If the client timeout fires first,
+//!    `on_client_timeout` (gateway/mod.rs) **handles it** as nginx does when
+//!    the client closes: the peer is freed as not failed (`ClientAbort`),
+//!    the request counts as timed out, and the slot is released.
+//!
+//! Probes (probe.rs) and heartbeats (heartbeat.rs) share the nodes' accept
+//! queues and workers with requests; faults (fault.rs) change node state at
+//! the start and end of their windows.
 
 mod client;
 mod fault;
@@ -61,32 +137,39 @@ pub(crate) enum Event {
     Arrival,
     /// A closed-loop client sends its next request.
     ClientWake(u32),
+    /// The client gives up on its request (step 9 above).
     ClientTimeout {
         slot: u32,
         generation: u32,
     },
+    /// An attempt ends without a response: refused, connect or read timeout.
     AttemptFailed {
         slot: u32,
         generation: u32,
         why: Fail,
     },
+    /// An attempt's request reached its node.
     AtNode {
         slot: u32,
         generation: u32,
         node: NodeId,
     },
+    /// A node's answer (or reset) reached the gateway.
     Response {
         slot: u32,
         generation: u32,
         reply: Reply,
     },
+    /// A worker finished its job (unless its node's epoch moved on).
     ServiceDone {
         node: NodeId,
         worker: u32,
         epoch: u32,
     },
+    /// Fault `i` of the model starts, or ends.
     FaultStart(u32),
     FaultEnd(u32),
+    /// A timer a policy asked for.
     Policy {
         policy: u16,
         timer: PolicyTimer,
@@ -265,6 +348,8 @@ impl<'s> World<'s> {
     fn run_to_end_or_budget(mut self) -> (RunSummary, Option<SimTime>) {
         let mut cut = None;
         let end = self.model.end();
+        // Faults first: at any instant their events then run before every
+        // other (same time: insertion order), which `Node::in_fault` relies on.
         for (i, f) in self.model.faults.iter().enumerate() {
             self.q.schedule(f.start, Event::FaultStart(i as u32));
             if let Some(e) = f.end {

@@ -86,6 +86,9 @@ pub(crate) struct Node {
     pub(crate) partitioned: bool,
     pub(crate) flaky: Option<(f64, FlakyError, u16)>,
     pub(crate) slow: Option<(f64, SimDuration)>,
+    /// How many of its faults are active now: each is counted from its
+    /// `FaultStart` to its `FaultEnd` (see `world/fault.rs`).
+    pub(crate) active_faults: u32,
 }
 
 impl Node {
@@ -103,6 +106,7 @@ impl Node {
             partitioned: false,
             flaky: None,
             slow: None,
+            active_faults: 0,
         }
     }
 
@@ -125,6 +129,13 @@ impl Node {
         !(self.crashed || self.hung || self.stopped)
     }
 
+    /// Is one of its faults active? Fault events come first at their instant
+    /// (they are scheduled before any other event), so everything else at
+    /// time `t` sees the faults of the windows `[start, end)` holding `t`.
+    pub(crate) fn in_fault(&self) -> bool {
+        self.active_faults > 0
+    }
+
     /// Does its heartbeat thread run? (A hang blocks only the workers.)
     pub(crate) fn beats(&self) -> bool {
         !(self.crashed || self.stopped)
@@ -132,21 +143,13 @@ impl Node {
 }
 
 impl World<'_> {
+    /// An attempt's request arrives: reset by a crashed process, lost in a
+    /// partition, else queued for a worker. While it may wait past its read
+    /// deadline, the gateway's read timeout is armed.
     pub(crate) fn on_request_at_node(&mut self, slot: u32, generation: u32, node: NodeId) {
-        let now = self.q.now();
-        let half = self.model.gateway.rtt.half();
         let n = &mut self.nodes[node.index()];
         if n.crashed {
-            let reply = Reply::Reset;
-            self.q.schedule_in_lane(
-                lane::HALF_RTT,
-                now + half,
-                Event::Response {
-                    slot,
-                    generation,
-                    reply,
-                },
-            );
+            self.send_reply(slot, generation, Reply::Reset);
             return;
         }
         if n.partitioned {
@@ -218,8 +221,9 @@ impl World<'_> {
         }
     }
 
+    /// A worker finished: the reply (a `flaky` fault may spoil it) goes back
+    /// to whoever sent the job, and the worker takes the next one.
     pub(crate) fn on_service_done(&mut self, node: NodeId, worker: u32, epoch: u32) {
-        let now = self.q.now();
         let n = &mut self.nodes[node.index()];
         if n.epoch != epoch {
             return;
@@ -244,7 +248,6 @@ impl World<'_> {
         // is handled inline and may start new work.
         self.start_work(node);
         let half = self.model.gateway.rtt.half();
-        let at = now + half;
         match job.job {
             Job::Request { slot, generation } => {
                 if partitioned {
@@ -252,15 +255,7 @@ impl World<'_> {
                 } else if half.is_zero() {
                     self.on_response(slot, generation, reply);
                 } else {
-                    self.q.schedule_in_lane(
-                        lane::HALF_RTT,
-                        at,
-                        Event::Response {
-                            slot,
-                            generation,
-                            reply,
-                        },
-                    );
+                    self.send_reply(slot, generation, reply);
                 }
             }
             Job::Probe { probe, generation } => {
@@ -269,15 +264,7 @@ impl World<'_> {
                         Reply::Status(s) => ProbeResult::Status(s),
                         Reply::Reset => ProbeResult::Reset,
                     };
-                    self.q.schedule_in_lane(
-                        lane::HALF_RTT,
-                        at,
-                        Event::ProbeDone {
-                            probe,
-                            generation,
-                            result,
-                        },
-                    );
+                    self.send_probe_result(probe, generation, result);
                 }
             }
             Job::SelfCheck { policy, generation } => {
@@ -288,9 +275,38 @@ impl World<'_> {
         }
     }
 
+    /// The node's reply to an attempt (or its reset) leaves for the gateway,
+    /// where [`World::on_response`] handles it half a round trip from now.
+    fn send_reply(&mut self, slot: u32, generation: u32, reply: Reply) {
+        let at = self.q.now() + self.model.gateway.rtt.half();
+        self.q.schedule_in_lane(
+            lane::HALF_RTT,
+            at,
+            Event::Response {
+                slot,
+                generation,
+                reply,
+            },
+        );
+    }
+
+    /// An HTTP probe's result (or its reset) leaves for the prober, where
+    /// [`World::on_probe_done`] handles it half a round trip from now.
+    fn send_probe_result(&mut self, probe: u32, generation: u32, result: ProbeResult) {
+        let at = self.q.now() + self.model.gateway.rtt.half();
+        self.q.schedule_in_lane(
+            lane::HALF_RTT,
+            at,
+            Event::ProbeDone {
+                probe,
+                generation,
+                result,
+            },
+        );
+    }
+
     /// The process dies: every accepted connection is reset.
     pub(crate) fn crash_node(&mut self, node: NodeId) {
-        let at = self.q.now() + self.model.gateway.rtt.half();
         let n = &mut self.nodes[node.index()];
         n.crashed = true;
         n.epoch = n.epoch.wrapping_add(1);
@@ -304,26 +320,11 @@ impl World<'_> {
         for job in victims {
             match job {
                 Job::Request { slot, generation } => {
-                    let reply = Reply::Reset;
-                    self.q.schedule_in_lane(
-                        lane::HALF_RTT,
-                        at,
-                        Event::Response {
-                            slot,
-                            generation,
-                            reply,
-                        },
-                    );
+                    self.send_reply(slot, generation, Reply::Reset)
                 }
-                Job::Probe { probe, generation } => self.q.schedule_in_lane(
-                    lane::HALF_RTT,
-                    at,
-                    Event::ProbeDone {
-                        probe,
-                        generation,
-                        result: ProbeResult::Reset,
-                    },
-                ),
+                Job::Probe { probe, generation } => {
+                    self.send_probe_result(probe, generation, ProbeResult::Reset)
+                }
                 // The heartbeat thread dies too; its timeout ends the wait.
                 Job::SelfCheck { .. } | Job::Accept => {}
             }

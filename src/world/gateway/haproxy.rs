@@ -1,0 +1,174 @@
+//! The request path of an HAProxy 2.6 backend (`flavor: haproxy`): the
+//! pipeline of [`super`] with HAProxy's answers after a failed connect and on
+//! the response. The functions named are HAProxy's.
+//!
+//! - No usable server: 503 at once (`srv_redispatch_connect`, src/backend.c,
+//!   on `SRV_STATUS_NOSRV`; the status comes from `http_return_srv_error`,
+//!   src/http_ana.c). That is `connect` in [`super`].
+//! - A failed connect (refused, or `timeout connect` expired) is retried at
+//!   most `retries` times: `back_handle_st_cer` (src/backend.c) counts the
+//!   retry and, when they have run out, gives up with 503
+//!   (`http_return_srv_error`).
+//! - The retry goes to the same server unless `option redispatch` applies:
+//!   `stream_choose_redispatch` (include/haproxy/stream.h) redispatches when
+//!   the server is down, on every `redispatch_after`-th retry (counted from
+//!   the last one when negative), or at once when the balancer is of the
+//!   round-robin kind (`roundrobin`, `random`) and more than one server is up.
+//! - After a refused connect (an asynchronous error) `back_handle_st_cer`
+//!   waits min(1 s, `timeout connect`) in the turn-around state before
+//!   retrying, unless it redispatched with a round-robin-kind balancer and
+//!   more than one server up; `back_try_conn_req` (src/backend.c) ends the
+//!   wait. After a connect timeout it retries at once.
+//! - On the response (`http_wait_for_response`, src/http_ana.c) any status
+//!   is relayed; the server closing before a header is a 502, `timeout
+//!   server` a 504. Neither is retried.
+
+use super::super::{Event, Fail, NodeId, World};
+use super::Reply;
+use crate::engine::SimDuration;
+use crate::policy::{AttemptResult, Charge};
+use crate::spec::{Balancer, GatewayFlavor, Model};
+
+/// An HAProxy backend's settings, resolved.
+#[derive(Clone, Debug)]
+pub(super) struct Haproxy {
+    pub(super) retries: u32,
+    pub(super) redispatch_after: Option<i32>,
+    /// `timeout connect` as configured (the turn-around pause uses it).
+    pub(super) timeout_connect: Option<SimDuration>,
+    pub(super) timeout_server: Option<SimDuration>,
+}
+
+impl Haproxy {
+    /// The backend's settings with `flavor: haproxy`, else `None` (nginx).
+    pub(super) fn of(model: &Model) -> Option<Haproxy> {
+        (model.gateway.flavor == GatewayFlavor::Haproxy).then(|| {
+            let h = model.gateway.haproxy();
+            Haproxy {
+                retries: h.retries,
+                redispatch_after: h.redispatch.after(),
+                timeout_connect: h.timeout_connect,
+                timeout_server: h.timeout_server,
+            }
+        })
+    }
+}
+
+impl World<'_> {
+    /// A response header (or a close) from `node` reached HAProxy: relay
+    /// the status, or answer 502 if the server closed before it.
+    pub(super) fn haproxy_response(&mut self, slot: u32, node: NodeId, reply: Reply) {
+        match reply {
+            Reply::Reset => {
+                self.free_peer(slot, node, Charge::Failed, AttemptResult::Reset);
+                self.finalize(slot, 502, None);
+            }
+            Reply::Status(s) => {
+                self.free_peer(slot, node, Charge::Success, AttemptResult::Status(s));
+                self.finalize(slot, s, Some(node));
+            }
+        }
+    }
+
+    /// HAProxy: `timeout server` expired (504), or a connect failed
+    /// (`back_handle_st_cer`): retry, on the same server or redispatched.
+    pub(super) fn haproxy_failed(&mut self, slot: u32, node: NodeId, why: Fail) {
+        let result = match why {
+            Fail::Refused => AttemptResult::Refused,
+            Fail::ConnectTimeout => AttemptResult::ConnectTimeout,
+            Fail::ReadTimeout => {
+                self.free_peer(slot, node, Charge::Failed, AttemptResult::ReadTimeout);
+                self.finalize(slot, 504, None);
+                return;
+            }
+        };
+        // Each failed attempt is an observe layer-4 error (in on_attempt).
+        self.free_peer(slot, node, Charge::Failed, result);
+        let Some(h) = self.gw.hap.clone() else {
+            return;
+        };
+        let now = self.clock.now(self.q.now());
+        let r = &self.gw.reqs[slot as usize];
+        if r.retries_done >= h.retries {
+            self.finalize(slot, 503, None);
+            return;
+        }
+        let (scope, retries_done) = (r.scope, r.retries_done + 1);
+        let up = |n: NodeId| {
+            !self.gw.down[n.index()] && self.policies.iter().all(|p| p.is_routable(scope, n, now))
+        };
+        let srv_act = self.gw.primary.iter().filter(|&&n| up(n)).count();
+        let rr = matches!(
+            self.model.gateway.balancer,
+            Balancer::RoundRobin | Balancer::RandomTwo
+        );
+        // stream_choose_redispatch
+        let redispatch = h.redispatch_after.is_some_and(|after| {
+            let nth = if after > 0 {
+                retries_done as i32 % after == 0
+            } else {
+                let m = h.retries as i32 + 1 + after;
+                m != 0 && retries_done as i32 % m == 0
+            };
+            !up(node) || nth || (srv_act > 1 && rr)
+        });
+        // An asynchronous error (refused) pauses before retrying the same
+        // server; a connect timeout or an immediate RR redispatch does not.
+        let pause = why == Fail::Refused && (!redispatch || !rr || srv_act <= 1);
+        let delay = if pause {
+            h.timeout_connect.map_or(SimDuration::from_secs(1), |t| {
+                t.min(SimDuration::from_secs(1))
+            })
+        } else {
+            SimDuration::ZERO
+        };
+        let r = &mut self.gw.reqs[slot as usize];
+        r.retries_done = retries_done;
+        r.retry_same = (!redispatch).then_some(node);
+        if delay.is_zero() {
+            self.retry(slot);
+        } else {
+            let generation = r.att_gen;
+            self.q
+                .schedule(self.q.now() + delay, Event::Retry { slot, generation });
+        }
+    }
+
+    /// HAProxy's turn-around pause ended.
+    pub(crate) fn on_retry(&mut self, slot: u32, generation: u32) {
+        let Some(r) = self.gw.reqs.get(slot as usize) else {
+            return;
+        };
+        if r.active && r.att_gen == generation && r.node.is_none() {
+            self.retry(slot);
+        }
+    }
+
+    /// HAProxy: the next connection attempt of a request.
+    fn retry(&mut self, slot: u32) {
+        let r = &mut self.gw.reqs[slot as usize];
+        if let Some(node) = r.retry_same {
+            self.take_peer(slot, node);
+            self.start_attempt(slot, node);
+            return;
+        }
+        // Redispatch: back to load balancing, avoiding the last server when
+        // another one is usable.
+        let last = r.last_node;
+        r.in_backup = false;
+        r.tried.iter_mut().for_each(|w| *w = 0);
+        if let Some(l) = last {
+            r.mark_tried(l);
+        }
+        let picked = self.select_peer(slot).or_else(|| {
+            let r = &mut self.gw.reqs[slot as usize];
+            r.in_backup = false;
+            r.tried.iter_mut().for_each(|w| *w = 0);
+            self.select_peer(slot)
+        });
+        match picked {
+            Some(node) => self.start_attempt(slot, node),
+            None => self.finalize(slot, 503, None),
+        }
+    }
+}

@@ -1,0 +1,534 @@
+//! The gateway: nginx's upstream request pipeline (`ngx_http_upstream.c`).
+//!
+//! One request walks: select a peer (health policies decide eligibility) →
+//! connect → send → wait for the header → either answer the client or, per
+//! `proxy_next_upstream`, free the peer as failed and try the next one. The
+//! steps, with the events between them, are listed in the docs of
+//! [`crate::world`].
+//!
+//! - this file: the pipeline — start a request, connect, the attempt and its
+//!   read timeout, the response, `ngx_http_upstream_test_next` and
+//!   `ngx_http_upstream_next`, finalize, the client's timeout;
+//! - [`balancer`]: which peer (`ngx_http_upstream_round_robin.c`, least_conn,
+//!   random, HAProxy's `roundrobin`), and freeing it with the passive accounting;
+//! - [`haproxy`]: the request path of an HAProxy backend (`flavor: haproxy`),
+//!   which differs after a failed connect and on the response.
+
+mod balancer;
+mod haproxy;
+
+use super::{Event, Fail, NodeId, World, lane};
+use crate::engine::SimTime;
+use crate::policy::{AttemptResult, Charge};
+use crate::spec::{KERNEL_CONNECT_TIMEOUT, Model, NextUpstream};
+use haproxy::Haproxy;
+
+/// What came back from a node.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum Reply {
+    Status(u16),
+    /// The connection was reset or closed before a response header.
+    Reset,
+}
+
+/// Why nginx calls `ngx_http_upstream_next` (its `ft_type`).
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+enum Ft {
+    Error,
+    Timeout,
+    Http(u16),
+}
+
+/// One client request inside the gateway.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct Request {
+    active: bool,
+    /// Bumped when the request ends: stale client timeouts are ignored.
+    req_gen: u32,
+    /// Bumped for each attempt and when the request ends.
+    att_gen: u32,
+    id: u64,
+    client: Option<u32>,
+    start: SimTime,
+    /// Which copy of peer state this request uses (its worker, or 0 with `zone`).
+    scope: u16,
+    counted: bool,
+    /// `u.peer.tries`: attempts left.
+    tries: u32,
+    in_backup: bool,
+    /// Bitmap of nodes already tried in the current set.
+    tried: Vec<u64>,
+    /// The peer of the attempt in flight.
+    node: Option<NodeId>,
+    /// The request was sent on the current attempt (`u->request_sent`).
+    sent: bool,
+    /// When `proxy_read_timeout` expires for the current attempt.
+    read_deadline: SimTime,
+    /// The read timeout of the current attempt is in the event queue.
+    read_timer: bool,
+    /// Random draws so far (nginx's random balancer falls back to RR after 20).
+    random_tries: u32,
+    /// The attempt in flight started while a fault of its node was active.
+    att_faulty: bool,
+    /// HAProxy: connection retries so far (`conn_retries`).
+    retries_done: u32,
+    /// HAProxy: the server of the last attempt.
+    last_node: Option<NodeId>,
+    /// HAProxy: retry on this server (None: redispatch).
+    retry_same: Option<NodeId>,
+    /// When the attempt in flight selected its peer.
+    att_start: SimTime,
+    /// The last selection found the upstream in panic: policies were ignored.
+    panic: bool,
+}
+
+impl Request {
+    fn is_tried(&self, n: NodeId) -> bool {
+        self.tried[n.index() / 64] & (1 << (n.index() % 64)) != 0
+    }
+    fn mark_tried(&mut self, n: NodeId) {
+        self.tried[n.index() / 64] |= 1 << (n.index() % 64);
+    }
+}
+
+/// Gateway state: in-flight requests and the balancer's per-peer tables.
+pub(crate) struct Gateway {
+    /// `Some`: the HAProxy request path.
+    hap: Option<Haproxy>,
+    reqs: Vec<Request>,
+    free: Vec<u32>,
+    next_id: u64,
+    in_flight: usize,
+    n: usize,
+    /// Per (scope, node): smooth-WRR current and effective weights, and
+    /// connections in flight.
+    cw: Vec<i64>,
+    ew: Vec<i64>,
+    conns: Vec<u32>,
+    weight: Vec<i64>,
+    primary: Vec<NodeId>,
+    backup: Vec<NodeId>,
+    down: Vec<bool>,
+    max_conns: Vec<u32>,
+    /// One primary peer and no backup: nginx skips all accounting.
+    single: bool,
+    initial_tries: u32,
+    /// Cumulative weights of the primary set, for the random balancers.
+    ranges: Vec<(i64, NodeId)>,
+    total_weight: i64,
+    /// HAProxy `roundrobin`: each node's next position, the position of the
+    /// last pick, and how far a pick moves a node (total weight / weight).
+    rr_pos: Vec<u64>,
+    rr_cur: u64,
+    rr_step: Vec<u64>,
+    /// Envoy's `healthy_panic_threshold`, percent; 0 = never panic.
+    panic_threshold: f64,
+}
+
+impl Gateway {
+    pub(crate) fn new(model: &Model) -> Self {
+        let n = model.nodes.len();
+        let scopes = model.scopes();
+        let primary: Vec<NodeId> = (0..n)
+            .filter(|&i| !model.nodes[i].backup)
+            .map(|i| NodeId(i as u32))
+            .collect();
+        let backup: Vec<NodeId> = (0..n)
+            .filter(|&i| model.nodes[i].backup)
+            .map(|i| NodeId(i as u32))
+            .collect();
+        let weight: Vec<i64> = model.nodes.iter().map(|x| x.weight as i64).collect();
+        let usable = model.nodes.iter().filter(|x| !x.down).count() as u32;
+        let cap = model.gateway.proxy_next_upstream_tries;
+        let hap = Haproxy::of(model);
+        let mut acc = 0;
+        let ranges = primary
+            .iter()
+            .map(|&p| {
+                acc += weight[p.index()];
+                (acc, p)
+            })
+            .collect();
+        Gateway {
+            reqs: Vec::new(),
+            free: Vec::new(),
+            next_id: 0,
+            in_flight: 0,
+            n,
+            cw: vec![0; n * scopes],
+            ew: (0..scopes).flat_map(|_| weight.iter().copied()).collect(),
+            conns: vec![0; n * scopes],
+            weight,
+            single: hap.is_none() && primary.len() == 1 && backup.is_empty(),
+            primary,
+            backup,
+            down: model.nodes.iter().map(|x| x.down).collect(),
+            max_conns: model.nodes.iter().map(|x| x.max_conns).collect(),
+            initial_tries: match &hap {
+                Some(h) => 1 + h.retries,
+                None if cap > 0 => usable.min(cap),
+                None => usable,
+            },
+            hap,
+            ranges,
+            total_weight: acc,
+            rr_pos: vec![0; n],
+            rr_cur: 0,
+            rr_step: {
+                let total: u64 = model.nodes.iter().map(|x| x.weight as u64).sum();
+                model
+                    .nodes
+                    .iter()
+                    .map(|x| total * 1_000_000 / x.weight.max(1) as u64)
+                    .collect()
+            },
+            panic_threshold: balancer::panic_threshold(model),
+        }
+    }
+
+    /// Requests in flight that the metrics count (sent inside the
+    /// measurement window).
+    pub(crate) fn in_flight_counted(&self) -> usize {
+        if self.in_flight == 0 {
+            return 0;
+        }
+        self.reqs.iter().filter(|r| r.active && r.counted).count()
+    }
+
+    fn k(&self, scope: u16, node: NodeId) -> usize {
+        scope as usize * self.n + node.index()
+    }
+}
+
+impl World<'_> {
+    /// A client sends a request: it lands on a gateway worker (its scope),
+    /// the client's timeout is armed, and the first attempt connects.
+    pub(crate) fn start_request(&mut self, client: Option<u32>) {
+        let now = self.q.now();
+        let scope = if self.model.gateway.zone {
+            // Keep the draw so that `zone` does not shift the gateway stream.
+            let _ = self.pick_worker();
+            0
+        } else {
+            self.pick_worker()
+        };
+        let counted = self.rec.in_window(now);
+        self.rec.request_sent(now, counted);
+        let gw = &mut self.gw;
+        let slot = match gw.free.pop() {
+            Some(s) => s,
+            None => {
+                gw.reqs.push(Request {
+                    tried: vec![0; gw.n.div_ceil(64)],
+                    ..Default::default()
+                });
+                (gw.reqs.len() - 1) as u32
+            }
+        };
+        gw.next_id += 1;
+        gw.in_flight += 1;
+        let tries = gw.initial_tries;
+        let id = gw.next_id;
+        let r = &mut gw.reqs[slot as usize];
+        r.active = true;
+        r.id = id;
+        r.client = client;
+        r.start = now;
+        r.scope = scope;
+        r.counted = counted;
+        r.tries = tries;
+        r.in_backup = false;
+        r.tried.iter_mut().for_each(|w| *w = 0);
+        r.node = None;
+        r.sent = false;
+        r.random_tries = 0;
+        r.retries_done = 0;
+        r.last_node = None;
+        r.retry_same = None;
+        let generation = r.req_gen;
+        self.arm_client_timeout(slot, generation);
+        self.connect(slot);
+    }
+
+    /// `ngx_http_upstream_connect`: select a peer and start an attempt.
+    fn connect(&mut self, slot: u32) {
+        let Some(node) = self.select_peer(slot) else {
+            // BUSY -> "no live upstreams" -> upstream_next(NOLIVE): nothing is
+            // freed and NOLIVE is never in the mask, so 502 at once.
+            // HAProxy answers 503 when no server is usable.
+            let status = if self.gw.hap.is_some() { 503 } else { 502 };
+            self.finalize(slot, status, None);
+            return;
+        };
+        self.start_attempt(slot, node);
+    }
+
+    /// Connects to the selected `node` and sends the request.
+    fn start_attempt(&mut self, slot: u32, node: NodeId) {
+        let now = self.q.now();
+        let faulty = self.nodes[node.index()].in_fault();
+        let r = &mut self.gw.reqs[slot as usize];
+        r.att_gen = r.att_gen.wrapping_add(1);
+        r.node = Some(node);
+        r.sent = false;
+        r.att_faulty = faulty;
+        r.last_node = Some(node);
+        r.att_start = now;
+        let (scope, single) = (r.scope, self.gw.single && !r.in_backup);
+        let generation = r.att_gen;
+        let counted = r.counted;
+        self.rec.attempt(now, node, counted, faulty);
+        let g = &self.model.gateway;
+        let (connect_timeout, read_timeout) = match &self.gw.hap {
+            None => (g.proxy_connect_timeout, Some(g.proxy_read_timeout)),
+            Some(h) => (
+                h.timeout_connect.unwrap_or(KERNEL_CONNECT_TIMEOUT),
+                h.timeout_server,
+            ),
+        };
+        let n = &self.nodes[node.index()];
+        if n.refuses_connections() {
+            self.q.schedule_in_lane(
+                lane::RTT,
+                now + g.rtt,
+                Event::AttemptFailed {
+                    slot,
+                    generation,
+                    why: Fail::Refused,
+                },
+            );
+        } else if n.drops_syn() {
+            self.q.schedule_in_lane(
+                lane::CONNECT_TIMEOUT,
+                now + connect_timeout,
+                Event::AttemptFailed {
+                    slot,
+                    generation,
+                    why: Fail::ConnectTimeout,
+                },
+            );
+        } else {
+            // The read timeout is armed lazily (see `arm_read_timeout`): most
+            // responses are known to come first, and a timer per attempt would
+            // keep rate × proxy_read_timeout events pending.
+            for i in 0..self.policies.len() {
+                if !(single && self.policies[i].bypassed_for_single_server()) {
+                    self.with_policy(i, |p, cx| p.on_connected(cx, scope, node));
+                }
+            }
+            let sent_at = now + g.rtt;
+            let r = &mut self.gw.reqs[slot as usize];
+            r.sent = true;
+            // HAProxy without `timeout server` waits for ever.
+            r.read_deadline = read_timeout.map_or(SimTime::MAX, |t| sent_at + t);
+            r.read_timer = false;
+            if g.rtt.is_zero() {
+                self.on_request_at_node(slot, generation, node);
+            } else {
+                self.q.schedule_in_lane(
+                    lane::AT_NODE,
+                    sent_at + g.rtt.half(),
+                    Event::AtNode {
+                        slot,
+                        generation,
+                        node,
+                    },
+                );
+            }
+        }
+    }
+
+    /// The read deadline of an attempt still in flight.
+    pub(crate) fn read_deadline(&self, slot: u32, generation: u32) -> Option<SimTime> {
+        let r = self.gw.reqs.get(slot as usize)?;
+        (r.active && r.att_gen == generation && r.sent).then_some(r.read_deadline)
+    }
+
+    /// Puts the attempt's `proxy_read_timeout` into the event queue: called
+    /// by the node (node.rs) whenever the response is not known to arrive
+    /// before the deadline (queued, frozen, lost on the wire, or served too
+    /// slowly); `on_attempt_failed` handles it. `at_node`: armed as the
+    /// request reaches the node, in the FIFO lane for that.
+    pub(crate) fn arm_read_timeout(&mut self, slot: u32, generation: u32, at_node: bool) {
+        let now = self.q.now();
+        let Some(r) = self.gw.reqs.get_mut(slot as usize) else {
+            return;
+        };
+        if !r.active
+            || r.att_gen != generation
+            || !r.sent
+            || r.read_timer
+            || r.read_deadline == SimTime::MAX
+        {
+            return;
+        }
+        r.read_timer = true;
+        let at = r.read_deadline.max(now);
+        let ev = Event::AttemptFailed {
+            slot,
+            generation,
+            why: Fail::ReadTimeout,
+        };
+        if at_node {
+            self.q.schedule_in_lane(lane::READ_TIMEOUT_AT_NODE, at, ev);
+        } else {
+            self.q.schedule(at, ev);
+        }
+    }
+
+    fn attempt_of(&self, slot: u32, generation: u32) -> Option<NodeId> {
+        let r = self.gw.reqs.get(slot as usize)?;
+        if r.active && r.att_gen == generation {
+            r.node
+        } else {
+            None
+        }
+    }
+
+    /// An attempt ended without a response: refused, or its connect or read
+    /// timeout expired (armed by `start_attempt` and `arm_read_timeout`).
+    pub(crate) fn on_attempt_failed(&mut self, slot: u32, generation: u32, why: Fail) {
+        let Some(node) = self.attempt_of(slot, generation) else {
+            return;
+        };
+        if self.gw.hap.is_some() {
+            self.haproxy_failed(slot, node, why);
+            return;
+        }
+        let (ft, result) = match why {
+            Fail::Refused => (Ft::Error, AttemptResult::Refused),
+            Fail::ConnectTimeout => (Ft::Timeout, AttemptResult::ConnectTimeout),
+            Fail::ReadTimeout => (Ft::Timeout, AttemptResult::ReadTimeout),
+        };
+        self.next_upstream(slot, node, ft, result);
+    }
+
+    /// A response header (or a reset) reached the gateway.
+    pub(crate) fn on_response(&mut self, slot: u32, generation: u32, reply: Reply) {
+        let Some(node) = self.attempt_of(slot, generation) else {
+            return;
+        };
+        if self.gw.hap.is_some() {
+            self.haproxy_response(slot, node, reply);
+            return;
+        }
+        match reply {
+            Reply::Reset => self.next_upstream(slot, node, Ft::Error, AttemptResult::Reset),
+            Reply::Status(s) => {
+                if self.test_next(slot, s) {
+                    self.next_upstream(slot, node, Ft::Http(s), AttemptResult::Status(s));
+                } else {
+                    self.free_peer(slot, node, Charge::Success, AttemptResult::Status(s));
+                    self.finalize(slot, s, Some(node));
+                }
+            }
+        }
+    }
+
+    /// `ngx_http_upstream_test_next`: is this status a failure to retry?
+    fn test_next(&self, slot: u32, status: u16) -> bool {
+        let word = match status {
+            500 => NextUpstream::Http500,
+            502 => NextUpstream::Http502,
+            503 => NextUpstream::Http503,
+            504 => NextUpstream::Http504,
+            403 => NextUpstream::Http403,
+            404 => NextUpstream::Http404,
+            429 => NextUpstream::Http429,
+            _ => return false,
+        };
+        let r = &self.gw.reqs[slot as usize];
+        let mask = self.model.next_upstream;
+        let non_idem = r.sent && self.model.clients.method().is_non_idempotent();
+        r.tries > 1
+            && mask.contains(word)
+            && (!non_idem || mask.contains(NextUpstream::NonIdempotent))
+            && !self.next_upstream_timed_out(r)
+    }
+
+    fn next_upstream_timed_out(&self, r: &Request) -> bool {
+        let t = self.model.gateway.proxy_next_upstream_timeout;
+        !t.is_zero() && self.q.now().saturating_since(r.start) >= t
+    }
+
+    /// `ngx_http_upstream_next`: free the peer as failed (403/404: next),
+    /// then retry at once or give up with the status nginx maps `ft` to.
+    fn next_upstream(&mut self, slot: u32, node: NodeId, ft: Ft, result: AttemptResult) {
+        let charge = match ft {
+            Ft::Http(403 | 404) => Charge::Next,
+            _ => Charge::Failed,
+        };
+        self.free_peer(slot, node, charge, result);
+        let status = match ft {
+            Ft::Timeout | Ft::Http(504) => 504,
+            Ft::Http(s @ (500 | 503 | 403 | 404 | 429)) => s,
+            _ => 502,
+        };
+        let r = &self.gw.reqs[slot as usize];
+        let mask = self.model.next_upstream;
+        let word = match ft {
+            Ft::Error => NextUpstream::Error,
+            Ft::Timeout => NextUpstream::Timeout,
+            // test_next already checked the status word
+            Ft::Http(_) => NextUpstream::Error,
+        };
+        let listed = matches!(ft, Ft::Http(_)) || mask.contains(word);
+        let non_idem = r.sent && self.model.clients.method().is_non_idempotent();
+        let give_up = r.tries == 0
+            || !listed
+            || (non_idem && !mask.contains(NextUpstream::NonIdempotent))
+            || self.next_upstream_timed_out(r);
+        if give_up {
+            self.finalize(slot, status, None);
+        } else {
+            self.connect(slot);
+        }
+    }
+
+    /// The gateway answers the client with `status`; `by` is the node whose
+    /// response is relayed (already freed as a success).
+    fn finalize(&mut self, slot: u32, status: u16, by: Option<NodeId>) {
+        let now = self.q.now();
+        let r = &self.gw.reqs[slot as usize];
+        let (start, counted, client, faulty) = (r.start, r.counted, r.client, r.att_faulty);
+        self.rec
+            .answered(now, status, now.saturating_since(start), by, counted);
+        if let Some(n) = by
+            && faulty
+            && (200..300).contains(&status)
+        {
+            self.rec.fault_answered(n, counted);
+        }
+        self.release(slot);
+        self.client_done(client);
+    }
+
+    fn release(&mut self, slot: u32) {
+        let r = &mut self.gw.reqs[slot as usize];
+        r.active = false;
+        r.node = None;
+        r.req_gen = r.req_gen.wrapping_add(1);
+        r.att_gen = r.att_gen.wrapping_add(1);
+        self.gw.free.push(slot);
+        self.gw.in_flight -= 1;
+    }
+
+    /// The client gave up: nginx sees the client connection close and
+    /// finalizes with 499, freeing the peer with state 0 (not a failure).
+    pub(crate) fn on_client_timeout(&mut self, slot: u32, generation: u32) {
+        let Some(r) = self.gw.reqs.get(slot as usize) else {
+            return;
+        };
+        if !r.active || r.req_gen != generation {
+            return;
+        }
+        let (counted, client, node) = (r.counted, r.client, r.node);
+        if let Some(node) = node {
+            self.free_peer(slot, node, Charge::Success, AttemptResult::ClientAbort);
+        }
+        let now = self.q.now();
+        self.rec.timed_out(now, counted);
+        self.release(slot);
+        self.client_done(client);
+    }
+}
