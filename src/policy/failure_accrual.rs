@@ -24,7 +24,7 @@
 //! counts only exceptions — select it with `classifier: exceptions_only`.
 //! One accrual state per node, shared by all gateway workers.
 
-use super::backoff::{EqualJittered, EqualJitteredCursor, JitteredExponential};
+use super::support::backoff::{EqualJittered, EqualJitteredCursor, JitteredExponential};
 use super::{
     AttemptReport, AttemptResult, HealthPolicy, Now, PolicyCx, PolicyTimer, Scope, ScopeSel,
 };

@@ -14,7 +14,7 @@
 //! With `self_check`, a node beats only if a request through its own worker
 //! pool answers 2xx in time (seed 004's advice): then a hang stops the beats.
 
-use super::gateway_view::{GatewayView, Propagation};
+use super::support::gateway_view::{GatewayView, Propagation};
 use super::{HealthPolicy, HeartbeatPlan, Now, PolicyCx, PolicyTimer, Scope};
 use crate::engine::{SimDuration, SimTime};
 use crate::ids::NodeId;

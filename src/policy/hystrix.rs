@@ -23,7 +23,7 @@
 //! are aligned to the start of the run (Hystrix: the stream's first
 //! subscription). One breaker per node, shared by all gateway workers.
 
-use super::window::{BucketWindow, Outcome};
+use super::support::window::{BucketWindow, Outcome};
 use super::{AttemptReport, HealthPolicy, Now, PolicyCx, PolicyTimer, Scope, ScopeSel};
 use crate::engine::{SimDuration, SimTime};
 use crate::ids::NodeId;

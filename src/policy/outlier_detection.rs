@@ -27,7 +27,7 @@
 //!   `ASSERT`): the active-ejection count then stays one too high.
 //! - Active health checking and runtime overrides are not modelled.
 
-use super::window::BucketWindow;
+use super::support::window::BucketWindow;
 use super::{
     AttemptReport, AttemptResult, HealthPolicy, Now, PolicyCx, PolicyTimer, Scope, ScopeSel,
 };

@@ -15,8 +15,8 @@
 //!   an ejection is allowed iff `100 × (ejected + 1) ≤ max_ejected_percent × nodes`.
 //! - One ejector for the whole gateway (all workers share it).
 
-use super::backoff::Exponential;
-use super::window::{BucketWindow, CountWindow, Outcome, SlidingWindow};
+use super::support::backoff::Exponential;
+use super::support::window::{BucketWindow, CountWindow, Outcome, SlidingWindow};
 use super::{AttemptReport, HealthPolicy, Now, PolicyCx, PolicyTimer, Scope, ScopeSel};
 use crate::engine::{SimDuration, SimTime};
 use crate::ids::NodeId;

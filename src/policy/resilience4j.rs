@@ -25,8 +25,8 @@
 //! half-open permit; the call duration is the attempt's, from selection to
 //! its end. The breaker is shared by all gateway workers.
 
-use super::backoff::Exponential;
-use super::window::{BucketWindow, CountWindow, Outcome, SlidingWindow, Tally};
+use super::support::backoff::Exponential;
+use super::support::window::{BucketWindow, CountWindow, Outcome, SlidingWindow, Tally};
 use super::{AttemptReport, HealthPolicy, Now, PolicyCx, PolicyTimer, Scope, ScopeSel};
 use crate::engine::{SimDuration, SimTime};
 use crate::ids::NodeId;

@@ -25,14 +25,14 @@ pub use haproxy::{HaproxyCheckParams, HaproxyVersion, Observe, OnError};
 pub use kubernetes::ReadinessParams;
 pub use tengine::{StatusClass, TengineParams};
 
-use super::gateway_view::{GatewayView, Propagation};
-use super::prober_pool::ProberPool;
 use super::{
     AttemptReport, HealthPolicy, Now, PolicyCx, PolicyTimer, ProbeKind, ProbeOutcome, ProbeRequest,
     Scope,
 };
 use crate::engine::SimDuration;
 use crate::ids::NodeId;
+use crate::policy::support::gateway_view::{GatewayView, Propagation};
+use crate::policy::support::prober_pool::ProberPool;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 

@@ -2,8 +2,8 @@
 //! in FIFO order for a free thread (seed 004, table 3: a few hung nodes hold
 //! threads for a whole timeout and stretch every other node's probe interval).
 
-use super::{PolicyCx, ProbeRequest};
 use crate::ids::NodeId;
+use crate::policy::{PolicyCx, ProbeRequest};
 use std::collections::VecDeque;
 
 /// Probes waiting for, or holding, a prober thread.

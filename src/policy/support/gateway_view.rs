@@ -3,9 +3,9 @@
 //! through a chain of periodic caches, each polling the one before it at its
 //! own phase (Eureka: response cache → client fetch → Ribbon refresh).
 
-use super::{PolicyCx, PolicyTimer, ScopeSel};
 use crate::engine::{SimDuration, SimTime};
 use crate::ids::NodeId;
+use crate::policy::{PolicyCx, PolicyTimer, ScopeSel};
 use rand::RngExt;
 use std::collections::VecDeque;
 
