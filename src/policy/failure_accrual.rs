@@ -26,7 +26,8 @@
 
 use super::support::backoff::{EqualJittered, EqualJitteredCursor, JitteredExponential};
 use super::{
-    AttemptReport, AttemptResult, HealthPolicy, Now, PolicyCx, PolicyTimer, Scope, ScopeSel,
+    AttemptReport, AttemptResult, HealthPolicy, Now, PolicyCx, PolicyParams, PolicyTimer, Scope,
+    ScopeSel,
 };
 use crate::engine::SimDuration;
 use crate::ids::NodeId;
@@ -94,8 +95,21 @@ impl FailureAccrualParams {
             Flavour::Linkerd => SimDuration::from_secs(60),
         })
     }
+}
 
-    pub fn validate(&self) -> Result<(), (String, String)> {
+impl PolicyParams for FailureAccrualParams {
+    fn label(&self) -> String {
+        match self.flavour {
+            Flavour::Finagle => "failure_accrual finagle".into(),
+            Flavour::Linkerd => "failure_accrual linkerd".into(),
+        }
+    }
+
+    fn build(&self, _scopes: usize, nodes: usize) -> Box<dyn HealthPolicy> {
+        Box::new(FailureAccrual::new(self, nodes))
+    }
+
+    fn validate(&self) -> Result<(), (String, String)> {
         let err = |f: &str, r: &str| Err((f.to_string(), r.to_string()));
         if self.consecutive_failures() == 0 {
             return err("consecutive_failures", "must be at least 1");

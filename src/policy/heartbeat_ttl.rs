@@ -15,7 +15,10 @@
 //! pool answers 2xx in time (seed 004's advice): then a hang stops the beats.
 
 use super::support::gateway_view::{GatewayView, Propagation};
-use super::{HealthPolicy, HeartbeatPlan, Now, PolicyCx, PolicyTimer, Scope};
+use super::{
+    HealthPolicy, HeartbeatPlan, Now, PolicyCx, PolicyParams, PolicyTimer, Scope,
+    periodic_events_per_s,
+};
 use crate::engine::{SimDuration, SimTime};
 use crate::ids::NodeId;
 use rand::RngExt;
@@ -211,8 +214,8 @@ fn self_check_valid(s: &Option<SelfCheckSpec>) -> Result<(), (String, String)> {
     }
 }
 
-impl HeartbeatTtlSpec {
-    pub fn label(&self) -> String {
+impl PolicyParams for HeartbeatTtlSpec {
+    fn label(&self) -> String {
         match self {
             HeartbeatTtlSpec::Generic(p) => {
                 format!("heartbeat interval={} ttl={}", p.interval, p.ttl)
@@ -229,7 +232,7 @@ impl HeartbeatTtlSpec {
         }
     }
 
-    pub fn validate(&self) -> Result<(), (String, String)> {
+    fn validate(&self) -> Result<(), (String, String)> {
         match self {
             HeartbeatTtlSpec::Generic(p) => {
                 positive("interval", p.interval)?;
@@ -285,6 +288,18 @@ impl HeartbeatTtlSpec {
                 self_check_valid(&p.self_check)
             }
         }
+    }
+
+    fn events_per_s(&self, nodes: usize) -> f64 {
+        periodic_events_per_s(nodes, self.period(), 3.0)
+    }
+
+    fn counts_client_requests(&self) -> bool {
+        false
+    }
+
+    fn build(&self, _scopes: usize, nodes: usize) -> Box<dyn HealthPolicy> {
+        Box::new(HeartbeatTtl::new(self, nodes))
     }
 }
 

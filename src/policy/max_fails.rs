@@ -9,7 +9,7 @@
 //! finds `now - checked > fail_timeout`; that selection moves `checked`, which
 //! excludes the peer again, so exactly one probe attempt passes per window.
 
-use super::{AttemptReport, Charge, HealthPolicy, Now, PolicyCx, Scope, ScopeSel};
+use super::{AttemptReport, Charge, HealthPolicy, Now, PolicyCx, PolicyParams, Scope, ScopeSel};
 use crate::engine::SimDuration;
 use crate::ids::NodeId;
 use schemars::JsonSchema;
@@ -43,8 +43,15 @@ impl Default for MaxFailsParams {
     }
 }
 
-impl MaxFailsParams {
-    pub fn validate(&self) -> Result<(), (String, String)> {
+impl PolicyParams for MaxFailsParams {
+    fn label(&self) -> String {
+        format!(
+            "max_fails={} fail_timeout={}",
+            self.max_fails, self.fail_timeout
+        )
+    }
+
+    fn validate(&self) -> Result<(), (String, String)> {
         if self.fail_timeout.whole_secs().is_none() {
             return Err((
                 "fail_timeout".into(),
@@ -58,7 +65,7 @@ impl MaxFailsParams {
     }
 
     /// Legal settings that probably do not do what was meant, as `(field, message)`.
-    pub fn warnings(&self) -> Vec<(String, String)> {
+    fn warnings(&self) -> Vec<(String, String)> {
         let mut w = vec![];
         if self.fail_timeout.is_zero() && self.max_fails > 0 {
             w.push((
@@ -69,6 +76,10 @@ impl MaxFailsParams {
             ));
         }
         w
+    }
+
+    fn build(&self, scopes: usize, nodes: usize) -> Box<dyn HealthPolicy> {
+        Box::new(MaxFails::new(self, scopes, nodes))
     }
 }
 

@@ -29,7 +29,8 @@
 
 use super::support::window::BucketWindow;
 use super::{
-    AttemptReport, AttemptResult, HealthPolicy, Now, PolicyCx, PolicyTimer, Scope, ScopeSel,
+    AttemptReport, AttemptResult, HealthPolicy, Now, PolicyCx, PolicyParams, PolicyTimer, Scope,
+    ScopeSel,
 };
 use crate::engine::{SimDuration, SimTime};
 use crate::ids::NodeId;
@@ -152,8 +153,22 @@ impl OutlierDetectionParams {
         self.max_ejection_time
             .unwrap_or(SimDuration::from_secs(300).max(self.base_ejection_time))
     }
+}
 
-    pub fn validate(&self) -> Result<(), (String, String)> {
+impl PolicyParams for OutlierDetectionParams {
+    fn label(&self) -> String {
+        "outlier_detection".into()
+    }
+
+    fn healthy_panic_threshold(&self) -> Option<f64> {
+        Some(self.healthy_panic_threshold)
+    }
+
+    fn build(&self, _scopes: usize, nodes: usize) -> Box<dyn HealthPolicy> {
+        Box::new(OutlierDetection::new(self, nodes))
+    }
+
+    fn validate(&self) -> Result<(), (String, String)> {
         let err = |f: &str, r: String| Err((f.to_string(), r));
         if self.interval.is_zero() {
             return err("interval", "must be positive".into());
@@ -303,8 +318,22 @@ impl IstioParams {
         }
         p
     }
+}
 
-    pub fn validate(&self) -> Result<(), (String, String)> {
+impl PolicyParams for IstioParams {
+    fn label(&self) -> String {
+        "istio".into()
+    }
+
+    fn healthy_panic_threshold(&self) -> Option<f64> {
+        Some(self.min_health_percent as f64)
+    }
+
+    fn build(&self, _scopes: usize, nodes: usize) -> Box<dyn HealthPolicy> {
+        Box::new(OutlierDetection::new(&self.to_envoy(), nodes))
+    }
+
+    fn validate(&self) -> Result<(), (String, String)> {
         if self.min_health_percent > 100 {
             return Err((
                 "minHealthPercent".into(),

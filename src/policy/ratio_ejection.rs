@@ -17,7 +17,9 @@
 
 use super::support::backoff::Exponential;
 use super::support::window::{BucketWindow, CountWindow, Outcome, SlidingWindow};
-use super::{AttemptReport, HealthPolicy, Now, PolicyCx, PolicyTimer, Scope, ScopeSel};
+use super::{
+    AttemptReport, HealthPolicy, Now, PolicyCx, PolicyParams, PolicyTimer, Scope, ScopeSel,
+};
 use crate::engine::{SimDuration, SimTime};
 use crate::ids::NodeId;
 use schemars::JsonSchema;
@@ -103,8 +105,19 @@ impl Default for RatioEjectionParams {
     }
 }
 
-impl RatioEjectionParams {
-    pub fn validate(&self) -> Result<(), (String, String)> {
+impl PolicyParams for RatioEjectionParams {
+    fn label(&self) -> String {
+        format!(
+            "ratio_ejection threshold={}% min={}",
+            self.failure_percentage_threshold, self.minimum_requests
+        )
+    }
+
+    fn build(&self, _scopes: usize, nodes: usize) -> Box<dyn HealthPolicy> {
+        Box::new(RatioEjection::new(self, nodes))
+    }
+
+    fn validate(&self) -> Result<(), (String, String)> {
         let err = |f: &str, r: &str| Err((f.to_string(), r.to_string()));
         match self.window {
             RatioWindowSpec::Time { length, buckets } => {

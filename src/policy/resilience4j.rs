@@ -27,7 +27,9 @@
 
 use super::support::backoff::Exponential;
 use super::support::window::{BucketWindow, CountWindow, Outcome, SlidingWindow, Tally};
-use super::{AttemptReport, HealthPolicy, Now, PolicyCx, PolicyTimer, Scope, ScopeSel};
+use super::{
+    AttemptReport, HealthPolicy, Now, PolicyCx, PolicyParams, PolicyTimer, Scope, ScopeSel,
+};
 use crate::engine::{SimDuration, SimTime};
 use crate::ids::NodeId;
 use schemars::JsonSchema;
@@ -107,8 +109,16 @@ impl Default for Resilience4jParams {
     }
 }
 
-impl Resilience4jParams {
-    pub fn validate(&self) -> Result<(), (String, String)> {
+impl PolicyParams for Resilience4jParams {
+    fn label(&self) -> String {
+        "resilience4j".into()
+    }
+
+    fn build(&self, _scopes: usize, nodes: usize) -> Box<dyn HealthPolicy> {
+        Box::new(Resilience4j::new(self, nodes))
+    }
+
+    fn validate(&self) -> Result<(), (String, String)> {
         let err = |f: &str, r: &str| Err((f.to_string(), r.to_string()));
         if self.sliding_window_size == 0 {
             return err("sliding_window_size", "must be at least 1");

@@ -26,8 +26,8 @@ pub use kubernetes::ReadinessParams;
 pub use tengine::{StatusClass, TengineParams};
 
 use super::{
-    AttemptReport, HealthPolicy, Now, PolicyCx, PolicyTimer, ProbeKind, ProbeOutcome, ProbeRequest,
-    Scope,
+    AttemptReport, HealthPolicy, Now, PolicyCx, PolicyParams, PolicyTimer, ProbeKind, ProbeOutcome,
+    ProbeRequest, Scope, periodic_events_per_s,
 };
 use crate::engine::SimDuration;
 use crate::ids::NodeId;
@@ -69,31 +69,19 @@ impl ActiveProbeSpec {
         }
     }
 
-    /// Legal but suspicious settings, as `(field, message)`: a probe timeout
-    /// that is not shorter than the time between probes.
-    pub fn warnings(&self) -> Vec<(String, String)> {
-        let (timeout, every, name) = match self {
-            ActiveProbeSpec::Generic(p) => (p.timeout, p.interval, "interval"),
-            ActiveProbeSpec::Envoy(p) => (p.timeout, p.interval, "interval"),
-            ActiveProbeSpec::Tengine(p) => (p.timeout, p.interval, "interval"),
-            ActiveProbeSpec::Kubernetes(p) => (p.timeout, p.period, "period"),
-            // HAProxy bounds a check by `inter` itself.
-            ActiveProbeSpec::Haproxy(_) => return vec![],
-        };
-        if timeout < every {
-            return vec![];
+    fn threads(&self) -> Option<u32> {
+        match self {
+            ActiveProbeSpec::Generic(p) => p.threads,
+            ActiveProbeSpec::Haproxy(p) => p.threads,
+            ActiveProbeSpec::Envoy(p) => p.threads,
+            ActiveProbeSpec::Tengine(p) => p.threads,
+            ActiveProbeSpec::Kubernetes(p) => p.threads,
         }
-        vec![(
-            "timeout".into(),
-            format!(
-                "{timeout} is not shorter than `{name}` ({every}): a probe of a node that stops \
-                 answering is still waiting when the next one is due, so detection takes longer \
-                 than `{name}` suggests"
-            ),
-        )]
     }
+}
 
-    pub fn label(&self) -> String {
+impl PolicyParams for ActiveProbeSpec {
+    fn label(&self) -> String {
         match self {
             ActiveProbeSpec::Generic(p) => format!(
                 "probe {} interval={} timeout={} fall={} rise={}",
@@ -137,8 +125,7 @@ impl ActiveProbeSpec {
         }
     }
 
-    /// Checks that serde cannot do; the field is relative to the policy object.
-    pub fn validate(&self) -> Result<(), (String, String)> {
+    fn validate(&self) -> Result<(), (String, String)> {
         match self {
             ActiveProbeSpec::Generic(p) => p.validate(),
             ActiveProbeSpec::Haproxy(p) => p.validate(),
@@ -148,14 +135,40 @@ impl ActiveProbeSpec {
         }
     }
 
-    fn threads(&self) -> Option<u32> {
-        match self {
-            ActiveProbeSpec::Generic(p) => p.threads,
-            ActiveProbeSpec::Haproxy(p) => p.threads,
-            ActiveProbeSpec::Envoy(p) => p.threads,
-            ActiveProbeSpec::Tengine(p) => p.threads,
-            ActiveProbeSpec::Kubernetes(p) => p.threads,
+    /// Legal but suspicious settings, as `(field, message)`: a probe timeout
+    /// that is not shorter than the time between probes.
+    fn warnings(&self) -> Vec<(String, String)> {
+        let (timeout, every, name) = match self {
+            ActiveProbeSpec::Generic(p) => (p.timeout, p.interval, "interval"),
+            ActiveProbeSpec::Envoy(p) => (p.timeout, p.interval, "interval"),
+            ActiveProbeSpec::Tengine(p) => (p.timeout, p.interval, "interval"),
+            ActiveProbeSpec::Kubernetes(p) => (p.timeout, p.period, "period"),
+            // HAProxy bounds a check by `inter` itself.
+            ActiveProbeSpec::Haproxy(_) => return vec![],
+        };
+        if timeout < every {
+            return vec![];
         }
+        vec![(
+            "timeout".into(),
+            format!(
+                "{timeout} is not shorter than `{name}` ({every}): a probe of a node that stops \
+                 answering is still waiting when the next one is due, so detection takes longer \
+                 than `{name}` suggests"
+            ),
+        )]
+    }
+
+    fn events_per_s(&self, nodes: usize) -> f64 {
+        periodic_events_per_s(nodes, self.period(), 4.0)
+    }
+
+    fn counts_client_requests(&self) -> bool {
+        false
+    }
+
+    fn build(&self, _scopes: usize, nodes: usize) -> Box<dyn HealthPolicy> {
+        Box::new(ActiveProbe::new(self, nodes))
     }
 }
 
