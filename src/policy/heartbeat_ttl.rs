@@ -684,8 +684,8 @@ impl Registry for Eureka {
 
 #[cfg(test)]
 mod tests {
-    use super::super::active_probe::harness::{Harness, ms};
     use super::*;
+    use crate::policy::testkit::{Harness, ms};
 
     const A: NodeId = NodeId(0);
     const B: NodeId = NodeId(1);
@@ -695,9 +695,7 @@ mod tests {
     }
 
     fn harness(json: serde_json::Value, nodes: usize) -> Harness<HeartbeatTtl> {
-        let mut h = Harness::new(HeartbeatTtl::new(&spec(json), nodes), 3);
-        h.start();
-        h
+        Harness::seeded(HeartbeatTtl::new(&spec(json), nodes), 3)
     }
 
     #[test]
@@ -706,19 +704,22 @@ mod tests {
             serde_json::json!({"registry": "generic", "interval": "500ms", "ttl": "1.5s"}),
             2,
         );
-        assert_eq!(h.heartbeats[0].interval, SimDuration::from_millis(500));
-        assert_eq!(h.heartbeats[0].self_check, None);
+        assert_eq!(
+            h.heartbeat_plans()[0].interval,
+            SimDuration::from_millis(500)
+        );
+        assert_eq!(h.heartbeat_plans()[0].self_check, None);
         for t in [400, 900, 1400] {
             h.heartbeat(ms(t), A);
             h.heartbeat(ms(t), B);
         }
         h.heartbeat(ms(1900), B); // A falls silent after 1.4 s
-        h.run_timers(ms(2899));
+        h.advance_to(ms(2899));
         assert!(h.routable(A), "1.499 s since the last beat");
-        h.run_timers(ms(2900));
+        h.advance_to(ms(2900));
         assert!(!h.routable(A), "ttl expired at 1.4 + 1.5 s");
         assert!(h.routable(B), "B's last beat was at 1.9 s");
-        h.run_timers(ms(3400));
+        h.advance_to(ms(3400));
         assert!(!h.routable(B));
     }
 
@@ -729,11 +730,11 @@ mod tests {
             1,
         );
         h.heartbeat(ms(500), A);
-        h.run_timers(ms(3_500));
+        h.advance_to(ms(3_500));
         assert!(h.routable(A), "age 3 s is not older than 3 s");
-        h.run_timers(ms(4_600));
+        h.advance_to(ms(4_600));
         assert!(!h.routable(A), "the first scan after 3.5 s");
-        let ejected_at = h.now;
+        let ejected_at = h.now();
         assert!(ejected_at > ms(3_500));
     }
 
@@ -746,20 +747,20 @@ mod tests {
         assert!(!h.routable(A));
         h.heartbeat(ms(7_000), A);
         assert!(h.routable(A));
-        h.run_timers(ms(36_999));
+        h.advance_to(ms(36_999));
         assert!(h.routable(A));
-        h.run_timers(ms(37_000));
+        h.advance_to(ms(37_000));
         assert!(!h.routable(A), "critical exactly ttl after the update");
     }
 
     #[test]
     fn nacos1_marks_unhealthy_15_to_20_s_after_the_last_beat() {
         let mut h = harness(serde_json::json!({"registry": "nacos1"}), 1);
-        assert_eq!(h.heartbeats[0].interval, SimDuration::from_secs(5));
+        assert_eq!(h.heartbeat_plans()[0].interval, SimDuration::from_secs(5));
         h.heartbeat(ms(2_000), A);
         let mut ejected = None;
         for t in (2_000..40_000).step_by(100) {
-            h.run_timers(ms(t));
+            h.advance_to(ms(t));
             if ejected.is_none() && !h.routable(A) {
                 ejected = Some(t);
             }
@@ -780,7 +781,7 @@ mod tests {
         h.heartbeat(ms(25_000), A); // renew(): last = 25 + 90 s
         let mut seen = None;
         for t in (25_000..400_000).step_by(500) {
-            h.run_timers(ms(t));
+            h.advance_to(ms(t));
             if seen.is_none() && !h.routable(A) {
                 seen = Some(t);
             }
@@ -801,7 +802,7 @@ mod tests {
             let t = 10_000 + k * 30_000;
             h.heartbeat(ms(t), A);
             h.heartbeat(ms(t), B);
-            h.run_timers(ms(t));
+            h.advance_to(ms(t));
         }
         assert!(h.routable(NodeId(2)), "never evicted");
     }
@@ -814,7 +815,7 @@ mod tests {
             1,
         );
         assert_eq!(
-            h.heartbeats[0].self_check,
+            h.heartbeat_plans()[0].self_check,
             Some(SimDuration::from_millis(300))
         );
     }

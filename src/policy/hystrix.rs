@@ -368,6 +368,8 @@ mod tests {
         let mut h = hystrix();
         for k in 0..20 {
             h.select(ms(k), 0);
+        }
+        for k in 0..20 {
             h.complete(ms(k + 1_100), 0, OK, SimDuration::from_millis(1_100));
         }
         h.advance_to(ms(1_500));

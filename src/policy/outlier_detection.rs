@@ -971,7 +971,7 @@ mod tests {
             "30 s × 11 ≥ 300 s + 30 s stops growth"
         );
         // Healthy ticks lower it by one each, starting one interval after un-ejection.
-        let start = h.now;
+        let start = h.now();
         h.advance_to(start + SimDuration::from_secs(10));
         let b0 = h.policy.backoff(NodeId(0));
         h.advance_to(start + SimDuration::from_secs(50));
@@ -991,10 +991,10 @@ mod tests {
         };
         let mut h = od(p, 4);
         for _ in 0..4 {
-            let t = h.now + SimDuration::from_millis(1);
+            let t = h.now() + SimDuration::from_millis(1);
             h.attempt(t, 0, E503);
             while !h.routable(0) {
-                let t = h.now + SimDuration::from_secs(10);
+                let t = h.now() + SimDuration::from_secs(10);
                 h.advance_to(t);
             }
         }
@@ -1026,10 +1026,11 @@ mod tests {
         assert!((success_rate_threshold(450.0, &hosts, 1.9) - 52.0).abs() < 1e-9);
     }
 
-    /// Drives `n` hosts through one interval with the given success counts out of `vol`.
+    /// Drives `n` hosts through one interval with the given success counts
+    /// out of `vol`: every millisecond from `start_ms`, one attempt per host.
     fn interval(h: &mut Harness<OutlierDetection>, start_ms: u64, ok: &[u32], vol: u32) {
-        for (node, &good) in ok.iter().enumerate() {
-            for k in 0..vol {
+        for k in 0..vol {
+            for (node, &good) in ok.iter().enumerate() {
                 let r = if k < good { OK } else { E500 };
                 h.attempt(ms(start_ms + k as u64), node as u32, r);
             }

@@ -336,19 +336,19 @@ mod tests {
         for _ in 0..3 {
             h.attempt(ms(t), 0, BAD);
             h.attempt(ms(t + 1), 0, BAD);
-            let start = h.now;
+            let start = h.now();
             while !h.routable(0) {
                 t += 100;
                 h.advance_to(ms(t));
             }
-            lengths.push(h.now.saturating_since(start).as_micros() / 1_000_000);
+            lengths.push(h.now().saturating_since(start).as_micros() / 1_000_000);
         }
         assert_eq!(lengths, vec![10, 20, 40]);
         // A minute of health: back to 10 s.
         t += 60_000;
         h.attempt(ms(t), 0, BAD);
         h.attempt(ms(t + 1), 0, BAD);
-        let start = h.now;
+        let start = h.now();
         h.advance_to(start + SimDuration::from_secs(10));
         assert!(h.routable(0));
     }

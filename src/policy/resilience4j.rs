@@ -522,8 +522,10 @@ mod tests {
         };
         let mut h = r4j(p);
         for k in 0..10 {
-            let slow = if k < 5 { 1_001 } else { 1_000 };
             h.select(ms(k), 0);
+        }
+        for k in 0..10 {
+            let slow = if k < 5 { 1_001 } else { 1_000 };
             h.complete(ms(k + slow), 0, OK, SimDuration::from_millis(slow));
         }
         assert_eq!(h.policy.state_name(NodeId(0)), "OPEN", "5 of 10 over 1 s");
