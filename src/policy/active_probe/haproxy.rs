@@ -1,6 +1,13 @@
-//! HAProxy 2.6 `server ... check` and passive `observe` (reference Part B,
-//! haproxy `src/check.c`: `set_server_check_status`, `process_chk_conn`,
-//! `start_checks`, `__health_adjust`; `src/tcpcheck.c`: the check timeouts).
+//! HAProxy 2.6 `server ... check` and passive `observe`, after HAProxy
+//! 2.6's `src/check.c`: `set_server_check_status` (the health counter),
+//! `check_notify_failure` / `check_notify_success` (DOWN and UP),
+//! `chk_report_conn_err` (a refused or timed-out connection fails the
+//! check), `process_chk_conn` (the next check and `spread-checks`),
+//! `start_checks` / `start_check_task` (the first checks' offsets),
+//! `__health_adjust` (`observe`, `error-limit`, `on-error`) and
+//! `srv_parse_check_rise` (the initial health); `src/server.c`:
+//! `srv_getinter`; `src/tcpcheck.c`: `tcpcheck_eval_connect` (the check
+//! timeouts).
 //!
 //! - One health counter per server in `[0, rise+fall-1]`; below `rise` is
 //!   DOWN. It starts at `rise`: UP, but one failed check marks it DOWN.
