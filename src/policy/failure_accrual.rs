@@ -24,9 +24,10 @@
 //! counts only exceptions — select it with `classifier: exceptions_only`.
 //! One accrual state per node, shared by all gateway workers.
 
-use super::backoff::{EqualJittered, EqualJitteredCursor, JitteredExponential};
+use super::support::backoff::{EqualJittered, EqualJitteredCursor, JitteredExponential};
 use super::{
-    AttemptReport, AttemptResult, HealthPolicy, Now, PolicyCx, PolicyTimer, Scope, ScopeSel,
+    AttemptReport, AttemptResult, HealthPolicy, Now, PolicyCx, PolicyParams, PolicyTimer, Scope,
+    ScopeSel,
 };
 use crate::engine::SimDuration;
 use crate::ids::NodeId;
@@ -94,8 +95,21 @@ impl FailureAccrualParams {
             Flavour::Linkerd => SimDuration::from_secs(60),
         })
     }
+}
 
-    pub fn validate(&self) -> Result<(), (String, String)> {
+impl PolicyParams for FailureAccrualParams {
+    fn label(&self) -> String {
+        match self.flavour {
+            Flavour::Finagle => "failure_accrual finagle".into(),
+            Flavour::Linkerd => "failure_accrual linkerd".into(),
+        }
+    }
+
+    fn build(&self, _scopes: usize, nodes: usize) -> Box<dyn HealthPolicy> {
+        Box::new(FailureAccrual::new(self, nodes))
+    }
+
+    fn validate(&self) -> Result<(), (String, String)> {
         let err = |f: &str, r: &str| Err((f.to_string(), r.to_string()));
         if self.consecutive_failures() == 0 {
             return err("consecutive_failures", "must be at least 1");
@@ -346,24 +360,24 @@ mod tests {
         // The probe fails: the counter is still ≥ 5, so dead again at once, for [5, 10) s.
         h.complete(ms(5_010), 0, BAD, SimDuration::ZERO);
         assert_eq!(h.policy.state_name(NodeId(0)), "Dead");
-        let t_dead = h.now;
+        let t_dead = h.now();
         while !h.routable(0) {
-            let t = h.now + SimDuration::from_millis(10);
+            let t = h.now() + SimDuration::from_millis(10);
             h.advance_to(t);
         }
-        let d = h.now.saturating_since(t_dead);
+        let d = h.now().saturating_since(t_dead);
         assert!(
             d >= SimDuration::from_secs(5) && d < SimDuration::from_secs(10),
             "{d}"
         );
         // A successful probe revives it and resets the back-off to 5 s.
-        let t = h.now;
+        let t = h.now();
         h.attempt(t, 0, OK);
         assert_eq!(h.policy.state_name(NodeId(0)), "Alive");
         for k in 0..5 {
             h.attempt(t + SimDuration::from_millis(k + 1), 0, BAD);
         }
-        let t_dead = h.now;
+        let t_dead = h.now();
         h.advance_to(t_dead + SimDuration::from_secs(5));
         assert!(h.routable(0), "first duration of a fresh stream: 5 s");
     }
@@ -427,24 +441,24 @@ mod tests {
         h.attempt(ms(6), 0, BAD);
         assert!(!h.routable(0), "seventh failure");
         // Penalties 1, 2, 4 s while probes fail.
-        let mut t: SimTime = h.now;
+        let mut t: SimTime = h.now();
         for expect in [1u64, 2, 4] {
             h.advance_to(t + (SimDuration::from_secs(expect) - SimDuration::from_micros(1)));
             assert!(!h.routable(0));
             h.advance_to(t + SimDuration::from_secs(expect));
             assert!(h.routable(0));
-            t = h.now;
+            t = h.now();
             h.attempt(t, 0, BAD);
         }
         // A successful probe: alive, and the next trip starts at 1 s again.
         h.advance_to(t + SimDuration::from_secs(8));
-        let t = h.now;
+        let t = h.now();
         h.attempt(t, 0, OK);
         assert_eq!(h.policy.state_name(NodeId(0)), "Alive");
         for k in 0..7 {
             h.attempt(t + SimDuration::from_millis(k + 1), 0, BAD);
         }
-        let t = h.now;
+        let t = h.now();
         h.advance_to(t + SimDuration::from_secs(1));
         assert!(h.routable(0));
     }

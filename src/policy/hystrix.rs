@@ -23,8 +23,10 @@
 //! are aligned to the start of the run (Hystrix: the stream's first
 //! subscription). One breaker per node, shared by all gateway workers.
 
-use super::window::{BucketWindow, Outcome};
-use super::{AttemptReport, HealthPolicy, Now, PolicyCx, PolicyTimer, Scope, ScopeSel};
+use super::support::window::{BucketWindow, Outcome};
+use super::{
+    AttemptReport, HealthPolicy, Now, PolicyCx, PolicyParams, PolicyTimer, Scope, ScopeSel,
+};
 use crate::engine::{SimDuration, SimTime};
 use crate::ids::NodeId;
 use schemars::JsonSchema;
@@ -61,8 +63,16 @@ impl Default for HystrixParams {
     }
 }
 
-impl HystrixParams {
-    pub fn validate(&self) -> Result<(), (String, String)> {
+impl PolicyParams for HystrixParams {
+    fn label(&self) -> String {
+        "hystrix".into()
+    }
+
+    fn build(&self, _scopes: usize, nodes: usize) -> Box<dyn HealthPolicy> {
+        Box::new(Hystrix::new(self, nodes))
+    }
+
+    fn validate(&self) -> Result<(), (String, String)> {
         let err = |f: &str, r: &str| Err((f.to_string(), r.to_string()));
         let (w, b) = (
             self.rolling_stats_time.as_micros(),
@@ -82,7 +92,9 @@ impl HystrixParams {
         }
         Ok(())
     }
+}
 
+impl HystrixParams {
     fn buckets(&self) -> usize {
         (self.rolling_stats_time.as_micros() / self.health_snapshot_interval.as_micros().max(1))
             as usize
@@ -356,6 +368,8 @@ mod tests {
         let mut h = hystrix();
         for k in 0..20 {
             h.select(ms(k), 0);
+        }
+        for k in 0..20 {
             h.complete(ms(k + 1_100), 0, OK, SimDuration::from_millis(1_100));
         }
         h.advance_to(ms(1_500));

@@ -9,7 +9,7 @@
 //! finds `now - checked > fail_timeout`; that selection moves `checked`, which
 //! excludes the peer again, so exactly one probe attempt passes per window.
 
-use super::{AttemptReport, Charge, HealthPolicy, Now, PolicyCx, Scope, ScopeSel};
+use super::{AttemptReport, Charge, HealthPolicy, Now, PolicyCx, PolicyParams, Scope, ScopeSel};
 use crate::engine::SimDuration;
 use crate::ids::NodeId;
 use schemars::JsonSchema;
@@ -43,8 +43,15 @@ impl Default for MaxFailsParams {
     }
 }
 
-impl MaxFailsParams {
-    pub fn validate(&self) -> Result<(), (String, String)> {
+impl PolicyParams for MaxFailsParams {
+    fn label(&self) -> String {
+        format!(
+            "max_fails={} fail_timeout={}",
+            self.max_fails, self.fail_timeout
+        )
+    }
+
+    fn validate(&self) -> Result<(), (String, String)> {
         if self.fail_timeout.whole_secs().is_none() {
             return Err((
                 "fail_timeout".into(),
@@ -58,7 +65,7 @@ impl MaxFailsParams {
     }
 
     /// Legal settings that probably do not do what was meant, as `(field, message)`.
-    pub fn warnings(&self) -> Vec<(String, String)> {
+    fn warnings(&self) -> Vec<(String, String)> {
         let mut w = vec![];
         if self.fail_timeout.is_zero() && self.max_fails > 0 {
             w.push((
@@ -69,6 +76,10 @@ impl MaxFailsParams {
             ));
         }
         w
+    }
+
+    fn build(&self, scopes: usize, nodes: usize) -> Box<dyn HealthPolicy> {
+        Box::new(MaxFails::new(self, scopes, nodes))
     }
 }
 
@@ -165,147 +176,107 @@ impl HealthPolicy for MaxFails {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::engine::{SimTime, Stream, rng};
-    use crate::policy::WallClock;
-    use crate::policy::{AttemptResult, Notice, PolicyTimer};
-
-    /// Drives one policy through a script of (time, action) with a fake context.
-    struct Harness {
-        policy: MaxFails,
-        clock: WallClock,
-        rng: crate::engine::SimRng,
-        timers: Vec<(SimTime, PolicyTimer)>,
-        notices: Vec<Notice>,
-    }
+    use crate::engine::SimTime;
+    use crate::policy::testkit::{Harness, ms};
+    use crate::policy::{AttemptResult, Notice};
 
     const A: NodeId = NodeId(0);
+    const FAIL: AttemptResult = AttemptResult::Refused;
+    const OK: AttemptResult = AttemptResult::Status(200);
 
-    impl Harness {
-        fn new(max_fails: u32, fail_timeout_s: u64, phase_ms: u64) -> Self {
-            let p = MaxFailsParams {
-                max_fails,
-                fail_timeout: SimDuration::from_secs(fail_timeout_s),
-            };
-            Harness {
-                policy: MaxFails::new(&p, 1, 2),
-                clock: WallClock::new(SimDuration::from_millis(phase_ms)),
-                rng: rng::stream(1, Stream::Policy),
-                timers: vec![],
-                notices: vec![],
-            }
-        }
-        fn now(&self, ms: u64) -> Now {
-            self.clock.now(SimTime::from_micros(ms * 1000))
-        }
-        fn routable(&self, ms: u64) -> bool {
-            self.policy.is_routable(0, A, self.now(ms))
-        }
-        /// A request selects A at `ms` and completes at once with `charge`.
-        fn attempt(&mut self, ms: u64, charge: Charge) {
-            let now = self.now(ms);
-            let mut cx = PolicyCx::new(now, &mut self.rng, &mut self.timers, &mut self.notices);
-            self.policy.on_selected(&mut cx, 0, A);
-            let result = match charge {
-                Charge::Failed => AttemptResult::Refused,
-                _ => AttemptResult::Status(200),
-            };
-            self.policy.on_attempt(
-                &mut cx,
-                &AttemptReport {
-                    scope: 0,
-                    node: A,
-                    result,
-                    charge,
-                    elapsed: SimDuration::ZERO,
-                },
-            );
-        }
-        /// Selection at `ms` only (the attempt is still in flight).
-        fn select(&mut self, ms: u64) {
-            let now = self.now(ms);
-            let mut cx = PolicyCx::new(now, &mut self.rng, &mut self.timers, &mut self.notices);
-            self.policy.on_selected(&mut cx, 0, A);
-        }
-        fn complete(&mut self, ms: u64, charge: Charge) {
-            let now = self.now(ms);
-            let mut cx = PolicyCx::new(now, &mut self.rng, &mut self.timers, &mut self.notices);
-            self.policy.on_attempt(
-                &mut cx,
-                &AttemptReport {
-                    scope: 0,
-                    node: A,
-                    result: AttemptResult::Status(200),
-                    charge,
-                    elapsed: SimDuration::ZERO,
-                },
-            );
-        }
+    /// nginx with one scope and two nodes; the run starts `phase_ms` into a
+    /// wall-clock second.
+    fn nginx(max_fails: u32, fail_timeout_s: u64, phase_ms: u64) -> Harness<MaxFails> {
+        let p = MaxFailsParams {
+            max_fails,
+            fail_timeout: SimDuration::from_secs(fail_timeout_s),
+        };
+        let phase = SimDuration::from_millis(phase_ms);
+        Harness::with_wall_phase(MaxFails::new(&p, 1, 2), phase)
+    }
+
+    /// An attempt on A that completes at `t` with a 403/404 retried (`NGX_PEER_NEXT`).
+    fn next(h: &mut Harness<MaxFails>, t: SimTime) {
+        let report = AttemptReport {
+            scope: 0,
+            node: A,
+            result: OK,
+            charge: Charge::Next,
+            elapsed: SimDuration::ZERO,
+        };
+        h.report(t, report);
     }
 
     #[test]
     fn failures_chain_across_successes() {
         // Reference D2: max_fails=2, fail_timeout=10, failure at s=302, nine
         // successes, failure at s=307 -> disabled at 307, next used at 318.
-        let mut h = Harness::new(2, 10, 0);
-        h.attempt(302_000, Charge::Failed);
+        let mut h = nginx(2, 10, 0);
+        h.attempt(ms(302_000), A, FAIL);
         for s in 303..=306 {
-            h.attempt(s * 1000, Charge::Success);
-            h.attempt(s * 1000 + 500, Charge::Success);
+            h.attempt(ms(s * 1000), A, OK);
+            h.attempt(ms(s * 1000 + 500), A, OK);
         }
-        h.attempt(306_900, Charge::Success);
+        h.attempt(ms(306_900), A, OK);
         assert_eq!(
             h.policy.fails(0, A),
             1,
             "successes within the window keep fails"
         );
-        h.attempt(307_000, Charge::Failed);
+        h.attempt(ms(307_000), A, FAIL);
         assert_eq!(h.policy.fails(0, A), 2);
-        assert!(!h.routable(307_001));
+        assert!(!h.routable_at(A, ms(307_001)));
         assert!(
-            !h.routable(317_999),
+            !h.routable_at(A, ms(317_999)),
             "still out in second 317 (317-307 <= 10)"
         );
-        assert!(h.routable(318_000), "eligible again at 307+10+1");
-        assert_eq!(h.notices.len(), 1);
+        assert!(h.routable_at(A, ms(318_000)), "eligible again at 307+10+1");
+        assert_eq!(h.notices().count(), 1);
     }
 
     #[test]
     fn a_success_after_the_window_resets_fails() {
-        let mut h = Harness::new(3, 5, 0);
-        h.attempt(1_000, Charge::Failed);
-        h.attempt(2_000, Charge::Failed);
+        let mut h = nginx(3, 5, 0);
+        h.attempt(ms(1_000), A, FAIL);
+        h.attempt(ms(2_000), A, FAIL);
         // Selected more than fail_timeout after `checked` (second 2): 8 - 2 > 5.
-        h.attempt(8_000, Charge::Success);
+        h.attempt(ms(8_000), A, OK);
         assert_eq!(h.policy.fails(0, A), 0);
-        h.attempt(8_500, Charge::Failed);
-        assert!(h.routable(8_600), "the chain restarted at one failure");
+        h.attempt(ms(8_500), A, FAIL);
+        assert!(
+            h.routable_at(A, ms(8_600)),
+            "the chain restarted at one failure"
+        );
     }
 
     #[test]
     fn exactly_one_probe_per_window() {
-        let mut h = Harness::new(1, 3, 0);
-        h.attempt(10_000, Charge::Failed);
-        assert!(!h.routable(13_999));
-        assert!(h.routable(14_000), "window over: eligible");
-        h.select(14_100); // the probe is selected: checked = 14
+        let mut h = nginx(1, 3, 0);
+        h.attempt(ms(10_000), A, FAIL);
+        assert!(!h.routable_at(A, ms(13_999)));
+        assert!(h.routable_at(A, ms(14_000)), "window over: eligible");
+        h.select(ms(14_100), A); // the probe is selected: checked = 14
         assert!(
-            !h.routable(14_200),
+            !h.routable_at(A, ms(14_200)),
             "the probe's selection excludes the peer again"
         );
-        assert!(!h.routable(17_999));
+        assert!(!h.routable_at(A, ms(17_999)));
         // The probe succeeds: accessed (10) < checked (14) -> fails = 0.
-        h.complete(14_300, Charge::Success);
-        assert!(h.routable(14_301));
-        assert!(matches!(h.notices.last(), Some(Notice::Readmitted { .. })));
+        h.complete(ms(14_300), A, OK, SimDuration::ZERO);
+        assert!(h.routable_at(A, ms(14_301)));
+        assert!(matches!(
+            h.notices().last(),
+            Some(Notice::Readmitted { .. })
+        ));
     }
 
     #[test]
     fn a_failed_probe_ejects_for_a_whole_new_window() {
-        let mut h = Harness::new(1, 3, 0);
-        h.attempt(10_000, Charge::Failed);
-        h.attempt(14_250, Charge::Failed); // the probe fails at second 14
-        assert!(!h.routable(17_999));
-        assert!(h.routable(18_000));
+        let mut h = nginx(1, 3, 0);
+        h.attempt(ms(10_000), A, FAIL);
+        h.attempt(ms(14_250), A, FAIL); // the probe fails at second 14
+        assert!(!h.routable_at(A, ms(17_999)));
+        assert!(h.routable_at(A, ms(18_000)));
         assert_eq!(
             h.policy.fails(0, A),
             2,
@@ -315,47 +286,50 @@ mod tests {
 
     #[test]
     fn a_hung_probe_lets_a_second_probe_through_after_the_next_window() {
-        let mut h = Harness::new(1, 2, 0);
-        h.attempt(5_000, Charge::Failed);
-        h.select(8_100); // probe selected at second 8 and never completes
-        assert!(!h.routable(10_999));
-        assert!(h.routable(11_000), "8 + 2 + 1: a second probe may go");
+        let mut h = nginx(1, 2, 0);
+        h.attempt(ms(5_000), A, FAIL);
+        h.select(ms(8_100), A); // probe selected at second 8 and never completes
+        assert!(!h.routable_at(A, ms(10_999)));
+        assert!(
+            h.routable_at(A, ms(11_000)),
+            "8 + 2 + 1: a second probe may go"
+        );
     }
 
     #[test]
     fn whole_second_clock_with_phase() {
         // Reference D1/A2: a failure at x.480 with fail_timeout=3 became eligible at (x+4).000.
         // With phase 0.3 s, sim time 1.180 s is wall x.480 (x = epoch + 1).
-        let mut h = Harness::new(1, 3, 300);
-        h.attempt(1_180, Charge::Failed);
-        assert!(!h.routable(4_699), "wall x+3.999");
-        assert!(h.routable(4_700), "wall x+4.000 is sim 4.700 s");
+        let mut h = nginx(1, 3, 300);
+        h.attempt(ms(1_180), A, FAIL);
+        assert!(!h.routable_at(A, ms(4_699)), "wall x+3.999");
+        assert!(h.routable_at(A, ms(4_700)), "wall x+4.000 is sim 4.700 s");
     }
 
     #[test]
     fn max_fails_zero_disables_ejection() {
-        let mut h = Harness::new(0, 10, 0);
+        let mut h = nginx(0, 10, 0);
         for i in 0..10 {
-            h.attempt(1_000 + i, Charge::Failed);
+            h.attempt(ms(1_000 + i), A, FAIL);
         }
-        assert!(h.routable(1_100));
+        assert!(h.routable_at(A, ms(1_100)));
         assert_eq!(h.policy.fails(0, A), 10, "fails still increments");
         assert_eq!(h.policy.weight_cut(A, 5), 0);
-        assert!(h.notices.is_empty());
+        assert!(h.notices().next().is_none());
     }
 
     #[test]
     fn next_takes_the_success_path() {
-        let mut h = Harness::new(1, 2, 0);
-        h.attempt(1_000, Charge::Failed);
-        h.select(4_000);
-        h.complete(4_100, Charge::Next); // a 403/404 retried: resets like a success
-        assert!(h.routable(4_200));
+        let mut h = nginx(1, 2, 0);
+        h.attempt(ms(1_000), A, FAIL);
+        h.select(ms(4_000), A);
+        next(&mut h, ms(4_100)); // a 403/404 retried: resets like a success
+        assert!(h.routable_at(A, ms(4_200)));
     }
 
     #[test]
     fn weight_cut_is_integer_division() {
-        let h = Harness::new(3, 5, 0);
+        let h = nginx(3, 5, 0);
         assert_eq!(h.policy.weight_cut(A, 1), 0, "weight 1 / max_fails 3 = 0");
         let p = MaxFails::new(
             &MaxFailsParams {

@@ -27,9 +27,10 @@
 //!   `ASSERT`): the active-ejection count then stays one too high.
 //! - Active health checking and runtime overrides are not modelled.
 
-use super::window::BucketWindow;
+use super::support::window::BucketWindow;
 use super::{
-    AttemptReport, AttemptResult, HealthPolicy, Now, PolicyCx, PolicyTimer, Scope, ScopeSel,
+    AttemptReport, AttemptResult, HealthPolicy, Now, PolicyCx, PolicyParams, PolicyTimer, Scope,
+    ScopeSel,
 };
 use crate::engine::{SimDuration, SimTime};
 use crate::ids::NodeId;
@@ -152,8 +153,22 @@ impl OutlierDetectionParams {
         self.max_ejection_time
             .unwrap_or(SimDuration::from_secs(300).max(self.base_ejection_time))
     }
+}
 
-    pub fn validate(&self) -> Result<(), (String, String)> {
+impl PolicyParams for OutlierDetectionParams {
+    fn label(&self) -> String {
+        "outlier_detection".into()
+    }
+
+    fn healthy_panic_threshold(&self) -> Option<f64> {
+        Some(self.healthy_panic_threshold)
+    }
+
+    fn build(&self, _scopes: usize, nodes: usize) -> Box<dyn HealthPolicy> {
+        Box::new(OutlierDetection::new(self, nodes))
+    }
+
+    fn validate(&self) -> Result<(), (String, String)> {
         let err = |f: &str, r: String| Err((f.to_string(), r));
         if self.interval.is_zero() {
             return err("interval", "must be positive".into());
@@ -303,8 +318,22 @@ impl IstioParams {
         }
         p
     }
+}
 
-    pub fn validate(&self) -> Result<(), (String, String)> {
+impl PolicyParams for IstioParams {
+    fn label(&self) -> String {
+        "istio".into()
+    }
+
+    fn healthy_panic_threshold(&self) -> Option<f64> {
+        Some(self.min_health_percent as f64)
+    }
+
+    fn build(&self, _scopes: usize, nodes: usize) -> Box<dyn HealthPolicy> {
+        Box::new(OutlierDetection::new(&self.to_envoy(), nodes))
+    }
+
+    fn validate(&self) -> Result<(), (String, String)> {
         if self.min_health_percent > 100 {
             return Err((
                 "minHealthPercent".into(),
@@ -942,7 +971,7 @@ mod tests {
             "30 s × 11 ≥ 300 s + 30 s stops growth"
         );
         // Healthy ticks lower it by one each, starting one interval after un-ejection.
-        let start = h.now;
+        let start = h.now();
         h.advance_to(start + SimDuration::from_secs(10));
         let b0 = h.policy.backoff(NodeId(0));
         h.advance_to(start + SimDuration::from_secs(50));
@@ -962,10 +991,10 @@ mod tests {
         };
         let mut h = od(p, 4);
         for _ in 0..4 {
-            let t = h.now + SimDuration::from_millis(1);
+            let t = h.now() + SimDuration::from_millis(1);
             h.attempt(t, 0, E503);
             while !h.routable(0) {
-                let t = h.now + SimDuration::from_secs(10);
+                let t = h.now() + SimDuration::from_secs(10);
                 h.advance_to(t);
             }
         }
@@ -997,10 +1026,11 @@ mod tests {
         assert!((success_rate_threshold(450.0, &hosts, 1.9) - 52.0).abs() < 1e-9);
     }
 
-    /// Drives `n` hosts through one interval with the given success counts out of `vol`.
+    /// Drives `n` hosts through one interval with the given success counts
+    /// out of `vol`: every millisecond from `start_ms`, one attempt per host.
     fn interval(h: &mut Harness<OutlierDetection>, start_ms: u64, ok: &[u32], vol: u32) {
-        for (node, &good) in ok.iter().enumerate() {
-            for k in 0..vol {
+        for k in 0..vol {
+            for (node, &good) in ok.iter().enumerate() {
                 let r = if k < good { OK } else { E500 };
                 h.attempt(ms(start_ms + k as u64), node as u32, r);
             }

@@ -15,9 +15,11 @@
 //!   an ejection is allowed iff `100 × (ejected + 1) ≤ max_ejected_percent × nodes`.
 //! - One ejector for the whole gateway (all workers share it).
 
-use super::backoff::Exponential;
-use super::window::{BucketWindow, CountWindow, Outcome, SlidingWindow};
-use super::{AttemptReport, HealthPolicy, Now, PolicyCx, PolicyTimer, Scope, ScopeSel};
+use super::support::backoff::Exponential;
+use super::support::window::{BucketWindow, CountWindow, Outcome, SlidingWindow};
+use super::{
+    AttemptReport, HealthPolicy, Now, PolicyCx, PolicyParams, PolicyTimer, Scope, ScopeSel,
+};
 use crate::engine::{SimDuration, SimTime};
 use crate::ids::NodeId;
 use schemars::JsonSchema;
@@ -103,8 +105,19 @@ impl Default for RatioEjectionParams {
     }
 }
 
-impl RatioEjectionParams {
-    pub fn validate(&self) -> Result<(), (String, String)> {
+impl PolicyParams for RatioEjectionParams {
+    fn label(&self) -> String {
+        format!(
+            "ratio_ejection threshold={}% min={}",
+            self.failure_percentage_threshold, self.minimum_requests
+        )
+    }
+
+    fn build(&self, _scopes: usize, nodes: usize) -> Box<dyn HealthPolicy> {
+        Box::new(RatioEjection::new(self, nodes))
+    }
+
+    fn validate(&self) -> Result<(), (String, String)> {
         let err = |f: &str, r: &str| Err((f.to_string(), r.to_string()));
         match self.window {
             RatioWindowSpec::Time { length, buckets } => {
@@ -323,19 +336,19 @@ mod tests {
         for _ in 0..3 {
             h.attempt(ms(t), 0, BAD);
             h.attempt(ms(t + 1), 0, BAD);
-            let start = h.now;
+            let start = h.now();
             while !h.routable(0) {
                 t += 100;
                 h.advance_to(ms(t));
             }
-            lengths.push(h.now.saturating_since(start).as_micros() / 1_000_000);
+            lengths.push(h.now().saturating_since(start).as_micros() / 1_000_000);
         }
         assert_eq!(lengths, vec![10, 20, 40]);
         // A minute of health: back to 10 s.
         t += 60_000;
         h.attempt(ms(t), 0, BAD);
         h.attempt(ms(t + 1), 0, BAD);
-        let start = h.now;
+        let start = h.now();
         h.advance_to(start + SimDuration::from_secs(10));
         assert!(h.routable(0));
     }

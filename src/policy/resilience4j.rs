@@ -25,9 +25,11 @@
 //! half-open permit; the call duration is the attempt's, from selection to
 //! its end. The breaker is shared by all gateway workers.
 
-use super::backoff::Exponential;
-use super::window::{BucketWindow, CountWindow, Outcome, SlidingWindow, Tally};
-use super::{AttemptReport, HealthPolicy, Now, PolicyCx, PolicyTimer, Scope, ScopeSel};
+use super::support::backoff::Exponential;
+use super::support::window::{BucketWindow, CountWindow, Outcome, SlidingWindow, Tally};
+use super::{
+    AttemptReport, HealthPolicy, Now, PolicyCx, PolicyParams, PolicyTimer, Scope, ScopeSel,
+};
 use crate::engine::{SimDuration, SimTime};
 use crate::ids::NodeId;
 use schemars::JsonSchema;
@@ -107,8 +109,16 @@ impl Default for Resilience4jParams {
     }
 }
 
-impl Resilience4jParams {
-    pub fn validate(&self) -> Result<(), (String, String)> {
+impl PolicyParams for Resilience4jParams {
+    fn label(&self) -> String {
+        "resilience4j".into()
+    }
+
+    fn build(&self, _scopes: usize, nodes: usize) -> Box<dyn HealthPolicy> {
+        Box::new(Resilience4j::new(self, nodes))
+    }
+
+    fn validate(&self) -> Result<(), (String, String)> {
         let err = |f: &str, r: &str| Err((f.to_string(), r.to_string()));
         if self.sliding_window_size == 0 {
             return err("sliding_window_size", "must be at least 1");
@@ -512,8 +522,10 @@ mod tests {
         };
         let mut h = r4j(p);
         for k in 0..10 {
-            let slow = if k < 5 { 1_001 } else { 1_000 };
             h.select(ms(k), 0);
+        }
+        for k in 0..10 {
+            let slow = if k < 5 { 1_001 } else { 1_000 };
             h.complete(ms(k + slow), 0, OK, SimDuration::from_millis(slow));
         }
         assert_eq!(h.policy.state_name(NodeId(0)), "OPEN", "5 of 10 over 1 s");

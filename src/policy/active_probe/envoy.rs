@@ -243,9 +243,9 @@ impl Flavor for EnvoyHc {
 
 #[cfg(test)]
 mod tests {
-    use super::super::harness::{Harness, ms as at};
     use super::*;
     use crate::engine::SimTime;
+    use crate::policy::testkit::{Harness, ms as at};
     use crate::policy::{ActiveProbe, ActiveProbeSpec};
 
     const A: NodeId = NodeId(0);
@@ -259,9 +259,7 @@ mod tests {
     }
 
     fn harness(p: EnvoyParams) -> Harness<ActiveProbe> {
-        let mut h = Harness::new(ActiveProbe::new(&ActiveProbeSpec::Envoy(p), 1), 1);
-        h.start();
-        h
+        Harness::seeded(ActiveProbe::new(&ActiveProbeSpec::Envoy(p), 1), 1)
     }
 
     /// Answers the probe in flight at `t` and fires the next check; returns its time.
@@ -285,7 +283,7 @@ mod tests {
     #[test]
     fn a_bad_status_ejects_at_once_but_timeouts_count() {
         let mut h = harness(params());
-        h.selected(SimTime::ZERO, A); // the cluster carries traffic
+        h.select(SimTime::ZERO, A); // the cluster carries traffic
         let t = step(&mut h, at(1), ProbeResult::Status(200));
         assert_eq!(t, at(5_001), "interval after completion");
         let t = step(&mut h, t + SimDuration::from_secs(1), ProbeResult::Timeout);
@@ -312,7 +310,7 @@ mod tests {
         let mut h = harness(params());
         let t = step(&mut h, at(2), ProbeResult::Status(200));
         assert_eq!(t, at(60_002));
-        h.selected(t, A);
+        h.select(t, A);
         let t2 = step(
             &mut h,
             t + SimDuration::from_millis(2),
@@ -327,7 +325,7 @@ mod tests {
         p.interval_jitter = SimDuration::from_millis(1000);
         p.interval_jitter_percent = 10;
         let mut h = harness(p);
-        h.selected(SimTime::ZERO, A);
+        h.select(SimTime::ZERO, A);
         let mut t = SimTime::ZERO;
         let (mut lo, mut hi) = (u64::MAX, 0);
         for _ in 0..300 {

@@ -177,9 +177,9 @@ impl Flavor for Generic {
 
 #[cfg(test)]
 mod tests {
-    use super::super::harness::{Harness, ms};
     use super::*;
-    use crate::policy::{ActiveProbe, ActiveProbeSpec, Notice, ProbeResult};
+    use crate::policy::testkit::{Harness, ms};
+    use crate::policy::{ActiveProbe, ActiveProbeSpec, ProbeResult};
 
     const A: NodeId = NodeId(0);
     const B: NodeId = NodeId(1);
@@ -199,13 +199,12 @@ mod tests {
 
     /// Runs the first round and returns its start time.
     fn first_round(h: &mut Harness<ActiveProbe>) -> SimTime {
-        h.start();
         h.fire_next(ms(10_000)).expect("a first round")
     }
 
     #[test]
     fn rounds_are_on_a_grid_with_a_random_phase() {
-        let mut h = Harness::new(policy(3, 1, None, Schedule::FixedRate), 5);
+        let mut h = Harness::seeded(policy(3, 1, None, Schedule::FixedRate), 5);
         let t0 = first_round(&mut h);
         assert!(t0 < ms(500), "phase within one interval: {t0}");
         assert_eq!(h.sent_to(A), [t0]);
@@ -222,20 +221,12 @@ mod tests {
         );
         let t1 = h.fire_next(ms(10_000)).unwrap();
         assert_eq!(t1, t0 + SimDuration::from_millis(500), "fixed rate");
-        let rounds: Vec<_> = h
-            .notices
-            .iter()
-            .filter_map(|n| match n {
-                Notice::ProbeRound { duration } => Some(*duration),
-                _ => None,
-            })
-            .collect();
-        assert_eq!(rounds, [SimDuration::from_millis(5)]);
+        assert_eq!(h.probe_rounds(), [SimDuration::from_millis(5)]);
     }
 
     #[test]
     fn fall_failures_in_a_row_eject_and_a_success_resets_the_count() {
-        let mut h = Harness::new(policy(3, 2, None, Schedule::FixedRate), 1);
+        let mut h = Harness::seeded(policy(3, 2, None, Schedule::FixedRate), 1);
         let mut t = first_round(&mut h);
         let step = SimDuration::from_millis(500);
         let results = [
@@ -266,7 +257,7 @@ mod tests {
 
     #[test]
     fn a_node_still_pending_is_skipped_and_threads_bound_concurrency() {
-        let mut h = Harness::new(policy(1, 1, Some(1), Schedule::FixedRate), 2);
+        let mut h = Harness::seeded(policy(1, 1, Some(1), Schedule::FixedRate), 2);
         let t0 = first_round(&mut h);
         assert_eq!(h.sent_to(A), [t0], "one thread: B waits");
         assert!(h.sent_to(B).is_empty());
@@ -285,7 +276,7 @@ mod tests {
 
     #[test]
     fn fixed_delay_waits_for_the_round_to_finish() {
-        let mut h = Harness::new(policy(3, 1, None, Schedule::FixedDelay), 3);
+        let mut h = Harness::seeded(policy(3, 1, None, Schedule::FixedDelay), 3);
         let t0 = first_round(&mut h);
         assert!(
             h.fire_next(ms(10_000)).is_none(),

@@ -1,6 +1,13 @@
-//! HAProxy 2.6 `server ... check` and passive `observe` (reference Part B,
-//! haproxy `src/check.c`: `set_server_check_status`, `process_chk_conn`,
-//! `start_checks`, `__health_adjust`; `src/tcpcheck.c`: the check timeouts).
+//! HAProxy 2.6 `server ... check` and passive `observe`, after HAProxy
+//! 2.6's `src/check.c`: `set_server_check_status` (the health counter),
+//! `check_notify_failure` / `check_notify_success` (DOWN and UP),
+//! `chk_report_conn_err` (a refused or timed-out connection fails the
+//! check), `process_chk_conn` (the next check and `spread-checks`),
+//! `start_checks` / `start_check_task` (the first checks' offsets),
+//! `__health_adjust` (`observe`, `error-limit`, `on-error`) and
+//! `srv_parse_check_rise` (the initial health); `src/server.c`:
+//! `srv_getinter`; `src/tcpcheck.c`: `tcpcheck_eval_connect` (the check
+//! timeouts).
 //!
 //! - One health counter per server in `[0, rise+fall-1]`; below `rise` is
 //!   DOWN. It starts at `rise`: UP, but one failed check marks it DOWN.
@@ -346,8 +353,8 @@ impl Flavor for HaproxyCheck {
 
 #[cfg(test)]
 mod tests {
-    use super::super::harness::{Harness, ms as at_ms};
     use super::*;
+    use crate::policy::testkit::{Harness, ms as at_ms};
     use crate::policy::{ActiveProbe, ActiveProbeSpec, Charge, ProbeResult};
 
     fn params() -> HaproxyCheckParams {
@@ -355,9 +362,7 @@ mod tests {
     }
 
     fn harness(p: HaproxyCheckParams, nodes: usize) -> Harness<ActiveProbe> {
-        let mut h = Harness::new(ActiveProbe::new(&ActiveProbeSpec::Haproxy(p), nodes), 1);
-        h.start();
-        h
+        Harness::seeded(ActiveProbe::new(&ActiveProbeSpec::Haproxy(p), nodes), 1)
     }
 
     const A: NodeId = NodeId(0);
@@ -462,17 +467,17 @@ mod tests {
         let mut p = params();
         p.inter = SimDuration::from_millis(1500);
         let h = harness(p.clone(), 3);
-        let mut starts: Vec<_> = h.timers.iter().map(|(t, _)| *t).collect();
+        let mut starts: Vec<_> = h.timer_times();
         starts.sort();
         assert_eq!(starts, [at_ms(0), at_ms(500), at_ms(1000)]);
         // Below 1000 ms an interval does not set mininter: own interval used.
         p.inter = SimDuration::from_millis(500);
         let h = harness(p.clone(), 3);
-        let starts: Vec<_> = h.timers.iter().map(|(t, _)| *t).collect();
+        let starts: Vec<_> = h.timer_times();
         assert_eq!(starts, [at_ms(0), at_ms(166), at_ms(333)]);
         p.max_spread_checks = Some(SimDuration::from_millis(300));
         let h = harness(p, 3);
-        let starts: Vec<_> = h.timers.iter().map(|(t, _)| *t).collect();
+        let starts: Vec<_> = h.timer_times();
         assert_eq!(starts, [at_ms(0), at_ms(100), at_ms(200)]);
     }
 
@@ -503,13 +508,13 @@ mod tests {
         p.timeout_check = Some(SimDuration::from_millis(300));
         let mut h = harness(p.clone(), 1);
         h.fire_next(at_ms(0));
-        let req = h.sent[0].2;
+        let req = h.in_flight()[0].req;
         assert_eq!(req.timeout, SimDuration::from_secs(1), "D11: 1002 ms");
         assert_eq!(req.timeout_after_connect, None);
         p.timeout_connect = Some(SimDuration::from_millis(500));
         let mut h = harness(p.clone(), 1);
         h.fire_next(at_ms(0));
-        let req = h.sent[0].2;
+        let req = h.in_flight()[0].req;
         assert_eq!(req.connect_timeout, SimDuration::from_millis(500));
         assert_eq!(
             req.timeout,
@@ -519,7 +524,7 @@ mod tests {
         p.version = HaproxyVersion::Fixed;
         let mut h = harness(p, 1);
         h.fire_next(at_ms(0));
-        let req = h.sent[0].2;
+        let req = h.in_flight()[0].req;
         assert_eq!(
             req.timeout_after_connect,
             Some(SimDuration::from_millis(300))
@@ -548,12 +553,12 @@ mod tests {
         let mut h = harness(p, 1);
         let t = h.fire_next(at_ms(0)).unwrap();
         h.answer(t, A, ProbeResult::Connected); // full health, next check at 10 s
-        h.attempt(at_ms(100), report(AttemptResult::Status(502)));
-        h.attempt(at_ms(200), report(AttemptResult::Status(404))); // OK: resets
-        h.attempt(at_ms(300), report(AttemptResult::Status(502)));
-        h.attempt(at_ms(400), report(AttemptResult::Status(503)));
+        h.report(at_ms(100), report(AttemptResult::Status(502)));
+        h.report(at_ms(200), report(AttemptResult::Status(404))); // OK: resets
+        h.report(at_ms(300), report(AttemptResult::Status(502)));
+        h.report(at_ms(400), report(AttemptResult::Status(503)));
         assert!(h.routable(A));
-        h.attempt(at_ms(500), report(AttemptResult::ReadTimeout));
+        h.report(at_ms(500), report(AttemptResult::ReadTimeout));
         assert!(!h.routable(A), "third consecutive error marks it down");
         assert_eq!(
             h.fire_next(at_ms(100_000)),
@@ -575,26 +580,26 @@ mod tests {
         let t = h.fire_next(at_ms(0)).unwrap();
         h.answer(t, A, ProbeResult::Connected); // health 4
         for k in 0..4 {
-            h.attempt(at_ms(10 + k), report(AttemptResult::Refused));
+            h.report(at_ms(10 + k), report(AttemptResult::Refused));
         }
         assert!(h.routable(A), "two synthetic failures: health 2");
-        h.attempt(at_ms(20), report(AttemptResult::Status(503))); // layer4: connected = OK
-        h.attempt(at_ms(21), report(AttemptResult::Refused));
+        h.report(at_ms(20), report(AttemptResult::Status(503))); // layer4: connected = OK
+        h.report(at_ms(21), report(AttemptResult::Refused));
         assert!(h.routable(A), "the OK reset the count");
         let t = h.fire_next(at_ms(100_000)).unwrap();
         h.answer(t, A, ProbeResult::Connected);
         for k in 0..4 {
-            h.attempt(
+            h.report(
                 t + SimDuration::from_millis(k + 1),
                 report(AttemptResult::ConnectTimeout),
             );
         }
         assert!(h.routable(A), "the passing check restored full health");
-        h.attempt(
+        h.report(
             t + SimDuration::from_millis(9),
             report(AttemptResult::ConnectTimeout),
         );
-        h.attempt(
+        h.report(
             t + SimDuration::from_millis(9),
             report(AttemptResult::ConnectTimeout),
         );
@@ -613,7 +618,7 @@ mod tests {
         let mut h = harness(p, 1);
         let t = h.fire_next(at_ms(0)).unwrap();
         h.answer(t, A, ProbeResult::Connected);
-        h.attempt(at_ms(10), report(AttemptResult::Status(500)));
+        h.report(at_ms(10), report(AttemptResult::Status(500)));
         assert!(h.routable(A));
         let t = h.fire_next(at_ms(100_000)).unwrap();
         h.answer(t, A, ProbeResult::Refused);

@@ -198,8 +198,8 @@ impl Flavor for Readiness {
 
 #[cfg(test)]
 mod tests {
-    use super::super::harness::{Harness, ms as at};
     use super::*;
+    use crate::policy::testkit::{Harness, ms as at};
     use crate::policy::{ActiveProbe, ActiveProbeSpec, ProbeResult};
 
     const A: NodeId = NodeId(0);
@@ -209,16 +209,14 @@ mod tests {
     }
 
     fn harness(p: ReadinessParams) -> Harness<ActiveProbe> {
-        let mut h = Harness::new(ActiveProbe::new(&ActiveProbeSpec::Kubernetes(p), 1), 2);
-        h.start();
-        h
+        Harness::seeded(ActiveProbe::new(&ActiveProbeSpec::Kubernetes(p), 1), 2)
     }
 
     /// Fires timers until a probe is sent; returns when.
     fn next_probe(h: &mut Harness<ActiveProbe>) -> SimTime {
         loop {
             let t = h.fire_next(at(10_000_000)).expect("a timer");
-            if !h.sent.is_empty() {
+            if !h.in_flight().is_empty() {
                 return t;
             }
         }
@@ -262,16 +260,15 @@ mod tests {
         }
         // The readmission landed 2 s after it was published.
         assert!(
-            h.notices
-                .iter()
+            h.notices()
                 .any(|n| matches!(n, crate::policy::Notice::Readmitted { .. }))
         );
         assert!(t >= published + SimDuration::from_secs(2));
         assert!(h.routable(A), "failure published now, visible 2 s later");
-        h.run_timers(t + SimDuration::from_millis(1_999));
+        h.advance_to(t + SimDuration::from_millis(1_999));
         assert!(h.routable(A));
         h.fire_next(t + SimDuration::from_secs(2));
-        h.run_timers(t + SimDuration::from_secs(2));
+        h.advance_to(t + SimDuration::from_secs(2));
         assert!(!h.routable(A));
     }
 

@@ -25,14 +25,14 @@ pub use haproxy::{HaproxyCheckParams, HaproxyVersion, Observe, OnError};
 pub use kubernetes::ReadinessParams;
 pub use tengine::{StatusClass, TengineParams};
 
-use super::gateway_view::{GatewayView, Propagation};
-use super::prober_pool::ProberPool;
 use super::{
-    AttemptReport, HealthPolicy, Now, PolicyCx, PolicyTimer, ProbeKind, ProbeOutcome, ProbeRequest,
-    Scope,
+    AttemptReport, HealthPolicy, Now, PolicyCx, PolicyParams, PolicyTimer, ProbeKind, ProbeOutcome,
+    ProbeRequest, Scope, periodic_events_per_s,
 };
 use crate::engine::SimDuration;
 use crate::ids::NodeId;
+use crate::policy::support::gateway_view::{GatewayView, Propagation};
+use crate::policy::support::prober_pool::ProberPool;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
@@ -69,31 +69,19 @@ impl ActiveProbeSpec {
         }
     }
 
-    /// Legal but suspicious settings, as `(field, message)`: a probe timeout
-    /// that is not shorter than the time between probes.
-    pub fn warnings(&self) -> Vec<(String, String)> {
-        let (timeout, every, name) = match self {
-            ActiveProbeSpec::Generic(p) => (p.timeout, p.interval, "interval"),
-            ActiveProbeSpec::Envoy(p) => (p.timeout, p.interval, "interval"),
-            ActiveProbeSpec::Tengine(p) => (p.timeout, p.interval, "interval"),
-            ActiveProbeSpec::Kubernetes(p) => (p.timeout, p.period, "period"),
-            // HAProxy bounds a check by `inter` itself.
-            ActiveProbeSpec::Haproxy(_) => return vec![],
-        };
-        if timeout < every {
-            return vec![];
+    fn threads(&self) -> Option<u32> {
+        match self {
+            ActiveProbeSpec::Generic(p) => p.threads,
+            ActiveProbeSpec::Haproxy(p) => p.threads,
+            ActiveProbeSpec::Envoy(p) => p.threads,
+            ActiveProbeSpec::Tengine(p) => p.threads,
+            ActiveProbeSpec::Kubernetes(p) => p.threads,
         }
-        vec![(
-            "timeout".into(),
-            format!(
-                "{timeout} is not shorter than `{name}` ({every}): a probe of a node that stops \
-                 answering is still waiting when the next one is due, so detection takes longer \
-                 than `{name}` suggests"
-            ),
-        )]
     }
+}
 
-    pub fn label(&self) -> String {
+impl PolicyParams for ActiveProbeSpec {
+    fn label(&self) -> String {
         match self {
             ActiveProbeSpec::Generic(p) => format!(
                 "probe {} interval={} timeout={} fall={} rise={}",
@@ -137,8 +125,7 @@ impl ActiveProbeSpec {
         }
     }
 
-    /// Checks that serde cannot do; the field is relative to the policy object.
-    pub fn validate(&self) -> Result<(), (String, String)> {
+    fn validate(&self) -> Result<(), (String, String)> {
         match self {
             ActiveProbeSpec::Generic(p) => p.validate(),
             ActiveProbeSpec::Haproxy(p) => p.validate(),
@@ -148,14 +135,40 @@ impl ActiveProbeSpec {
         }
     }
 
-    fn threads(&self) -> Option<u32> {
-        match self {
-            ActiveProbeSpec::Generic(p) => p.threads,
-            ActiveProbeSpec::Haproxy(p) => p.threads,
-            ActiveProbeSpec::Envoy(p) => p.threads,
-            ActiveProbeSpec::Tengine(p) => p.threads,
-            ActiveProbeSpec::Kubernetes(p) => p.threads,
+    /// Legal but suspicious settings, as `(field, message)`: a probe timeout
+    /// that is not shorter than the time between probes.
+    fn warnings(&self) -> Vec<(String, String)> {
+        let (timeout, every, name) = match self {
+            ActiveProbeSpec::Generic(p) => (p.timeout, p.interval, "interval"),
+            ActiveProbeSpec::Envoy(p) => (p.timeout, p.interval, "interval"),
+            ActiveProbeSpec::Tengine(p) => (p.timeout, p.interval, "interval"),
+            ActiveProbeSpec::Kubernetes(p) => (p.timeout, p.period, "period"),
+            // HAProxy bounds a check by `inter` itself.
+            ActiveProbeSpec::Haproxy(_) => return vec![],
+        };
+        if timeout < every {
+            return vec![];
         }
+        vec![(
+            "timeout".into(),
+            format!(
+                "{timeout} is not shorter than `{name}` ({every}): a probe of a node that stops \
+                 answering is still waiting when the next one is due, so detection takes longer \
+                 than `{name}` suggests"
+            ),
+        )]
+    }
+
+    fn events_per_s(&self, nodes: usize) -> f64 {
+        periodic_events_per_s(nodes, self.period(), 4.0)
+    }
+
+    fn counts_client_requests(&self) -> bool {
+        false
+    }
+
+    fn build(&self, _scopes: usize, nodes: usize) -> Box<dyn HealthPolicy> {
+        Box::new(ActiveProbe::new(self, nodes))
     }
 }
 
@@ -355,140 +368,5 @@ mod tests {
         let e = parse(json!({"kind": "active_probe", "flavor": "envoy", "interval": "5s"}))
             .unwrap_err();
         assert!(e.contains("missing field `timeout`"), "{e}");
-    }
-}
-
-/// A scripted driver for unit tests: feeds a policy callbacks at given times
-/// through a real `PolicyCx` and keeps what it asked for.
-#[cfg(test)]
-pub(crate) mod harness {
-    use super::*;
-    use crate::engine::{SimRng, SimTime, Stream, rng};
-    use crate::policy::{Action, Notice, ProbeResult};
-
-    pub struct Harness<P: HealthPolicy> {
-        pub policy: P,
-        pub rng: SimRng,
-        pub timers: Vec<(SimTime, PolicyTimer)>,
-        pub notices: Vec<Notice>,
-        /// Probes sent and not answered yet: (time, node, request).
-        pub sent: Vec<(SimTime, NodeId, ProbeRequest)>,
-        pub heartbeats: Vec<crate::policy::HeartbeatPlan>,
-        pub now: SimTime,
-    }
-
-    pub fn ms(x: u64) -> SimTime {
-        SimTime::from_micros(x * 1000)
-    }
-
-    impl<P: HealthPolicy> Harness<P> {
-        pub fn new(policy: P, seed: u64) -> Self {
-            Harness {
-                policy,
-                rng: rng::stream(seed, Stream::Policy),
-                timers: vec![],
-                notices: vec![],
-                sent: vec![],
-                heartbeats: vec![],
-                now: SimTime::ZERO,
-            }
-        }
-
-        fn call(&mut self, t: SimTime, f: impl FnOnce(&mut P, &mut PolicyCx)) {
-            assert!(t >= self.now, "the script goes back in time");
-            self.now = t;
-            let now = Now { t, wall_s: 0 };
-            let mut cx = PolicyCx::new(now, &mut self.rng, &mut self.timers, &mut self.notices);
-            f(&mut self.policy, &mut cx);
-            for a in cx.take_actions() {
-                match a {
-                    Action::Probe { node, req } => self.sent.push((t, node, req)),
-                    Action::StartHeartbeats(plan) => self.heartbeats.push(plan),
-                }
-            }
-        }
-
-        pub fn start(&mut self) {
-            self.call(SimTime::ZERO, |p, cx| p.on_start(cx));
-        }
-
-        /// Fires the earliest pending timer (if at or before `until`); returns its time.
-        pub fn fire_next(&mut self, until: SimTime) -> Option<SimTime> {
-            let i = (0..self.timers.len()).min_by_key(|&i| (self.timers[i].0, i))?;
-            let (t, timer) = self.timers[i];
-            if t > until {
-                return None;
-            }
-            self.timers.remove(i);
-            self.call(t, |p, cx| p.on_timer(cx, timer));
-            Some(t)
-        }
-
-        /// Fires every timer up to `until`, answering no probes.
-        pub fn run_timers(&mut self, until: SimTime) {
-            while self.fire_next(until).is_some() {}
-            self.now = self.now.max(until);
-        }
-
-        /// Fires the timers due strictly before `t`, as the engine would
-        /// have before an event at `t`.
-        fn catch_up(&mut self, t: SimTime) {
-            while self.timers.iter().any(|&(at, _)| at < t) {
-                self.fire_next(t);
-            }
-        }
-
-        /// Answers the oldest unanswered probe to `node` at `t` with `result`.
-        pub fn answer(&mut self, t: SimTime, node: NodeId, result: ProbeResult) -> ProbeRequest {
-            self.catch_up(t);
-            let i = self
-                .sent
-                .iter()
-                .position(|&(_, n, _)| n == node)
-                .unwrap_or_else(|| panic!("no probe in flight to node {}", node.0));
-            let (sent_at, _, req) = self.sent.remove(i);
-            let outcome = ProbeOutcome {
-                result,
-                latency: t.saturating_since(sent_at),
-                tag: req.tag,
-            };
-            self.call(t, |p, cx| p.on_probe_result(cx, node, &outcome));
-            req
-        }
-
-        pub fn attempt(&mut self, t: SimTime, report: AttemptReport) {
-            self.catch_up(t);
-            self.call(t, |p, cx| p.on_attempt(cx, &report));
-        }
-
-        pub fn heartbeat(&mut self, t: SimTime, node: NodeId) {
-            self.catch_up(t);
-            self.call(t, |p, cx| p.on_heartbeat(cx, node));
-        }
-
-        pub fn selected(&mut self, t: SimTime, node: NodeId) {
-            self.catch_up(t);
-            self.call(t, |p, cx| p.on_selected(cx, 0, node));
-        }
-
-        pub fn routable(&self, node: NodeId) -> bool {
-            self.policy.is_routable(
-                0,
-                node,
-                Now {
-                    t: self.now,
-                    wall_s: 0,
-                },
-            )
-        }
-
-        /// Times at which probes to `node` were sent.
-        pub fn sent_to(&self, node: NodeId) -> Vec<SimTime> {
-            self.sent
-                .iter()
-                .filter(|&&(_, n, _)| n == node)
-                .map(|&(t, _, _)| t)
-                .collect()
-        }
     }
 }

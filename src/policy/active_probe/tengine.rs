@@ -215,8 +215,8 @@ impl Flavor for TengineCheck {
 
 #[cfg(test)]
 mod tests {
-    use super::super::harness::{Harness, ms as at};
     use super::*;
+    use crate::policy::testkit::{Harness, ms as at};
     use crate::policy::{ActiveProbe, ActiveProbeSpec};
 
     const A: NodeId = NodeId(0);
@@ -226,9 +226,7 @@ mod tests {
     }
 
     fn harness(p: TengineParams, nodes: usize) -> Harness<ActiveProbe> {
-        let mut h = Harness::new(ActiveProbe::new(&ActiveProbeSpec::Tengine(p), nodes), 4);
-        h.start();
-        h
+        Harness::seeded(ActiveProbe::new(&ActiveProbeSpec::Tengine(p), nodes), 4)
     }
 
     #[test]
@@ -251,9 +249,9 @@ mod tests {
         assert_eq!(h.sent_to(A), [t], "never checked: checks at the first poll");
         h.answer(t, A, ProbeResult::Connected);
         assert!(!h.routable(A), "rise=2");
-        h.run_timers(t + SimDuration::from_millis(2_999));
+        h.advance_to(t + SimDuration::from_millis(2_999));
         assert!(
-            h.sent.is_empty(),
+            h.in_flight().is_empty(),
             "not before interval since the last check ended"
         );
         let t2 = h.fire_next(at(100_000)).unwrap();
@@ -278,16 +276,16 @@ mod tests {
         assert!(h.routable(A));
         let mut t = h.fire_next(at(10_000)).unwrap();
         for k in 0..3 {
-            assert_eq!(h.sent.len(), 1);
+            assert_eq!(h.in_flight().len(), 1);
             // A timeout: the check ends 5 s after it started.
             let end = t + SimDuration::from_secs(5);
-            h.run_timers(end);
+            h.advance_to(end);
             assert!(h.routable(A), "{k} failures so far");
             h.answer(end, A, ProbeResult::ConnectTimeout);
             // Next check at the first poll at least 3 s after `end`.
             let next = loop {
                 let f = h.fire_next(at(1_000_000)).unwrap();
-                if !h.sent.is_empty() {
+                if !h.in_flight().is_empty() {
                     break f;
                 }
             };
@@ -310,7 +308,7 @@ mod tests {
         assert!(h.routable(A), "3xx is alive by default");
         let t = loop {
             let f = h.fire_next(at(1_000_000)).unwrap();
-            if !h.sent.is_empty() {
+            if !h.in_flight().is_empty() {
                 break f;
             }
         };
@@ -322,18 +320,18 @@ mod tests {
     fn several_workers_share_one_state_and_one_check_at_a_time() {
         let p = params(serde_json::json!({"interval": "2s", "workers": 4, "default_down": false}));
         let mut h = harness(p, 1);
-        assert_eq!(h.timers.len(), 4, "one timer per worker");
+        assert_eq!(h.timer_times().len(), 4, "one timer per worker");
         let t = h.fire_next(at(10_000)).unwrap();
-        assert_eq!(h.sent.len(), 1);
+        assert_eq!(h.in_flight().len(), 1);
         // The other workers' polls while the check runs do nothing.
-        h.run_timers(t + SimDuration::from_millis(900));
-        assert_eq!(h.sent.len(), 1);
+        h.advance_to(t + SimDuration::from_millis(900));
+        assert_eq!(h.in_flight().len(), 1);
         h.answer(t + SimDuration::from_millis(900), A, ProbeResult::Connected);
-        h.run_timers(t + SimDuration::from_millis(2_899));
-        assert!(h.sent.is_empty());
+        h.advance_to(t + SimDuration::from_millis(2_899));
+        assert!(h.in_flight().is_empty());
         let next = loop {
             let f = h.fire_next(at(1_000_000)).unwrap();
-            if !h.sent.is_empty() {
+            if !h.in_flight().is_empty() {
                 break f;
             }
         };

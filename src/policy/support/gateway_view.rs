@@ -3,9 +3,9 @@
 //! through a chain of periodic caches, each polling the one before it at its
 //! own phase (Eureka: response cache → client fetch → Ribbon refresh).
 
-use super::{PolicyCx, PolicyTimer, ScopeSel};
 use crate::engine::{SimDuration, SimTime};
 use crate::ids::NodeId;
+use crate::policy::{PolicyCx, PolicyTimer, ScopeSel};
 use rand::RngExt;
 use std::collections::VecDeque;
 
@@ -147,31 +147,7 @@ pub fn next_poll(t: SimTime, phase: SimDuration, period: SimDuration) -> SimTime
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::engine::{Stream, rng};
-    use crate::policy::{Notice, Now};
-
-    struct H {
-        rng: crate::engine::SimRng,
-        timers: Vec<(SimTime, PolicyTimer)>,
-        notices: Vec<Notice>,
-    }
-
-    impl H {
-        fn new() -> Self {
-            H {
-                rng: rng::stream(3, Stream::Policy),
-                timers: vec![],
-                notices: vec![],
-            }
-        }
-        fn cx(&mut self, ms: u64) -> PolicyCx<'_> {
-            let now = Now {
-                t: SimTime::from_micros(ms * 1000),
-                wall_s: 0,
-            };
-            PolicyCx::new(now, &mut self.rng, &mut self.timers, &mut self.notices)
-        }
-    }
+    use crate::policy::testkit::{Harness, ms};
 
     #[test]
     fn next_poll_is_at_or_after() {
@@ -185,62 +161,66 @@ mod tests {
 
     #[test]
     fn a_fixed_delay_postpones_changes_in_order() {
-        let mut h = H::new();
         let a = NodeId(0);
-        let mut v = GatewayView::new(1, true, Propagation::Delay(SimDuration::from_secs(1)), 9);
-        v.start(&mut h.cx(0));
-        v.publish(&mut h.cx(100), a, false);
-        v.publish(&mut h.cx(200), a, true);
-        assert!(v.is_routable(a), "not visible yet");
-        assert_eq!(h.timers.len(), 2);
-        let (first, second) = (h.timers[0].1, h.timers[1].1);
-        assert!(v.on_timer(&mut h.cx(1100), first));
-        assert!(!v.is_routable(a), "ejected at 1.1 s");
-        assert!(v.on_timer(&mut h.cx(1200), second));
-        assert!(v.is_routable(a), "back at 1.2 s");
-        assert_eq!(h.notices.len(), 2);
+        let v = GatewayView::new(1, true, Propagation::Delay(SimDuration::from_secs(1)), 9);
+        let mut h = Harness::part(v, 3);
+        h.call(ms(0), |v, cx| v.start(cx));
+        h.call(ms(100), |v, cx| v.publish(cx, a, false));
+        h.call(ms(200), |v, cx| v.publish(cx, a, true));
+        assert!(h.policy.is_routable(a), "not visible yet");
+        let timers = h.pending_timers();
+        assert_eq!(timers.len(), 2);
+        let (first, second) = (timers[0].1, timers[1].1);
+        assert!(h.call(ms(1100), |v, cx| v.on_timer(cx, first)));
+        assert!(!h.policy.is_routable(a), "ejected at 1.1 s");
+        assert!(h.call(ms(1200), |v, cx| v.on_timer(cx, second)));
+        assert!(h.policy.is_routable(a), "back at 1.2 s");
+        assert_eq!(h.notices().count(), 2);
     }
 
     #[test]
     fn changes_that_arrive_together_collapse_to_the_last() {
-        let mut h = H::new();
         let a = NodeId(0);
         let p = SimDuration::from_secs(30);
-        let mut v = GatewayView::new(1, true, Propagation::Pollers(vec![p]), 9);
-        v.start(&mut h.cx(0));
-        let first_poll = v.phases[0].as_micros() / 1000;
+        let mut h = Harness::part(
+            GatewayView::new(1, true, Propagation::Pollers(vec![p]), 9),
+            3,
+        );
+        h.call(ms(0), |v, cx| v.start(cx));
+        let first_poll = h.policy.phases[0].as_micros() / 1000;
         // Ejected and readmitted between two polls: the gateway never sees it.
-        v.publish(&mut h.cx(first_poll + 1), a, false);
-        v.publish(&mut h.cx(first_poll + 2), a, true);
-        let (at, timer) = h.timers[0];
+        h.call(ms(first_poll + 1), |v, cx| v.publish(cx, a, false));
+        h.call(ms(first_poll + 2), |v, cx| v.publish(cx, a, true));
+        let (at, timer) = h.pending_timers()[0];
         assert_eq!(at.as_micros() / 1000, first_poll + 30_000);
-        assert!(v.on_timer(&mut h.cx(first_poll + 30_000), timer));
-        assert!(v.is_routable(a));
-        assert!(h.notices.is_empty(), "no zero-length ejection reported");
+        assert!(h.call(ms(first_poll + 30_000), |v, cx| v.on_timer(cx, timer)));
+        assert!(h.policy.is_routable(a));
+        assert!(
+            h.notices().next().is_none(),
+            "no zero-length ejection reported"
+        );
     }
 
     #[test]
     fn pollers_chain_and_nodes_can_start_out() {
-        let mut h = H::new();
         let p = SimDuration::from_secs(30);
-        let mut v = GatewayView::new(2, false, Propagation::Pollers(vec![p, p, p]), 9);
-        v.start(&mut h.cx(0));
-        assert_eq!(h.notices.len(), 2, "both start ejected");
+        let v = GatewayView::new(2, false, Propagation::Pollers(vec![p, p, p]), 9);
+        let mut h = Harness::part(v, 3);
+        h.call(ms(0), |v, cx| v.start(cx));
+        assert_eq!(h.notices().count(), 2, "both start ejected");
         let t0 = SimTime::from_micros(40_000_000);
-        let at = v.visible_at(t0);
+        let at = h.policy.visible_at(t0);
         assert!(at >= t0 && at < t0 + SimDuration::from_secs(90), "{at}");
         let mut prev = t0;
-        for (&period, &phase) in [p, p, p].iter().zip(&v.phases) {
+        for (&period, &phase) in [p, p, p].iter().zip(&h.policy.phases) {
             prev = next_poll(prev, phase, period);
         }
         assert_eq!(at, prev);
-        assert!(!v.on_timer(
-            &mut h.cx(0),
-            PolicyTimer {
-                tag: 1,
-                node: 0,
-                generation: 0
-            }
-        ));
+        let foreign = PolicyTimer {
+            tag: 1,
+            node: 0,
+            generation: 0,
+        };
+        assert!(!h.call(ms(0), |v, cx| v.on_timer(cx, foreign)));
     }
 }

@@ -2,8 +2,8 @@
 //! in FIFO order for a free thread (seed 004, table 3: a few hung nodes hold
 //! threads for a whole timeout and stretch every other node's probe interval).
 
-use super::{PolicyCx, ProbeRequest};
 use crate::ids::NodeId;
+use crate::policy::{PolicyCx, ProbeRequest};
 use std::collections::VecDeque;
 
 /// Probes waiting for, or holding, a prober thread.
@@ -69,8 +69,9 @@ impl ProberPool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::engine::{SimDuration, SimTime, Stream, rng};
-    use crate::policy::{Action, Now, ProbeKind};
+    use crate::engine::{SimDuration, SimTime};
+    use crate::policy::ProbeKind;
+    use crate::policy::testkit::Harness;
 
     fn req(tag: u32) -> ProbeRequest {
         ProbeRequest {
@@ -82,54 +83,36 @@ mod tests {
         }
     }
 
-    fn sent(actions: &[Action]) -> Vec<u32> {
-        actions
-            .iter()
-            .filter_map(|a| match a {
-                Action::Probe { node, .. } => Some(node.0),
-                _ => None,
-            })
-            .collect()
+    /// The nodes of the probes sent since the last look.
+    fn sent(h: &mut Harness<ProberPool>) -> Vec<u32> {
+        h.take_in_flight().iter().map(|p| p.node.0).collect()
     }
 
     #[test]
     fn probes_wait_for_a_free_thread_in_fifo_order() {
-        let mut rng = rng::stream(1, Stream::Policy);
-        let (mut timers, mut notices) = (vec![], vec![]);
-        let now = Now {
-            t: SimTime::ZERO,
-            wall_s: 0,
-        };
-        let mut cx = PolicyCx::new(now, &mut rng, &mut timers, &mut notices);
-        let mut pool = ProberPool::new(Some(2), 4);
+        let mut h = Harness::part(ProberPool::new(Some(2), 4), 1);
+        let t = SimTime::ZERO;
         for n in 0..4 {
-            pool.submit(&mut cx, NodeId(n), req(n));
+            h.call(t, |pool, cx| pool.submit(cx, NodeId(n), req(n)));
         }
-        assert_eq!(sent(&cx.take_actions()), [0, 1], "two threads");
-        assert_eq!((pool.busy(), pool.waiting()), (2, 2));
-        assert!(pool.is_pending(NodeId(3)));
-        pool.on_result(&mut cx, NodeId(1));
-        assert_eq!(sent(&cx.take_actions()), [2], "the first waiting one");
-        assert!(!pool.is_pending(NodeId(1)));
-        pool.on_result(&mut cx, NodeId(0));
-        pool.on_result(&mut cx, NodeId(2));
-        assert_eq!(sent(&cx.take_actions()), [3]);
-        assert_eq!((pool.busy(), pool.waiting()), (1, 0));
+        assert_eq!(sent(&mut h), [0, 1], "two threads");
+        assert_eq!((h.policy.busy(), h.policy.waiting()), (2, 2));
+        assert!(h.policy.is_pending(NodeId(3)));
+        h.call(t, |pool, cx| pool.on_result(cx, NodeId(1)));
+        assert_eq!(sent(&mut h), [2], "the first waiting one");
+        assert!(!h.policy.is_pending(NodeId(1)));
+        h.call(t, |pool, cx| pool.on_result(cx, NodeId(0)));
+        h.call(t, |pool, cx| pool.on_result(cx, NodeId(2)));
+        assert_eq!(sent(&mut h), [3]);
+        assert_eq!((h.policy.busy(), h.policy.waiting()), (1, 0));
     }
 
     #[test]
     fn an_unbounded_pool_sends_everything_at_once() {
-        let mut rng = rng::stream(1, Stream::Policy);
-        let (mut timers, mut notices) = (vec![], vec![]);
-        let now = Now {
-            t: SimTime::ZERO,
-            wall_s: 0,
-        };
-        let mut cx = PolicyCx::new(now, &mut rng, &mut timers, &mut notices);
-        let mut pool = ProberPool::new(None, 3);
+        let mut h = Harness::part(ProberPool::new(None, 3), 1);
         for n in 0..3 {
-            pool.submit(&mut cx, NodeId(n), req(0));
+            h.call(SimTime::ZERO, |pool, cx| pool.submit(cx, NodeId(n), req(0)));
         }
-        assert_eq!(sent(&cx.take_actions()), [0, 1, 2]);
+        assert_eq!(sent(&mut h), [0, 1, 2]);
     }
 }

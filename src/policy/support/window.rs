@@ -6,7 +6,7 @@
 //! Windows are fixed ring buffers sized at construction: recording an
 //! outcome never allocates, and totals are kept running (O(1) per record).
 
-use super::AttemptResult;
+use crate::policy::AttemptResult;
 
 /// How a breaker or ratio ejector counts one attempt.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]

@@ -1,0 +1,264 @@
+//! The port the world drives: the [`HealthPolicy`] trait, the [`PolicyCx`]
+//! a policy acts through, and the reports, notices and requests that cross
+//! between them.
+//!
+//! A policy decides; the gateway acts on its decisions. It sees attempts the
+//! gateway reports, answers whether a node is routable, and may ask for
+//! timers, probes ([`PolicyCx::probe`]) and heartbeats
+//! ([`PolicyCx::start_heartbeats`]), whose results come back in
+//! `on_probe_result` and `on_heartbeat`. It never touches the event queue, the
+//! nodes or the metrics directly: it queues requests in a [`PolicyCx`], which
+//! the world turns into events and records.
+
+use super::clock::Now;
+use crate::engine::{SimDuration, SimRng, SimTime};
+use crate::ids::{NodeId, Scope};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+/// What happened to one upstream attempt, as the gateway observed it.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum AttemptResult {
+    /// An HTTP response header arrived with this status.
+    Status(u16),
+    /// `connect()` refused (RST) or unreachable.
+    Refused,
+    /// `proxy_connect_timeout` expired.
+    ConnectTimeout,
+    /// No response header within `proxy_read_timeout`.
+    ReadTimeout,
+    /// The connection was reset or closed before the response header.
+    Reset,
+    /// The client closed its connection first (nginx logs 499).
+    ClientAbort,
+}
+
+/// How the gateway freed the peer after the attempt (nginx `free_peer` state).
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum Charge {
+    /// `NGX_PEER_FAILED`: counted as a failure.
+    Failed,
+    /// `NGX_PEER_NEXT`: 403/404 retried; takes the success path.
+    Next,
+    /// State 0: a success as far as passive accounting is concerned.
+    Success,
+}
+
+/// One attempt's report to the policies.
+#[derive(Copy, Clone, Debug)]
+pub struct AttemptReport {
+    pub scope: Scope,
+    pub node: NodeId,
+    pub result: AttemptResult,
+    pub charge: Charge,
+    /// From the peer's selection to the end of the attempt (a call's duration).
+    pub elapsed: SimDuration,
+}
+
+/// A timer a policy asked for; it comes back unchanged in `on_timer`.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub struct PolicyTimer {
+    pub tag: u32,
+    pub node: u32,
+    pub generation: u32,
+}
+
+/// Which scopes an ejection notice covers.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum ScopeSel {
+    One(Scope),
+    All,
+}
+
+/// A change of a node's routability, reported for the metrics.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum Notice {
+    Ejected {
+        scope: ScopeSel,
+        node: NodeId,
+    },
+    Readmitted {
+        scope: ScopeSel,
+        node: NodeId,
+    },
+    /// A prober finished one round over all nodes; `duration` runs from the
+    /// round's scheduled start to its last probe's result.
+    ProbeRound {
+        duration: SimDuration,
+    },
+}
+
+/// What an active probe does once connected.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum ProbeKind {
+    /// Connect only: passes when the node's kernel accepts the connection,
+    /// so a hung or stopped process passes while its backlog has room.
+    Tcp,
+    /// A request through the node's worker pool, in FIFO order with real
+    /// work: a hung or stopped process fails it by timeout.
+    Http,
+}
+
+/// One probe a policy asks the engine to send.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub struct ProbeRequest {
+    pub kind: ProbeKind,
+    /// The connection must be established within this, from the start.
+    pub connect_timeout: SimDuration,
+    /// The whole probe must finish within this, from the start.
+    pub timeout: SimDuration,
+    /// Once connected, the deadline becomes connect time + this instead of
+    /// `timeout` (HAProxy's `timeout check` as documented and fixed in 2025).
+    pub timeout_after_connect: Option<SimDuration>,
+    /// Returned unchanged in the [`ProbeOutcome`].
+    pub tag: u32,
+}
+
+/// How a probe ended, as the prober saw it.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum ProbeResult {
+    /// A TCP probe's connection was established.
+    Connected,
+    /// An HTTP probe got a response with this status.
+    Status(u16),
+    /// The connection was refused (nothing listens).
+    Refused,
+    /// The connection was not established in time (SYN lost or accept queue full).
+    ConnectTimeout,
+    /// Connected, but no response in time.
+    Timeout,
+    /// Connected, then reset or closed before a response.
+    Reset,
+}
+
+impl ProbeResult {
+    /// Did the node answer at all (TCP connect, or any HTTP status)?
+    pub fn is_answer(self) -> bool {
+        matches!(self, ProbeResult::Connected | ProbeResult::Status(_))
+    }
+    /// Passed for `kind` with statuses in `lo..=hi` accepted (HTTP).
+    pub fn passes(self, kind: ProbeKind, lo: u16, hi: u16) -> bool {
+        match (kind, self) {
+            (ProbeKind::Tcp, ProbeResult::Connected) => true,
+            (ProbeKind::Http, ProbeResult::Status(s)) => (lo..=hi).contains(&s),
+            _ => false,
+        }
+    }
+}
+
+/// The result of one probe, delivered to [`HealthPolicy::on_probe_result`].
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub struct ProbeOutcome {
+    pub result: ProbeResult,
+    /// From the moment the probe was sent to its result.
+    pub latency: SimDuration,
+    pub tag: u32,
+}
+
+/// Heartbeats a registry policy asks every node to send from its own thread.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub struct HeartbeatPlan {
+    /// Time between beats (between the end of one and the start of the next
+    /// when a self-check precedes each beat).
+    pub interval: SimDuration,
+    /// Beat only if a check through the node's worker pool answers 2xx
+    /// within this long.
+    pub self_check: Option<SimDuration>,
+}
+
+/// A request a policy queues for the engine during a callback.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum Action {
+    /// Send one probe now; its result comes back in `on_probe_result`.
+    Probe { node: NodeId, req: ProbeRequest },
+    /// Start every node's heartbeat thread; beats arrive in `on_heartbeat`.
+    StartHeartbeats(HeartbeatPlan),
+}
+
+/// What a policy may do during a callback: read the time, draw random numbers,
+/// ask for timers, and report ejections.
+pub struct PolicyCx<'a> {
+    pub(crate) now: Now,
+    pub(crate) rng: &'a mut SimRng,
+    pub(crate) timers: &'a mut Vec<(SimTime, PolicyTimer)>,
+    pub(crate) notices: &'a mut Vec<Notice>,
+    pub(crate) actions: Vec<Action>,
+}
+
+impl<'a> PolicyCx<'a> {
+    pub fn new(
+        now: Now,
+        rng: &'a mut SimRng,
+        timers: &'a mut Vec<(SimTime, PolicyTimer)>,
+        notices: &'a mut Vec<Notice>,
+    ) -> Self {
+        PolicyCx {
+            now,
+            rng,
+            timers,
+            notices,
+            actions: Vec::new(),
+        }
+    }
+    pub fn now(&self) -> Now {
+        self.now
+    }
+    pub fn rng(&mut self) -> &mut SimRng {
+        self.rng
+    }
+    /// Asks for `on_timer(timer)` at `at` (not before now).
+    pub fn at(&mut self, at: SimTime, timer: PolicyTimer) {
+        self.timers.push((at.max(self.now.t), timer));
+    }
+    pub fn ejected(&mut self, scope: ScopeSel, node: NodeId) {
+        self.notices.push(Notice::Ejected { scope, node });
+    }
+    pub fn readmitted(&mut self, scope: ScopeSel, node: NodeId) {
+        self.notices.push(Notice::Readmitted { scope, node });
+    }
+    /// Asks the engine to send a probe to `node` now.
+    pub fn probe(&mut self, node: NodeId, req: ProbeRequest) {
+        self.actions.push(Action::Probe { node, req });
+    }
+    /// Asks the engine to start every node's heartbeat thread.
+    pub fn start_heartbeats(&mut self, plan: HeartbeatPlan) {
+        self.actions.push(Action::StartHeartbeats(plan));
+    }
+    /// Reports the duration of one probing round (for the metrics).
+    pub fn probe_round(&mut self, duration: SimDuration) {
+        self.notices.push(Notice::ProbeRound { duration });
+    }
+    /// The requests queued so far (the engine, or a test harness, takes them).
+    pub fn take_actions(&mut self) -> Vec<Action> {
+        std::mem::take(&mut self.actions)
+    }
+}
+
+/// A gateway health-check policy. It decides; the engine acts on its decisions.
+pub trait HealthPolicy: Send {
+    /// Called once at time zero.
+    fn on_start(&mut self, _cx: &mut PolicyCx) {}
+    /// May the gateway worker `scope` select `node` now?
+    fn is_routable(&self, scope: Scope, node: NodeId, now: Now) -> bool;
+    /// The balancer selected `node` for an attempt (nginx moves `checked` here).
+    fn on_selected(&mut self, _cx: &mut PolicyCx, _scope: Scope, _node: NodeId) {}
+    /// The attempt's connection to `node` was established (Envoy's `onPoolReady`).
+    fn on_connected(&mut self, _cx: &mut PolicyCx, _scope: Scope, _node: NodeId) {}
+    /// An attempt ended and the peer was freed.
+    fn on_attempt(&mut self, _cx: &mut PolicyCx, _report: &AttemptReport) {}
+    /// How much the balancer's effective weight drops on a failed attempt.
+    fn weight_cut(&self, _node: NodeId, _weight: u32) -> u32 {
+        0
+    }
+    /// A timer asked for with [`PolicyCx::at`] fired.
+    fn on_timer(&mut self, _cx: &mut PolicyCx, _timer: PolicyTimer) {}
+    /// A probe asked for with [`PolicyCx::probe`] ended.
+    fn on_probe_result(&mut self, _cx: &mut PolicyCx, _node: NodeId, _outcome: &ProbeOutcome) {}
+    /// A heartbeat from `node` reached the registry.
+    fn on_heartbeat(&mut self, _cx: &mut PolicyCx, _node: NodeId) {}
+    /// nginx ignores `max_fails` entirely for a one-server upstream.
+    fn bypassed_for_single_server(&self) -> bool {
+        false
+    }
+}
