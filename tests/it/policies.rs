@@ -133,7 +133,7 @@ fn every_policy_comparison_model_is_valid() {
     for entry in std::fs::read_dir(&dir).unwrap() {
         let path = entry.unwrap().path();
         let name = path.file_name().unwrap().to_string_lossy().to_string();
-        if ["ratio-flaky-", "quiet-node-", "crash-", "hang-"]
+        if ["ratio-flaky-", "quiet-node-", "crash-", "hang-", "slow-"]
             .iter()
             .any(|p| name.starts_with(p))
             // a sweep's base model, not one of the comparison's
@@ -144,5 +144,5 @@ fn every_policy_comparison_model_is_valid() {
             n += 1;
         }
     }
-    assert_eq!(n, 5 * 11, "five situations under eleven policies");
+    assert_eq!(n, 6 * 11, "six situations under eleven policies");
 }
