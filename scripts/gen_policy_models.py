@@ -97,6 +97,13 @@ POLICIES = {
         "equal-jittered 5 s..300 s, one probe request)",
         {"kind": "failure_accrual"},
     ),
+    "latency-ejection": (
+        "latency ejection, defaults (every 10 s, a node whose p99 is more "
+        "than 2 × the other nodes' median, with at least 100 requests and 3 "
+        "nodes; 30 s growing with each ejection up to 300 s; one node of "
+        "four may be out)",
+        {"kind": "latency_ejection"},
+    ),
     "linkerd": (
         "Linkerd 2.x consecutive failure accrual, defaults (7 failures, "
         "1 s..60 s, jitter 0.5, one probe request)",

@@ -34,6 +34,7 @@ POLICIES = [
     "hystrix",
     "finagle",
     "linkerd",
+    "latency-ejection",
 ]
 
 
@@ -318,6 +319,17 @@ def main():
          f"crash: out after {med(f['crash', 'linkerd']['first_ejection_delay_s'], '{:.3f}')} s, "
          f"{med(f['crash', 'linkerd']['ejections'], '{:.0f}')} ejections, "
          f"{back(f['crash', 'linkerd']['recovery_delay_s'])} (D)"],
+        ["`latency_ejection`",
+         "`interval` 10s, `quantile` 0.99, `factor` 2, `minimum_requests` 100, "
+         "`minimum_hosts` 3, `base_ejection_time` 30s, `max_ejection_time` "
+         "300s, `max_ejection_percent` 10 (one node may always be ejected)",
+         "A node that answers, but slowly (GC pauses, a noisy neighbour, a "
+         "degraded disk): the status-based policies never see it. Pair it with "
+         "one of them, which it does not replace (a crash is fast).",
+         f"slow node: out after {med(f['slow', 'latency-ejection']['first_ejection_delay_s'])} s, "
+         f"client p90 {med(f['slow-client', 'latency-ejection']['latency_ms']['p90'], '{:.1f}')} ms "
+         f"(every other policy: {med(f['slow-client', 'max-fails']['latency_ms']['p90'], '{:.1f}')} ms); "
+         f"crash: {med(f['crash', 'latency-ejection']['ejections'], '{:.0f}')} ejections (D, F)"],
     ]
     policy_table = (
         "### The policies\n\n"

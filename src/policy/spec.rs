@@ -11,7 +11,8 @@ use super::api::HealthPolicy;
 use super::none::NoParams;
 use super::{
     ActiveProbeSpec, FailureAccrualParams, HeartbeatTtlSpec, HystrixParams, IstioParams,
-    MaxFailsParams, OutlierDetectionParams, RatioEjectionParams, Resilience4jParams,
+    LatencyEjectionParams, MaxFailsParams, OutlierDetectionParams, RatioEjectionParams,
+    Resilience4jParams,
 };
 use crate::engine::SimDuration;
 use schemars::JsonSchema;
@@ -56,6 +57,10 @@ pub enum PolicySpec {
     /// Finagle (or `flavour: linkerd`, Linkerd 2.x) failure accrual.
     #[serde(alias = "finagle", deserialize_with = "crate::diagnostics::tracked")]
     FailureAccrual(FailureAccrualParams),
+    /// Latency-based outlier ejection: a node whose latency quantile over an
+    /// interval exceeds `factor` × the other nodes' median is ejected.
+    #[serde(deserialize_with = "crate::diagnostics::tracked")]
+    LatencyEjection(LatencyEjectionParams),
 }
 
 /// What a policy's parameters (one [`PolicySpec`] variant) say before a run,
@@ -124,6 +129,7 @@ impl PolicySpec {
             PolicySpec::Resilience4j(p) => p,
             PolicySpec::Hystrix(p) => p,
             PolicySpec::FailureAccrual(p) => p,
+            PolicySpec::LatencyEjection(p) => p,
         }
     }
 
