@@ -1,0 +1,281 @@
+//! `summary.json`: what `hcsim run` writes and prints with `--format json`,
+//! as a typed document. The table, the charts and report.html read it back
+//! through [`Summary`], so renaming a field is a compile error, not a silently
+//! empty chart.
+
+use crate::error::Error;
+use crate::metrics::{LatencySummary, NodeSummary, RunSummary};
+use crate::spec::{Model, ModelSpec};
+use crate::stats::{Spread, round6};
+use serde::{Deserialize, Serialize, Serializer};
+use std::collections::BTreeMap;
+use std::path::Path;
+
+/// The document `hcsim run` writes to `summary.json`. Every metric of
+/// [`RunSummary`] appears under the same name as a [`Spread`] over the
+/// replications; `runs` holds each replication's own summary.
+#[derive(Clone, Debug, Deserialize, Serialize)]
+pub struct Summary {
+    pub hcsim_version: String,
+    pub model: String,
+    pub file: String,
+    /// The command that reproduces this report (options that change results only).
+    pub command: String,
+    pub seed: u64,
+    pub reps: usize,
+    pub set: Vec<String>,
+    pub client: ClientStats,
+    pub nodes: Vec<NodeStats>,
+    pub clock_phase_s: Spread,
+    pub events: Spread,
+    /// Fault windows, for charts.
+    pub faults: Vec<FaultWindow>,
+    /// The model as simulated, every default filled in.
+    #[serde(serialize_with = "sorted_keys")]
+    pub model_spec: ModelSpec,
+    pub probe_rounds: RoundStats,
+    pub runs: Vec<RunSummary>,
+}
+
+/// What the clients saw, over the replications (fields in the file's order).
+#[derive(Clone, Debug, Default, Deserialize, Serialize, PartialEq)]
+pub struct ClientStats {
+    pub errors: Spread,
+    pub latency_ms: LatencyStats,
+    pub ok: Spread,
+    pub requests: Spread,
+    /// By status code; a code missing in a replication counts as absent, not zero.
+    pub status: BTreeMap<String, Spread>,
+    pub timeouts: Spread,
+    pub unfinished: Spread,
+}
+
+#[derive(Clone, Debug, Default, Deserialize, Serialize, PartialEq)]
+pub struct LatencyStats {
+    pub max: Spread,
+    pub mean: Spread,
+    pub p50: Spread,
+    pub p90: Spread,
+    pub p99: Spread,
+}
+
+/// One node over the replications (fields in the file's order).
+#[derive(Clone, Debug, Default, Deserialize, Serialize, PartialEq)]
+pub struct NodeStats {
+    pub answered: Spread,
+    pub attempts: Spread,
+    pub ejected_time_s: Spread,
+    pub ejections: Spread,
+    pub failures: Spread,
+    pub false_ejections: Spread,
+    pub fault_attempts: Spread,
+    pub fault_attempts_ok: Spread,
+    pub first_ejection_delay_s: Spread,
+    pub name: String,
+    pub probe_load_per_s: Spread,
+    pub probes: Spread,
+    pub recovery_delay_s: Spread,
+    pub share: Spread,
+}
+
+#[derive(Clone, Debug, Default, Deserialize, Serialize, PartialEq)]
+pub struct RoundStats {
+    pub max_s: Spread,
+    pub median_s: Spread,
+    pub min_s: Spread,
+    pub rounds: Spread,
+}
+
+/// One fault window as it appears in `summary.json`.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+pub struct FaultWindow {
+    pub node: String,
+    pub kind: String,
+    pub start_s: f64,
+    /// `None`: to the end of the run.
+    pub end_s: Option<f64>,
+}
+
+/// Writes a value as JSON with its object keys sorted, as `serde_json::Value` does.
+fn sorted_keys<T: Serialize, S: Serializer>(v: &T, s: S) -> Result<S::Ok, S::Error> {
+    serde_json::to_value(v)
+        .map_err(serde::ser::Error::custom)?
+        .serialize(s)
+}
+
+/// A metric of every run, as a spread.
+fn over<T>(runs: &[T], f: impl Fn(&T) -> f64) -> Spread {
+    Spread::of(&runs.iter().map(f).collect::<Vec<_>>())
+}
+
+/// A metric that some runs lack, as a spread of those that have it.
+fn over_some<T>(runs: &[T], f: impl Fn(&T) -> Option<f64>) -> Spread {
+    Spread::of_options(runs.iter().map(f))
+}
+
+impl ClientStats {
+    fn of(runs: &[RunSummary]) -> Self {
+        let clients: Vec<_> = runs.iter().map(|r| &r.client).collect();
+        let mut codes: Vec<&String> = clients.iter().flat_map(|c| c.status.keys()).collect();
+        codes.sort();
+        codes.dedup();
+        let latency: Vec<&LatencySummary> = clients.iter().map(|c| &c.latency_ms).collect();
+        ClientStats {
+            errors: over(&clients, |c| c.errors as f64),
+            latency_ms: LatencyStats {
+                max: over_some(&latency, |l| l.max),
+                mean: over_some(&latency, |l| l.mean),
+                p50: over_some(&latency, |l| l.p50),
+                p90: over_some(&latency, |l| l.p90),
+                p99: over_some(&latency, |l| l.p99),
+            },
+            ok: over(&clients, |c| c.ok as f64),
+            requests: over(&clients, |c| c.requests as f64),
+            status: codes
+                .into_iter()
+                .map(|k| {
+                    let spread = over_some(&clients, |c| c.status.get(k).map(|&n| n as f64));
+                    (k.clone(), spread)
+                })
+                .collect(),
+            timeouts: over(&clients, |c| c.timeouts as f64),
+            unfinished: over(&clients, |c| c.unfinished as f64),
+        }
+    }
+}
+
+impl NodeStats {
+    /// Node `i` over the runs.
+    fn of(runs: &[RunSummary], i: usize) -> Self {
+        let nodes: Vec<&NodeSummary> = runs.iter().map(|r| &r.nodes[i]).collect();
+        let count = |f: fn(&NodeSummary) -> u64| over(&nodes, |n| f(n) as f64);
+        NodeStats {
+            answered: count(|n| n.answered),
+            attempts: count(|n| n.attempts),
+            ejected_time_s: over(&nodes, |n| n.ejected_time_s),
+            ejections: count(|n| n.ejections),
+            failures: count(|n| n.failures),
+            false_ejections: count(|n| n.false_ejections),
+            fault_attempts: count(|n| n.fault_attempts),
+            fault_attempts_ok: count(|n| n.fault_attempts_ok),
+            first_ejection_delay_s: over_some(&nodes, |n| n.first_ejection_delay_s),
+            name: nodes[0].name.clone(),
+            probe_load_per_s: over(&nodes, |n| n.probe_load_per_s),
+            probes: count(|n| n.probes),
+            recovery_delay_s: over_some(&nodes, |n| n.recovery_delay_s),
+            share: over(&nodes, |n| n.share),
+        }
+    }
+}
+
+impl Summary {
+    /// The summary of `runs`, replications of `model` from `file` with
+    /// `--seed seed` and the `--set` overrides `set`.
+    pub fn new(
+        model: &Model,
+        file: &Path,
+        seed: u64,
+        set: &[String],
+        runs: Vec<RunSummary>,
+    ) -> Self {
+        assert!(!runs.is_empty(), "a summary needs at least one run");
+        let mut command = format!(
+            "hcsim run {} --seed {seed} --reps {}",
+            file.display(),
+            runs.len()
+        );
+        for s in set {
+            command.push_str(&format!(" --set '{s}'"));
+        }
+        let rounds: Vec<_> = runs.iter().map(|r| &r.probe_rounds).collect();
+        Summary {
+            hcsim_version: env!("CARGO_PKG_VERSION").to_string(),
+            model: model.name.clone(),
+            file: file.display().to_string(),
+            command,
+            seed,
+            reps: runs.len(),
+            set: set.to_vec(),
+            client: ClientStats::of(&runs),
+            nodes: (0..runs[0].nodes.len())
+                .map(|i| NodeStats::of(&runs, i))
+                .collect(),
+            clock_phase_s: over(&runs, |r| r.clock_phase_s),
+            events: over(&runs, |r| r.events as f64),
+            faults: model
+                .faults
+                .iter()
+                .map(|f| FaultWindow {
+                    node: model.nodes[f.node.index()].name.clone(),
+                    kind: f.kind.name().to_string(),
+                    start_s: round6(f.start.as_secs_f64()),
+                    end_s: f.end.map(|e| round6(e.as_secs_f64())),
+                })
+                .collect(),
+            model_spec: model.spec.clone(),
+            probe_rounds: RoundStats {
+                max_s: over_some(&rounds, |r| r.max_s),
+                median_s: over_some(&rounds, |r| r.median_s),
+                min_s: over_some(&rounds, |r| r.min_s),
+                rounds: over(&rounds, |r| r.rounds as f64),
+            },
+            runs,
+        }
+    }
+
+    /// The document as written: pretty JSON and a final newline.
+    pub fn to_json(&self) -> String {
+        serde_json::to_string_pretty(self).expect("a summary serializes") + "\n"
+    }
+
+    /// Reads `summary.json` back (for charts and reports).
+    pub fn read(path: &Path) -> Result<Summary, Error> {
+        let doc = crate::spec::read_document(path)?;
+        crate::spec::from_document(&doc, path)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::Value;
+
+    fn keys(v: &Value) -> Vec<String> {
+        let mut k: Vec<String> = v.as_object().unwrap().keys().cloned().collect();
+        k.sort();
+        k
+    }
+
+    /// Every metric of a run summary has its spread in `summary.json`: a field
+    /// added to `RunSummary` must be added here too.
+    #[test]
+    fn every_run_metric_is_summarized() {
+        let model = crate::spec::Model::from_document(
+            &serde_json::json!({
+                "name": "t", "duration": "2s",
+                "clients": {"kind": "open", "rate_per_s": 50.0},
+                "nodes": [{"name": "a"}, {"name": "b"}],
+                "faults": [{"kind": "flaky", "node": "a", "p": 0.5}]
+            }),
+            Path::new("t.json"),
+        )
+        .unwrap();
+        let runs: Vec<RunSummary> = (0..3).map(|s| crate::world::run(&model, s)).collect();
+        let run = serde_json::to_value(&runs[0]).unwrap();
+        let summary = Summary::new(&model, Path::new("t.json"), 0, &[], runs);
+        let doc = serde_json::to_value(&summary).unwrap();
+        for section in ["client", "probe_rounds"] {
+            assert_eq!(keys(&doc[section]), keys(&run[section]), "{section}");
+        }
+        assert_eq!(keys(&doc["nodes"][0]), keys(&run["nodes"][0]));
+        assert_eq!(
+            keys(&doc["client"]["latency_ms"]),
+            keys(&run["client"]["latency_ms"])
+        );
+        assert_eq!(doc["client"]["status"]["503"]["n"], 3);
+        let back: Summary = serde_json::from_str(&summary.to_json()).unwrap();
+        assert_eq!(back.nodes, summary.nodes);
+        // the timeline and ejection log are not in summary.json (they have CSV files)
+        assert_eq!(back.to_json(), summary.to_json());
+    }
+}
