@@ -12,7 +12,7 @@ use super::common::{
     frame, no_data, palette, text, x_area_height, x_label_layout, y_area_width,
 };
 use super::error::PlotError;
-use super::output::{Chart, DResult, render, size_or_default};
+use super::output::{Chart, DResult, render};
 
 /// Input for [`distribution`] and [`distribution_cdf`].
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -72,17 +72,16 @@ fn jitter(k: usize) -> f64 {
 struct BoxStrip<'a>(&'a DistributionSpec);
 
 impl Chart for BoxStrip<'_> {
-    fn size(&self) -> (u32, u32) {
-        size_or_default(self.0.size)
+    fn size(&self) -> Option<(u32, u32)> {
+        self.0.size
     }
 
-    fn draw<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>) -> DResult {
+    fn draw<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>, theme: &Theme) -> DResult {
         let spec = self.0;
-        let theme = Theme::for_size(self.size());
-        let body = frame(root, &theme, &spec.title, &spec.caption, &[])?;
+        let body = frame(root, theme, &spec.title, &spec.caption, &[])?;
         let names: Vec<String> = spec.groups.iter().map(|(n, _)| n.clone()).collect();
         if names.is_empty() {
-            return no_data(&body, &theme);
+            return no_data(&body, theme);
         }
         let groups = sorted_groups(spec);
         let bounds = finite_bounds(groups.iter().flatten().copied());
@@ -92,7 +91,7 @@ impl Chart for BoxStrip<'_> {
 
         let y_area = y_area_width(
             &body,
-            &theme,
+            theme,
             &[
                 fmt_tick(y_range.start),
                 fmt_tick(y_range.end),
@@ -101,7 +100,7 @@ impl Chart for BoxStrip<'_> {
         );
         let margin = theme.upx(14.0);
         let plot_w = body.dim_in_pixel().0 as i32 - y_area as i32 - margin as i32;
-        let (rotate, x_area) = x_label_layout(&body, &theme, &names, plot_w);
+        let (rotate, x_area) = x_label_layout(&body, theme, &names, plot_w);
         let mut chart = ChartBuilder::on(&body)
             .margin_top(theme.upx(6.0))
             .margin_right(margin)
@@ -110,7 +109,7 @@ impl Chart for BoxStrip<'_> {
             .build_cartesian_2d(Axis::cat(&names), Axis::num(y_range.clone()))?;
         draw_mesh(
             &mut chart,
-            &theme,
+            theme,
             &MeshOpts {
                 x_desc: &spec.group_label,
                 y_desc: &spec.value_label,
@@ -121,7 +120,7 @@ impl Chart for BoxStrip<'_> {
             },
         )?;
         if rotate {
-            draw_rotated_x_labels(&chart, &theme, &names)?;
+            draw_rotated_x_labels(&chart, theme, &names)?;
         }
 
         let area = chart.plotting_area();
@@ -179,13 +178,12 @@ impl Chart for BoxStrip<'_> {
 struct Cdf<'a>(&'a DistributionSpec);
 
 impl Chart for Cdf<'_> {
-    fn size(&self) -> (u32, u32) {
-        size_or_default(self.0.size)
+    fn size(&self) -> Option<(u32, u32)> {
+        self.0.size
     }
 
-    fn draw<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>) -> DResult {
+    fn draw<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>, theme: &Theme) -> DResult {
         let spec = self.0;
-        let theme = Theme::for_size(self.size());
         let groups = sorted_groups(spec);
         let legend: Vec<LegendItem> = if spec.groups.len() > 1 {
             spec.groups
@@ -204,19 +202,19 @@ impl Chart for Cdf<'_> {
         } else {
             Vec::new()
         };
-        let body = frame(root, &theme, &spec.title, &spec.caption, &legend)?;
+        let body = frame(root, theme, &spec.title, &spec.caption, &legend)?;
         let x_range = padded_range(finite_bounds(groups.iter().flatten().copied()), false, 0.03);
         let y_range = 0.0..1.02;
-        let y_area = y_area_width(&body, &theme, &["100%".into()]);
+        let y_area = y_area_width(&body, theme, &["100%".into()]);
         let mut chart = ChartBuilder::on(&body)
             .margin_top(theme.upx(6.0))
             .margin_right(theme.upx(14.0))
-            .x_label_area_size(x_area_height(&body, &theme))
+            .x_label_area_size(x_area_height(&body, theme))
             .y_label_area_size(y_area)
             .build_cartesian_2d(Axis::num(x_range.clone()), Axis::percent(y_range))?;
         draw_mesh(
             &mut chart,
-            &theme,
+            theme,
             &MeshOpts {
                 x_desc: &spec.value_label,
                 y_desc: "share of samples ≤ x (%)",
@@ -226,7 +224,7 @@ impl Chart for Cdf<'_> {
         )?;
         let area = chart.plotting_area();
         if groups.iter().all(Vec::is_empty) {
-            return no_data(&area.strip_coord_spec(), &theme);
+            return no_data(&area.strip_coord_spec(), theme);
         }
         for (i, s) in groups.iter().enumerate() {
             let Some(&first) = s.first() else { continue };

@@ -12,7 +12,7 @@ use super::common::{
     text_size, text_up, x_label_layout, y_area_width,
 };
 use super::error::PlotError;
-use super::output::{Chart, DResult, render, size_or_default};
+use super::output::{Chart, DResult, render};
 
 /// Input for [`heatmap`].
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -139,13 +139,12 @@ impl Scale {
 }
 
 impl Chart for HeatmapSpec {
-    fn size(&self) -> (u32, u32) {
-        size_or_default(self.size)
+    fn size(&self) -> Option<(u32, u32)> {
+        self.size
     }
 
-    fn draw<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>) -> DResult {
-        let theme = Theme::for_size(self.size());
-        let body = frame(root, &theme, &self.title, &self.caption, &[])?;
+    fn draw<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>, theme: &Theme) -> DResult {
+        let body = frame(root, theme, &self.title, &self.caption, &[])?;
         let scale = self.bounds().map(|b| Scale::new(b, self.log_scale));
         let (body_w, _) = body.dim_in_pixel();
 
@@ -174,13 +173,13 @@ impl Chart for HeatmapSpec {
         let (plot_area, cb_area) = body.split_horizontally(body_w.saturating_sub(cb_w));
 
         if self.x.is_empty() || self.y.is_empty() {
-            return no_data(&plot_area, &theme);
+            return no_data(&plot_area, theme);
         }
 
-        let y_area = y_area_width(&plot_area, &theme, &self.y);
+        let y_area = y_area_width(&plot_area, theme, &self.y);
         let margin = theme.upx(8.0);
         let plot_w = plot_area.dim_in_pixel().0 as i32 - y_area as i32 - margin as i32;
-        let (rotate, x_area) = x_label_layout(&plot_area, &theme, &self.x, plot_w);
+        let (rotate, x_area) = x_label_layout(&plot_area, theme, &self.x, plot_w);
 
         let mut chart = ChartBuilder::on(&plot_area)
             .margin_top(margin)
@@ -190,7 +189,7 @@ impl Chart for HeatmapSpec {
             .build_cartesian_2d(Axis::cat(&self.x), Axis::cat_top_down(&self.y))?;
         draw_mesh(
             &mut chart,
-            &theme,
+            theme,
             &MeshOpts {
                 x_desc: &self.x_label,
                 y_desc: &self.y_label,
@@ -202,7 +201,7 @@ impl Chart for HeatmapSpec {
             },
         )?;
         if rotate {
-            draw_rotated_x_labels(&chart, &theme, &self.x)?;
+            draw_rotated_x_labels(&chart, theme, &self.x)?;
         }
 
         // Cell size in pixels decides the value font size.

@@ -11,7 +11,7 @@ use super::common::{
     frame, no_data, palette, x_area_height, x_label_layout, y_area_width,
 };
 use super::error::PlotError;
-use super::output::{Chart, DResult, render, size_or_default};
+use super::output::{Chart, DResult, render};
 
 /// An x position: a number (numeric axis) or a category name (categorical axis).
 ///
@@ -153,12 +153,11 @@ impl LinesSpec {
 }
 
 impl Chart for LinesSpec {
-    fn size(&self) -> (u32, u32) {
-        size_or_default(self.size)
+    fn size(&self) -> Option<(u32, u32)> {
+        self.size
     }
 
-    fn draw<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>) -> DResult {
-        let theme = Theme::for_size(self.size());
+    fn draw<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>, theme: &Theme) -> DResult {
         let cats = self.categories();
         let resolved: Vec<Vec<Resolved>> = self
             .series
@@ -181,7 +180,7 @@ impl Chart for LinesSpec {
                 legend.push(LegendItem::new(label, Swatch::Shade(NO_DATA)));
             }
         }
-        let body = frame(root, &theme, &self.title, &self.caption, &legend)?;
+        let body = frame(root, theme, &self.title, &self.caption, &legend)?;
 
         let x_axis = match &cats {
             Some(c) => Axis::cat(c),
@@ -199,7 +198,7 @@ impl Chart for LinesSpec {
 
         let y_area = y_area_width(
             &body,
-            &theme,
+            theme,
             &[
                 fmt_tick(y_range.start),
                 fmt_tick(y_range.end),
@@ -209,8 +208,8 @@ impl Chart for LinesSpec {
         let margin = theme.upx(14.0);
         let plot_w = body.dim_in_pixel().0 as i32 - y_area as i32 - margin as i32;
         let (rotate, x_area) = match &cats {
-            Some(c) => x_label_layout(&body, &theme, c, plot_w),
-            None => (false, x_area_height(&body, &theme)),
+            Some(c) => x_label_layout(&body, theme, c, plot_w),
+            None => (false, x_area_height(&body, theme)),
         };
 
         let mut chart = ChartBuilder::on(&body)
@@ -221,7 +220,7 @@ impl Chart for LinesSpec {
             .build_cartesian_2d(x_axis, Axis::num(y_range))?;
         draw_mesh(
             &mut chart,
-            &theme,
+            theme,
             &MeshOpts {
                 x_desc: &self.x_label,
                 y_desc: &self.y_label,
@@ -232,12 +231,12 @@ impl Chart for LinesSpec {
             },
         )?;
         if let (true, Some(c)) = (rotate, &cats) {
-            draw_rotated_x_labels(&chart, &theme, c)?;
+            draw_rotated_x_labels(&chart, theme, c)?;
         }
 
         let area = chart.plotting_area();
         if resolved.iter().all(Vec::is_empty) {
-            return no_data(&area.strip_coord_spec(), &theme);
+            return no_data(&area.strip_coord_spec(), theme);
         }
 
         // Bands first so that no band covers another series' line.

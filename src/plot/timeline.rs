@@ -12,7 +12,7 @@ use super::common::{
     panel_title, text, text_size, x_area_height, y_area_width,
 };
 use super::error::PlotError;
-use super::output::{Chart, DResult, render, size_or_default};
+use super::output::{Chart, DResult, render};
 
 /// One backend node's data for a [`TimelineSpec`].
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -111,12 +111,11 @@ fn clamp_span(start: f64, end: f64, (t0, t1): (f64, f64)) -> Option<(f64, f64)> 
 }
 
 impl Chart for TimelineSpec {
-    fn size(&self) -> (u32, u32) {
-        size_or_default(self.size)
+    fn size(&self) -> Option<(u32, u32)> {
+        self.size
     }
 
-    fn draw<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>) -> DResult {
-        let theme = Theme::for_size(self.size());
+    fn draw<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>, theme: &Theme) -> DResult {
         let bucket = self.bucket();
         let span = self.time_range(bucket);
         let n_buckets = self.t.len();
@@ -133,15 +132,15 @@ impl Chart for TimelineSpec {
             legend.push(LegendItem::new("errors", Swatch::Solid(ERRORS)));
             legend.push(LegendItem::new("timeouts", Swatch::Solid(TIMEOUTS)));
         }
-        let body = frame(root, &theme, &self.title, &self.caption, &legend)?;
+        let body = frame(root, theme, &self.title, &self.caption, &legend)?;
         if empty {
-            return no_data(&body, &theme);
+            return no_data(&body, theme);
         }
 
         // Panel geometry: lanes sized by node count, the rest split between the two charts.
         let (_, body_h) = body.dim_in_pixel();
         let body_h = body_h as i32;
-        let x_area = x_area_height(&body, &theme) as i32;
+        let x_area = x_area_height(&body, theme) as i32;
         let lane_h = (self.nodes.len().max(1) as i32 * theme.px(34.0) + theme.px(50.0))
             .max(theme.px(100.0))
             .min(body_h * 35 / 100);
@@ -160,7 +159,7 @@ impl Chart for TimelineSpec {
         let count_top = (max_count as f64 * 1.12).max(1.0);
         let mut y_labels: Vec<String> = self.nodes.iter().map(|n| n.name.clone()).collect();
         y_labels.extend(["100%".to_string(), fmt_tick(count_top)]);
-        let y_area = y_area_width(&body, &theme, &y_labels);
+        let y_area = y_area_width(&body, theme, &y_labels);
         let margin_r = theme.upx(16.0);
         let indent = y_area as i32;
         let x_axis = || Axis::num(span.0..span.1);
@@ -176,14 +175,14 @@ impl Chart for TimelineSpec {
         let max_share = finite_bounds(self.nodes.iter().flat_map(|n| n.share.iter().copied()))
             .map_or(1.0, |(_, hi)| hi);
         let share_top = ((max_share * 1.1 * 10.0).ceil() / 10.0).clamp(0.1, 1.0);
-        let area_a = panel_title(&p_share, &theme, indent, "traffic share per node")?;
+        let area_a = panel_title(&p_share, theme, indent, "traffic share per node")?;
         let mut chart = ChartBuilder::on(&area_a)
             .margin_right(margin_r)
             .y_label_area_size(y_area)
             .build_cartesian_2d(x_axis(), Axis::percent(0.0..share_top))?;
         draw_mesh(
             &mut chart,
-            &theme,
+            theme,
             &MeshOpts {
                 y_desc: "share (%)",
                 show_x_labels: false,
@@ -240,7 +239,7 @@ impl Chart for TimelineSpec {
         let names: Vec<String> = self.nodes.iter().map(|n| n.name.clone()).collect();
         let area_b = panel_title(
             &p_lanes,
-            &theme,
+            theme,
             indent,
             "ejected by health checks (bars) vs injected faults (pale)",
         )?;
@@ -250,7 +249,7 @@ impl Chart for TimelineSpec {
             .build_cartesian_2d(x_axis(), Axis::cat_top_down(&names))?;
         draw_mesh(
             &mut chart,
-            &theme,
+            theme,
             &MeshOpts {
                 y_desc: "node",
                 show_x_labels: false,
@@ -261,7 +260,7 @@ impl Chart for TimelineSpec {
         )?;
         let area = chart.plotting_area();
         if names.is_empty() {
-            no_data(&area.strip_coord_spec(), &theme)?;
+            no_data(&area.strip_coord_spec(), theme)?;
         }
         for (i, (s, e), _, _) in faults() {
             let y = i as f64;
@@ -287,7 +286,7 @@ impl Chart for TimelineSpec {
         // (c) Client errors and timeouts per bucket, side by side within each bucket.
         let area_c = panel_title(
             &p_errs,
-            &theme,
+            theme,
             indent,
             "client errors and timeouts per bucket",
         )?;
@@ -299,7 +298,7 @@ impl Chart for TimelineSpec {
         let y_desc = format!("requests / {} s", fmt_tick(bucket));
         draw_mesh(
             &mut chart,
-            &theme,
+            theme,
             &MeshOpts {
                 x_desc: "time (s)",
                 y_desc: &y_desc,
