@@ -8,8 +8,8 @@ use plotters::style::text_anchor::{HPos, VPos};
 
 use super::axis::{Axis, finite_bounds, fmt_sig};
 use super::common::{
-    MeshOpts, NO_DATA, TEXT, Theme, draw_mesh, draw_rotated_x_labels, frame, no_data, text,
-    text_size, text_up, x_label_layout, y_area_width,
+    MeshOpts, NO_DATA, PlotLayout, TEXT, Theme, XLabels, frame, line_height, no_data, plot, text,
+    text_size, text_up, y_area_width,
 };
 use super::error::PlotError;
 use super::output::{Chart, DResult, render};
@@ -162,12 +162,7 @@ impl Chart for HeatmapSpec {
             .map(|(_, s)| text_size(&body, s, &label_style).0)
             .max()
             .unwrap_or(0);
-        let desc_h = text_size(
-            &body,
-            "Ag",
-            &text(theme.axis_desc, TEXT, HPos::Left, VPos::Top),
-        )
-        .1;
+        let desc_h = line_height(&body, theme.axis_desc);
         let bar_w = theme.px(24.0);
         let cb_w = bar_w as u32 + tick_w + desc_h + theme.upx(50.0);
         let (plot_area, cb_area) = body.split_horizontally(body_w.saturating_sub(cb_w));
@@ -176,33 +171,22 @@ impl Chart for HeatmapSpec {
             return no_data(&plot_area, theme);
         }
 
-        let y_area = y_area_width(&plot_area, theme, &self.y);
         let margin = theme.upx(8.0);
-        let plot_w = plot_area.dim_in_pixel().0 as i32 - y_area as i32 - margin as i32;
-        let (rotate, x_area) = x_label_layout(&plot_area, theme, &self.x, plot_w);
-
-        let mut chart = ChartBuilder::on(&plot_area)
-            .margin_top(margin)
-            .margin_right(margin)
-            .x_label_area_size(x_area)
-            .y_label_area_size(y_area)
-            .build_cartesian_2d(Axis::cat(&self.x), Axis::cat_top_down(&self.y))?;
-        draw_mesh(
-            &mut chart,
-            theme,
-            &MeshOpts {
-                x_desc: &self.x_label,
-                y_desc: &self.y_label,
-                x_labels: self.x.len(),
-                y_labels: self.y.len(),
-                show_x_labels: !rotate,
-                x_grid: false,
-                y_grid: false,
-            },
-        )?;
-        if rotate {
-            draw_rotated_x_labels(&chart, theme, &self.x)?;
-        }
+        let layout = PlotLayout {
+            margin_top: margin,
+            margin_right: margin,
+            y_area: y_area_width(&plot_area, theme, &self.y),
+            x_labels: XLabels::Names(&self.x),
+        };
+        let mesh = MeshOpts {
+            x_desc: &self.x_label,
+            y_desc: &self.y_label,
+            y_labels: self.y.len(),
+            y_grid: false,
+            ..MeshOpts::default()
+        };
+        let axes = (Axis::cat(&self.x), Axis::cat_top_down(&self.y));
+        let (chart, x_area) = plot(&plot_area, theme, &layout, axes, mesh)?;
 
         // Cell size in pixels decides the value font size.
         let (ax, ay) = chart.backend_coord(&(0.0, 0.0));

@@ -8,8 +8,8 @@ use plotters::style::text_anchor::{HPos, VPos};
 
 use super::axis::{Axis, finite_bounds, fmt_tick};
 use super::common::{
-    LegendItem, MeshOpts, NO_DATA, Swatch, TEXT, Theme, draw_mesh, frame, no_data, palette,
-    panel_title, text, text_size, x_area_height, y_area_width,
+    LegendItem, MeshOpts, NO_DATA, PlotLayout, Swatch, TEXT, Theme, XLabels, frame, no_data,
+    palette, panel_title, plot, text, text_size, x_area_height, y_area_width,
 };
 use super::error::PlotError;
 use super::output::{Chart, DResult, render};
@@ -160,9 +160,15 @@ impl Chart for TimelineSpec {
         let mut y_labels: Vec<String> = self.nodes.iter().map(|n| n.name.clone()).collect();
         y_labels.extend(["100%".to_string(), fmt_tick(count_top)]);
         let y_area = y_area_width(&body, theme, &y_labels);
-        let margin_r = theme.upx(16.0);
         let indent = y_area as i32;
         let x_axis = || Axis::num(span.0..span.1);
+        // The panels line up: same y label area and right margin, x labels only at the bottom.
+        let layout = |x_labels| PlotLayout {
+            margin_top: 0,
+            margin_right: theme.upx(16.0),
+            y_area,
+            x_labels,
+        };
         let faults = || {
             self.nodes.iter().enumerate().flat_map(|(i, n)| {
                 n.faults
@@ -176,20 +182,13 @@ impl Chart for TimelineSpec {
             .map_or(1.0, |(_, hi)| hi);
         let share_top = ((max_share * 1.1 * 10.0).ceil() / 10.0).clamp(0.1, 1.0);
         let area_a = panel_title(&p_share, theme, indent, "traffic share per node")?;
-        let mut chart = ChartBuilder::on(&area_a)
-            .margin_right(margin_r)
-            .y_label_area_size(y_area)
-            .build_cartesian_2d(x_axis(), Axis::percent(0.0..share_top))?;
-        draw_mesh(
-            &mut chart,
-            theme,
-            &MeshOpts {
-                y_desc: "share (%)",
-                show_x_labels: false,
-                y_labels: 6,
-                ..MeshOpts::default()
-            },
-        )?;
+        let mesh = MeshOpts {
+            y_desc: "share (%)",
+            y_labels: 6,
+            ..MeshOpts::default()
+        };
+        let axes = (x_axis(), Axis::percent(0.0..share_top));
+        let (chart, _) = plot(&area_a, theme, &layout(XLabels::Hidden), axes, mesh)?;
         let area = chart.plotting_area();
         let label_style = text(theme.small, TEXT, HPos::Left, VPos::Top);
         let line_h = f64::from(text_size(&body, "Ag", &label_style).1) * 1.35;
@@ -243,21 +242,14 @@ impl Chart for TimelineSpec {
             indent,
             "ejected by health checks (bars) vs injected faults (pale)",
         )?;
-        let mut chart = ChartBuilder::on(&area_b)
-            .margin_right(margin_r)
-            .y_label_area_size(y_area)
-            .build_cartesian_2d(x_axis(), Axis::cat_top_down(&names))?;
-        draw_mesh(
-            &mut chart,
-            theme,
-            &MeshOpts {
-                y_desc: "node",
-                show_x_labels: false,
-                y_labels: names.len(),
-                y_grid: false,
-                ..MeshOpts::default()
-            },
-        )?;
+        let mesh = MeshOpts {
+            y_desc: "node",
+            y_labels: names.len(),
+            y_grid: false,
+            ..MeshOpts::default()
+        };
+        let axes = (x_axis(), Axis::cat_top_down(&names));
+        let (chart, _) = plot(&area_b, theme, &layout(XLabels::Hidden), axes, mesh)?;
         let area = chart.plotting_area();
         if names.is_empty() {
             no_data(&area.strip_coord_spec(), theme)?;
@@ -290,22 +282,15 @@ impl Chart for TimelineSpec {
             indent,
             "client errors and timeouts per bucket",
         )?;
-        let mut chart = ChartBuilder::on(&area_c)
-            .margin_right(margin_r)
-            .x_label_area_size(x_area as u32)
-            .y_label_area_size(y_area)
-            .build_cartesian_2d(x_axis(), Axis::num(0.0..count_top))?;
         let y_desc = format!("requests / {} s", fmt_tick(bucket));
-        draw_mesh(
-            &mut chart,
-            theme,
-            &MeshOpts {
-                x_desc: "time (s)",
-                y_desc: &y_desc,
-                y_labels: 5,
-                ..MeshOpts::default()
-            },
-        )?;
+        let mesh = MeshOpts {
+            x_desc: "time (s)",
+            y_desc: &y_desc,
+            y_labels: 5,
+            ..MeshOpts::default()
+        };
+        let axes = (x_axis(), Axis::num(0.0..count_top));
+        let (chart, _) = plot(&area_c, theme, &layout(XLabels::Ticks), axes, mesh)?;
         let area = chart.plotting_area();
         for (_, (s, e), _, _) in faults() {
             area.draw(&Rectangle::new(
