@@ -150,6 +150,25 @@ impl LinesSpec {
         out.sort_by(|a, b| a.x.total_cmp(&b.x));
         out
     }
+
+    /// Series by colour and marker, then what the band shows; none for a single series.
+    fn legend(&self, has_band: bool) -> Vec<LegendItem> {
+        let mut legend = Vec::new();
+        if self.series.len() > 1 {
+            for (i, s) in self.series.iter().enumerate() {
+                legend.push(LegendItem::new(&s.name, Swatch::Line(palette(i), Some(i))));
+            }
+            if has_band {
+                let label = if self.band_label.is_empty() {
+                    "lo–hi range"
+                } else {
+                    &self.band_label
+                };
+                legend.push(LegendItem::new(label, Swatch::Shade(NO_DATA)));
+            }
+        }
+        legend
+    }
 }
 
 impl Chart for LinesSpec {
@@ -165,21 +184,7 @@ impl Chart for LinesSpec {
             .map(|s| self.resolve(s, cats.as_deref()))
             .collect();
         let has_band = resolved.iter().flatten().any(|r| r.band.is_some());
-
-        let mut legend = Vec::new();
-        if self.series.len() > 1 {
-            for (i, s) in self.series.iter().enumerate() {
-                legend.push(LegendItem::new(&s.name, Swatch::Line(palette(i), Some(i))));
-            }
-            if has_band {
-                let label = if self.band_label.is_empty() {
-                    "lo–hi range"
-                } else {
-                    &self.band_label
-                };
-                legend.push(LegendItem::new(label, Swatch::Shade(NO_DATA)));
-            }
-        }
+        let legend = self.legend(has_band);
         let body = frame(root, theme, &self.title, &self.caption, &legend)?;
 
         let x_axis = match &cats {
