@@ -6,13 +6,13 @@ use plotters::coord::Shift;
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, VPos};
 
-use super::axis::{Axis, finite_bounds, fmt_tick, padded_range};
+use super::axis::{Axis, finite_bounds, padded_range};
 use super::common::{
-    LegendItem, MUTED, MeshOpts, NO_DATA, Swatch, TEXT, Theme, draw_mesh, draw_rotated_x_labels,
-    frame, no_data, palette, text, x_area_height, x_label_layout, y_area_width,
+    LegendItem, MUTED, MeshOpts, NO_DATA, PlotLayout, Swatch, TEXT, Theme, XLabels, frame, no_data,
+    num_y_area_width, palette, plot, text, y_area_width,
 };
 use super::error::PlotError;
-use super::output::{Chart, DResult, render, size_or_default};
+use super::output::{Chart, DResult, render};
 
 /// Input for [`distribution`] and [`distribution_cdf`].
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -72,17 +72,16 @@ fn jitter(k: usize) -> f64 {
 struct BoxStrip<'a>(&'a DistributionSpec);
 
 impl Chart for BoxStrip<'_> {
-    fn size(&self) -> (u32, u32) {
-        size_or_default(self.0.size)
+    fn size(&self) -> Option<(u32, u32)> {
+        self.0.size
     }
 
-    fn draw<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>) -> DResult {
+    fn draw<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>, theme: &Theme) -> DResult {
         let spec = self.0;
-        let theme = Theme::for_size(self.size());
-        let body = frame(root, &theme, &spec.title, &spec.caption, &[])?;
+        let body = frame(root, theme, &spec.title, &spec.caption, &[])?;
         let names: Vec<String> = spec.groups.iter().map(|(n, _)| n.clone()).collect();
         if names.is_empty() {
-            return no_data(&body, &theme);
+            return no_data(&body, theme);
         }
         let groups = sorted_groups(spec);
         let bounds = finite_bounds(groups.iter().flatten().copied());
@@ -90,39 +89,15 @@ impl Chart for BoxStrip<'_> {
         // Head room for the "n = …" labels.
         y_range.end += (y_range.end - y_range.start) * 0.06;
 
-        let y_area = y_area_width(
-            &body,
-            &theme,
-            &[
-                fmt_tick(y_range.start),
-                fmt_tick(y_range.end),
-                "0.000".into(),
-            ],
-        );
-        let margin = theme.upx(14.0);
-        let plot_w = body.dim_in_pixel().0 as i32 - y_area as i32 - margin as i32;
-        let (rotate, x_area) = x_label_layout(&body, &theme, &names, plot_w);
-        let mut chart = ChartBuilder::on(&body)
-            .margin_top(theme.upx(6.0))
-            .margin_right(margin)
-            .x_label_area_size(x_area)
-            .y_label_area_size(y_area)
-            .build_cartesian_2d(Axis::cat(&names), Axis::num(y_range.clone()))?;
-        draw_mesh(
-            &mut chart,
-            &theme,
-            &MeshOpts {
-                x_desc: &spec.group_label,
-                y_desc: &spec.value_label,
-                x_labels: names.len(),
-                show_x_labels: !rotate,
-                x_grid: false,
-                ..MeshOpts::default()
-            },
-        )?;
-        if rotate {
-            draw_rotated_x_labels(&chart, &theme, &names)?;
-        }
+        let y_area = num_y_area_width(&body, theme, &y_range);
+        let layout = PlotLayout::single(theme, y_area, XLabels::Names(&names));
+        let mesh = MeshOpts {
+            x_desc: &spec.group_label,
+            y_desc: &spec.value_label,
+            ..MeshOpts::default()
+        };
+        let axes = (Axis::cat(&names), Axis::num(y_range.clone()));
+        let (chart, _) = plot(&body, theme, &layout, axes, mesh)?;
 
         let area = chart.plotting_area();
         let mid_y = (y_range.start + y_range.end) / 2.0;
@@ -179,13 +154,12 @@ impl Chart for BoxStrip<'_> {
 struct Cdf<'a>(&'a DistributionSpec);
 
 impl Chart for Cdf<'_> {
-    fn size(&self) -> (u32, u32) {
-        size_or_default(self.0.size)
+    fn size(&self) -> Option<(u32, u32)> {
+        self.0.size
     }
 
-    fn draw<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>) -> DResult {
+    fn draw<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>, theme: &Theme) -> DResult {
         let spec = self.0;
-        let theme = Theme::for_size(self.size());
         let groups = sorted_groups(spec);
         let legend: Vec<LegendItem> = if spec.groups.len() > 1 {
             spec.groups
@@ -204,29 +178,22 @@ impl Chart for Cdf<'_> {
         } else {
             Vec::new()
         };
-        let body = frame(root, &theme, &spec.title, &spec.caption, &legend)?;
+        let body = frame(root, theme, &spec.title, &spec.caption, &legend)?;
         let x_range = padded_range(finite_bounds(groups.iter().flatten().copied()), false, 0.03);
         let y_range = 0.0..1.02;
-        let y_area = y_area_width(&body, &theme, &["100%".into()]);
-        let mut chart = ChartBuilder::on(&body)
-            .margin_top(theme.upx(6.0))
-            .margin_right(theme.upx(14.0))
-            .x_label_area_size(x_area_height(&body, &theme))
-            .y_label_area_size(y_area)
-            .build_cartesian_2d(Axis::num(x_range.clone()), Axis::percent(y_range))?;
-        draw_mesh(
-            &mut chart,
-            &theme,
-            &MeshOpts {
-                x_desc: &spec.value_label,
-                y_desc: "share of samples ≤ x (%)",
-                y_labels: 6,
-                ..MeshOpts::default()
-            },
-        )?;
+        let y_area = y_area_width(&body, theme, &["100%".into()]);
+        let layout = PlotLayout::single(theme, y_area, XLabels::Ticks);
+        let mesh = MeshOpts {
+            x_desc: &spec.value_label,
+            y_desc: "share of samples ≤ x (%)",
+            y_labels: 6,
+            ..MeshOpts::default()
+        };
+        let axes = (Axis::num(x_range), Axis::percent(y_range));
+        let (chart, _) = plot(&body, theme, &layout, axes, mesh)?;
         let area = chart.plotting_area();
         if groups.iter().all(Vec::is_empty) {
-            return no_data(&area.strip_coord_spec(), &theme);
+            return no_data(&area.strip_coord_spec(), theme);
         }
         for (i, s) in groups.iter().enumerate() {
             let Some(&first) = s.first() else { continue };

@@ -8,11 +8,11 @@ use plotters::style::text_anchor::{HPos, VPos};
 
 use super::axis::{Axis, finite_bounds, fmt_sig};
 use super::common::{
-    MeshOpts, NO_DATA, TEXT, Theme, draw_mesh, draw_rotated_x_labels, frame, no_data, text,
-    text_size, text_up, x_label_layout, y_area_width,
+    MeshOpts, NO_DATA, Plot, PlotLayout, TEXT, Theme, XLabels, frame, line_height, no_data, plot,
+    text, text_size, text_up, y_area_width,
 };
 use super::error::PlotError;
-use super::output::{Chart, DResult, render, size_or_default};
+use super::output::{Chart, DResult, render};
 
 /// Input for [`heatmap`].
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -138,19 +138,24 @@ impl Scale {
     }
 }
 
-impl Chart for HeatmapSpec {
-    fn size(&self) -> (u32, u32) {
-        size_or_default(self.size)
-    }
+/// The colour bar right of the cells: the bar, its tick labels and the rotated value title,
+/// measured before the body is split so the cells get the rest of the width.
+struct ColourBar {
+    scale: Option<Scale>,
+    ticks: Vec<(f64, String)>,
+    bar_w: i32,
+    /// Width of the widest tick label.
+    tick_w: u32,
+    /// Height of the rotated title's line.
+    desc_h: u32,
+}
 
-    fn draw<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>) -> DResult {
-        let theme = Theme::for_size(self.size());
-        let body = frame(root, &theme, &self.title, &self.caption, &[])?;
-        let scale = self.bounds().map(|b| Scale::new(b, self.log_scale));
-        let (body_w, _) = body.dim_in_pixel();
-
-        // Colour bar on the right: bar, tick labels, rotated value title.
-        let label_style = text(theme.label, TEXT, HPos::Left, VPos::Center);
+impl ColourBar {
+    fn measure<DB: DrawingBackend>(
+        body: &DrawingArea<DB, Shift>,
+        theme: &Theme,
+        scale: Option<Scale>,
+    ) -> Self {
         let ticks: Vec<(f64, String)> = match scale {
             Some(sc) => [1.0, 0.75, 0.5, 0.25, 0.0]
                 .iter()
@@ -160,68 +165,110 @@ impl Chart for HeatmapSpec {
         };
         let tick_w = ticks
             .iter()
-            .map(|(_, s)| text_size(&body, s, &label_style).0)
+            .map(|(_, s)| text_size(body, s, &Self::label_style(theme)).0)
             .max()
             .unwrap_or(0);
-        let desc_h = text_size(
-            &body,
-            "Ag",
-            &text(theme.axis_desc, TEXT, HPos::Left, VPos::Top),
-        )
-        .1;
-        let bar_w = theme.px(24.0);
-        let cb_w = bar_w as u32 + tick_w + desc_h + theme.upx(50.0);
-        let (plot_area, cb_area) = body.split_horizontally(body_w.saturating_sub(cb_w));
-
-        if self.x.is_empty() || self.y.is_empty() {
-            return no_data(&plot_area, &theme);
+        ColourBar {
+            scale,
+            ticks,
+            bar_w: theme.px(24.0),
+            tick_w,
+            desc_h: line_height(body, theme.axis_desc),
         }
+    }
 
-        let y_area = y_area_width(&plot_area, &theme, &self.y);
-        let margin = theme.upx(8.0);
-        let plot_w = plot_area.dim_in_pixel().0 as i32 - y_area as i32 - margin as i32;
-        let (rotate, x_area) = x_label_layout(&plot_area, &theme, &self.x, plot_w);
+    fn label_style(theme: &Theme) -> TextStyle<'static> {
+        text(theme.label, TEXT, HPos::Left, VPos::Center)
+    }
 
-        let mut chart = ChartBuilder::on(&plot_area)
-            .margin_top(margin)
-            .margin_right(margin)
-            .x_label_area_size(x_area)
-            .y_label_area_size(y_area)
-            .build_cartesian_2d(Axis::cat(&self.x), Axis::cat_top_down(&self.y))?;
-        draw_mesh(
-            &mut chart,
-            &theme,
-            &MeshOpts {
-                x_desc: &self.x_label,
-                y_desc: &self.y_label,
-                x_labels: self.x.len(),
-                y_labels: self.y.len(),
-                show_x_labels: !rotate,
-                x_grid: false,
-                y_grid: false,
-            },
+    /// Width of the area the bar needs.
+    fn width(&self, theme: &Theme) -> u32 {
+        self.bar_w as u32 + self.tick_w + self.desc_h + theme.upx(50.0)
+    }
+
+    /// Draws the bar in `area`, level with the cells: from `top` down to `x_area` (the height
+    /// of the cells' x label area) above the bottom.
+    fn draw<DB: DrawingBackend>(
+        &self,
+        area: &DrawingArea<DB, Shift>,
+        theme: &Theme,
+        top: i32,
+        x_area: u32,
+        title: &str,
+    ) -> DResult {
+        let (_, h) = area.dim_in_pixel();
+        let bottom = h as i32 - x_area as i32;
+        let x0 = theme.px(16.0);
+        let x1 = x0 + self.bar_w;
+        let span = (bottom - top).max(1);
+        if self.scale.is_some() {
+            for py in top..bottom {
+                let f = f64::from(bottom - py) / f64::from(span);
+                area.draw(&Rectangle::new(
+                    [(x0, py), (x1, py + 1)],
+                    colormap(f).filled(),
+                ))?;
+            }
+        } else {
+            area.draw(&Rectangle::new(
+                [(x0, top), (x1, bottom)],
+                EMPTY_CELL.filled(),
+            ))?;
+        }
+        area.draw(&Rectangle::new(
+            [(x0, top), (x1, bottom)],
+            TEXT.stroke_width(1),
+        ))?;
+        let label_style = Self::label_style(theme);
+        for (f, label) in &self.ticks {
+            let py = bottom - (f * f64::from(span)).round() as i32;
+            area.draw(&PathElement::new(
+                vec![(x1, py), (x1 + theme.px(5.0), py)],
+                TEXT.stroke_width(1),
+            ))?;
+            area.draw_text(label, &label_style, (x1 + theme.px(9.0), py))?;
+        }
+        let desc_x = x1 + theme.px(20.0) + self.tick_w as i32 + self.desc_h as i32 / 2;
+        area.draw_text(
+            title,
+            &text_up(theme.axis_desc, TEXT, HPos::Center, VPos::Center),
+            (desc_x, (top + bottom) / 2),
         )?;
-        if rotate {
-            draw_rotated_x_labels(&chart, &theme, &self.x)?;
-        }
+        Ok(())
+    }
+}
 
-        // Cell size in pixels decides the value font size.
-        let (ax, ay) = chart.backend_coord(&(0.0, 0.0));
-        let (bx, by) = chart.backend_coord(&(1.0, 1.0));
-        let cell_w = f64::from((bx - ax).abs());
-        let cell_h = f64::from((by - ay).abs());
-        let labels: Vec<Vec<String>> = (0..self.y.len())
+impl HeatmapSpec {
+    /// The printed value of each cell, `[y][x]`.
+    fn labels(&self) -> Vec<Vec<String>> {
+        (0..self.y.len())
             .map(|yi| {
                 (0..self.x.len())
                     .map(|xi| fmt_sig(self.value(yi, xi)))
                     .collect()
             })
-            .collect();
+            .collect()
+    }
+
+    /// Fills the cells and prints their values, in a font as large as the cell size allows
+    /// (none if that is too small to read).
+    fn draw_cells<DB: DrawingBackend>(
+        &self,
+        chart: &Plot<DB>,
+        theme: &Theme,
+        scale: Option<Scale>,
+    ) -> DResult {
+        let (ax, ay) = chart.backend_coord(&(0.0, 0.0));
+        let (bx, by) = chart.backend_coord(&(1.0, 1.0));
+        let cell_w = f64::from((bx - ax).abs());
+        let cell_h = f64::from((by - ay).abs());
+        let labels = self.labels();
+        let area = chart.plotting_area();
         let probe = text(100.0, TEXT, HPos::Center, VPos::Center);
         let widest = labels
             .iter()
             .flatten()
-            .map(|s| text_size(&body, s, &probe).0)
+            .map(|s| text_size(&area.strip_coord_spec(), s, &probe).0)
             .max()
             .unwrap_or(1)
             .max(1);
@@ -229,7 +276,6 @@ impl Chart for HeatmapSpec {
             .min(cell_w * 0.82 * 100.0 / f64::from(widest))
             .min(theme.label * 1.5);
 
-        let area = chart.plotting_area();
         for (yi, row) in labels.iter().enumerate() {
             for (xi, label) in row.iter().enumerate() {
                 let (x, y) = (xi as f64, yi as f64);
@@ -252,46 +298,43 @@ impl Chart for HeatmapSpec {
                 }
             }
         }
-
-        // Colour bar aligned with the cell area.
-        let (_, cb_h) = cb_area.dim_in_pixel();
-        let top = margin as i32;
-        let bottom = cb_h as i32 - x_area as i32;
-        let x0 = theme.px(16.0);
-        let x1 = x0 + bar_w;
-        let span = (bottom - top).max(1);
-        if scale.is_some() {
-            for py in top..bottom {
-                let f = f64::from(bottom - py) / f64::from(span);
-                cb_area.draw(&Rectangle::new(
-                    [(x0, py), (x1, py + 1)],
-                    colormap(f).filled(),
-                ))?;
-            }
-        } else {
-            cb_area.draw(&Rectangle::new(
-                [(x0, top), (x1, bottom)],
-                EMPTY_CELL.filled(),
-            ))?;
-        }
-        cb_area.draw(&Rectangle::new(
-            [(x0, top), (x1, bottom)],
-            TEXT.stroke_width(1),
-        ))?;
-        for (f, label) in &ticks {
-            let py = bottom - (f * f64::from(span)).round() as i32;
-            cb_area.draw(&PathElement::new(
-                vec![(x1, py), (x1 + theme.px(5.0), py)],
-                TEXT.stroke_width(1),
-            ))?;
-            cb_area.draw_text(label, &label_style, (x1 + theme.px(9.0), py))?;
-        }
-        let desc_x = x1 + theme.px(20.0) + tick_w as i32 + desc_h as i32 / 2;
-        cb_area.draw_text(
-            &self.value_label,
-            &text_up(theme.axis_desc, TEXT, HPos::Center, VPos::Center),
-            (desc_x, (top + bottom) / 2),
-        )?;
         Ok(())
+    }
+}
+
+impl Chart for HeatmapSpec {
+    fn size(&self) -> Option<(u32, u32)> {
+        self.size
+    }
+
+    fn draw<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>, theme: &Theme) -> DResult {
+        let body = frame(root, theme, &self.title, &self.caption, &[])?;
+        let scale = self.bounds().map(|b| Scale::new(b, self.log_scale));
+        let bar = ColourBar::measure(&body, theme, scale);
+        let (body_w, _) = body.dim_in_pixel();
+        let (plot_area, bar_area) =
+            body.split_horizontally(body_w.saturating_sub(bar.width(theme)));
+        if self.x.is_empty() || self.y.is_empty() {
+            return no_data(&plot_area, theme);
+        }
+
+        let margin = theme.upx(8.0);
+        let layout = PlotLayout {
+            margin_top: margin,
+            margin_right: margin,
+            y_area: y_area_width(&plot_area, theme, &self.y),
+            x_labels: XLabels::Names(&self.x),
+        };
+        let mesh = MeshOpts {
+            x_desc: &self.x_label,
+            y_desc: &self.y_label,
+            y_labels: self.y.len(),
+            y_grid: false,
+            ..MeshOpts::default()
+        };
+        let axes = (Axis::cat(&self.x), Axis::cat_top_down(&self.y));
+        let (chart, x_area) = plot(&plot_area, theme, &layout, axes, mesh)?;
+        self.draw_cells(&chart, theme, scale)?;
+        bar.draw(&bar_area, theme, margin as i32, x_area, &self.value_label)
     }
 }

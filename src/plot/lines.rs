@@ -7,11 +7,11 @@ use plotters::prelude::*;
 
 use super::axis::{Axis, finite_bounds, fmt_tick, padded_range};
 use super::common::{
-    LegendItem, MeshOpts, NO_DATA, Swatch, Theme, draw_marker, draw_mesh, draw_rotated_x_labels,
-    frame, no_data, palette, x_area_height, x_label_layout, y_area_width,
+    LegendItem, MeshOpts, NO_DATA, PlotLayout, Swatch, Theme, XLabels, draw_marker, frame, no_data,
+    num_y_area_width, palette, plot,
 };
 use super::error::PlotError;
-use super::output::{Chart, DResult, render, size_or_default};
+use super::output::{Chart, DResult, render};
 
 /// An x position: a number (numeric axis) or a category name (categorical axis).
 ///
@@ -150,23 +150,9 @@ impl LinesSpec {
         out.sort_by(|a, b| a.x.total_cmp(&b.x));
         out
     }
-}
 
-impl Chart for LinesSpec {
-    fn size(&self) -> (u32, u32) {
-        size_or_default(self.size)
-    }
-
-    fn draw<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>) -> DResult {
-        let theme = Theme::for_size(self.size());
-        let cats = self.categories();
-        let resolved: Vec<Vec<Resolved>> = self
-            .series
-            .iter()
-            .map(|s| self.resolve(s, cats.as_deref()))
-            .collect();
-        let has_band = resolved.iter().flatten().any(|r| r.band.is_some());
-
+    /// Series by colour and marker, then what the band shows; none for a single series.
+    fn legend(&self, has_band: bool) -> Vec<LegendItem> {
         let mut legend = Vec::new();
         if self.series.len() > 1 {
             for (i, s) in self.series.iter().enumerate() {
@@ -181,7 +167,25 @@ impl Chart for LinesSpec {
                 legend.push(LegendItem::new(label, Swatch::Shade(NO_DATA)));
             }
         }
-        let body = frame(root, &theme, &self.title, &self.caption, &legend)?;
+        legend
+    }
+}
+
+impl Chart for LinesSpec {
+    fn size(&self) -> Option<(u32, u32)> {
+        self.size
+    }
+
+    fn draw<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>, theme: &Theme) -> DResult {
+        let cats = self.categories();
+        let resolved: Vec<Vec<Resolved>> = self
+            .series
+            .iter()
+            .map(|s| self.resolve(s, cats.as_deref()))
+            .collect();
+        let has_band = resolved.iter().flatten().any(|r| r.band.is_some());
+        let legend = self.legend(has_band);
+        let body = frame(root, theme, &self.title, &self.caption, &legend)?;
 
         let x_axis = match &cats {
             Some(c) => Axis::cat(c),
@@ -197,47 +201,20 @@ impl Chart for LinesSpec {
         });
         let y_range = padded_range(finite_bounds(y_values), self.y_from_zero, 0.06);
 
-        let y_area = y_area_width(
-            &body,
-            &theme,
-            &[
-                fmt_tick(y_range.start),
-                fmt_tick(y_range.end),
-                "0.000".into(),
-            ],
-        );
-        let margin = theme.upx(14.0);
-        let plot_w = body.dim_in_pixel().0 as i32 - y_area as i32 - margin as i32;
-        let (rotate, x_area) = match &cats {
-            Some(c) => x_label_layout(&body, &theme, c, plot_w),
-            None => (false, x_area_height(&body, &theme)),
+        let x_labels = cats.as_deref().map_or(XLabels::Ticks, XLabels::Names);
+        let y_area = num_y_area_width(&body, theme, &y_range);
+        let layout = PlotLayout::single(theme, y_area, x_labels);
+        let mesh = MeshOpts {
+            x_desc: &self.x_label,
+            y_desc: &self.y_label,
+            ..MeshOpts::default()
         };
-
-        let mut chart = ChartBuilder::on(&body)
-            .margin_top(theme.upx(6.0))
-            .margin_right(margin)
-            .x_label_area_size(x_area)
-            .y_label_area_size(y_area)
-            .build_cartesian_2d(x_axis, Axis::num(y_range))?;
-        draw_mesh(
-            &mut chart,
-            &theme,
-            &MeshOpts {
-                x_desc: &self.x_label,
-                y_desc: &self.y_label,
-                x_labels: cats.as_ref().map_or(10, Vec::len),
-                show_x_labels: !rotate,
-                x_grid: cats.is_none(),
-                ..MeshOpts::default()
-            },
-        )?;
-        if let (true, Some(c)) = (rotate, &cats) {
-            draw_rotated_x_labels(&chart, &theme, c)?;
-        }
+        let axes = (x_axis, Axis::num(y_range));
+        let (chart, _) = plot(&body, theme, &layout, axes, mesh)?;
 
         let area = chart.plotting_area();
         if resolved.iter().all(Vec::is_empty) {
-            return no_data(&area.strip_coord_spec(), &theme);
+            return no_data(&area.strip_coord_spec(), theme);
         }
 
         // Bands first so that no band covers another series' line.

@@ -7,6 +7,7 @@ use plotters::coord::Shift;
 use plotters::prelude::*;
 use plotters::style::{FontStyle, register_font};
 
+use super::common::Theme;
 use super::error::PlotError;
 use super::raster::PngBackend;
 use ab_glyph::FontRef;
@@ -39,8 +40,10 @@ pub(crate) type DResult<T = ()> = Result<T, DrawErr>;
 
 /// A chart that can draw itself on any plotters backend.
 pub(crate) trait Chart {
-    fn size(&self) -> (u32, u32);
-    fn draw<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>) -> DResult;
+    /// The requested image size in pixels; `None` = [`DEFAULT_SIZE`].
+    fn size(&self) -> Option<(u32, u32)>;
+    /// Draws the whole image on `root`, with fonts and spacing from `theme`.
+    fn draw<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>, theme: &Theme) -> DResult;
 }
 
 /// Registers the embedded font as `sans-serif` once per process.
@@ -87,11 +90,12 @@ fn encode_png(rgb: &[u8], (w, h): (u32, u32)) -> Result<Vec<u8>, png::EncodingEr
     Ok(out)
 }
 
-/// Draws `chart` twice and writes `<stem>.png` and `<stem>.svg`.
+/// Draws `chart` twice, at its size with the theme for that size, and writes `<stem>.png`
+/// and `<stem>.svg`.
 pub(crate) fn render<C: Chart>(chart: &C, stem: &Path) -> Result<(), PlotError> {
     let png_path = with_ext(stem, "png");
     let svg_path = with_ext(stem, "svg");
-    let (w, h) = chart.size();
+    let (w, h) = chart.size().unwrap_or(DEFAULT_SIZE);
     if w == 0 || h == 0 || w > MAX_SIDE || h > MAX_SIDE {
         return Err(PlotError::InvalidSize {
             path: png_path,
@@ -103,6 +107,8 @@ pub(crate) fn render<C: Chart>(chart: &C, stem: &Path) -> Result<(), PlotError> 
         path: png_path.clone(),
         cause,
     })?;
+
+    let theme = Theme::for_size((w, h));
 
     let draw_err = |path: &Path| {
         let path = path.to_path_buf();
@@ -116,7 +122,7 @@ pub(crate) fn render<C: Chart>(chart: &C, stem: &Path) -> Result<(), PlotError> 
             cause: e.to_string(),
         })?;
         let root = PngBackend::new(&mut rgb, (w, h), font).into_drawing_area();
-        chart.draw(&root).map_err(draw_err(&png_path))?;
+        chart.draw(&root, &theme).map_err(draw_err(&png_path))?;
         root.present()
             .map_err(|e| draw_err(&png_path)(DrawErr::from(e)))?;
     }
@@ -129,7 +135,7 @@ pub(crate) fn render<C: Chart>(chart: &C, stem: &Path) -> Result<(), PlotError> 
     let mut svg = String::new();
     {
         let root = SVGBackend::with_string(&mut svg, (w, h)).into_drawing_area();
-        chart.draw(&root).map_err(draw_err(&svg_path))?;
+        chart.draw(&root, &theme).map_err(draw_err(&svg_path))?;
         root.present()
             .map_err(|e| draw_err(&svg_path)(DrawErr::from(e)))?;
     }
@@ -138,9 +144,4 @@ pub(crate) fn render<C: Chart>(chart: &C, stem: &Path) -> Result<(), PlotError> 
         &format!("font-family=\"{SVG_FONT_FAMILY}\""),
     );
     write_file(&svg_path, svg.as_bytes())
-}
-
-/// The size to draw at: the requested one or [`DEFAULT_SIZE`].
-pub(crate) fn size_or_default(size: Option<(u32, u32)>) -> (u32, u32) {
-    size.unwrap_or(DEFAULT_SIZE)
 }

@@ -8,11 +8,11 @@ use plotters::style::text_anchor::{HPos, VPos};
 
 use super::axis::{Axis, finite_bounds, fmt_tick};
 use super::common::{
-    LegendItem, MeshOpts, NO_DATA, Swatch, TEXT, Theme, draw_mesh, frame, no_data, palette,
-    panel_title, text, text_size, x_area_height, y_area_width,
+    LegendItem, MeshOpts, NO_DATA, PlotLayout, Swatch, TEXT, Theme, XLabels, frame, no_data,
+    palette, panel_title, plot, text, text_size, x_area_height, y_area_width,
 };
 use super::error::PlotError;
-use super::output::{Chart, DResult, render, size_or_default};
+use super::output::{Chart, DResult, render};
 
 /// One backend node's data for a [`TimelineSpec`].
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -110,18 +110,44 @@ fn clamp_span(start: f64, end: f64, (t0, t1): (f64, f64)) -> Option<(f64, f64)> 
     (e > s).then_some((s, e))
 }
 
-impl Chart for TimelineSpec {
-    fn size(&self) -> (u32, u32) {
-        size_or_default(self.size)
+/// Where the three panels go and what they share: the time axis, the y label area and the
+/// right margin, so that the panels line up.
+struct Panels<'a, DB: DrawingBackend> {
+    share: DrawingArea<DB, Shift>,
+    lanes: DrawingArea<DB, Shift>,
+    counts: DrawingArea<DB, Shift>,
+    theme: &'a Theme,
+    bucket: f64,
+    span: (f64, f64),
+    /// Top of the count axis: the largest count plus head room.
+    count_top: f64,
+    y_area: u32,
+}
+
+impl<DB: DrawingBackend> Panels<'_, DB> {
+    fn x_axis(&self) -> Axis {
+        Axis::num(self.span.0..self.span.1)
     }
 
-    fn draw<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>) -> DResult {
-        let theme = Theme::for_size(self.size());
-        let bucket = self.bucket();
-        let span = self.time_range(bucket);
-        let n_buckets = self.t.len();
+    /// The layout of a panel above the time axis (`XLabels::Hidden`) or on it.
+    fn layout(&self, x_labels: XLabels<'static>) -> PlotLayout<'static> {
+        PlotLayout {
+            margin_top: 0,
+            margin_right: self.theme.upx(16.0),
+            y_area: self.y_area,
+            x_labels,
+        }
+    }
 
-        let empty = n_buckets == 0 && self.nodes.is_empty();
+    /// The panel heading, indented to the start of the plot.
+    fn title(&self, area: &DrawingArea<DB, Shift>, title: &str) -> DResult<DrawingArea<DB, Shift>> {
+        panel_title(area, self.theme, self.y_area as i32, title)
+    }
+}
+
+impl TimelineSpec {
+    /// Nodes by colour, then what the shading and bars mean (when there is anything to draw).
+    fn legend(&self, empty: bool) -> Vec<LegendItem> {
         let mut legend: Vec<LegendItem> = self
             .nodes
             .iter()
@@ -133,22 +159,27 @@ impl Chart for TimelineSpec {
             legend.push(LegendItem::new("errors", Swatch::Solid(ERRORS)));
             legend.push(LegendItem::new("timeouts", Swatch::Solid(TIMEOUTS)));
         }
-        let body = frame(root, &theme, &self.title, &self.caption, &legend)?;
-        if empty {
-            return no_data(&body, &theme);
-        }
+        legend
+    }
 
-        // Panel geometry: lanes sized by node count, the rest split between the two charts.
+    /// Splits `body` into the three panels: lanes sized by node count, the rest split between
+    /// the two charts.
+    fn panels<'a, DB: DrawingBackend>(
+        &self,
+        body: &DrawingArea<DB, Shift>,
+        theme: &'a Theme,
+    ) -> Panels<'a, DB> {
+        let bucket = self.bucket();
         let (_, body_h) = body.dim_in_pixel();
         let body_h = body_h as i32;
-        let x_area = x_area_height(&body, &theme) as i32;
+        let x_area = x_area_height(body, theme) as i32;
         let lane_h = (self.nodes.len().max(1) as i32 * theme.px(34.0) + theme.px(50.0))
             .max(theme.px(100.0))
             .min(body_h * 35 / 100);
         let avail = (body_h - lane_h - x_area).max(0);
         let share_h = avail * 55 / 100;
-        let (p_share, rest) = body.split_vertically(share_h);
-        let (p_lanes, p_errs) = rest.split_vertically(lane_h);
+        let (share, rest) = body.split_vertically(share_h);
+        let (lanes, counts) = rest.split_vertically(lane_h);
 
         let max_count = self
             .errors
@@ -160,43 +191,50 @@ impl Chart for TimelineSpec {
         let count_top = (max_count as f64 * 1.12).max(1.0);
         let mut y_labels: Vec<String> = self.nodes.iter().map(|n| n.name.clone()).collect();
         y_labels.extend(["100%".to_string(), fmt_tick(count_top)]);
-        let y_area = y_area_width(&body, &theme, &y_labels);
-        let margin_r = theme.upx(16.0);
-        let indent = y_area as i32;
-        let x_axis = || Axis::num(span.0..span.1);
-        let faults = || {
-            self.nodes.iter().enumerate().flat_map(|(i, n)| {
-                n.faults
-                    .iter()
-                    .filter_map(move |f| clamp_span(f.0, f.1, span).map(|s| (i, s, n, &f.2)))
-            })
-        };
+        Panels {
+            share,
+            lanes,
+            counts,
+            theme,
+            bucket,
+            span: self.time_range(bucket),
+            count_top,
+            y_area: y_area_width(body, theme, &y_labels),
+        }
+    }
 
-        // (a) Traffic share per node, fault windows shaded and labelled.
+    /// Fault windows clamped to `span`: `(node index, (start, end), node, kind)`.
+    fn faults(
+        &self,
+        span: (f64, f64),
+    ) -> impl Iterator<Item = (usize, (f64, f64), &NodeTrack, &String)> {
+        self.nodes.iter().enumerate().flat_map(move |(i, n)| {
+            n.faults
+                .iter()
+                .filter_map(move |f| clamp_span(f.0, f.1, span).map(|s| (i, s, n, &f.2)))
+        })
+    }
+
+    /// (a) Traffic share per node, fault windows shaded and labelled.
+    fn draw_share<DB: DrawingBackend>(&self, p: &Panels<DB>) -> DResult {
+        let (theme, span) = (p.theme, p.span);
         let max_share = finite_bounds(self.nodes.iter().flat_map(|n| n.share.iter().copied()))
             .map_or(1.0, |(_, hi)| hi);
         let share_top = ((max_share * 1.1 * 10.0).ceil() / 10.0).clamp(0.1, 1.0);
-        let area_a = panel_title(&p_share, &theme, indent, "traffic share per node")?;
-        let mut chart = ChartBuilder::on(&area_a)
-            .margin_right(margin_r)
-            .y_label_area_size(y_area)
-            .build_cartesian_2d(x_axis(), Axis::percent(0.0..share_top))?;
-        draw_mesh(
-            &mut chart,
-            &theme,
-            &MeshOpts {
-                y_desc: "share (%)",
-                show_x_labels: false,
-                y_labels: 6,
-                ..MeshOpts::default()
-            },
-        )?;
+        let area = p.title(&p.share, "traffic share per node")?;
+        let mesh = MeshOpts {
+            y_desc: "share (%)",
+            y_labels: 6,
+            ..MeshOpts::default()
+        };
+        let axes = (p.x_axis(), Axis::percent(0.0..share_top));
+        let (chart, _) = plot(&area, theme, &p.layout(XLabels::Hidden), axes, mesh)?;
         let area = chart.plotting_area();
         let label_style = text(theme.small, TEXT, HPos::Left, VPos::Top);
-        let line_h = f64::from(text_size(&body, "Ag", &label_style).1) * 1.35;
+        let line_h = f64::from(text_size(&p.share, "Ag", &label_style).1) * 1.35;
         let (_, plot_h) = area.dim_in_pixel();
         let row_frac = line_h / f64::from(plot_h.max(1)) * share_top;
-        for (k, (i, (s, e), node, kind)) in faults().enumerate() {
+        for (k, (i, (s, e), node, kind)) in self.faults(span).enumerate() {
             let color = palette(i);
             area.draw(&Rectangle::new(
                 [(s, 0.0), (e, share_top)],
@@ -221,7 +259,7 @@ impl Chart for TimelineSpec {
                 .iter()
                 .zip(&node.share)
                 .map(|(t, v)| {
-                    let x = t + bucket / 2.0;
+                    let x = t + p.bucket / 2.0;
                     (x.is_finite() && v.is_finite()).then_some((x, *v))
                 })
                 .collect();
@@ -235,35 +273,29 @@ impl Chart for TimelineSpec {
                 }
             }
         }
+        Ok(())
+    }
 
-        // (b) Ejection lanes: faults as pale bands, ejections as solid bars.
+    /// (b) Ejection lanes: faults as pale bands, ejections as solid bars.
+    fn draw_lanes<DB: DrawingBackend>(&self, p: &Panels<DB>) -> DResult {
         let names: Vec<String> = self.nodes.iter().map(|n| n.name.clone()).collect();
-        let area_b = panel_title(
-            &p_lanes,
-            &theme,
-            indent,
+        let area = p.title(
+            &p.lanes,
             "ejected by health checks (bars) vs injected faults (pale)",
         )?;
-        let mut chart = ChartBuilder::on(&area_b)
-            .margin_right(margin_r)
-            .y_label_area_size(y_area)
-            .build_cartesian_2d(x_axis(), Axis::cat_top_down(&names))?;
-        draw_mesh(
-            &mut chart,
-            &theme,
-            &MeshOpts {
-                y_desc: "node",
-                show_x_labels: false,
-                y_labels: names.len(),
-                y_grid: false,
-                ..MeshOpts::default()
-            },
-        )?;
+        let mesh = MeshOpts {
+            y_desc: "node",
+            y_labels: names.len(),
+            y_grid: false,
+            ..MeshOpts::default()
+        };
+        let axes = (p.x_axis(), Axis::cat_top_down(&names));
+        let (chart, _) = plot(&area, p.theme, &p.layout(XLabels::Hidden), axes, mesh)?;
         let area = chart.plotting_area();
         if names.is_empty() {
-            no_data(&area.strip_coord_spec(), &theme)?;
+            no_data(&area.strip_coord_spec(), p.theme)?;
         }
-        for (i, (s, e), _, _) in faults() {
+        for (i, (s, e), _, _) in self.faults(p.span) {
             let y = i as f64;
             area.draw(&Rectangle::new(
                 [(s, y - 0.42), (e, y + 0.42)],
@@ -275,7 +307,7 @@ impl Chart for TimelineSpec {
             for (s, e) in node
                 .ejections
                 .iter()
-                .filter_map(|e| clamp_span(e.0, e.1, span))
+                .filter_map(|e| clamp_span(e.0, e.1, p.span))
             {
                 area.draw(&Rectangle::new(
                     [(s, y - 0.24), (e, y + 0.24)],
@@ -283,32 +315,24 @@ impl Chart for TimelineSpec {
                 ))?;
             }
         }
+        Ok(())
+    }
 
-        // (c) Client errors and timeouts per bucket, side by side within each bucket.
-        let area_c = panel_title(
-            &p_errs,
-            &theme,
-            indent,
-            "client errors and timeouts per bucket",
-        )?;
-        let mut chart = ChartBuilder::on(&area_c)
-            .margin_right(margin_r)
-            .x_label_area_size(x_area as u32)
-            .y_label_area_size(y_area)
-            .build_cartesian_2d(x_axis(), Axis::num(0.0..count_top))?;
+    /// (c) Client errors and timeouts per bucket, side by side within each bucket.
+    fn draw_counts<DB: DrawingBackend>(&self, p: &Panels<DB>) -> DResult {
+        let (bucket, count_top) = (p.bucket, p.count_top);
+        let area = p.title(&p.counts, "client errors and timeouts per bucket")?;
         let y_desc = format!("requests / {} s", fmt_tick(bucket));
-        draw_mesh(
-            &mut chart,
-            &theme,
-            &MeshOpts {
-                x_desc: "time (s)",
-                y_desc: &y_desc,
-                y_labels: 5,
-                ..MeshOpts::default()
-            },
-        )?;
+        let mesh = MeshOpts {
+            x_desc: "time (s)",
+            y_desc: &y_desc,
+            y_labels: 5,
+            ..MeshOpts::default()
+        };
+        let axes = (p.x_axis(), Axis::num(0.0..count_top));
+        let (chart, _) = plot(&area, p.theme, &p.layout(XLabels::Ticks), axes, mesh)?;
         let area = chart.plotting_area();
-        for (_, (s, e), _, _) in faults() {
+        for (_, (s, e), _, _) in self.faults(p.span) {
             area.draw(&Rectangle::new(
                 [(s, 0.0), (e, count_top)],
                 NO_DATA.mix(0.12).filled(),
@@ -332,6 +356,24 @@ impl Chart for TimelineSpec {
             }
         }
         Ok(())
+    }
+}
+
+impl Chart for TimelineSpec {
+    fn size(&self) -> Option<(u32, u32)> {
+        self.size
+    }
+
+    fn draw<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>, theme: &Theme) -> DResult {
+        let empty = self.t.is_empty() && self.nodes.is_empty();
+        let body = frame(root, theme, &self.title, &self.caption, &self.legend(empty))?;
+        if empty {
+            return no_data(&body, theme);
+        }
+        let panels = self.panels(&body, theme);
+        self.draw_share(&panels)?;
+        self.draw_lanes(&panels)?;
+        self.draw_counts(&panels)
     }
 }
 
