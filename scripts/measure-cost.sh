@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Measures the figures behind hcsim's cost estimates (src/limits.rs, README
+# Measures the figures behind hcsim's cost estimates (src/run/cost.rs, README
 # "Limits"): engine events per second on one core, events per request on the
 # shipped models, and memory per request in flight. Needs python3 and GNU time.
 set -euo pipefail
