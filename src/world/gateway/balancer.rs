@@ -345,15 +345,15 @@ impl World<'_> {
         let k = self.gw.k(scope, node);
         self.gw.conns[k] = self.gw.conns[k].saturating_sub(1);
         self.trace_attempt(id, scope, node, result, charge);
+        let report = AttemptReport {
+            scope,
+            node,
+            result,
+            charge,
+            elapsed,
+        };
         if single {
             self.gw.reqs[slot as usize].tries = 0;
-            let report = AttemptReport {
-                scope,
-                node,
-                result,
-                charge,
-                elapsed,
-            };
             for i in 0..self.policies.len() {
                 if !self.policies[i].bypassed_for_single_server() {
                     self.with_policy(i, |p, cx| p.on_attempt(cx, &report));
@@ -373,13 +373,6 @@ impl World<'_> {
                 .sum();
             self.gw.ew[k] = (self.gw.ew[k] - cut).max(0);
         }
-        let report = AttemptReport {
-            scope,
-            node,
-            result,
-            charge,
-            elapsed,
-        };
         for i in 0..self.policies.len() {
             self.with_policy(i, |p, cx| p.on_attempt(cx, &report));
         }
