@@ -19,13 +19,13 @@ fn cell(s: &Spread, unit: &str, digits: usize) -> String {
 /// A share (a fraction) as a percentage cell.
 fn share_cell(s: &Spread) -> String {
     let pct = |x: Option<f64>| x.map(|x| x * 100.0);
-    match (pct(s.median), pct(s.min), pct(s.max)) {
-        (Some(m), Some(lo), Some(hi)) if (hi - lo).abs() > 1e-9 => {
-            format!("{m:.1}% [{lo:.1}–{hi:.1}]")
-        }
-        (Some(m), _, _) => format!("{m:.1}%"),
-        _ => "-".into(),
-    }
+    let percent = Spread {
+        median: pct(s.median),
+        min: pct(s.min),
+        max: pct(s.max),
+        ..s.clone()
+    };
+    cell(&percent, "%", 1)
 }
 
 /// A delay that only some replications have says in how many it happened.
