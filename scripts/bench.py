@@ -7,7 +7,8 @@ figure is the median of several repetitions. Times are wall-clock seconds of
 the whole process, including its start-up; CPU seconds are reported too.
 
   scripts/bench.py compare            # canonical 10k rps x 60 s: hcsim vs heapq (and SimPy if installed)
-  scripts/bench.py scaling            # cost vs rps, node count and duration; fitted exponent
+  scripts/bench.py scaling [BIN...]   # cost vs rps, node count and duration; fitted exponent;
+                                      # events/s at 2..5,000 nodes (several binaries: side by side)
   scripts/bench.py small              # 100 rps x 20 s: speed-up over the wall clock
   scripts/bench.py ab OLD NEW         # two hcsim binaries on the canonical model, interleaved
 
@@ -105,7 +106,7 @@ def small(reps):
           f"over {reps} runs = {20.0/m:,.0f}x faster than the wall clock")
 
 
-def scaling(reps):
+def scaling(reps, binaries=()):
     out = Path(tempfile.mkdtemp(prefix="hcsim-bench-"))
     cases = []
     for rps in (1000, 10000, 100000):
@@ -137,6 +138,58 @@ def scaling(reps):
     my = sum(y for _, y in pts) / n
     slope = sum((x - mx) * (y - my) for x, y in pts) / sum((x - mx) ** 2 for x, _ in pts)
     print(f"\nfitted exponent of CPU time vs simulated requests (rps and duration rows): {slope:.2f}")
+    print()
+    nodes_scaling(max(1, reps // 2), list(binaries) or [str(HCSIM)])
+
+
+def cluster_model(n, policy):
+    """The canonical load (10k req/s of Poisson clients, 5 ms exponential
+    service, 64 workers per node) for 20 s over `n` nodes, the first of them
+    answering 503 with p = 2 %."""
+    return {
+        "name": f"scaling-{n}", "seed": 1, "duration": "20s",
+        "clients": {"kind": "open", "rate_per_s": 10000.0, "arrivals": "poisson"},
+        "gateway": {"proxy_next_upstream": ["error", "timeout", "http_503"], "rtt": "0s"},
+        "nodes": [{"name": f"n{i}", "workers": 64,
+                   "service_time": {"dist": "exponential", "mean": "5ms"}} for i in range(n)],
+        "faults": [{"kind": "flaky", "node": "n0", "p": 0.02, "status": 503}],
+        "policy": policy,
+    }
+
+
+def nodes_scaling(reps, binaries):
+    """Events per CPU second as the cluster grows, at the same load: the cost
+    of a request should not depend on the number of nodes."""
+    out = Path(tempfile.mkdtemp(prefix="hcsim-bench-"))
+    policies = [("max_fails", {"kind": "max_fails", "max_fails": 3, "fail_timeout": "5s"}),
+                ("outlier_detection", {"kind": "outlier_detection"})]
+    sizes = (2, 20, 200, 1000, 5000)
+    rate = {}
+    for name, policy in policies:
+        for n in sizes:
+            path = out / f"scaling-{name}-{n}.json"
+            path.write_text(json.dumps(cluster_model(n, policy)))
+            for b in binaries:
+                cmd = [b, "run", str(path), "--no-charts", "--jobs", "1", "--format", "json",
+                       "--out", str(out / "o")]
+                runs = [timed(cmd) for _ in range(reps)]
+                cpu = statistics.median(r[1] for r in runs)
+                events = json.loads(runs[0][2])["runs"][0]["events"]
+                rate[(name, n, b)] = events / cpu
+    print(f"events per CPU second, 10k req/s for 20 s, one 2%-flaky node (median of {reps})\n")
+    head = " | ".join(f"{name} {Path(b).name if len(binaries) > 1 else ''}".strip()
+                      for name, _ in policies for b in binaries)
+    print(f"| nodes | {head} |")
+    print("|---|" + "---|" * (len(policies) * len(binaries)))
+    for n in sizes:
+        cells = " | ".join(f"{rate[(name, n, b)] / 1e6:.2f} M" for name, _ in policies for b in binaries)
+        print(f"| {n:,} | {cells} |")
+    for name, _ in policies:
+        for b in binaries:
+            r = rate[(name, 1000, b)] / rate[(name, 2, b)]
+            r5 = rate[(name, 5000, b)] / rate[(name, 2, b)]
+            who = f" ({b})" if len(binaries) > 1 else ""
+            print(f"{name}{who}: 1,000 nodes at {r:.0%} of the 2-node rate, 5,000 at {r5:.0%}")
 
 
 def ab(reps, binaries):
@@ -180,7 +233,7 @@ def peak_rss(cmd):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("what", choices=["compare", "scaling", "small", "ab"])
-    ap.add_argument("binaries", nargs="*", help="ab: hcsim binaries to compare (the first is the baseline)")
+    ap.add_argument("binaries", nargs="*", help="ab: hcsim binaries to compare (the first is the baseline); scaling: binaries for the node table")
     ap.add_argument("--reps", type=int, default=5)
     args = ap.parse_args()
     if args.what == "ab":
@@ -188,10 +241,14 @@ def main():
             ap.error("ab needs two hcsim binaries, e.g. ab /tmp/hcsim-old target/release/hcsim")
         ab(args.reps, [str(Path(b).resolve()) for b in args.binaries])
         return
+    if args.what == "scaling":
+        build()
+        scaling(args.reps, [str(Path(b).resolve()) for b in args.binaries])
+        return
     if args.binaries:
         ap.error(f"{args.what} takes no binaries")
     build()
-    {"compare": compare, "scaling": scaling, "small": small}[args.what](args.reps)
+    {"compare": compare, "small": small}[args.what](args.reps)
 
 
 if __name__ == "__main__":

@@ -167,6 +167,16 @@ pub struct HeartbeatPlan {
     pub self_check: Option<SimDuration>,
 }
 
+/// When a node a policy ejects becomes routable by the passage of time alone,
+/// with no callback in between (see [`HealthPolicy::readmits_at`]).
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum Readmit {
+    /// From the first moment the wall clock reads this whole second.
+    WallSecond(i64),
+    /// From this virtual time on.
+    At(SimTime),
+}
+
 /// A request a policy queues for the engine during a callback.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 pub enum Action {
@@ -240,7 +250,19 @@ pub trait HealthPolicy: Send {
     /// Called once at time zero.
     fn on_start(&mut self, _cx: &mut PolicyCx) {}
     /// May the gateway worker `scope` select `node` now?
+    ///
+    /// The gateway keeps the answers and asks again only after a callback
+    /// about `node` (any scope), after a timer whose `node` it is, after a
+    /// notice naming it, and at the time [`readmits_at`](Self::readmits_at)
+    /// gives: an answer must not change otherwise.
     fn is_routable(&self, scope: Scope, node: NodeId, now: Now) -> bool;
+    /// For a node this policy ejects now: the time from which
+    /// `is_routable` turns true if no callback intervenes (a `fail_timeout`
+    /// or an open circuit's wait that expires); `None` if only a callback can
+    /// readmit it.
+    fn readmits_at(&self, _scope: Scope, _node: NodeId, _now: Now) -> Option<Readmit> {
+        None
+    }
     /// The balancer selected `node` for an attempt (nginx moves `checked` here).
     fn on_selected(&mut self, _cx: &mut PolicyCx, _scope: Scope, _node: NodeId) {}
     /// The attempt's connection to `node` was established (Envoy's `onPoolReady`).

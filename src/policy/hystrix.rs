@@ -25,7 +25,7 @@
 
 use super::support::window::{BucketWindow, Outcome};
 use super::{
-    AttemptReport, HealthPolicy, Now, PolicyCx, PolicyParams, PolicyTimer, Scope, ScopeSel,
+    AttemptReport, HealthPolicy, Now, PolicyCx, PolicyParams, PolicyTimer, Readmit, Scope, ScopeSel,
 };
 use crate::engine::{SimDuration, SimTime};
 use crate::ids::NodeId;
@@ -192,6 +192,15 @@ impl HealthPolicy for Hystrix {
             State::Closed => true,
             State::Open { opened_at } => self.after_sleep(opened_at, now.t),
             State::HalfOpen => false,
+        }
+    }
+
+    fn readmits_at(&self, _: Scope, node: NodeId, _: Now) -> Option<Readmit> {
+        match self.commands[node.index()].state {
+            State::Open { opened_at } => Some(Readmit::At(
+                opened_at + self.p.sleep_window + SimDuration::from_micros(1),
+            )),
+            _ => None,
         }
     }
 

@@ -9,7 +9,9 @@
 //! finds `now - checked > fail_timeout`; that selection moves `checked`, which
 //! excludes the peer again, so exactly one probe attempt passes per window.
 
-use super::{AttemptReport, Charge, HealthPolicy, Now, PolicyCx, PolicyParams, Scope, ScopeSel};
+use super::{
+    AttemptReport, Charge, HealthPolicy, Now, PolicyCx, PolicyParams, Readmit, Scope, ScopeSel,
+};
 use crate::engine::SimDuration;
 use crate::ids::NodeId;
 use schemars::JsonSchema;
@@ -128,6 +130,13 @@ impl HealthPolicy for MaxFails {
         !(self.max_fails > 0
             && p.fails >= self.max_fails
             && now.wall_s - p.checked <= self.fail_timeout)
+    }
+
+    /// `now - peer->checked > peer->fail_timeout` turns true at the whole
+    /// second `checked + fail_timeout + 1`.
+    fn readmits_at(&self, scope: Scope, node: NodeId, _now: Now) -> Option<Readmit> {
+        let p = self.peer(scope, node);
+        Some(Readmit::WallSecond(p.checked + self.fail_timeout + 1))
     }
 
     fn on_selected(&mut self, cx: &mut PolicyCx, scope: Scope, node: NodeId) {

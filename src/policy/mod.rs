@@ -25,7 +25,7 @@ pub(crate) mod testkit;
 pub use crate::ids::{NodeId, Scope};
 pub use api::{
     Action, AttemptReport, AttemptResult, Charge, HealthPolicy, HeartbeatPlan, Notice, PolicyCx,
-    PolicyTimer, ProbeKind, ProbeOutcome, ProbeRequest, ProbeResult, ScopeSel,
+    PolicyTimer, ProbeKind, ProbeOutcome, ProbeRequest, ProbeResult, Readmit, ScopeSel,
 };
 pub use clock::{Now, WallClock};
 pub use spec::{PolicyParams, PolicySpec, build, periodic_events_per_s};

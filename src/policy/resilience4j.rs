@@ -28,7 +28,7 @@
 use super::support::backoff::Exponential;
 use super::support::window::{BucketWindow, CountWindow, Outcome, SlidingWindow, Tally};
 use super::{
-    AttemptReport, HealthPolicy, Now, PolicyCx, PolicyParams, PolicyTimer, Scope, ScopeSel,
+    AttemptReport, HealthPolicy, Now, PolicyCx, PolicyParams, PolicyTimer, Readmit, Scope, ScopeSel,
 };
 use crate::engine::{SimDuration, SimTime};
 use crate::ids::NodeId;
@@ -308,6 +308,13 @@ impl HealthPolicy for Resilience4j {
             // `clock.instant().isAfter(retryAfterWaitDuration)`: strictly after.
             State::Open { until, .. } => now.t > until,
             State::HalfOpen { permits, .. } => permits > 0,
+        }
+    }
+
+    fn readmits_at(&self, _: Scope, node: NodeId, _: Now) -> Option<Readmit> {
+        match self.breakers[node.index()].state {
+            State::Open { until, .. } => Some(Readmit::At(until + SimDuration::from_micros(1))),
+            _ => None,
         }
     }
 

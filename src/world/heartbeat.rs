@@ -128,6 +128,8 @@ impl World<'_> {
     }
 
     pub(crate) fn on_heartbeat_arrive(&mut self, policy: u16, node: NodeId) {
-        self.with_policy(policy as usize, |p, cx| p.on_heartbeat(cx, node));
+        self.with_policy(policy as usize, Some(node), |p, cx| {
+            p.on_heartbeat(cx, node)
+        });
     }
 }

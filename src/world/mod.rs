@@ -303,7 +303,7 @@ impl<'s> World<'s> {
         for f in &model.faults {
             rec.fault_window(f.node, f.start, f.end);
         }
-        let policies = model
+        let policies: Vec<_> = model
             .policies
             .iter()
             .map(|p| policy::build(p, model.scopes(), model.nodes.len()))
@@ -320,7 +320,7 @@ impl<'s> World<'s> {
             rng_probe: rng::stream(seed, Stream::Probe),
             rng_heartbeat: rng::stream(seed, Stream::Heartbeat),
             clients: client::Clients::new(model),
-            gw: gateway::Gateway::new(model),
+            gw: gateway::Gateway::new(model, policies.len()),
             nodes: model.nodes.iter().map(node::Node::new).collect(),
             policies,
             probes: probe::Probes::default(),
@@ -358,8 +358,9 @@ impl<'s> World<'s> {
         }
         self.start_clients();
         for i in 0..self.policies.len() {
-            self.with_policy(i, |p, cx| p.on_start(cx));
+            self.with_policy(i, None, |p, cx| p.on_start(cx));
         }
+        self.refresh_all();
         loop {
             if self.q.popped() >= self.max_events {
                 if let Some(t) = self.q.peek_time().filter(|&t| t < end) {
@@ -410,7 +411,9 @@ impl<'s> World<'s> {
             Event::FaultStart(i) => self.on_fault_start(i as usize),
             Event::FaultEnd(i) => self.on_fault_end(i as usize),
             Event::Policy { policy, timer } => {
-                self.with_policy(policy as usize, |p, cx| p.on_timer(cx, timer))
+                self.with_policy(policy as usize, Some(NodeId(timer.node)), |p, cx| {
+                    p.on_timer(cx, timer)
+                })
             }
             Event::Retry { slot, generation } => self.on_retry(slot, generation),
             Event::ProbeAtNode { probe, generation } => self.on_probe_at_node(probe, generation),
@@ -436,6 +439,7 @@ impl<'s> World<'s> {
     pub(crate) fn with_policy<R>(
         &mut self,
         i: usize,
+        about: Option<NodeId>,
         f: impl FnOnce(&mut dyn HealthPolicy, &mut PolicyCx) -> R,
     ) -> R {
         let now = self.clock.now(self.q.now());
@@ -450,6 +454,11 @@ impl<'s> World<'s> {
         // Most calls ask for nothing: keep the draining out of the hot path.
         if !self.timers_buf.is_empty() || !self.notices_buf.is_empty() {
             self.apply_policy_requests(i, now.t);
+        }
+        if let Some(node) = about
+            && !self.gw.direct
+        {
+            self.refresh_node(i, node, now);
         }
         for a in actions {
             match a {
@@ -472,8 +481,21 @@ impl<'s> World<'s> {
                 },
             );
         }
+        let mut named = Vec::new();
         for n in self.notices_buf.drain(..) {
             self.rec.notice(now, n);
+            if let policy::Notice::Ejected { node, .. } | policy::Notice::Readmitted { node, .. } =
+                n
+            {
+                named.push(node);
+            }
+        }
+        let now = self.clock.now(now);
+        if self.gw.direct {
+            return;
+        }
+        for node in named {
+            self.refresh_node(i, node, now);
         }
     }
 

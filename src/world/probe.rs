@@ -131,7 +131,7 @@ impl World<'_> {
             latency: self.q.now().saturating_since(s.start),
             tag: s.tag,
         };
-        self.with_policy(s.policy as usize, |p, cx| {
+        self.with_policy(s.policy as usize, Some(s.node), |p, cx| {
             p.on_probe_result(cx, s.node, &outcome)
         });
     }

@@ -8,8 +8,8 @@
 //! attempt to the policies.
 
 use super::super::{NodeId, World};
-use super::{Gateway, Request};
-use crate::policy::{AttemptReport, AttemptResult, Charge, HealthPolicy, Now};
+use super::pick::Pickers;
+use crate::policy::{AttemptReport, AttemptResult, Charge, Now};
 use crate::spec::{Balancer, Model};
 use rand::RngExt;
 
@@ -26,7 +26,7 @@ pub(super) fn panic_threshold(model: &Model) -> f64 {
 }
 
 /// Envoy's `isHostSetInPanic`: `100 × healthy / hosts < threshold` (strict).
-fn in_panic(healthy: usize, hosts: usize, threshold: f64) -> bool {
+pub(super) fn in_panic(healthy: usize, hosts: usize, threshold: f64) -> bool {
     let pct = if hosts == 0 {
         0.0
     } else {
@@ -36,75 +36,39 @@ fn in_panic(healthy: usize, hosts: usize, threshold: f64) -> bool {
 }
 
 /// `max_conns` reached (0 means unlimited).
-fn at_max_conns(max_conns: u32, conns: u32) -> bool {
+pub(super) fn at_max_conns(max_conns: u32, conns: u32) -> bool {
     max_conns > 0 && conns >= max_conns
-}
-
-/// Is `node` eligible for this request: not tried, not `down`, not ejected
-/// by any policy (unless in panic), not at `max_conns` (the skip tests of `get_peer`).
-fn eligible(
-    gw: &Gateway,
-    policies: &[Box<dyn HealthPolicy>],
-    r: &Request,
-    node: NodeId,
-    now: Now,
-) -> bool {
-    let k = gw.k(r.scope, node);
-    !r.is_tried(node)
-        && !gw.down[node.index()]
-        && (r.panic || policies.iter().all(|p| p.is_routable(r.scope, node, now)))
-        && !at_max_conns(gw.max_conns[node.index()], gw.conns[k])
 }
 
 impl World<'_> {
     /// `get_round_robin_peer` (or the configured balancer) with the backup fallback.
     pub(super) fn select_peer(&mut self, slot: u32) -> Option<NodeId> {
+        if self.gw.direct {
+            return self.direct_select_peer(slot);
+        }
         let now = self.clock.now(self.q.now());
-        let panic = self.gw.panic_threshold > 0.0 && {
-            let scope = self.gw.reqs[slot as usize].scope;
-            let hosts = self.gw.primary.iter().filter(|n| !self.gw.down[n.index()]);
-            let (mut total, mut healthy) = (0, 0);
-            for &n in hosts {
-                total += 1;
-                healthy += self.policies.iter().all(|p| p.is_routable(scope, n, now)) as usize;
-            }
-            in_panic(healthy, total, self.gw.panic_threshold)
-        };
-        self.gw.reqs[slot as usize].panic = panic;
+        self.refresh_due(now);
+        #[cfg(debug_assertions)]
+        if self.gw.n * self.model.scopes() <= 256 {
+            self.check_routing();
+        }
+        let scope = self.gw.reqs[slot as usize].scope;
+        self.gw.reqs[slot as usize].panic = self.gw.routing.in_panic(scope);
         loop {
             let r = &self.gw.reqs[slot as usize];
             let picked = if self.gw.single && !r.in_backup {
                 self.pick_single(slot, now)
             } else {
                 match self.model.gateway.balancer {
-                    Balancer::RoundRobin if self.gw.hap.is_some() => {
-                        self.pick_haproxy_rr(slot, now)
-                    }
-                    Balancer::RoundRobin => self.pick_round_robin(slot, now),
-                    Balancer::LeastConn => self.pick_least_conn(slot, now),
-                    Balancer::RandomTwo => self.pick_random_two(slot, now),
+                    Balancer::RoundRobin if self.gw.hap.is_some() => self.pick_haproxy_rr(slot),
+                    Balancer::RoundRobin => self.pick_round_robin(slot),
+                    Balancer::LeastConn => self.pick_least_conn(slot),
+                    Balancer::RandomTwo => self.pick_random_two(slot),
                 }
             };
             match picked {
                 Some(node) => {
-                    let r = &self.gw.reqs[slot as usize];
-                    let (scope, single) = (r.scope, self.gw.single && !r.in_backup);
-                    // Invariant checked by the property tests (debug builds): a
-                    // node is selected only while every policy lets it through,
-                    // or in Envoy's panic routing, or on nginx's single-server
-                    // path that ignores max_fails. (HAProxy's retry on the same
-                    // server does not select: it is not checked.)
-                    debug_assert!(
-                        r.panic
-                            || self
-                                .policies
-                                .iter()
-                                .all(|p| (single && p.bypassed_for_single_server())
-                                    || p.is_routable(scope, node, now)),
-                        "selected node {} in scope {scope} at {} although a policy ejects it",
-                        node.0,
-                        now.t
-                    );
+                    self.debug_check_pick(slot, node, now);
                     self.take_peer(slot, node);
                     return Some(node);
                 }
@@ -112,7 +76,7 @@ impl World<'_> {
                     let r = &mut self.gw.reqs[slot as usize];
                     if !r.in_backup && !self.gw.backup.is_empty() {
                         r.in_backup = true;
-                        r.tried.iter_mut().for_each(|w| *w = 0);
+                        r.clear_tried();
                         continue;
                     }
                     return None;
@@ -121,15 +85,38 @@ impl World<'_> {
         }
     }
 
+    /// Invariant checked by the property tests (debug builds): a node is
+    /// selected only while every policy lets it through, or in Envoy's panic
+    /// routing, or on nginx's single-server path that ignores max_fails.
+    /// (HAProxy's retry on the same server does not select: it is not checked.)
+    fn debug_check_pick(&self, slot: u32, node: NodeId, now: Now) {
+        let r = &self.gw.reqs[slot as usize];
+        let (scope, single) = (r.scope, self.gw.single && !r.in_backup);
+        debug_assert!(
+            r.panic
+                || self
+                    .policies
+                    .iter()
+                    .all(|p| (single && p.bypassed_for_single_server())
+                        || p.is_routable(scope, node, now)),
+            "selected node {} in scope {scope} at {} although a policy ejects it",
+            node.0,
+            now.t
+        );
+    }
+
     /// The balancer chose `node`: count the connection, tell the policies.
     pub(super) fn take_peer(&mut self, slot: u32, node: NodeId) {
         let r = &self.gw.reqs[slot as usize];
         let (scope, single) = (r.scope, self.gw.single && !r.in_backup);
         let k = self.gw.k(scope, node);
         self.gw.conns[k] += 1;
+        if !self.gw.direct {
+            self.conns_changed(scope, node);
+        }
         for i in 0..self.policies.len() {
             if !(single && self.policies[i].bypassed_for_single_server()) {
-                self.with_policy(i, |p, cx| p.on_selected(cx, scope, node));
+                self.with_policy(i, Some(node), |p, cx| p.on_selected(cx, scope, node));
             }
         }
     }
@@ -150,167 +137,153 @@ impl World<'_> {
         ok.then_some(node)
     }
 
-    fn set_len(&self, slot: u32) -> usize {
-        if self.gw.reqs[slot as usize].in_backup {
-            self.gw.backup.len()
-        } else {
-            self.gw.primary.len()
-        }
-    }
-
-    fn set_node(&self, slot: u32, i: usize) -> NodeId {
-        if self.gw.reqs[slot as usize].in_backup {
-            self.gw.backup[i]
-        } else {
-            self.gw.primary[i]
-        }
-    }
-
-    /// The `i`-th peer of the request's current set, if it is eligible.
-    fn eligible_peer(&self, slot: u32, i: usize, now: Now) -> Option<NodeId> {
-        let node = self.set_node(slot, i);
+    /// The request's current set (primary or backup) and its index among
+    /// the per-(scope, set) structures.
+    fn current_set(&self, slot: u32) -> (&[NodeId], usize) {
         let r = &self.gw.reqs[slot as usize];
-        eligible(&self.gw, &self.policies, r, node, now).then_some(node)
+        let set = if r.in_backup {
+            &self.gw.backup
+        } else {
+            &self.gw.primary
+        };
+        (set, r.scope as usize * 2 + r.in_backup as usize)
     }
 
-    /// `ngx_http_upstream_get_peer`: smooth weighted round-robin, strict `>`.
-    fn pick_round_robin(&mut self, slot: u32, now: Now) -> Option<NodeId> {
-        let scope = self.gw.reqs[slot as usize].scope;
-        let mut best: Option<NodeId> = None;
-        let mut total = 0;
-        for i in 0..self.set_len(slot) {
-            let Some(node) = self.eligible_peer(slot, i, now) else {
-                continue;
-            };
-            let gw = &mut self.gw;
-            let k = gw.k(scope, node);
-            gw.cw[k] += gw.ew[k];
-            total += gw.ew[k];
-            if gw.ew[k] < gw.weight[node.index()] {
-                gw.ew[k] += 1;
-            }
-            if best.is_none_or(|b| gw.cw[k] > gw.cw[gw.k(scope, b)]) {
-                best = Some(node);
-            }
-        }
-        let best = best?;
-        self.gw.reqs[slot as usize].mark_tried(best);
-        let k = self.gw.k(scope, best);
-        self.gw.cw[k] -= total;
-        Some(best)
+    /// Is `node` eligible for this request: a member (not `down`, not
+    /// ejected unless in panic, under `max_conns`) and not tried yet
+    /// (random's draws).
+    fn eligible(&self, slot: u32, node: NodeId) -> bool {
+        let r = &self.gw.reqs[slot as usize];
+        self.gw.routing.is_member(self.gw.k(r.scope, node)) && !r.is_tried(node)
     }
 
-    /// HAProxy `balance roundrobin` (`lb_fwrr.c`), as a weighted rotation:
-    /// the eligible server with the lowest next position wins (config order
-    /// breaks ties) and moves on by total weight / its weight; a server that
-    /// was out of the rotation comes back at the current position. With equal
-    /// weights it is a plain rotation, so a retry that is redispatched uses up
-    /// the next server's turn (reference D13).
-    fn pick_haproxy_rr(&mut self, slot: u32, now: Now) -> Option<NodeId> {
-        let cur = self.gw.rr_cur;
-        let mut best: Option<(u64, NodeId)> = None;
-        for i in 0..self.set_len(slot) {
-            let Some(node) = self.eligible_peer(slot, i, now) else {
-                continue;
-            };
-            let pos = self.gw.rr_pos[node.index()].max(cur);
-            if best.is_none_or(|(b, _)| pos < b) {
-                best = Some((pos, node));
-            }
+    /// The tried members of the request's current set, as positions: they
+    /// sit out this pick.
+    fn tried_members(&self, slot: u32) -> Vec<u32> {
+        let r = &self.gw.reqs[slot as usize];
+        if r.tried_list.is_empty() {
+            return Vec::new();
         }
-        let (pos, node) = best?;
-        self.gw.rr_cur = pos;
-        self.gw.rr_pos[node.index()] = pos + self.gw.rr_step[node.index()];
+        r.tried_list
+            .iter()
+            .filter(|n| {
+                self.gw.set_of[n.index()].backup == r.in_backup
+                    && self.gw.routing.is_member(self.gw.k(r.scope, **n))
+            })
+            .map(|n| self.gw.set_of[n.index()].pos)
+            .collect()
+    }
+
+    /// `ngx_http_upstream_get_peer`: smooth weighted round-robin, strict `>`,
+    /// over the members not tried yet ([`Swrr`](super::pick::Swrr)).
+    fn pick_round_robin(&mut self, slot: u32) -> Option<NodeId> {
+        let sitting_out = self.tried_members(slot);
+        let backup = self.gw.reqs[slot as usize].in_backup;
+        let i = self.current_set(slot).1;
+        let Pickers::Smooth(v) = &mut self.gw.pickers else {
+            unreachable!("round-robin without its structure")
+        };
+        let s = &mut v[i];
+        sitting_out.iter().for_each(|&p| s.leave(p));
+        let pos = s.pick(0);
+        sitting_out.iter().for_each(|&p| s.join(p, 0));
+        let set = if backup {
+            &self.gw.backup
+        } else {
+            &self.gw.primary
+        };
+        let node = set[pos? as usize];
         self.gw.reqs[slot as usize].mark_tried(node);
         Some(node)
     }
 
+    /// HAProxy `balance roundrobin` (`lb_fwrr.c`), as a weighted rotation
+    /// ([`Rotation`](super::pick::Rotation)): the eligible server with the
+    /// lowest next position wins (config order breaks ties) and moves on by
+    /// total weight / its weight; a server that was out of the rotation comes
+    /// back at the current position. With equal weights it is a plain
+    /// rotation, so a retry that is redispatched uses up the next server's
+    /// turn (reference D13).
+    fn pick_haproxy_rr(&mut self, slot: u32) -> Option<NodeId> {
+        let sitting_out = self.tried_members(slot);
+        let backup = self.gw.reqs[slot as usize].in_backup;
+        let gw = &mut self.gw;
+        let Pickers::Rotation(v) = &mut gw.pickers else {
+            unreachable!("HAProxy round-robin without its structure")
+        };
+        let rot = &mut v[backup as usize];
+        sitting_out.iter().for_each(|&p| rot.leave(p));
+        let pos = rot.pick(&mut gw.rr_cur);
+        sitting_out.iter().for_each(|&p| rot.join(p));
+        let set = if backup { &gw.backup } else { &gw.primary };
+        let node = set[pos? as usize];
+        gw.reqs[slot as usize].mark_tried(node);
+        Some(node)
+    }
+
     /// `ngx_http_upstream_get_least_conn_peer`: fewest `conns/weight`; ties
-    /// broken by smooth WRR over the tied peers.
-    fn pick_least_conn(&mut self, slot: u32, now: Now) -> Option<NodeId> {
-        let scope = self.gw.reqs[slot as usize].scope;
-        let mut best: Option<(usize, NodeId)> = None;
-        let mut many = false;
-        for i in 0..self.set_len(slot) {
-            let Some(node) = self.eligible_peer(slot, i, now) else {
-                continue;
-            };
-            let gw = &self.gw;
-            let c = gw.conns[gw.k(scope, node)] as i64;
-            match best {
-                None => best = Some((i, node)),
-                Some((_, b)) => {
-                    let lhs = c * gw.weight[b.index()];
-                    let rhs = gw.conns[gw.k(scope, b)] as i64 * gw.weight[node.index()];
-                    if lhs < rhs {
-                        best = Some((i, node));
-                        many = false;
-                    } else if lhs == rhs {
-                        many = true;
-                    }
-                }
-            }
+    /// broken by smooth WRR over the tied peers ([`LeastConn`](super::pick::LeastConn)).
+    fn pick_least_conn(&mut self, slot: u32) -> Option<NodeId> {
+        let sitting_out = self.tried_members(slot);
+        let backup = self.gw.reqs[slot as usize].in_backup;
+        let i = self.current_set(slot).1;
+        let Pickers::Least(v) = &mut self.gw.pickers else {
+            unreachable!("least_conn without its structure")
+        };
+        let lc = &mut v[i];
+        sitting_out.iter().for_each(|&p| lc.leave(p));
+        let pos = lc.pick();
+        let (scope, conns) = (self.gw.reqs[slot as usize].scope, &self.gw.conns);
+        let set = if backup {
+            &self.gw.backup
+        } else {
+            &self.gw.primary
+        };
+        for &p in &sitting_out {
+            lc.join(
+                p,
+                conns[scope as usize * self.gw.n + set[p as usize].index()],
+            );
         }
-        let (first, mut chosen) = best?;
-        let mut total = 0;
-        if many {
-            let (bc, bw) = {
-                let gw = &self.gw;
-                (
-                    gw.conns[gw.k(scope, chosen)] as i64,
-                    gw.weight[chosen.index()],
-                )
-            };
-            for i in first..self.set_len(slot) {
-                let Some(node) = self.eligible_peer(slot, i, now) else {
-                    continue;
-                };
-                let gw = &mut self.gw;
-                let k = gw.k(scope, node);
-                if gw.conns[k] as i64 * bw != bc * gw.weight[node.index()] {
-                    continue;
-                }
-                gw.cw[k] += gw.ew[k];
-                total += gw.ew[k];
-                if gw.ew[k] < gw.weight[node.index()] {
-                    gw.ew[k] += 1;
-                }
-                if gw.cw[k] > gw.cw[gw.k(scope, chosen)] {
-                    chosen = node;
-                }
-            }
+        let node = set[pos? as usize];
+        self.gw.reqs[slot as usize].mark_tried(node);
+        Some(node)
+    }
+
+    /// `node`'s connections in `scope` changed: `max_conns` may now keep it
+    /// out or let it in, and `least_conn` ranks it anew.
+    #[inline]
+    fn conns_changed(&mut self, scope: u16, node: NodeId) {
+        if self.gw.max_conns[node.index()] > 0 {
+            self.sync_member(scope, node);
         }
-        let k = self.gw.k(scope, chosen);
-        self.gw.cw[k] -= total;
-        self.gw.reqs[slot as usize].mark_tried(chosen);
-        Some(chosen)
+        if !matches!(self.gw.pickers, Pickers::Least(_)) {
+            return;
+        }
+        let k = self.gw.k(scope, node);
+        if self.gw.routing.is_member(k) {
+            let (at, conns) = (self.gw.set_of[node.index()], self.gw.conns[k]);
+            self.gw.pickers.conns_changed(scope, at, conns);
+        }
     }
 
     /// `ngx_http_upstream_get_random2_peer`: two weighted random draws, the
     /// one with fewer `conns/weight` wins; after 20 unsuccessful draws in a
     /// request, plain round-robin. Backup sets use round-robin.
-    fn pick_random_two(&mut self, slot: u32, now: Now) -> Option<NodeId> {
+    fn pick_random_two(&mut self, slot: u32) -> Option<NodeId> {
         if self.gw.reqs[slot as usize].in_backup || self.gw.total_weight == 0 {
-            return self.pick_round_robin(slot, now);
+            return self.pick_round_robin(slot);
         }
         let scope = self.gw.reqs[slot as usize].scope;
         let mut prev: Option<NodeId> = None;
         loop {
             if self.gw.reqs[slot as usize].random_tries > 20 {
-                return self.pick_round_robin(slot, now);
+                return self.pick_round_robin(slot);
             }
             let x = self.rng_gateway.random_range(0..self.gw.total_weight);
             let i = self.gw.ranges.partition_point(|&(acc, _)| acc <= x);
             let node = self.gw.ranges[i].1;
-            let ok = prev != Some(node)
-                && eligible(
-                    &self.gw,
-                    &self.policies,
-                    &self.gw.reqs[slot as usize],
-                    node,
-                    now,
-                );
-            if ok {
+            if prev != Some(node) && self.eligible(slot, node) {
                 match prev {
                     None => prev = Some(node),
                     Some(p) => {
@@ -325,6 +298,18 @@ impl World<'_> {
             }
             self.gw.reqs[slot as usize].random_tries += 1;
         }
+    }
+
+    /// A failed attempt cuts the peer's effective weight (nginx
+    /// `peer->effective_weight -= peer->weight / peer->max_fails`).
+    fn cut_weight(&mut self, scope: u16, node: NodeId, cut: i64) {
+        if self.gw.direct {
+            let k = self.gw.k(scope, node);
+            self.gw.ew[k] = (self.gw.ew[k] - cut).max(0);
+            return;
+        }
+        let at = self.gw.set_of[node.index()];
+        self.gw.pickers.cut(scope, at, cut);
     }
 
     /// `free_round_robin_peer`: return the connection slot and do the
@@ -344,6 +329,9 @@ impl World<'_> {
         let single = self.gw.single && !r.in_backup;
         let k = self.gw.k(scope, node);
         self.gw.conns[k] = self.gw.conns[k].saturating_sub(1);
+        if !self.gw.direct {
+            self.conns_changed(scope, node);
+        }
         self.trace_attempt(id, scope, node, result, charge);
         let report = AttemptReport {
             scope,
@@ -356,7 +344,7 @@ impl World<'_> {
             self.gw.reqs[slot as usize].tries = 0;
             for i in 0..self.policies.len() {
                 if !self.policies[i].bypassed_for_single_server() {
-                    self.with_policy(i, |p, cx| p.on_attempt(cx, &report));
+                    self.with_policy(i, Some(node), |p, cx| p.on_attempt(cx, &report));
                 }
             }
             return;
@@ -371,10 +359,10 @@ impl World<'_> {
                 .iter()
                 .map(|p| p.weight_cut(node, w as u32) as i64)
                 .sum();
-            self.gw.ew[k] = (self.gw.ew[k] - cut).max(0);
+            self.cut_weight(scope, node, cut);
         }
         for i in 0..self.policies.len() {
-            self.with_policy(i, |p, cx| p.on_attempt(cx, &report));
+            self.with_policy(i, Some(node), |p, cx| p.on_attempt(cx, &report));
         }
         let r = &mut self.gw.reqs[slot as usize];
         r.tries = r.tries.saturating_sub(1);

@@ -87,17 +87,31 @@ impl World<'_> {
         let Some(h) = self.gw.hap.clone() else {
             return;
         };
-        let now = self.clock.now(self.q.now());
         let r = &self.gw.reqs[slot as usize];
         if r.retries_done >= h.retries {
             self.finalize(slot, 503, None);
             return;
         }
         let (scope, retries_done) = (r.scope, r.retries_done + 1);
-        let up = |n: NodeId| {
-            !self.gw.down[n.index()] && self.policies.iter().all(|p| p.is_routable(scope, n, now))
+        let now = self.clock.now(self.q.now());
+        let srv_act = if self.gw.direct {
+            let up = |n: &&NodeId| {
+                !self.gw.down[n.index()]
+                    && self.policies.iter().all(|p| p.is_routable(scope, **n, now))
+            };
+            self.gw.primary.iter().filter(up).count()
+        } else {
+            self.refresh_due(now);
+            self.gw.routing.healthy(scope) as usize
         };
-        let srv_act = self.gw.primary.iter().filter(|&&n| up(n)).count();
+        let up = |n: NodeId| {
+            !self.gw.down[n.index()]
+                && if self.gw.direct {
+                    self.policies.iter().all(|p| p.is_routable(scope, n, now))
+                } else {
+                    self.gw.routing.is_routable(self.gw.k(scope, n))
+                }
+        };
         let rr = matches!(
             self.model.gateway.balancer,
             Balancer::RoundRobin | Balancer::RandomTwo
@@ -156,14 +170,14 @@ impl World<'_> {
         // another one is usable.
         let last = r.last_node;
         r.in_backup = false;
-        r.tried.iter_mut().for_each(|w| *w = 0);
+        r.clear_tried();
         if let Some(l) = last {
             r.mark_tried(l);
         }
         let picked = self.select_peer(slot).or_else(|| {
             let r = &mut self.gw.reqs[slot as usize];
             r.in_backup = false;
-            r.tried.iter_mut().for_each(|w| *w = 0);
+            r.clear_tried();
             self.select_peer(slot)
         });
         match picked {

@@ -15,13 +15,18 @@
 //!   which differs after a failed connect and on the response.
 
 mod balancer;
+mod direct;
 mod haproxy;
+mod pick;
+mod routing;
 
 use super::{Event, Fail, NodeId, World, lane};
 use crate::engine::SimTime;
 use crate::policy::{AttemptResult, Charge};
-use crate::spec::{KERNEL_CONNECT_TIMEOUT, Model, NextUpstream};
+use crate::spec::{Balancer, KERNEL_CONNECT_TIMEOUT, Model, NextUpstream};
 use haproxy::Haproxy;
+use pick::{LeastConn, Pickers, Rotation, SetPos, Swrr};
+use routing::Routing;
 
 /// What came back from a node.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
@@ -56,8 +61,10 @@ pub(crate) struct Request {
     /// `u.peer.tries`: attempts left.
     tries: u32,
     in_backup: bool,
-    /// Bitmap of nodes already tried in the current set.
+    /// Bitmap of nodes already tried in the current set, and the same nodes
+    /// as a list (to take them out of a pick and to clear the bitmap).
     tried: Vec<u64>,
+    tried_list: Vec<NodeId>,
     /// The peer of the attempt in flight.
     node: Option<NodeId>,
     /// The request was sent on the current attempt (`u->request_sent`).
@@ -87,7 +94,15 @@ impl Request {
         self.tried[n.index() / 64] & (1 << (n.index() % 64)) != 0
     }
     fn mark_tried(&mut self, n: NodeId) {
-        self.tried[n.index() / 64] |= 1 << (n.index() % 64);
+        if !self.is_tried(n) {
+            self.tried[n.index() / 64] |= 1 << (n.index() % 64);
+            self.tried_list.push(n);
+        }
+    }
+    fn clear_tried(&mut self) {
+        for n in self.tried_list.drain(..) {
+            self.tried[n.index() / 64] = 0;
+        }
     }
 }
 
@@ -100,8 +115,8 @@ pub(crate) struct Gateway {
     next_id: u64,
     in_flight: usize,
     n: usize,
-    /// Per (scope, node): smooth-WRR current and effective weights, and
-    /// connections in flight.
+    /// Per (scope, node): smooth-WRR current and effective weights (of the
+    /// direct scans and `least_conn`'s), and connections in flight.
     cw: Vec<i64>,
     ew: Vec<i64>,
     conns: Vec<u32>,
@@ -123,10 +138,18 @@ pub(crate) struct Gateway {
     rr_step: Vec<u64>,
     /// Envoy's `healthy_panic_threshold`, percent; 0 = never panic.
     panic_threshold: f64,
+    /// Each node's set and position in it.
+    set_of: Vec<SetPos>,
+    /// The policies' cached verdicts and the members they leave.
+    pub(crate) routing: Routing,
+    /// The balancer's structure over the members.
+    pickers: Pickers,
+    /// Pick by direct scans (`direct.rs`): no cached verdicts, no structures.
+    pub(crate) direct: bool,
 }
 
 impl Gateway {
-    pub(crate) fn new(model: &Model) -> Self {
+    pub(crate) fn new(model: &Model, policies: usize) -> Self {
         let n = model.nodes.len();
         let scopes = model.scopes();
         let primary: Vec<NodeId> = (0..n)
@@ -141,6 +164,57 @@ impl Gateway {
         let usable = model.nodes.iter().filter(|x| !x.down).count() as u32;
         let cap = model.gateway.proxy_next_upstream_tries;
         let hap = Haproxy::of(model);
+        let mut set_of = vec![SetPos::default(); n];
+        for (backup, set) in [(false, &primary), (true, &backup)] {
+            for (pos, node) in set.iter().enumerate() {
+                set_of[node.index()] = SetPos {
+                    backup,
+                    pos: pos as u32,
+                };
+            }
+        }
+        let set_weights =
+            |set: &[NodeId]| -> Vec<i64> { set.iter().map(|x| weight[x.index()]).collect() };
+        let rr_step: Vec<u64> = {
+            let total: u64 = model.nodes.iter().map(|x| x.weight as u64).sum();
+            model
+                .nodes
+                .iter()
+                .map(|x| total * 1_000_000 / x.weight.max(1) as u64)
+                .collect()
+        };
+        let pickers = match model.gateway.balancer {
+            Balancer::LeastConn => Pickers::Least(
+                (0..scopes)
+                    .flat_map(|_| {
+                        [
+                            LeastConn::new(&set_weights(&primary)),
+                            LeastConn::new(&set_weights(&backup)),
+                        ]
+                    })
+                    .collect(),
+            ),
+            Balancer::RoundRobin if hap.is_some() => Pickers::Rotation(
+                [&primary, &backup]
+                    .iter()
+                    .map(|set| Rotation::new(set.iter().map(|x| rr_step[x.index()]).collect()))
+                    .collect(),
+            ),
+            Balancer::RoundRobin | Balancer::RandomTwo => Pickers::Smooth(
+                (0..scopes)
+                    .flat_map(|_| {
+                        [
+                            Swrr::new(&set_weights(&primary)),
+                            Swrr::new(&set_weights(&backup)),
+                        ]
+                    })
+                    .collect(),
+            ),
+        };
+        let hosts = primary
+            .iter()
+            .filter(|x| !model.nodes[x.index()].down)
+            .count() as u32;
         let mut acc = 0;
         let ranges = primary
             .iter()
@@ -174,15 +248,12 @@ impl Gateway {
             total_weight: acc,
             rr_pos: vec![0; n],
             rr_cur: 0,
-            rr_step: {
-                let total: u64 = model.nodes.iter().map(|x| x.weight as u64).sum();
-                model
-                    .nodes
-                    .iter()
-                    .map(|x| total * 1_000_000 / x.weight.max(1) as u64)
-                    .collect()
-            },
+            rr_step,
             panic_threshold: balancer::panic_threshold(model),
+            set_of,
+            routing: Routing::new(n, scopes, policies, hosts),
+            pickers,
+            direct: n <= direct::DIRECT_MAX_NODES,
         }
     }
 
@@ -238,7 +309,7 @@ impl World<'_> {
         r.counted = counted;
         r.tries = tries;
         r.in_backup = false;
-        r.tried.iter_mut().for_each(|w| *w = 0);
+        r.clear_tried();
         r.node = None;
         r.sent = false;
         r.random_tries = 0;
@@ -313,7 +384,7 @@ impl World<'_> {
             // keep rate × proxy_read_timeout events pending.
             for i in 0..self.policies.len() {
                 if !(single && self.policies[i].bypassed_for_single_server()) {
-                    self.with_policy(i, |p, cx| p.on_connected(cx, scope, node));
+                    self.with_policy(i, Some(node), |p, cx| p.on_connected(cx, scope, node));
                 }
             }
             let sent_at = now + g.rtt;

@@ -1,0 +1,378 @@
+//! nginx's smooth weighted round-robin (`ngx_http_upstream_get_peer`) over a
+//! set of peers whose membership changes, in O(log n) per pick.
+//!
+//! nginx, on every pick, adds each eligible peer's effective weight to its
+//! current weight, picks the highest current weight (the first in list order
+//! on a tie: strict `>`), and takes the total back from the winner; an
+//! effective weight below the weight grows by one per pick. Every eligible
+//! peer changes on every pick, so the direct loop is O(n).
+//!
+//! Here the members are split by state. A *steady* member (effective weight =
+//! weight) of weight `w` gains exactly `w` per pick, like every other steady
+//! member of its weight: within one weight class the order never changes
+//! without a pick taking the total back, so the class keeps `cw − w × picks`
+//! as a key in a heap and the class's best is its top. A *recovering* member
+//! (its effective weight was cut by a failure) is updated directly; there are
+//! few, and each becomes steady after at most `weight` picks. A peer that is
+//! not eligible (ejected, `down`, at `max_conns`, already tried by this
+//! request) is *out*: its current and effective weights stay as they are,
+//! exactly as nginx leaves a skipped peer alone.
+//!
+//! The cost per pick is O(classes + recovering + log n); the sequence is the
+//! direct loop's, which `tests` checks on random operations.
+
+use super::heap::{NONE, PosHeap};
+
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+enum St {
+    Out,
+    Steady,
+    Recovering,
+}
+
+/// Members picked together: all of them gain on each of the group's picks.
+/// Round-robin has one group per set; `least_conn` one per load level.
+#[derive(Clone, Debug, Default)]
+struct Group {
+    /// One heap per weight class, of the steady members.
+    heaps: Vec<PosHeap>,
+    recovering: Vec<u32>,
+    picks: i64,
+    members: u32,
+}
+
+/// Smooth WRR state of the peers `0..n` of one set (positions in list order).
+#[derive(Clone, Debug)]
+pub(crate) struct Swrr {
+    w: Vec<i64>,
+    ew: Vec<i64>,
+    /// The current weight; for a steady member, `cw − w × picks` of its group (its key).
+    cw: Vec<i64>,
+    st: Vec<St>,
+    class: Vec<u16>,
+    class_w: Vec<i64>,
+    group: Vec<u32>,
+    /// Where each steady member sits in its heap.
+    at: Vec<u32>,
+    groups: Vec<Group>,
+    free: Vec<u32>,
+}
+
+/// Heap order within a class: higher key first, then lower position.
+fn before(cw: &[i64]) -> impl Fn(u32, u32) -> bool + '_ {
+    move |a, b| {
+        let (ka, kb) = (cw[a as usize], cw[b as usize]);
+        ka > kb || (ka == kb && a < b)
+    }
+}
+
+impl Swrr {
+    /// All peers out, current weights 0, effective weights = weights; one
+    /// group (0).
+    pub(crate) fn new(weights: &[i64]) -> Self {
+        let n = weights.len();
+        let mut distinct: Vec<i64> = weights.to_vec();
+        distinct.sort_unstable();
+        distinct.dedup();
+        let class = weights
+            .iter()
+            .map(|w| distinct.binary_search(w).unwrap() as u16)
+            .collect();
+        let mut s = Swrr {
+            w: weights.to_vec(),
+            ew: weights.to_vec(),
+            cw: vec![0; n],
+            st: vec![St::Out; n],
+            class,
+            class_w: distinct,
+            group: vec![0; n],
+            at: vec![NONE; n],
+            groups: Vec::new(),
+            free: Vec::new(),
+        };
+        s.new_group();
+        s
+    }
+
+    /// A new, empty group.
+    pub(crate) fn new_group(&mut self) -> u32 {
+        let g = Group {
+            heaps: vec![PosHeap::default(); self.class_w.len()],
+            ..Default::default()
+        };
+        match self.free.pop() {
+            Some(i) => {
+                self.groups[i as usize] = g;
+                i
+            }
+            None => {
+                self.groups.push(g);
+                (self.groups.len() - 1) as u32
+            }
+        }
+    }
+
+    /// Gives back an empty group's slot.
+    pub(crate) fn free_group(&mut self, g: u32) {
+        debug_assert_eq!(self.groups[g as usize].members, 0);
+        self.free.push(g);
+    }
+
+    #[cfg(test)]
+    pub(crate) fn is_member(&self, i: u32) -> bool {
+        self.st[i as usize] != St::Out
+    }
+
+    pub(crate) fn group_of(&self, i: u32) -> u32 {
+        self.group[i as usize]
+    }
+
+    pub(crate) fn members(&self, g: u32) -> u32 {
+        self.groups[g as usize].members
+    }
+
+    /// The member of a group of one.
+    pub(crate) fn sole(&self, g: u32) -> Option<u32> {
+        let gr = &self.groups[g as usize];
+        gr.recovering
+            .first()
+            .copied()
+            .or_else(|| gr.heaps.iter().find_map(PosHeap::top))
+    }
+
+    /// `i` becomes eligible again, in group `g`.
+    pub(crate) fn join(&mut self, i: u32, g: u32) {
+        let u = i as usize;
+        if self.st[u] != St::Out {
+            return;
+        }
+        self.group[u] = g;
+        let gr = &mut self.groups[g as usize];
+        gr.members += 1;
+        if self.ew[u] >= self.w[u] {
+            self.st[u] = St::Steady;
+            self.cw[u] -= self.w[u] * gr.picks;
+            gr.heaps[self.class[u] as usize].push(&mut self.at, i, before(&self.cw));
+        } else {
+            self.st[u] = St::Recovering;
+            gr.recovering.push(i);
+        }
+    }
+
+    /// `i` is no longer eligible: its weights stay as they are.
+    pub(crate) fn leave(&mut self, i: u32) {
+        let u = i as usize;
+        let gr = &mut self.groups[self.group[u] as usize];
+        match self.st[u] {
+            St::Out => return,
+            St::Steady => {
+                gr.heaps[self.class[u] as usize].remove(&mut self.at, i, before(&self.cw));
+                self.cw[u] += self.w[u] * gr.picks;
+            }
+            St::Recovering => {
+                let k = gr.recovering.iter().position(|&r| r == i).unwrap();
+                gr.recovering.swap_remove(k);
+            }
+        }
+        gr.members -= 1;
+        self.st[u] = St::Out;
+    }
+
+    /// A failed attempt cuts `i`'s effective weight (never below 0).
+    pub(crate) fn cut(&mut self, i: u32, by: i64) {
+        let u = i as usize;
+        if by <= 0 {
+            return;
+        }
+        let member = self.st[u] != St::Out;
+        self.leave(i);
+        self.ew[u] = (self.ew[u] - by).max(0);
+        if member {
+            self.join(i, self.group[u]);
+        }
+    }
+
+    /// One pick among the members of group `g`; `None` when it has none.
+    pub(crate) fn pick(&mut self, g: u32) -> Option<u32> {
+        let gr = &mut self.groups[g as usize];
+        gr.picks += 1;
+        let p = gr.picks;
+        if gr.recovering.is_empty() && gr.heaps.len() == 1 {
+            // Equal weights, none recovering: the top, then the total back.
+            let heap = &mut gr.heaps[0];
+            let top = heap.top()?;
+            self.cw[top as usize] -= self.class_w[0] * heap.len() as i64;
+            heap.update(&mut self.at, top, before(&self.cw));
+            return Some(top);
+        }
+        let mut total = 0;
+        let mut best: Option<(i64, u32)> = None;
+        let mut consider = |cw: i64, i: u32| {
+            if best.is_none_or(|(bc, bi)| cw > bc || (cw == bc && i < bi)) {
+                best = Some((cw, i));
+            }
+        };
+        for (c, heap) in gr.heaps.iter().enumerate() {
+            let w = self.class_w[c];
+            total += w * heap.len() as i64;
+            if let Some(top) = heap.top() {
+                consider(self.cw[top as usize] + w * p, top);
+            }
+        }
+        let mut grown = false;
+        for &i in &gr.recovering {
+            let u = i as usize;
+            self.cw[u] += self.ew[u];
+            total += self.ew[u];
+            if self.ew[u] < self.w[u] {
+                self.ew[u] += 1;
+            }
+            grown |= self.ew[u] >= self.w[u];
+            consider(self.cw[u], i);
+        }
+        let (_, chosen) = best?;
+        if grown {
+            // Recovered members become steady with their current weight.
+            let done: Vec<u32> = gr
+                .recovering
+                .iter()
+                .copied()
+                .filter(|&i| self.ew[i as usize] >= self.w[i as usize])
+                .collect();
+            for i in done {
+                self.leave(i);
+                self.join(i, g);
+            }
+        }
+        let u = chosen as usize;
+        self.cw[u] -= total;
+        if self.st[u] == St::Steady {
+            let heap = &mut self.groups[g as usize].heaps[self.class[u] as usize];
+            heap.update(&mut self.at, chosen, before(&self.cw));
+        }
+        Some(chosen)
+    }
+
+    /// `(current, effective)` weight of `i`, as nginx would hold them.
+    #[cfg(test)]
+    pub(crate) fn weights(&self, i: u32) -> (i64, i64) {
+        let u = i as usize;
+        match self.st[u] {
+            St::Steady => (
+                self.cw[u] + self.w[u] * self.groups[self.group[u] as usize].picks,
+                self.ew[u],
+            ),
+            _ => (self.cw[u], self.ew[u]),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    /// The direct loop of `ngx_http_upstream_get_peer`.
+    struct Direct {
+        w: Vec<i64>,
+        cw: Vec<i64>,
+        ew: Vec<i64>,
+        member: Vec<bool>,
+    }
+
+    impl Direct {
+        fn pick(&mut self) -> Option<u32> {
+            let mut best: Option<usize> = None;
+            let mut total = 0;
+            for i in 0..self.w.len() {
+                if !self.member[i] {
+                    continue;
+                }
+                self.cw[i] += self.ew[i];
+                total += self.ew[i];
+                if self.ew[i] < self.w[i] {
+                    self.ew[i] += 1;
+                }
+                if best.is_none_or(|b| self.cw[i] > self.cw[b]) {
+                    best = Some(i);
+                }
+            }
+            let b = best?;
+            self.cw[b] -= total;
+            Some(b as u32)
+        }
+    }
+
+    #[derive(Clone, Debug)]
+    enum Op {
+        Pick,
+        Join(u32),
+        Leave(u32),
+        Cut(u32, i64),
+    }
+
+    fn op(n: u32) -> impl Strategy<Value = Op> {
+        prop_oneof![
+            6 => Just(Op::Pick),
+            2 => (0..n).prop_map(Op::Join),
+            2 => (0..n).prop_map(Op::Leave),
+            1 => (0..n, 1i64..6).prop_map(|(i, c)| Op::Cut(i, c)),
+        ]
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(512))]
+        #[test]
+        fn picks_the_same_peers_as_the_direct_loop(
+            weights in prop::collection::vec(1i64..5, 1..12),
+            ops in prop::collection::vec(op(12), 1..300),
+        ) {
+            let n = weights.len() as u32;
+            let mut fast = Swrr::new(&weights);
+            let mut direct = Direct {
+                w: weights.clone(),
+                cw: vec![0; weights.len()],
+                ew: weights.clone(),
+                member: vec![false; weights.len()],
+            };
+            for i in 0..n {
+                fast.join(i, 0);
+                direct.member[i as usize] = true;
+            }
+            for o in ops {
+                match o {
+                    Op::Pick => prop_assert_eq!(fast.pick(0), direct.pick()),
+                    Op::Join(i) if i < n => {
+                        fast.join(i, 0);
+                        direct.member[i as usize] = true;
+                    }
+                    Op::Leave(i) if i < n => {
+                        fast.leave(i);
+                        direct.member[i as usize] = false;
+                    }
+                    Op::Cut(i, c) if i < n => {
+                        fast.cut(i, c);
+                        let e = &mut direct.ew[i as usize];
+                        *e = (*e - c).max(0);
+                    }
+                    _ => {}
+                }
+                for i in 0..n {
+                    let u = i as usize;
+                    prop_assert_eq!(fast.weights(i), (direct.cw[u], direct.ew[u]));
+                    prop_assert_eq!(fast.is_member(i), direct.member[u]);
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn weights_5_1_1_give_nginx_smooth_sequence() {
+        // The sequence from the comment in ngx_http_upstream_round_robin.c's
+        // commit introducing smooth WRR: a a b a c a a for weights 5, 1, 1.
+        let mut s = Swrr::new(&[5, 1, 1]);
+        (0..3).for_each(|i| s.join(i, 0));
+        let seq: Vec<u32> = (0..7).map(|_| s.pick(0).unwrap()).collect();
+        assert_eq!(seq, [0, 0, 1, 0, 2, 0, 0]);
+    }
+}
