@@ -94,6 +94,7 @@ pub fn run(args: SweepArgs) -> Result<ExitCode, Error> {
             output::plot(&out)?;
         }
         if !args.quiet {
+            emit(&output::sweep_summary::sweep_summary(&out)?);
             emit(&format!(
                 "wrote {} (runs.csv, points.csv, results.json: {} runs)\n",
                 out.display(),
