@@ -44,8 +44,9 @@ pub struct PlanHeader {
     /// reproduces them. Not in the fingerprint: what they change is.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub args: Vec<String>,
-    /// A hash of all of the above but the file paths and the arguments: a
-    /// checkpoint or a shard belongs to a sweep only if their fingerprints agree.
+    /// A hash of all of the above but the file paths (a command-line grid's
+    /// model path too) and the arguments: a checkpoint or a shard belongs to
+    /// a sweep only if their fingerprints agree.
     pub fingerprint: String,
 }
 
@@ -130,6 +131,13 @@ impl PlanHeader {
 
     fn compute_fingerprint(&self) -> String {
         let mut h = self.clone();
+        if h.is_command_line()
+            && let Some(d) = h.definition.as_object_mut()
+        {
+            // The model's path as given, which depends on the directory the
+            // grid runs from (a sweep file's is relative to the file).
+            d.remove("model");
+        }
         h.sweep_file.clear();
         h.model_file.clear();
         h.args.clear();

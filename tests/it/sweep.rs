@@ -810,13 +810,18 @@ fn a_command_line_grid_resumes_shards_and_merges() {
     );
     assert_same_outputs(&dir.join("whole"), &cut);
 
-    for k in 1..=2 {
-        let (shard, out) = (format!("{k}/2"), format!("shard{k}"));
-        ok(hcsim(
-            &dir,
-            &[&grid[..], &["--shard", &shard, "--out", &out]].concat(),
-        ));
-    }
+    ok(hcsim(
+        &dir,
+        &[&grid[..], &["--shard", "1/2", "--out", "shard1"]].concat(),
+    ));
+    // Another machine, another directory: the model's path is not part of the grid.
+    fs::create_dir_all(dir.join("elsewhere")).unwrap();
+    let mut moved = grid;
+    moved[1] = "../models/tiny.json";
+    ok(hcsim(
+        &dir.join("elsewhere"),
+        &[&moved[..], &["--shard", "2/2", "--out", "../shard2"]].concat(),
+    ));
     ok(hcsim(
         &dir,
         &[
