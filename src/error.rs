@@ -33,6 +33,8 @@ pub enum Error {
     Limit { path: PathBuf, reason: String },
     /// A `--set PATH=VALUE` argument could not be applied.
     Set { arg: String, reason: String },
+    /// A `--param PATH=LIST` argument of `hcsim sweep MODEL` cannot make a grid axis.
+    Param { arg: String, reason: String },
     /// An output could not be written.
     Write {
         path: PathBuf,
@@ -93,6 +95,7 @@ impl fmt::Display for Error {
             } => write!(f, "{}: {field}: {reason}", path.display()),
             Error::Limit { path, reason } => write!(f, "{}: {reason}", path.display()),
             Error::Set { arg, reason } => write!(f, "--set {arg}: {reason}"),
+            Error::Param { arg, reason } => write!(f, "--param {arg}: {reason}"),
             Error::Write { path, source } => {
                 write!(f, "{}: cannot write: {source}", path.display())
             }

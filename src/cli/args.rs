@@ -115,13 +115,33 @@ pub struct RunArgs {
 
 #[derive(Args, Debug)]
 pub struct SweepArgs {
-    /// The sweep file (JSON), e.g. sweeps/max-fails-grid-crash.json.
+    /// The sweep file (JSON), e.g. sweeps/max-fails-grid-crash.json; or a
+    /// model file, e.g. models/crash-10s-of-3.json, with the grid in --param.
     pub sweep: PathBuf,
+    /// With a model file: one axis of the grid, a list or a range, e.g.
+    /// `--param policy.max_fails=1,2,3` or `--param policy.fail_timeout=1s..10s:1s`
+    /// (FROM..TO[:STEP], TO included; STEP defaults to 1 for integers).
+    /// Repeatable: the grid is the product of the axes, in the order given,
+    /// the last varying fastest.
+    #[arg(long = "param", value_name = "PATH=LIST")]
+    pub param: Vec<String>,
+    /// Override a field of the model before the grid is applied (after a
+    /// sweep file's own `set`), as `hcsim run --set` does. Repeatable.
+    #[arg(long = "set", value_name = "PATH=VALUE")]
+    pub set: Vec<String>,
+    /// Replications per point (default: the sweep file's `reps`, or 1).
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=100_000))]
+    pub reps: Option<u32>,
+    /// Base seed (default: the sweep file's `seed`, or the model's).
+    #[arg(long)]
+    pub seed: Option<u64>,
     /// Runs in parallel on this many threads (default: all cores). Outputs do not depend on it.
     #[arg(long, short = 'j')]
     pub jobs: Option<usize>,
     /// Output directory (default: output/<sweep name>/, and
-    /// output/<sweep name>/shard-K-of-N/ with --shard).
+    /// output/<sweep name>/shard-K-of-N/ with --shard). A --param grid's name
+    /// is made of the model's name and the arguments, e.g.
+    /// crash-10s-of-3-sweep-max_fails=1,2,3-fail_timeout=1s,5s.
     #[arg(long)]
     pub out: Option<PathBuf>,
     /// Print nothing but errors: no size estimate, progress bar or summary.

@@ -40,7 +40,7 @@ pub fn run(args: CheckArgs) -> Result<ExitCode, Error> {
 /// out. Also returns the warnings of every point, each once, with the first
 /// point that has it.
 fn sweep(path: &Path) -> Result<(Value, Vec<(String, String)>), Error> {
-    let plan = Plan::load(path)?;
+    let plan = Plan::load(path, &Default::default())?;
     let h = &plan.header;
     // One warning per field, from the first point that has it.
     let mut by_field: Vec<(String, String, usize, usize)> = vec![];

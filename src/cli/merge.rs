@@ -12,6 +12,7 @@ pub fn run(args: MergeArgs) -> Result<ExitCode, Error> {
         output::plot(&args.out)?;
     }
     if !args.quiet {
+        emit(&output::sweep_summary::sweep_summary(&args.out)?);
         emit(&format!(
             "wrote {} (runs.csv, points.csv, results.json: {} runs)\n",
             args.out.display(),

@@ -1,12 +1,12 @@
-//! `hcsim sweep SWEEP`: a grid of model variants × replications in
-//! parallel, checkpointed, optionally one shard of it; then its files, charts
-//! and report.
+//! `hcsim sweep SWEEP` (or `hcsim sweep MODEL --param PATH=LIST ...`): a
+//! grid of model variants × replications in parallel, checkpointed,
+//! optionally one shard of it; then its files, charts, report and a summary.
 
 use super::{SweepArgs, emit};
 use crate::error::Error;
 use crate::output;
 use crate::run::thread_pool;
-use crate::sweep::{Plan, RUNS_FILE, RunRecord, Session, Shard, journal};
+use crate::sweep::{Overrides, Plan, RUNS_FILE, RunRecord, Session, Shard, journal};
 use indicatif::{ProgressBar, ProgressStyle};
 use std::io::IsTerminal;
 use std::path::Path;
@@ -19,7 +19,12 @@ pub const CONFIRM_ABOVE_REQUESTS: f64 = 1e10;
 pub const STOP_AFTER_ENV: &str = "HCSIM_STOP_AFTER";
 
 pub fn run(args: SweepArgs) -> Result<ExitCode, Error> {
-    let plan = Plan::load(&args.sweep)?;
+    let overrides = Overrides {
+        set: args.set.clone(),
+        reps: args.reps,
+        seed: args.seed,
+    };
+    let plan = Plan::open(&args.sweep, &args.param, &overrides)?;
     let h = &plan.header;
     let shard = args.shard.unwrap_or(Shard::WHOLE);
     let out = args.out.clone().unwrap_or_else(|| {
@@ -94,6 +99,7 @@ pub fn run(args: SweepArgs) -> Result<ExitCode, Error> {
             output::plot(&out)?;
         }
         if !args.quiet {
+            emit(&output::sweep_summary::sweep_summary(&out)?);
             emit(&format!(
                 "wrote {} (runs.csv, points.csv, results.json: {} runs)\n",
                 out.display(),

@@ -261,7 +261,13 @@ pub fn sweep_report(dir: &Path, drawn: &[Drawn]) -> Result<(), Error> {
         vec!["".into(), "".into()],
         vec![
             vec!["hcsim".into(), results.hcsim_version.clone()],
-            vec!["sweep file".into(), results.sweep_file.clone()],
+            vec![
+                "sweep file".into(),
+                match results.sweep_file.as_str() {
+                    "" => "none: a --param grid (see the command)".into(),
+                    f => f.to_string(),
+                },
+            ],
             vec!["model file".into(), results.model_file.clone()],
             vec!["command".into(), results.command.clone()],
             vec![

@@ -1,6 +1,7 @@
 //! Everything a run or a sweep writes, one writer per file: `summary.json`
 //! ([`summary`]), the CSV files ([`csv`], [`sweep`]), the table on stdout
-//! ([`table`]), the charts ([`charts`]) and `report.html` ([`html`]). Files
+//! ([`table`]), the summary at the end of a sweep ([`sweep_summary`]), the
+//! charts ([`charts`]) and `report.html` ([`html`]). Files
 //! are written atomically (a temporary file, then a rename), so a reader
 //! never sees half a file.
 
@@ -9,6 +10,7 @@ pub mod csv;
 pub mod html;
 pub mod summary;
 pub mod sweep;
+pub mod sweep_summary;
 pub mod table;
 
 use crate::error::Error;

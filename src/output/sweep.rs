@@ -1,5 +1,6 @@
 //! The outputs of a sweep: `runs.csv` (one row per run), `points.csv` (one
-//! row per point, each metric's statistics over its replications) and
+//! row per point, each metric's statistics over its replications; in both,
+//! a duration axis is followed by `<path>_s`, its value in seconds) and
 //! `results.json` (both, with the definition and the base model), and
 //! [`SweepResults`], which charts and report.html read back.
 
@@ -97,6 +98,8 @@ fn csv_bytes(
 pub fn write_outputs(out: &Path, h: &PlanHeader, records: &[RunRecord]) -> Result<(), Error> {
     debug_assert!(records.iter().enumerate().all(|(i, r)| r.run == i));
     let table = metric_table(records.iter().map(|r| &r.summary));
+    // The axes, each duration axis followed by its value in seconds.
+    let (axis_names, axis_cells) = h.output_columns();
     let reps = h.reps as usize;
     let stats: Vec<Vec<Stats>> = (0..h.points.len())
         .map(|p| {
@@ -116,13 +119,13 @@ pub fn write_outputs(out: &Path, h: &PlanHeader, records: &[RunRecord]) -> Resul
     let path = out.join("runs.csv");
     let runs_csv = csv_bytes(&path, |w| {
         let mut head = vec!["point".to_string(), "rep".into()];
-        head.extend(h.axes.iter().cloned());
+        head.extend(axis_names.iter().cloned());
         head.push("seed".into());
         head.extend(table.names.iter().cloned());
         w.write_record(&head)?;
         for (r, row) in records.iter().zip(&table.rows) {
             let mut rec = vec![r.point.to_string(), r.rep.to_string()];
-            rec.extend(h.points[r.point].iter().map(cell_text));
+            rec.extend(axis_cells[r.point].iter().map(cell_text));
             rec.push(r.seed.to_string());
             rec.extend(
                 row.iter()
@@ -137,14 +140,14 @@ pub fn write_outputs(out: &Path, h: &PlanHeader, records: &[RunRecord]) -> Resul
     let path = out.join("points.csv");
     let points_csv = csv_bytes(&path, |w| {
         let mut head = vec!["point".to_string()];
-        head.extend(h.axes.iter().cloned());
+        head.extend(axis_names.iter().cloned());
         for m in &table.names {
             head.extend(Stats::FIELDS.iter().map(|f| format!("{m}.{f}")));
         }
         w.write_record(&head)?;
         for (p, point_stats) in stats.iter().enumerate() {
             let mut rec = vec![p.to_string()];
-            rec.extend(h.points[p].iter().map(cell_text));
+            rec.extend(axis_cells[p].iter().map(cell_text));
             for s in point_stats {
                 rec.extend(stat_cells(s));
             }
@@ -157,7 +160,7 @@ pub fn write_outputs(out: &Path, h: &PlanHeader, records: &[RunRecord]) -> Resul
     let results = Results {
         hcsim_version: &h.hcsim_version,
         sweep: &h.name,
-        command: format!("hcsim sweep {}", h.sweep_file),
+        command: h.command(),
         sweep_file: &h.sweep_file,
         model_file: &h.model_file,
         fingerprint: &h.fingerprint,
@@ -169,7 +172,7 @@ pub fn write_outputs(out: &Path, h: &PlanHeader, records: &[RunRecord]) -> Resul
         points: (0..h.points.len())
             .map(|p| PointOut {
                 point: p,
-                values: Ordered(&h.axes, &h.points[p]),
+                values: Ordered(&axis_names, &axis_cells[p]),
                 seeds: records[p * reps..(p + 1) * reps]
                     .iter()
                     .map(|r| r.seed)
@@ -226,6 +229,7 @@ pub struct SweepResults {
 #[serde(deny_unknown_fields)]
 pub struct PointResult {
     pub point: usize,
+    /// By axis path; a duration axis also has `<path>_s`, in seconds.
     pub values: BTreeMap<String, Value>,
     pub seeds: Vec<u64>,
     pub stats: BTreeMap<String, Stats>,

@@ -95,6 +95,14 @@ pub fn file_kind(doc: &Value) -> FileKind {
 /// in a field that a `--set` changed says so.
 pub fn load_with_overrides(path: &Path, sets: &[String]) -> Result<Model, Error> {
     let mut doc = read_document(path)?;
+    let set_fields = apply_sets(&mut doc, sets)?;
+    Model::from_document(&doc, path).map_err(|e| note_sets(e, &set_fields))
+}
+
+/// Applies `--set PATH=VALUE` overrides to a model document, in order.
+/// Returns each override's field, spelled as errors spell it, with its
+/// argument (for [`note_sets`]).
+pub fn apply_sets(doc: &mut Value, sets: &[String]) -> Result<Vec<(String, String)>, Error> {
     let mut set_fields = vec![];
     for arg in sets {
         let err = |reason: String| Error::Set {
@@ -112,15 +120,18 @@ pub fn load_with_overrides(path: &Path, sets: &[String]) -> Result<Model, Error>
         {
             return Err(err(format!("VALUE is not valid JSON: {e}")));
         }
-        set_path(&mut doc, key, parse_set_value(value)).map_err(err)?;
-        if let Some(field) = canonical_path(&doc, key) {
-            set_fields.push((field, arg));
+        set_path(doc, key, parse_set_value(value)).map_err(err)?;
+        if let Some(field) = canonical_path(doc, key) {
+            set_fields.push((field, arg.clone()));
         }
     }
-    Model::from_document(&doc, path).map_err(|e| {
-        set_fields.iter().rev().fold(e, |e, (field, arg)| {
-            e.note_under(field, &format!("set by --set {arg}"))
-        })
+    Ok(set_fields)
+}
+
+/// Notes "set by --set ARG" on an error in a field that an override changed.
+pub fn note_sets(e: Error, set_fields: &[(String, String)]) -> Error {
+    set_fields.iter().rev().fold(e, |e, (field, arg)| {
+        e.note_under(field, &format!("set by --set {arg}"))
     })
 }
 

@@ -13,8 +13,8 @@ pub mod validate;
 
 pub use charts::ChartSpec;
 pub use document::{
-    FileKind, MAX_FILE_BYTES, canonical_path, file_kind, from_document, get_path, json_kind,
-    load_with_overrides, parse_set_value, read_document, set_path,
+    FileKind, MAX_FILE_BYTES, apply_sets, canonical_path, file_kind, from_document, get_path,
+    json_kind, load_with_overrides, note_sets, parse_set_value, read_document, set_path,
 };
 pub use model::*;
 pub use sweep::{AxisSpec, RangeSpec, SeedMode, SweepSpec};

@@ -110,6 +110,28 @@ pub fn read_journal(path: &Path) -> Result<Journal, Error> {
     })
 }
 
+/// Why a checkpoint written for the sweep `was` cannot resume the sweep
+/// `now`: the command that wrote it when the commands differ (other
+/// `--param`, `--set`, `--reps` or `--seed`), else what else changes results.
+fn different_sweep(was: &PlanHeader, now: &PlanHeader, dir: &Path) -> String {
+    let (a, b) = (was.command(), now.command());
+    if a != b {
+        return format!(
+            "belongs to a different sweep: it was written by `{a}`, not `{b}`; finish it with that command and --resume, or remove {} to start over",
+            dir.display()
+        );
+    }
+    let changed = if now.is_command_line() {
+        "the model or hcsim"
+    } else {
+        "the sweep file, its model or hcsim"
+    };
+    format!(
+        "belongs to a different sweep ({changed} changed since it was written); remove {} to start over",
+        dir.display()
+    )
+}
+
 /// Appends run lines to the checkpoint, each flushed to the OS as it is written.
 pub struct Checkpoint {
     pub path: PathBuf,
@@ -154,10 +176,7 @@ impl Checkpoint {
                 if j.head.header.fingerprint != header.fingerprint {
                     return Err(Error::Checkpoint {
                         path,
-                        reason: format!(
-                            "belongs to a different sweep (the sweep file, its model or hcsim changed since it was written); remove {} to start over",
-                            dir.display()
-                        ),
+                        reason: different_sweep(&j.head.header, header, &dir),
                     });
                 }
                 if j.head.shard != shard {

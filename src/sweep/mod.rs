@@ -1,5 +1,6 @@
-//! Parameter sweeps: a [`SweepSpec`](crate::spec::SweepSpec) (`sweeps/*.json`)
-//! expands into a [`Plan`] of points × replications ([`axes`], [`plan`]); runs
+//! Parameter sweeps: a [`SweepSpec`](crate::spec::SweepSpec) (`sweeps/*.json`),
+//! or a model and `--param PATH=LIST` arguments ([`params`]), expands into a
+//! [`Plan`] of points × replications ([`axes`], [`plan`]); runs
 //! go in parallel and are checkpointed as they finish ([`runner`],
 //! [`journal`]); one shard of a distributed sweep ([`shard`]) writes a
 //! `runs.jsonl` that [`merge`] combines. [`table`] flattens the runs'
@@ -14,6 +15,7 @@
 pub mod axes;
 pub mod journal;
 pub mod merge;
+pub mod params;
 pub mod plan;
 pub mod runner;
 pub mod shard;
@@ -21,7 +23,7 @@ pub mod table;
 
 pub use axes::{Axis, Column, MAX_AXIS_VALUES, cell_text, fmt_f64, fmt_number};
 pub use journal::{Done, RUNS_FILE, RunRecord};
-pub use plan::{MAX_POINTS, Plan, PlanHeader};
+pub use plan::{MAX_POINTS, Overrides, Plan, PlanHeader};
 pub use runner::Session;
 pub use shard::Shard;
 pub use table::{MetricTable, metric_table};

@@ -6,11 +6,12 @@
 use super::axes::{Axis, cell_text, expand_axis, point_indices};
 use super::journal::RunLine;
 use crate::engine::rng::derive_seed;
+use crate::engine::time::parse_duration;
 use crate::error::Error;
 use crate::spec::{self, AxisSpec, Model, SeedMode, SweepSpec};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
-use std::collections::BTreeSet;
+use std::collections::BTreeMap;
 use std::path::{Component, Path, PathBuf};
 
 /// At most this many points per sweep.
@@ -22,9 +23,10 @@ pub const MAX_POINTS: usize = 100_000;
 pub struct PlanHeader {
     pub hcsim_version: String,
     pub name: String,
-    /// The sweep file, as given on the command line.
+    /// The sweep file, as given on the command line; empty for a
+    /// command-line grid (`hcsim sweep MODEL --param ...`).
     pub sweep_file: String,
-    /// The sweep file's content.
+    /// The sweep file's content, or the sweep file a command-line grid stands for.
     pub definition: Value,
     /// The model file, resolved from the sweep file's directory.
     pub model_file: String,
@@ -37,8 +39,14 @@ pub struct PlanHeader {
     pub axes: Vec<String>,
     /// Per point, the cell of each axis column.
     pub points: Vec<Vec<Value>>,
-    /// A hash of all of the above but the file paths: a checkpoint or a shard
-    /// belongs to a sweep only if their fingerprints agree.
+    /// The command-line arguments after the file that shape the results
+    /// (`--param`, `--set`, `--reps`, `--seed`), for the command that
+    /// reproduces them. Not in the fingerprint: what they change is.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub args: Vec<String>,
+    /// A hash of all of the above but the file paths (a command-line grid's
+    /// model path too) and the arguments: a checkpoint or a shard belongs to
+    /// a sweep only if their fingerprints agree.
     pub fingerprint: String,
 }
 
@@ -62,13 +70,92 @@ impl PlanHeader {
         describe(&self.axes, &self.points[point])
     }
 
+    /// Whether the grid came from `--param` arguments rather than a sweep file.
+    pub fn is_command_line(&self) -> bool {
+        self.sweep_file.is_empty()
+    }
+
+    /// The command that reproduces the results (`--jobs`, `--shard`,
+    /// `--resume` and `--out` do not change them).
+    pub fn command(&self) -> String {
+        let file = if self.is_command_line() {
+            &self.model_file
+        } else {
+            &self.sweep_file
+        };
+        ["hcsim", "sweep", file.as_str()]
+            .into_iter()
+            .chain(self.args.iter().map(String::as_str))
+            .map(shell_word)
+            .collect::<Vec<_>>()
+            .join(" ")
+    }
+
+    /// The axis columns the outputs show, and each point's cells: every axis
+    /// path, followed by `<path>_s`, its value in seconds, when every cell of
+    /// the axis is a duration (so that it can be plotted as a number).
+    pub fn output_columns(&self) -> (Vec<String>, Vec<Vec<Value>>) {
+        let seconds = |v: &Value| {
+            v.as_str()
+                .and_then(|s| parse_duration(s).ok())
+                .and_then(|d| serde_json::Number::from_f64(d.as_secs_f64()))
+        };
+        let durations: Vec<bool> = (0..self.axes.len())
+            .map(|a| {
+                !self.points.is_empty() && self.points.iter().all(|p| seconds(&p[a]).is_some())
+            })
+            .collect();
+        let mut names = vec![];
+        for (a, name) in self.axes.iter().enumerate() {
+            names.push(name.clone());
+            if durations[a] {
+                names.push(format!("{name}_s"));
+            }
+        }
+        let cells = self
+            .points
+            .iter()
+            .map(|p| {
+                let mut row = Vec::with_capacity(names.len());
+                for (a, cell) in p.iter().enumerate() {
+                    row.push(cell.clone());
+                    if durations[a] {
+                        row.push(seconds(cell).map_or(Value::Null, Value::Number));
+                    }
+                }
+                row
+            })
+            .collect();
+        (names, cells)
+    }
+
     fn compute_fingerprint(&self) -> String {
         let mut h = self.clone();
+        if h.is_command_line()
+            && let Some(d) = h.definition.as_object_mut()
+        {
+            // The model's path as given, which depends on the directory the
+            // grid runs from (a sweep file's is relative to the file).
+            d.remove("model");
+        }
         h.sweep_file.clear();
         h.model_file.clear();
+        h.args.clear();
         h.fingerprint.clear();
         let text = serde_json::to_string(&h).expect("a plan header serializes");
         format!("{:016x}", fnv1a(text.as_bytes()))
+    }
+}
+
+/// A word of a shell command, quoted when the shell would read it otherwise.
+fn shell_word(w: &str) -> String {
+    let plain = !w.is_empty()
+        && w.chars()
+            .all(|c| c.is_ascii_alphanumeric() || "-_./=,:+@%".contains(c));
+    if plain {
+        w.to_string()
+    } else {
+        format!("'{}'", w.replace('\'', r"'\''"))
     }
 }
 
@@ -81,10 +168,82 @@ fn describe(axes: &[String], cells: &[Value]) -> String {
 }
 
 /// FNV-1a, 64 bits: a stable content hash (not for security).
-fn fnv1a(bytes: &[u8]) -> u64 {
+pub(super) fn fnv1a(bytes: &[u8]) -> u64 {
     bytes.iter().fold(0xcbf2_9ce4_8422_2325, |h, &b| {
         (h ^ b as u64).wrapping_mul(0x0000_0100_0000_01b3)
     })
+}
+
+/// What `hcsim sweep` takes besides the sweep file or the `--param`s, and
+/// which changes the results: `--set` (applied to the model after the
+/// sweep's own `set`), `--reps` and `--seed` (replacing the sweep's).
+#[derive(Clone, Debug, Default)]
+pub struct Overrides {
+    pub set: Vec<String>,
+    pub reps: Option<u32>,
+    pub seed: Option<u64>,
+}
+
+impl Overrides {
+    /// The arguments, in a fixed order: `--set`s as given, `--reps`, `--seed`.
+    fn args(&self) -> Vec<String> {
+        let mut out = vec![];
+        for s in &self.set {
+            out.extend(["--set".to_string(), s.clone()]);
+        }
+        if let Some(r) = self.reps {
+            out.extend(["--reps".to_string(), r.to_string()]);
+        }
+        if let Some(s) = self.seed {
+            out.extend(["--seed".to_string(), s.to_string()]);
+        }
+        out
+    }
+}
+
+/// Where a grid was defined, which errors name: a sweep file's fields, or
+/// the `--param` arguments (one axis each, in order).
+#[derive(Clone, Copy)]
+enum Origin<'a> {
+    File(&'a Path),
+    Params(&'a [String]),
+}
+
+impl Origin<'_> {
+    /// An error in axis `i`, `field` being relative to the axis.
+    fn axis(self, i: usize, field: String, reason: String) -> Error {
+        match self {
+            Origin::File(path) => Error::Invalid {
+                path: path.to_path_buf(),
+                field: format!("axes[{i}].{field}"),
+                reason,
+            },
+            Origin::Params(params) => Error::Param {
+                arg: params[i].clone(),
+                reason: format!("{field}: {reason}"),
+            },
+        }
+    }
+}
+
+/// A grid as [`Plan::build`] takes it, from a sweep file or from `--param`s.
+struct Draft<'a> {
+    origin: Origin<'a>,
+    name: String,
+    definition: Value,
+    model_file: PathBuf,
+    /// The model document with every `set` and `--set` applied.
+    base: Value,
+    /// The fields `--set` changed, for notes on errors.
+    set_fields: Vec<(String, String)>,
+    /// The base model validated.
+    base_model: Model,
+    seed: Option<u64>,
+    seeds: SeedMode,
+    reps: u32,
+    axes: &'a [AxisSpec],
+    charts: &'a [spec::ChartSpec],
+    args: Vec<String>,
 }
 
 /// A sweep ready to run: its header and one validated model per point.
@@ -97,13 +256,43 @@ pub struct Plan {
 impl Plan {
     /// Reads a sweep file, patches its model at every point and validates each
     /// point as `hcsim run` would.
-    pub fn load(sweep_path: &Path) -> Result<Plan, Error> {
+    pub fn load(sweep_path: &Path, overrides: &Overrides) -> Result<Plan, Error> {
         let definition = spec::read_document(sweep_path)?;
         let spec: SweepSpec = spec::from_document(&definition, sweep_path)?;
-        Plan::from_spec(spec, definition, sweep_path)
+        Plan::from_spec_with(spec, definition, sweep_path, overrides)
+    }
+
+    /// What `hcsim sweep FILE` runs: a sweep file, or with `--param`s a
+    /// model file and the grid they make.
+    pub fn open(path: &Path, params: &[String], overrides: &Overrides) -> Result<Plan, Error> {
+        let doc = spec::read_document(path)?;
+        match (spec::file_kind(&doc), params.is_empty()) {
+            (spec::FileKind::Sweep, true) => {
+                let spec: SweepSpec = spec::from_document(&doc, path)?;
+                Plan::from_spec_with(spec, doc, path, overrides)
+            }
+            (spec::FileKind::Sweep, false) => Err(Error::Usage(format!(
+                "{} is a sweep file, which has its own `axes`: --param makes a grid from a model file (pass the model, or drop --param)",
+                path.display()
+            ))),
+            (spec::FileKind::Model, true) => Err(Error::Usage(format!(
+                "{} is a model: give the grid with --param PATH=LIST (e.g. --param policy.max_fails=1,2,3 --param policy.fail_timeout=1s..10s:1s), or pass a sweep file",
+                path.display()
+            ))),
+            (spec::FileKind::Model, false) => Plan::from_params(path, doc, params, overrides),
+        }
     }
 
     pub fn from_spec(spec: SweepSpec, definition: Value, sweep_path: &Path) -> Result<Plan, Error> {
+        Plan::from_spec_with(spec, definition, sweep_path, &Overrides::default())
+    }
+
+    fn from_spec_with(
+        spec: SweepSpec,
+        definition: Value,
+        sweep_path: &Path,
+        overrides: &Overrides,
+    ) -> Result<Plan, Error> {
         let invalid = |field: String, reason: String| Error::Invalid {
             path: sweep_path.to_path_buf(),
             field,
@@ -131,46 +320,135 @@ impl Plan {
                 .unwrap_or(Path::new(""))
                 .join(&spec.model),
         );
-        let mut base = spec::read_document(&model_file).map_err(|source| Error::InSweep {
+        let in_sweep = |context: &str, source: Error| Error::InSweep {
             sweep: sweep_path.to_path_buf(),
-            context: "model".into(),
+            context: context.into(),
             source: Box::new(source),
-        })?;
+        };
+        let mut base = spec::read_document(&model_file).map_err(|e| in_sweep("model", e))?;
         for (key, value) in &spec.set {
             spec::set_path(&mut base, key, value.clone())
                 .map_err(|reason| invalid(format!("set.{key}"), reason))?;
         }
-        let base_scenario =
-            Model::from_document(&base, &model_file).map_err(|source| Error::InSweep {
-                sweep: sweep_path.to_path_buf(),
-                context: if spec.set.is_empty() {
-                    "its model".into()
-                } else {
-                    "its model with `set` applied".into()
-                },
-                source: Box::new(source),
-            })?;
+        let set_fields = spec::apply_sets(&mut base, &overrides.set)?;
+        let base_model = Model::from_document(&base, &model_file).map_err(|e| {
+            let context = match (spec.set.is_empty(), overrides.set.is_empty()) {
+                (true, true) => "its model",
+                (false, true) => "its model with `set` applied",
+                (true, false) => "its model with --set applied",
+                (false, false) => "its model with `set` and --set applied",
+            };
+            in_sweep(context, spec::note_sets(e, &set_fields))
+        })?;
+        Plan::build(Draft {
+            origin: Origin::File(sweep_path),
+            name: name.to_string(),
+            model_file,
+            base,
+            set_fields,
+            base_model,
+            seed: overrides.seed.or(spec.seed),
+            seeds: spec.seeds,
+            reps: overrides.reps.unwrap_or(spec.reps),
+            axes: &spec.axes,
+            charts: &spec.charts,
+            args: overrides.args(),
+            definition,
+        })
+    }
+
+    /// A command-line grid: the model document read from `model_path`, one
+    /// axis per `--param`, in order. Its definition is the sweep file it
+    /// stands for, and its name (the output directory) is derived from the
+    /// model and the arguments.
+    fn from_params(
+        model_path: &Path,
+        mut base: Value,
+        params: &[String],
+        overrides: &Overrides,
+    ) -> Result<Plan, Error> {
+        let axes = params
+            .iter()
+            .map(|arg| {
+                super::params::parse_param(arg).map_err(|reason| Error::Param {
+                    arg: arg.clone(),
+                    reason,
+                })
+            })
+            .collect::<Result<Vec<AxisSpec>, Error>>()?;
+        let model_file = normalize(model_path);
+        let set_fields = spec::apply_sets(&mut base, &overrides.set)?;
+        let base_model = Model::from_document(&base, &model_file)
+            .map_err(|e| spec::note_sets(e, &set_fields))?;
+        let name = super::params::grid_name(&base_model.name, params, &overrides.set);
+        let reps = overrides.reps.unwrap_or(1);
+        let mut definition = serde_json::json!({
+            "name": name,
+            "model": model_file,
+            "reps": reps,
+        });
+        if let Some(seed) = overrides.seed {
+            definition["seed"] = seed.into();
+        }
+        definition["axes"] = serde_json::to_value(&axes).expect("axes serialize");
+        let mut args: Vec<String> = params
+            .iter()
+            .flat_map(|p| ["--param".to_string(), p.clone()])
+            .collect();
+        args.extend(overrides.args());
+        Plan::build(Draft {
+            origin: Origin::Params(params),
+            name,
+            definition,
+            model_file,
+            base,
+            set_fields,
+            base_model,
+            seed: overrides.seed,
+            seeds: SeedMode::Common,
+            reps,
+            axes: &axes,
+            charts: &[],
+            args,
+        })
+    }
+
+    /// Expands the axes, patches and validates every point, and writes the header.
+    fn build(d: Draft) -> Result<Plan, Error> {
+        let origin = d.origin;
+        let mut base = d.base;
+        let model_file = &d.model_file;
         // Fields left at their defaults are not in the file, but may be swept.
-        let normalized = serde_json::to_value(&base_scenario.spec).unwrap_or(Value::Null);
-
-        let axes = check_axes(&spec.axes, &mut base, &normalized, sweep_path, &model_file)?;
-        let (columns, cells, models) = grid(&axes, &base, sweep_path, &model_file)?;
-        // Charts that name a missing axis fail now, not after the runs.
-        spec::charts::check_sweep_axes(&spec.charts, &columns)
-            .map_err(|(field, reason)| invalid(field, reason))?;
-
+        let normalized = serde_json::to_value(&d.base_model.spec).unwrap_or(Value::Null);
+        let axes = check_axes(origin, d.axes, &mut base, &normalized, model_file)?;
+        let (columns, cells, models) = grid(origin, &axes, &base, model_file, &d.set_fields)?;
+        if let Origin::File(sweep_path) = origin {
+            // Charts that name a missing axis fail now, not after the runs.
+            spec::charts::check_sweep_axes(d.charts, &columns).map_err(|(field, reason)| {
+                Error::Invalid {
+                    path: sweep_path.to_path_buf(),
+                    field,
+                    reason,
+                }
+            })?;
+        }
+        let sweep_file = match origin {
+            Origin::File(p) => p.display().to_string(),
+            Origin::Params(_) => String::new(),
+        };
         let mut header = PlanHeader {
             hcsim_version: env!("CARGO_PKG_VERSION").to_string(),
-            name: name.to_string(),
-            sweep_file: sweep_path.display().to_string(),
-            definition,
+            name: d.name,
+            sweep_file,
+            definition: d.definition,
             model_file: model_file.display().to_string(),
             model: base,
-            seed: spec.seed.unwrap_or(base_scenario.seed),
-            seeds: spec.seeds,
-            reps: spec.reps,
+            seed: d.seed.unwrap_or(d.base_model.seed),
+            seeds: d.seeds,
+            reps: d.reps,
             axes: columns,
             points: cells,
+            args: d.args,
             fingerprint: String::new(),
         };
         header.fingerprint = header.compute_fingerprint();
@@ -210,43 +488,65 @@ impl Plan {
 /// or as a field left at its default (then `base` gets the empty sections
 /// the path goes through).
 fn check_axes(
+    origin: Origin,
     specs: &[AxisSpec],
     base: &mut Value,
     normalized: &Value,
-    sweep_path: &Path,
     model_file: &Path,
 ) -> Result<Vec<Axis>, Error> {
-    let invalid = |field: String, reason: String| Error::Invalid {
-        path: sweep_path.to_path_buf(),
-        field,
-        reason,
-    };
     let mut axes = Vec::with_capacity(specs.len());
-    let mut seen = BTreeSet::new();
+    // Each column's path and the axis that gave it.
+    let mut seen: BTreeMap<String, usize> = BTreeMap::new();
     for (i, a) in specs.iter().enumerate() {
-        let axis = expand_axis(a).map_err(|(f, r)| invalid(format!("axes[{i}].{f}"), r))?;
+        let axis = expand_axis(a).map_err(|(f, r)| origin.axis(i, f, r))?;
         for (j, c) in axis.columns.iter().enumerate() {
-            let at = if a.zip.is_some() {
-                format!("axes[{i}].zip[{j}]")
+            let zip = if a.zip.is_some() {
+                format!(".zip[{j}]")
             } else {
-                format!("axes[{i}]")
+                String::new()
             };
-            if !seen.insert(c.path.clone()) {
-                return Err(invalid(
-                    format!("{at}.path"),
-                    format!("`{}` is already an axis", c.path),
-                ));
+            if let Some(&first) = seen.get(&c.path) {
+                return Err(match origin {
+                    Origin::File(_) => origin.axis(
+                        i,
+                        if a.zip.is_some() {
+                            format!("zip[{j}].path")
+                        } else {
+                            "path".into()
+                        },
+                        format!("`{}` is already an axis", c.path),
+                    ),
+                    Origin::Params(params) => Error::Param {
+                        arg: params[i].clone(),
+                        reason: format!(
+                            "`{}` is already an axis, given by --param {}: each path may vary along one axis",
+                            c.path, params[first]
+                        ),
+                    },
+                });
             }
+            seen.insert(c.path.clone(), i);
             if spec::get_path(base, &c.path).is_some() {
                 continue;
             }
             if spec::get_path(normalized, &c.path).is_none() {
-                return Err(Error::UnknownSweepPath {
-                    sweep: sweep_path.to_path_buf(),
-                    axis: at,
-                    path: c.path.clone(),
-                    model: model_file.to_path_buf(),
-                    reason: missing_reason(base, &c.path),
+                return Err(match origin {
+                    Origin::File(sweep) => Error::UnknownSweepPath {
+                        sweep: sweep.to_path_buf(),
+                        axis: format!("axes[{i}]{zip}"),
+                        path: c.path.clone(),
+                        model: model_file.to_path_buf(),
+                        reason: missing_reason(base, &c.path, "in the sweep's `set`"),
+                    },
+                    Origin::Params(params) => Error::Param {
+                        arg: params[i].clone(),
+                        reason: format!(
+                            "`{}` is not in the model {}: {}",
+                            c.path,
+                            model_file.display(),
+                            missing_reason(base, &c.path, "with --set PATH=VALUE")
+                        ),
+                    },
                 });
             }
             add_default_parents(base, normalized, &c.path);
@@ -260,22 +560,33 @@ fn check_axes(
 /// model, patched from `base` and validated as `hcsim run` validates it.
 type Grid = (Vec<String>, Vec<Vec<Value>>, Vec<Model>);
 
-fn grid(axes: &[Axis], base: &Value, sweep_path: &Path, model_file: &Path) -> Result<Grid, Error> {
+fn grid(
+    origin: Origin,
+    axes: &[Axis],
+    base: &Value,
+    model_file: &Path,
+    set_fields: &[(String, String)],
+) -> Result<Grid, Error> {
     let lens: Vec<usize> = axes.iter().map(Axis::len).collect();
     let points = lens
         .iter()
         .try_fold(1usize, |acc, &n| acc.checked_mul(n))
         .filter(|&n| n <= MAX_POINTS)
-        .ok_or_else(|| Error::Invalid {
-            path: sweep_path.to_path_buf(),
-            field: "axes".into(),
-            reason: format!(
-                "the grid has {} points, more than {MAX_POINTS}",
-                lens.iter()
-                    .map(|n| n.to_string())
-                    .collect::<Vec<_>>()
-                    .join(" × ")
-            ),
+        .ok_or_else(|| {
+            let sizes = lens
+                .iter()
+                .map(|n| n.to_string())
+                .collect::<Vec<_>>()
+                .join(" × ");
+            let reason = format!("the grid has {sizes} points, more than {MAX_POINTS}");
+            match origin {
+                Origin::File(path) => Error::Invalid {
+                    path: path.to_path_buf(),
+                    field: "axes".into(),
+                    reason,
+                },
+                Origin::Params(_) => Error::Usage(format!("--param: {reason}")),
+            }
         })?;
     let columns: Vec<String> = axes
         .iter()
@@ -290,27 +601,77 @@ fn grid(axes: &[Axis], base: &Value, sweep_path: &Path, model_file: &Path) -> Re
             .zip(&idx)
             .flat_map(|(a, &k)| a.columns.iter().map(move |c| c.cells[k].clone()))
             .collect();
-        let at_point = |source: Error| Error::InSweep {
-            sweep: sweep_path.to_path_buf(),
-            context: format!("point {p} ({})", describe(&columns, &row)),
-            source: Box::new(source),
-        };
         let mut doc = base.clone();
+        let at_point = |doc: &Value, source: Error| {
+            let context = format!("point {p} ({})", describe(&columns, &row));
+            point_error(
+                origin,
+                axes,
+                doc,
+                context,
+                spec::note_sets(source, set_fields),
+            )
+        };
         for (a, &k) in axes.iter().zip(&idx) {
             for c in &a.columns {
-                spec::set_path(&mut doc, &c.path, c.values[k].clone()).map_err(|reason| {
-                    at_point(Error::Invalid {
+                if let Err(reason) = spec::set_path(&mut doc, &c.path, c.values[k].clone()) {
+                    let source = Error::Invalid {
                         path: model_file.to_path_buf(),
                         field: c.path.clone(),
                         reason,
-                    })
-                })?;
+                    };
+                    return Err(at_point(&doc, source));
+                }
             }
         }
-        models.push(Model::from_document(&doc, model_file).map_err(at_point)?);
+        models.push(Model::from_document(&doc, model_file).map_err(|e| at_point(&doc, e))?);
         cells.push(row);
     }
     Ok((columns, cells, models))
+}
+
+/// An error in the model of one point. From a sweep file it names the file
+/// and the point; from `--param`s, the argument whose path holds the field
+/// in error (the last one, as it was applied last), if any.
+fn point_error(
+    origin: Origin,
+    axes: &[Axis],
+    doc: &Value,
+    context: String,
+    source: Error,
+) -> Error {
+    let params = match origin {
+        Origin::File(sweep) => {
+            return Error::InSweep {
+                sweep: sweep.to_path_buf(),
+                context,
+                source: Box::new(source),
+            };
+        }
+        Origin::Params(params) => params,
+    };
+    let field = match &source {
+        Error::Parse { field, .. } | Error::Invalid { field, .. } => field.clone(),
+        _ => String::new(),
+    };
+    let under =
+        |a: &str, b: &str| a == b || a.strip_prefix(b).is_some_and(|r| r.starts_with(['.', '[']));
+    let blamed = axes.iter().enumerate().rev().find(|(_, a)| {
+        a.columns.iter().any(|c| {
+            let canonical = spec::canonical_path(doc, &c.path).unwrap_or_else(|| c.path.clone());
+            !field.is_empty()
+                && [canonical.as_str(), c.path.as_str()]
+                    .iter()
+                    .any(|p| under(&field, p) || under(p, &field))
+        })
+    });
+    match blamed {
+        Some((i, _)) => Error::Param {
+            arg: params[i].clone(),
+            reason: format!("at {context}: {source}"),
+        },
+        None => Error::Usage(format!("the --param grid at {context}: {source}")),
+    }
 }
 
 /// Adds empty objects for the sections on the way to `path` that the model
@@ -330,13 +691,16 @@ fn add_default_parents(doc: &mut Value, normalized: &Value, path: &str) {
     }
 }
 
-/// Why a path is not in a document: the first segment that is missing.
-fn missing_reason(doc: &Value, path: &str) -> String {
+/// Why a path is not in a document: the first segment that is missing, and
+/// `how` an optional field left out can be given a value.
+fn missing_reason(doc: &Value, path: &str, how: &str) -> String {
     let segs: Vec<&str> = path.split('.').collect();
     for i in 0..segs.len() {
         let prefix = segs[..=i].join(".");
         if spec::get_path(doc, &prefix).is_none() {
-            let optional = "; an optional field that the model leaves out can be given a value in the model or in the sweep's `set`";
+            let optional = format!(
+                "; an optional field that the model leaves out can be given a value in the model or {how}"
+            );
             return if i == 0 {
                 format!("the model has no top-level field `{}`{optional}", segs[0])
             } else {
@@ -411,12 +775,13 @@ mod tests {
     fn missing_paths_name_the_first_missing_segment() {
         let doc = json!({"policy": {"max_fails": 1}, "nodes": [{"name": "A"}]});
         assert!(
-            missing_reason(&doc, "policy.max_fail").starts_with("`policy` has no field `max_fail`")
+            missing_reason(&doc, "policy.max_fail", "")
+                .starts_with("`policy` has no field `max_fail`")
         );
         assert!(
-            missing_reason(&doc, "polcy.max_fails")
+            missing_reason(&doc, "polcy.max_fails", "")
                 .starts_with("the model has no top-level field `polcy`")
         );
-        assert!(missing_reason(&doc, "nodes.B.weight").starts_with("`nodes` has no field `B`"));
+        assert!(missing_reason(&doc, "nodes.B.weight", "").starts_with("`nodes` has no field `B`"));
     }
 }

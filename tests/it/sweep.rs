@@ -255,7 +255,10 @@ fn the_model_point_equals_hcsim_run_with_the_same_seeds() {
         .as_array()
         .unwrap()
         .iter()
-        .find(|p| p["values"] == json!({"policy.max_fails": 3, "policy.fail_timeout": "5s"}))
+        .find(|p| {
+            p["values"]
+                == json!({"policy.max_fails": 3, "policy.fail_timeout": "5s", "policy.fail_timeout_s": 5.0})
+        })
         .expect("the point max_fails=3 fail_timeout=5s");
     let run_seeds: Vec<&Value> = summary["runs"]
         .as_array()
@@ -335,15 +338,18 @@ fn outputs_name_columns_by_path_and_node_name() {
     let runs = fs::read_to_string(dir.join("o/runs.csv")).unwrap();
     let header: Vec<&str> = runs.lines().next().unwrap().split(',').collect();
     assert_eq!(
-        header[..6],
+        header[..8],
         [
             "point",
             "rep",
             "policy",
             "gateway.proxy_connect_timeout",
+            "gateway.proxy_connect_timeout_s",
             "gateway.proxy_read_timeout",
+            "gateway.proxy_read_timeout_s",
             "seed"
-        ]
+        ],
+        "a duration axis is followed by its value in seconds"
     );
     for col in [
         "nodes.A.share",
@@ -357,12 +363,17 @@ fn outputs_name_columns_by_path_and_node_name() {
     let c = header.iter().position(|c| *c == "nodes.C.share").unwrap();
     assert!(a < c, "nodes keep the model's order");
     assert_eq!(runs.lines().count(), 1 + 4 * 3);
-    assert!(runs.lines().nth(1).unwrap().starts_with("0,0,off,1s,3s,"));
+    assert!(
+        runs.lines()
+            .nth(1)
+            .unwrap()
+            .starts_with("0,0,off,1s,1,3s,3,")
+    );
     let points = fs::read_to_string(dir.join("o/points.csv")).unwrap();
     let head = points.lines().next().unwrap();
-    assert!(
-        head.starts_with("point,policy,gateway.proxy_connect_timeout,gateway.proxy_read_timeout,")
-    );
+    assert!(head.starts_with(
+        "point,policy,gateway.proxy_connect_timeout,gateway.proxy_connect_timeout_s,gateway.proxy_read_timeout,gateway.proxy_read_timeout_s,"
+    ));
     for col in [
         "nodes.A.share.median",
         "nodes.A.share.mean",
@@ -378,6 +389,14 @@ fn outputs_name_columns_by_path_and_node_name() {
     assert_eq!(results["definition"], sweep);
     assert_eq!(results["model_file"], json!("models/tiny.json"));
     assert_eq!(results["points"][2]["values"]["policy"], json!("mf2"));
+    assert_eq!(
+        results["points"][3]["values"]["gateway.proxy_read_timeout_s"],
+        json!(4.0)
+    );
+    assert!(
+        results["points"][0]["values"].get("policy_s").is_none(),
+        "only duration axes get seconds"
+    );
 }
 
 #[test]
@@ -517,4 +536,422 @@ fn the_readme_gnu_parallel_example_gives_the_unsharded_outputs() {
         ],
     ));
     assert_same_outputs(&dir.join("whole"), &dir.join("output/max-fails-grid-crash"));
+}
+
+// ------------------------------------------------------- command-line grids
+
+/// The README's command-line grid: 5 × 2 points × 2 reps of the shipped model.
+const ACCEPTANCE: [&str; 9] = [
+    "sweep",
+    "models/crash-10s-of-3.json",
+    "--param",
+    "policy.max_fails=1,2,3,4,5",
+    "--param",
+    "policy.fail_timeout=1s,5s",
+    "--reps",
+    "2",
+    "--no-charts",
+];
+
+/// `dir/models/crash-10s-of-3.json`, the shipped model.
+fn copy_shipped_model(dir: &Path) {
+    fs::create_dir_all(dir.join("models")).unwrap();
+    let model = Path::new(env!("CARGO_MANIFEST_DIR")).join("models/crash-10s-of-3.json");
+    fs::copy(model, dir.join("models/crash-10s-of-3.json")).unwrap();
+}
+
+fn csv_header(path: &Path) -> Vec<String> {
+    let text = fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let head = text.lines().next().unwrap();
+    head.split(',').map(str::to_string).collect()
+}
+
+#[test]
+fn a_command_line_grid_writes_every_point_with_seconds_columns() {
+    let dir = workdir("grid-acceptance");
+    copy_shipped_model(&dir);
+    let out = ok(hcsim(&dir, &[&ACCEPTANCE[..], &["--jobs", "1"]].concat()));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let name = "crash-10s-of-3-sweep-max_fails=1,2,3,4,5-fail_timeout=1s,5s";
+    let o = dir.join("output").join(name);
+    assert!(
+        stdout.contains(&format!("wrote output/{name} (")),
+        "the output directory is named after the model and the params:\n{stdout}"
+    );
+    // The end summary: each charted metric's extremes and where they are.
+    assert!(stdout.contains("10 points × 2 reps"), "{stdout}");
+    assert!(stdout.contains("nodes.A.share (median)"), "{stdout}");
+    assert!(stdout.contains("policy.max_fails="), "{stdout}");
+
+    let points = fs::read_to_string(o.join("points.csv")).unwrap();
+    assert_eq!(points.lines().count(), 1 + 10, "10 points");
+    let head = csv_header(&o.join("points.csv"));
+    assert_eq!(
+        head[..4],
+        [
+            "point",
+            "policy.max_fails",
+            "policy.fail_timeout",
+            "policy.fail_timeout_s"
+        ]
+    );
+    let rows: Vec<&str> = points.lines().skip(1).collect();
+    assert!(rows[0].starts_with("0,1,1s,1,"), "{}", rows[0]);
+    assert!(rows[9].starts_with("9,5,5s,5,"), "{}", rows[9]);
+    let runs = fs::read_to_string(o.join("runs.csv")).unwrap();
+    assert_eq!(runs.lines().count(), 1 + 20);
+    assert_eq!(
+        csv_header(&o.join("runs.csv"))[..6],
+        [
+            "point",
+            "rep",
+            "policy.max_fails",
+            "policy.fail_timeout",
+            "policy.fail_timeout_s",
+            "seed"
+        ]
+    );
+    let results = read_json(&o.join("results.json"));
+    assert_eq!(
+        results["command"],
+        json!(
+            "hcsim sweep models/crash-10s-of-3.json --param policy.max_fails=1,2,3,4,5 --param policy.fail_timeout=1s,5s --reps 2"
+        )
+    );
+    assert_eq!(results["sweep"], json!(name));
+    assert_eq!(results["sweep_file"], json!(""));
+    assert_eq!(results["model_file"], json!("models/crash-10s-of-3.json"));
+    assert_eq!(results["seed"], json!(1), "the model's seed");
+    assert_eq!(
+        results["definition"]["axes"][1],
+        json!({"path": "policy.fail_timeout", "values": ["1s", "5s"]})
+    );
+    assert_eq!(
+        results["points"][1]["values"],
+        json!({"policy.max_fails": 1, "policy.fail_timeout": "5s", "policy.fail_timeout_s": 5.0})
+    );
+
+    // Determinism: one thread or two, the same bytes.
+    ok(hcsim(
+        &dir,
+        &[&ACCEPTANCE[..], &["--jobs", "2", "--out", "j2", "--quiet"]].concat(),
+    ));
+    assert_same_outputs(&o, &dir.join("j2"));
+}
+
+#[test]
+fn a_command_line_grid_equals_the_sweep_file_that_says_the_same() {
+    let dir = workdir("grid-vs-file");
+    write_files(&dir, "tiny.json", &tiny_sweep());
+    ok(hcsim(&dir, &["sweep", "sweeps/tiny.json", "--out", "file"]));
+    // tiny_sweep's axes as a range of integers and a range of durations.
+    ok(hcsim(
+        &dir,
+        &[
+            "sweep",
+            "models/tiny.json",
+            "--param",
+            "policy.max_fails=1..3:2",
+            "--param",
+            "policy.fail_timeout=2s..5s:3s",
+            "--reps",
+            "3",
+            "--out",
+            "cli",
+        ],
+    ));
+    for f in ["runs.csv", "points.csv"] {
+        let a = fs::read(dir.join("file").join(f)).unwrap();
+        let b = fs::read(dir.join("cli").join(f)).unwrap();
+        assert!(a == b, "{f} differs");
+    }
+    let results = read_json(&dir.join("cli/results.json"));
+    assert_eq!(
+        results["definition"]["axes"],
+        json!([
+            {"path": "policy.max_fails", "range": {"from": 1, "to": 3, "step": 2}},
+            {"path": "policy.fail_timeout", "range": {"from": "2s", "to": "5s", "step": "3s"}}
+        ])
+    );
+    // A list of sections, split at the commas between them.
+    let out = ok(hcsim(
+        &dir,
+        &[
+            "sweep",
+            "models/tiny.json",
+            "--param",
+            r#"policy={"kind":"none"},{"kind":"max_fails","max_fails":1,"fail_timeout":"2s"}"#,
+            "--param",
+            "faults[0].for=1s..2s:500ms",
+            "--quiet",
+            "--no-charts",
+        ],
+    ));
+    assert!(out.stdout.is_empty(), "--quiet prints nothing");
+    let o = dir.join(
+        "output/tiny-crash-sweep-policy=__kind___none__,__kind___max_fails_,_max_fails__1,_fail_timeout___2s__-for=1s..2s_by_500ms",
+    );
+    let results = read_json(&o.join("results.json"));
+    assert_eq!(results["points"].as_array().unwrap().len(), 6);
+    assert_eq!(
+        results["points"][5]["values"]["faults[0].for_s"],
+        json!(2.0)
+    );
+}
+
+#[test]
+fn set_reps_and_seed_override_a_sweep_file() {
+    let dir = workdir("grid-overrides");
+    write_files(&dir, "tiny.json", &tiny_sweep());
+    let out = ok(hcsim(
+        &dir,
+        &[
+            "sweep",
+            "sweeps/tiny.json",
+            "--set",
+            "duration=4s",
+            "--reps",
+            "2",
+            "--seed",
+            "5",
+            "--out",
+            "o",
+            "--no-charts",
+        ],
+    ));
+    let results = read_json(&dir.join("o/results.json"));
+    assert_eq!(results["reps"], json!(2));
+    assert_eq!(results["seed"], json!(5));
+    assert_eq!(results["model"]["duration"], json!("4s"));
+    assert_eq!(results["runs"].as_array().unwrap().len(), 4 * 2);
+    assert_eq!(results["runs"][0]["seed"], json!(5));
+    assert_eq!(
+        results["command"],
+        json!("hcsim sweep sweeps/tiny.json --set duration=4s --reps 2 --seed 5")
+    );
+    assert_eq!(results["definition"], tiny_sweep(), "the file as written");
+    assert!(String::from_utf8_lossy(&out.stdout).contains("4 points × 2 reps"));
+
+    // On a command-line grid, --set applies to the model before the grid.
+    ok(hcsim(
+        &dir,
+        &[
+            "sweep",
+            "models/tiny.json",
+            "--param",
+            "policy.max_fails=1,2",
+            "--set",
+            "clients.rate_per_s=20",
+            "--seed",
+            "3",
+            "--no-charts",
+        ],
+    ));
+    let o = dir.join("output/tiny-crash-sweep-max_fails=1,2-with-rate_per_s=20");
+    let results = read_json(&o.join("results.json"));
+    assert_eq!(results["model"]["clients"]["rate_per_s"], json!(20));
+    assert_eq!(results["seed"], json!(3));
+    assert_eq!(results["reps"], json!(1));
+    assert_eq!(
+        results["command"],
+        json!(
+            "hcsim sweep models/tiny.json --param policy.max_fails=1,2 --set clients.rate_per_s=20 --seed 3"
+        )
+    );
+}
+
+#[test]
+fn a_command_line_grid_resumes_shards_and_merges() {
+    let dir = workdir("grid-resume");
+    write_files(&dir, "tiny.json", &tiny_sweep());
+    let grid = [
+        "sweep",
+        "models/tiny.json",
+        "--param",
+        "policy.max_fails=1,3",
+        "--param",
+        "policy.fail_timeout=2s..5s:3s",
+        "--reps",
+        "3",
+        "--no-charts",
+    ];
+    ok(hcsim(&dir, &[&grid[..], &["--out", "whole"]].concat()));
+
+    // Cut after 5 runs, in the default directory; the same arguments resume it.
+    let out = hcsim_env(&dir, &grid, &[("HCSIM_STOP_AFTER", "5")]);
+    assert!(!out.status.success());
+    let cut = dir.join("output/tiny-crash-sweep-max_fails=1,3-fail_timeout=2s..5s_by_3s");
+    assert!(cut.join(".checkpoint/runs.jsonl").exists());
+
+    // Other arguments are refused, naming the command that wrote the checkpoint.
+    let other = [
+        "sweep",
+        "models/tiny.json",
+        "--param",
+        "policy.max_fails=1,3",
+        "--param",
+        "policy.fail_timeout=2s..5s:3s",
+        "--reps",
+        "4",
+        "--resume",
+        "--out",
+        cut.to_str().unwrap(),
+    ];
+    let err = user_error(hcsim(&dir, &other));
+    assert!(
+        err.contains(
+            "belongs to a different sweep: it was written by `hcsim sweep models/tiny.json --param policy.max_fails=1,3 --param policy.fail_timeout=2s..5s:3s --reps 3`, not `hcsim sweep models/tiny.json --param policy.max_fails=1,3 --param policy.fail_timeout=2s..5s:3s --reps 4`"
+        ),
+        "{err}"
+    );
+    let out = ok(hcsim(&dir, &[&grid[..], &["--resume"]].concat()));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("resuming: 5 runs already done, 7 to go")
+    );
+    assert_same_outputs(&dir.join("whole"), &cut);
+
+    ok(hcsim(
+        &dir,
+        &[&grid[..], &["--shard", "1/2", "--out", "shard1"]].concat(),
+    ));
+    // Another machine, another directory: the model's path is not part of the grid.
+    fs::create_dir_all(dir.join("elsewhere")).unwrap();
+    let mut moved = grid;
+    moved[1] = "../models/tiny.json";
+    ok(hcsim(
+        &dir.join("elsewhere"),
+        &[&moved[..], &["--shard", "2/2", "--out", "../shard2"]].concat(),
+    ));
+    ok(hcsim(
+        &dir,
+        &[
+            "merge",
+            "shard2",
+            "shard1",
+            "--out",
+            "merged",
+            "--no-charts",
+        ],
+    ));
+    assert_same_outputs(&dir.join("whole"), &dir.join("merged"));
+}
+
+#[test]
+fn bad_params_exit_2_naming_the_argument_and_what_was_expected() {
+    let dir = workdir("grid-bad");
+    write_files(&dir, "tiny.json", &tiny_sweep());
+    let cases: Vec<(Vec<&str>, &str)> = vec![
+        (
+            vec!["--param", "policy.max_fails"],
+            "error: --param policy.max_fails: no `=` between PATH and LIST: expected PATH=LIST, a list a,b,c or a range FROM..TO[:STEP]",
+        ),
+        (
+            vec!["--param", "policy.max_fails="],
+            "error: --param policy.max_fails=: the list of values is empty: expected PATH=LIST",
+        ),
+        (
+            vec!["--param", "policy.max_fails=1,,3"],
+            "error: --param policy.max_fails=1,,3: value 2 of the list is empty",
+        ),
+        (
+            vec!["--param", "policy.max_fail=1,2"],
+            "error: --param policy.max_fail=1,2: `policy.max_fail` is not in the model models/tiny.json: `policy` has no field `max_fail`; an optional field that the model leaves out can be given a value in the model or with --set PATH=VALUE",
+        ),
+        (
+            vec!["--param", "policy.max_fails=5..1"],
+            "error: --param policy.max_fails=5..1: the range is empty: from 5 never reaches 1 by steps of 1; a negative STEP counts down",
+        ),
+        (
+            vec!["--param", "policy.max_fails=1..20000"],
+            "error: --param policy.max_fails=1..20000: the range expands to 20000 values, more than 10000 per axis",
+        ),
+        (
+            vec!["--param", "policy.fail_timeout=1s..10s"],
+            "error: --param policy.fail_timeout=1s..10s: a range of durations needs a STEP: FROM..TO:STEP, e.g. 1s..10s:1s",
+        ),
+        (
+            vec!["--param", "policy.fail_timeout=1s..10:1s"],
+            "error: --param policy.fail_timeout=1s..10:1s: FROM and TO must be both numbers or both durations",
+        ),
+        (
+            vec!["--param", "policy.max_fails=a,b"],
+            "error: --param policy.max_fails=a,b: at point 0 (policy.max_fails=a): models/tiny.json: policy.max_fails: invalid type: string \"a\", expected",
+        ),
+        (
+            vec![
+                "--param",
+                "policy.max_fails=1,2",
+                "--param",
+                "policy.fail_timeout=5s,1500ms",
+            ],
+            "error: --param policy.fail_timeout=5s,1500ms: at point 1 (policy.max_fails=1, policy.fail_timeout=1500ms): models/tiny.json: policy.fail_timeout: nginx takes fail_timeout in whole seconds",
+        ),
+        (
+            vec![
+                "--param",
+                "policy.max_fails=1",
+                "--param",
+                "policy.max_fails=2",
+            ],
+            "error: --param policy.max_fails=2: `policy.max_fails` is already an axis, given by --param policy.max_fails=1",
+        ),
+        (
+            vec![
+                "--param",
+                "policy.max_fails=1..10000",
+                "--param",
+                "nodes.B.weight=1..11",
+            ],
+            "error: --param: the grid has 10000 × 11 points, more than 100000",
+        ),
+        (
+            vec![
+                "--param",
+                "policy.max_fails=1,2",
+                "--set",
+                "policy.max_fails",
+            ],
+            "error: --set policy.max_fails: expected PATH=VALUE",
+        ),
+        (
+            vec![
+                "--param",
+                "policy.max_fails=1,2",
+                "--set",
+                "clients.rate_per_s=fast",
+            ],
+            "error: models/tiny.json: clients.rate_per_s: invalid type: string \"fast\", expected f64 (set by --set clients.rate_per_s=fast)",
+        ),
+        (
+            vec![],
+            "error: models/tiny.json is a model: give the grid with --param PATH=LIST",
+        ),
+    ];
+    for (args, want) in cases {
+        let all = [&["sweep", "models/tiny.json", "--out", "o"][..], &args[..]].concat();
+        let err = user_error(hcsim(&dir, &all));
+        assert!(
+            err.starts_with(want),
+            "{args:?}: expected {want:?} in:\n{err}"
+        );
+        assert!(!dir.join("o").exists(), "{args:?}: nothing is written");
+    }
+    let err = user_error(hcsim(
+        &dir,
+        &["sweep", "sweeps/tiny.json", "--param", "policy.max_fails=1"],
+    ));
+    assert!(
+        err.starts_with("error: sweeps/tiny.json is a sweep file, which has its own `axes`"),
+        "{err}"
+    );
+    let err = user_error(hcsim(
+        &dir,
+        &["sweep", "sweeps/tiny.json", "--set", "policy.max_fail=2"],
+    ));
+    assert!(
+        err.contains("its model with --set applied") && err.contains("unknown field `max_fail`"),
+        "{err}"
+    );
+    let err = user_error(hcsim(&dir, &["sweep", "sweeps/tiny.json", "--reps", "0"]));
+    assert!(err.contains("--reps"), "{err}");
 }

@@ -8,7 +8,7 @@ mod run;
 mod sweep;
 
 pub use run::{default_charts, draw_run};
-pub use sweep::{default_sweep_charts, draw_sweep};
+pub use sweep::{default_sweep_charts, draw_sweep, sweep_chart_specs};
 
 use crate::error::Error;
 use crate::plot::{self, DistributionSpec};

@@ -330,19 +330,25 @@ impl Sweep<'_> {
     }
 }
 
+/// The charts of a sweep: those its definition names, or the defaults.
+/// `path` is its `results.json`, for errors.
+pub fn sweep_chart_specs(results: &SweepResults, path: &Path) -> Result<Vec<ChartSpec>, Error> {
+    match results.definition.get("charts") {
+        Some(c) if c.as_array().is_some_and(|a| !a.is_empty()) => serde_json::from_value(c.clone())
+            .map_err(|e| Error::Parse {
+                path: path.to_path_buf(),
+                field: "definition.charts".into(),
+                msg: e.to_string(),
+            }),
+        _ => Ok(default_sweep_charts(results)),
+    }
+}
+
 /// Draws the charts of a sweep output directory (from `results.json`).
 pub fn draw_sweep(dir: &Path) -> Result<Vec<Drawn>, Error> {
     let path = dir.join("results.json");
     let results = SweepResults::read(&path)?;
-    let specs: Vec<ChartSpec> = match results.definition.get("charts") {
-        Some(c) if c.as_array().is_some_and(|a| !a.is_empty()) => serde_json::from_value(c.clone())
-            .map_err(|e| Error::Parse {
-                path: path.clone(),
-                field: "definition.charts".into(),
-                msg: e.to_string(),
-            })?,
-        _ => default_sweep_charts(&results),
-    };
+    let specs = sweep_chart_specs(&results, &path)?;
     let sweep = Sweep {
         caption: format!(
             "sweep {} · {} points × {} reps · seed {} ({} seeds) · hcsim {}",
