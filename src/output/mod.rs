@@ -5,11 +5,13 @@
 //! never sees half a file.
 
 pub mod charts;
+pub mod compare;
 pub mod csv;
 pub mod html;
 pub mod summary;
 pub mod sweep;
 pub mod table;
+pub mod whatif;
 
 use crate::error::Error;
 use crate::world::TraceLine;
