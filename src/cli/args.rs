@@ -38,6 +38,10 @@ pub enum Command {
     /// the first run and whether it is beyond the replication noise; writes
     /// compare.html with the timelines overlaid.
     Compare(CompareArgs),
+    /// Print a shell completion script, e.g. `hcsim completions bash > ~/.local/share/bash-completion/completions/hcsim`.
+    Completions(CompletionsArgs),
+    /// Print the manual page (roff), e.g. `hcsim man | man -l -`.
+    Man,
 }
 
 #[derive(Args, Debug)]
@@ -73,6 +77,20 @@ pub enum CompareFormat {
     Markdown,
     /// CSV, one row per metric and run.
     Csv,
+}
+
+#[derive(Args, Debug)]
+pub struct CompletionsArgs {
+    /// The shell.
+    #[arg(value_enum)]
+    pub shell: Shell,
+}
+
+#[derive(Copy, Clone, Debug, PartialEq, Eq, ValueEnum)]
+pub enum Shell {
+    Bash,
+    Zsh,
+    Fish,
 }
 
 #[derive(Args, Debug)]

@@ -5,6 +5,8 @@
 pub mod args;
 mod check;
 mod compare;
+mod completions;
+mod man;
 mod merge;
 mod plot;
 mod reproduce;
@@ -29,6 +31,8 @@ pub fn run(cli: Cli) -> Result<ExitCode, Error> {
         Command::Plot(args) => plot::run(args),
         Command::Reproduce(args) => reproduce::run(args),
         Command::Compare(args) => compare::run(args),
+        Command::Completions(args) => completions::run(args),
+        Command::Man => man::run(),
     }
 }
 

@@ -314,6 +314,28 @@ fn exports_and_quiet() {
 }
 
 #[test]
+fn completions_and_man_page() {
+    let dir = tmp("whatif-shell");
+    for shell in ["bash", "zsh", "fish"] {
+        let script = ok(hcsim_in(&dir, &["completions", shell]));
+        assert!(
+            script.contains("hcsim") && script.contains("compare"),
+            "{shell}"
+        );
+        assert!(script.len() > 1000, "{shell}: {} bytes", script.len());
+    }
+    let man = ok(hcsim_in(&dir, &["man"]));
+    assert!(man.contains(".TH hcsim"), "{}", &man[..man.len().min(300)]);
+    assert!(man.contains("compare"));
+    user_error(
+        Command::new(env!("CARGO_BIN_EXE_hcsim"))
+            .args(["completions", "tcsh"])
+            .output()
+            .unwrap(),
+    );
+}
+
+#[test]
 fn errors_where_users_trip() {
     let dir = setup("whatif-errors");
     let err = user_error(hcsim_in(
