@@ -6,6 +6,7 @@ pub mod args;
 mod check;
 mod compare;
 mod completions;
+mod interrupt;
 mod man;
 mod merge;
 mod plot;

@@ -365,3 +365,61 @@ fn errors_where_users_trip() {
     let err = user_error(hcsim_in(&dir, &["compare", "empty", "nowhere"]));
     assert!(err.contains("error: empty: a directory without summary.json: compare takes the output directories of `hcsim run`"), "{err}");
 }
+
+#[test]
+#[cfg(unix)]
+fn ctrl_c_in_a_sweep_says_how_to_resume() {
+    let dir = setup("whatif-sigint");
+    std::fs::write(
+        dir.join("s.json"),
+        r#"{"name": "s", "model": "m.json", "reps": 400, "set": {"duration": "30s"},
+            "axes": [{"path": "policy.max_fails", "values": [1, 2, 3, 4]}]}"#,
+    )
+    .unwrap();
+    let child = Command::new(env!("CARGO_BIN_EXE_hcsim"))
+        .args(["sweep", "s.json", "--jobs", "1", "--no-charts"])
+        .current_dir(&dir)
+        .stderr(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let ckpt = dir.join("output/s/.checkpoint/runs.jsonl");
+    let start = std::time::Instant::now();
+    while std::fs::read_to_string(&ckpt).map_or(0, |t| t.lines().count()) < 3 {
+        assert!(
+            start.elapsed().as_secs() < 60,
+            "the sweep never checkpointed a run"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let killed = Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(killed.success());
+    let out = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(130), "{err}");
+    assert!(
+        err.contains("finished run(s) are kept in output/s/.checkpoint/runs.jsonl"),
+        "{err}"
+    );
+    assert!(
+        err.contains("hcsim sweep s.json --jobs 1 --no-charts --resume"),
+        "{err}"
+    );
+    // and the hint is right: the same command with --resume finishes the sweep
+    ok(hcsim_in(
+        &dir,
+        &[
+            "sweep",
+            "s.json",
+            "--jobs",
+            "1",
+            "--no-charts",
+            "--resume",
+            "--quiet",
+        ],
+    ));
+    assert!(dir.join("output/s/points.csv").is_file());
+}
