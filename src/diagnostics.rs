@@ -88,7 +88,49 @@ pub fn join(outer: &str, msg: &str) -> (String, String) {
 /// suggestion for an unknown name.
 pub fn describe<E: std::fmt::Display>(e: &serde_path_to_error::Error<E>) -> (String, String) {
     let (path, msg) = join(&e.path().to_string(), &e.inner().to_string());
-    (path, with_suggestion(&msg))
+    (path, with_number_hint(&with_suggestion(&msg)))
+}
+
+/// Appends "(did you mean 10000?)" to serde's `invalid type: string "10k",
+/// expected f64` (or any number type) when the string is a number with a
+/// k, M or G suffix: JSON numbers take none.
+pub fn with_number_hint(msg: &str) -> String {
+    let Some(rest) = msg.strip_prefix("invalid type: string \"") else {
+        return msg.to_string();
+    };
+    let Some((text, expected)) = rest.split_once("\", expected ") else {
+        return msg.to_string();
+    };
+    let numeric = [
+        "f64", "f32", "u64", "u32", "u16", "u8", "usize", "i64", "i32",
+    ];
+    if !numeric.iter().any(|t| expected.starts_with(t)) {
+        return msg.to_string();
+    }
+    let t = text.trim();
+    let (digits, factor) = match t.char_indices().last() {
+        Some((i, 'k' | 'K')) => (&t[..i], 1e3),
+        Some((i, 'M' | 'm')) => (&t[..i], 1e6),
+        Some((i, 'G' | 'g')) => (&t[..i], 1e9),
+        _ => (t, 1.0),
+    };
+    match digits.trim().parse::<f64>() {
+        Ok(x) if x.is_finite() => {
+            let v = x * factor;
+            let v = if v.fract() == 0.0 && v.abs() < 1e15 {
+                format!("{v:.0}")
+            } else {
+                v.to_string()
+            };
+            let why = if factor == 1.0 {
+                "write numbers without quotes"
+            } else {
+                "numbers take no k, M or G suffix"
+            };
+            format!("{msg} (did you mean {v}? {why})")
+        }
+        _ => msg.to_string(),
+    }
 }
 
 /// Appends ``(did you mean `x`?)`` to serde's ``unknown field `y`, expected
@@ -241,6 +283,22 @@ impl schemars::transform::Transform for AcceptAlias {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn suffixed_numbers_get_their_value() {
+        assert_eq!(
+            with_number_hint(r#"invalid type: string "10k", expected f64"#),
+            r#"invalid type: string "10k", expected f64 (did you mean 10000? numbers take no k, M or G suffix)"#
+        );
+        assert_eq!(
+            with_number_hint(r#"invalid type: string "1.5M", expected u64"#),
+            r#"invalid type: string "1.5M", expected u64 (did you mean 1500000? numbers take no k, M or G suffix)"#
+        );
+        let fast = r#"invalid type: string "fast", expected f64"#;
+        assert_eq!(with_number_hint(fast), fast);
+        let dur = r#"invalid type: string "10k", expected a duration"#;
+        assert_eq!(with_number_hint(dur), dur);
+    }
 
     #[test]
     fn joins_relative_paths() {

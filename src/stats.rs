@@ -3,6 +3,8 @@
 //! `hcsim reproduce` report. Values are rounded to 6 decimals so that output
 //! files are stable and readable.
 
+pub mod rank_test;
+
 use crate::engine::SimDuration;
 use serde::{Deserialize, Serialize};
 

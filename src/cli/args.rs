@@ -34,6 +34,63 @@ pub enum Command {
     /// Run the seed experiments' models and compare hcsim with the figures
     /// measured on real software.
     Reproduce(ReproduceArgs),
+    /// Set finished runs side by side: each metric per run, the difference to
+    /// the first run and whether it is beyond the replication noise; writes
+    /// compare.html with the timelines overlaid.
+    Compare(CompareArgs),
+    /// Print a shell completion script, e.g. `hcsim completions bash > ~/.local/share/bash-completion/completions/hcsim`.
+    Completions(CompletionsArgs),
+    /// Print the manual page (roff), e.g. `hcsim man | man -l -`.
+    Man,
+}
+
+#[derive(Args, Debug)]
+pub struct CompareArgs {
+    /// Output directories of `hcsim run` (each holds summary.json); the first is the baseline.
+    #[arg(required = true, num_args = 2.., value_name = "DIR")]
+    pub dirs: Vec<PathBuf>,
+    /// What to print on stdout.
+    #[arg(long, value_enum, default_value_t = CompareFormat::Table)]
+    pub format: CompareFormat,
+    /// Where to write compare.html and its charts (default: beside the
+    /// first run, `<first>--vs--<second>/`).
+    #[arg(long, value_name = "DIR")]
+    pub out: Option<PathBuf>,
+    /// Skip compare.html and its charts.
+    #[arg(long)]
+    pub no_charts: bool,
+    /// Also write the comparison as a Markdown table to FILE.
+    #[arg(long, value_name = "FILE")]
+    pub export_markdown: Option<PathBuf>,
+    /// Also write the comparison as CSV (one row per metric and run) to FILE.
+    #[arg(long, value_name = "FILE")]
+    pub export_csv: Option<PathBuf>,
+}
+
+#[derive(Copy, Clone, Debug, PartialEq, Eq, ValueEnum)]
+pub enum CompareFormat {
+    /// Aligned columns for people.
+    Table,
+    /// One JSON document.
+    Json,
+    /// A Markdown table.
+    Markdown,
+    /// CSV, one row per metric and run.
+    Csv,
+}
+
+#[derive(Args, Debug)]
+pub struct CompletionsArgs {
+    /// The shell.
+    #[arg(value_enum)]
+    pub shell: Shell,
+}
+
+#[derive(Copy, Clone, Debug, PartialEq, Eq, ValueEnum)]
+pub enum Shell {
+    Bash,
+    Zsh,
+    Fish,
 }
 
 #[derive(Args, Debug)]
@@ -91,12 +148,25 @@ pub struct RunArgs {
     /// Number of replications; each gets its own seed and clock phase.
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=100_000))]
     pub reps: u32,
-    /// Output directory (default: output/<model name>/).
+    /// Output directory (default: output/<model name>/; with --set,
+    /// output/<model name>--<what changed>/, e.g. output/e2--rate_per_s=10000/).
     #[arg(long)]
     pub out: Option<PathBuf>,
+    /// Name the output directory output/NAME/ instead (a what-if's label).
+    #[arg(long, value_name = "NAME", conflicts_with = "out")]
+    pub label: Option<String>,
     /// What to print on stdout.
     #[arg(long, value_enum, default_value_t = Format::Table)]
     pub format: Format,
+    /// Print nothing on stdout (errors and warnings still go to stderr).
+    #[arg(long, short = 'q')]
+    pub quiet: bool,
+    /// Also write the run's metrics as a Markdown table to FILE.
+    #[arg(long, value_name = "FILE")]
+    pub export_markdown: Option<PathBuf>,
+    /// Also write the run's metrics as CSV (one row per metric) to FILE.
+    #[arg(long, value_name = "FILE")]
+    pub export_csv: Option<PathBuf>,
     /// Also write attempts.csv: every upstream attempt (an access log).
     #[arg(long)]
     pub trace: bool,

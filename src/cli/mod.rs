@@ -4,6 +4,10 @@
 
 pub mod args;
 mod check;
+mod compare;
+mod completions;
+mod interrupt;
+mod man;
 mod merge;
 mod plot;
 mod reproduce;
@@ -27,6 +31,9 @@ pub fn run(cli: Cli) -> Result<ExitCode, Error> {
         Command::Merge(args) => merge::run(args),
         Command::Plot(args) => plot::run(args),
         Command::Reproduce(args) => reproduce::run(args),
+        Command::Compare(args) => compare::run(args),
+        Command::Completions(args) => completions::run(args),
+        Command::Man => man::run(),
     }
 }
 
@@ -40,6 +47,27 @@ pub(crate) fn emit(text: &str) {
     {
         eprintln!("error: cannot write to stdout: {e}");
     }
+}
+
+/// Writes the `--export-markdown` / `--export-csv` files of a comparison
+/// (or of one run's metrics).
+pub(crate) fn export(
+    c: &crate::output::compare::Comparison,
+    markdown: Option<&Path>,
+    csv: Option<&Path>,
+) -> Result<(), Error> {
+    use crate::output::compare::render;
+    if let Some(p) = markdown {
+        crate::output::write_atomic(p, render::markdown(c).as_bytes())?;
+    }
+    if let Some(p) = csv {
+        let text = render::csv(c).map_err(|e| Error::Write {
+            path: p.to_path_buf(),
+            source: std::io::Error::other(e.to_string()),
+        })?;
+        crate::output::write_atomic(p, text.as_bytes())?;
+    }
+    Ok(())
 }
 
 /// Prints warnings to stderr as `warning: file: field: message`.

@@ -1,8 +1,9 @@
 //! `hcsim run MODEL`: replications of one model, their files, and a table.
 
-use super::{Format, RunArgs, emit, print_warnings};
+use super::{Format, RunArgs, emit, export, print_warnings};
 use crate::error::Error;
-use crate::output::{self, summary::Summary, table};
+use crate::output::compare::{self, RunDir};
+use crate::output::{self, summary::Summary, table, whatif};
 use crate::run::{Replications, load_checked, thread_pool};
 use std::path::Path;
 use std::process::ExitCode;
@@ -11,10 +12,14 @@ pub fn run(args: RunArgs) -> Result<ExitCode, Error> {
     let (model, warnings) = load_checked(&args.model, &args.set, args.max_events)?;
     print_warnings(&args.model, &warnings);
     let base = args.seed.unwrap_or(model.seed);
-    let out_dir = args
-        .out
-        .clone()
-        .unwrap_or_else(|| Path::new("output").join(&model.name));
+    // A what-if (`--set`) gets a directory of its own: it never overwrites its baseline.
+    let out_dir = match &args.out {
+        Some(out) => out.clone(),
+        None => Path::new("output").join(
+            whatif::run_dir_name(&model.name, &args.set, args.label.as_deref())
+                .map_err(Error::Usage)?,
+        ),
+    };
     // Fail before the work, not after it.
     output::prepare_dir(&out_dir)?;
     let reps = Replications::of(&model)
@@ -29,7 +34,20 @@ pub fn run(args: RunArgs) -> Result<ExitCode, Error> {
     if !args.no_charts {
         output::plot(&out_dir)?;
     }
+    if args.export_markdown.is_some() || args.export_csv.is_some() {
+        let run = RunDir {
+            dir: out_dir.clone(),
+            summary: summary.clone(),
+        };
+        let metrics = compare::compare(std::slice::from_ref(&run));
+        export(
+            &metrics,
+            args.export_markdown.as_deref(),
+            args.export_csv.as_deref(),
+        )?;
+    }
     match args.format {
+        _ if args.quiet => {}
         Format::Json => emit(&summary.to_json()),
         Format::Table => {
             emit(&table::table(&summary));

@@ -71,6 +71,7 @@ pub fn run(args: SweepArgs) -> Result<ExitCode, Error> {
     let pool = thread_pool(args.jobs)?;
 
     let mut session = Session::open(&plan, &out, shard, args.resume)?;
+    super::interrupt::hint_resume(&out);
     if !args.quiet && args.resume {
         if session.resumed() == 0 {
             eprintln!(

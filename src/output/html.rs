@@ -128,6 +128,12 @@ pub fn run_report(dir: &Path, drawn: &[Drawn]) -> Result<(), Error> {
     if !summary.model_spec.description.is_empty() {
         blocks.push(Block::Paragraph(summary.model_spec.description.clone()));
     }
+    if !summary.set.is_empty() {
+        blocks.push(Block::Paragraph(format!(
+            "What if: this run overrides the model file with --set {}.",
+            summary.set.join(" --set ")
+        )));
+    }
     blocks.push(Block::Heading("Key figures".into()));
     let c = &summary.client;
     blocks.push(Block::Table(
@@ -197,6 +203,14 @@ pub fn run_report(dir: &Path, drawn: &[Drawn]) -> Result<(), Error> {
         vec![
             vec!["hcsim".into(), summary.hcsim_version.clone()],
             vec!["model file".into(), summary.file.clone()],
+            vec![
+                "overrides (--set)".into(),
+                if summary.set.is_empty() {
+                    "none".into()
+                } else {
+                    summary.set.join(" ")
+                },
+            ],
             vec!["command".into(), summary.command.clone()],
             vec!["replications".into(), summary.reps.to_string()],
             vec!["seeds".into(), seeds.join(", ")],

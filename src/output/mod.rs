@@ -6,12 +6,14 @@
 //! never sees half a file.
 
 pub mod charts;
+pub mod compare;
 pub mod csv;
 pub mod html;
 pub mod summary;
 pub mod sweep;
 pub mod sweep_summary;
 pub mod table;
+pub mod whatif;
 
 use crate::error::Error;
 use crate::world::TraceLine;

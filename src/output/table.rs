@@ -47,6 +47,9 @@ pub fn table(report: &Summary) -> String {
         "{}  seed {}  reps {}  ({})",
         report.model, report.seed, report.reps, report.file
     );
+    if !report.set.is_empty() {
+        let _ = writeln!(out, "what if: --set {}", report.set.join(" --set "));
+    }
     if let Some(run) = report.runs.first() {
         let _ = writeln!(
             out,

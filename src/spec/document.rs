@@ -95,14 +95,28 @@ pub fn file_kind(doc: &Value) -> FileKind {
 /// in a field that a `--set` changed says so.
 pub fn load_with_overrides(path: &Path, sets: &[String]) -> Result<Model, Error> {
     let mut doc = read_document(path)?;
-    let set_fields = apply_sets(&mut doc, sets)?;
+    if file_kind(&doc) == FileKind::Sweep {
+        return Err(Error::Parse {
+            path: path.to_path_buf(),
+            field: String::new(),
+            msg: format!(
+                "this is a sweep (it names a `model` and `axes`), not a model: use `hcsim sweep {}`",
+                path.display()
+            ),
+        });
+    }
+    let set_fields = apply_sets(&mut doc, path, sets)?;
     Model::from_document(&doc, path).map_err(|e| note_sets(e, &set_fields))
 }
 
-/// Applies `--set PATH=VALUE` overrides to a model document, in order.
-/// Returns each override's field, spelled as errors spell it, with its
-/// argument (for [`note_sets`]).
-pub fn apply_sets(doc: &mut Value, sets: &[String]) -> Result<Vec<(String, String)>, Error> {
+/// Applies `--set PATH=VALUE` overrides to the model document read from
+/// `path`, in order. Returns each override's field, spelled as errors spell
+/// it, with its argument (for [`note_sets`]).
+pub fn apply_sets(
+    doc: &mut Value,
+    path: &Path,
+    sets: &[String],
+) -> Result<Vec<(String, String)>, Error> {
     let mut set_fields = vec![];
     for arg in sets {
         let err = |reason: String| Error::Set {
@@ -120,7 +134,11 @@ pub fn apply_sets(doc: &mut Value, sets: &[String]) -> Result<Vec<(String, Strin
         {
             return Err(err(format!("VALUE is not valid JSON: {e}")));
         }
-        set_path(doc, key, parse_set_value(value)).map_err(err)?;
+        set_path(doc, key, parse_set_value(value)).map_err(|reason| Error::Invalid {
+            path: path.to_path_buf(),
+            field: key.to_string(),
+            reason: format!("{reason} (in --set {arg})"),
+        })?;
         if let Some(field) = canonical_path(doc, key) {
             set_fields.push((field, arg.clone()));
         }
@@ -156,7 +174,7 @@ pub fn set_path(doc: &mut Value, path: &str, value: Value) -> Result<(), String>
                     "index {i} is out of range: `{walked}` has {} item(s)",
                     items.len()
                 ),
-                Err(_) => format!("`{walked}` has no item named \"{p}\""),
+                Err(_) => no_item_named(&walked, items, p),
             },
             _ => format!(
                 "no field `{p}` under `{}`",
@@ -191,6 +209,26 @@ pub fn set_path(doc: &mut Value, path: &str, value: Value) -> Result<(), String>
         }
         _ => Err(format!("`{walked}` is not an object")),
     }
+}
+
+/// "`nodes` has no item named "X" (they are "a", "b"; did you mean "a"?)":
+/// the names a list item can be addressed by.
+fn no_item_named(list: &str, items: &[Value], name: &str) -> String {
+    let names: Vec<&str> = items
+        .iter()
+        .filter_map(|it| it.get("name").and_then(Value::as_str))
+        .collect();
+    if names.is_empty() {
+        return format!("`{list}` has no item named \"{name}\" (index it with a number)");
+    }
+    let quoted: Vec<String> = names.iter().map(|n| format!("\"{n}\"")).collect();
+    let hint = diagnostics::suggest(name, names.iter().copied())
+        .map(|s| format!("; did you mean \"{s}\"?"))
+        .unwrap_or_default();
+    format!(
+        "`{list}` has no item named \"{name}\" ({list} are {}{hint})",
+        quoted.join(", ")
+    )
 }
 
 /// Reads the value at a dotted path, if it exists.

@@ -330,7 +330,7 @@ impl Plan {
             spec::set_path(&mut base, key, value.clone())
                 .map_err(|reason| invalid(format!("set.{key}"), reason))?;
         }
-        let set_fields = spec::apply_sets(&mut base, &overrides.set)?;
+        let set_fields = spec::apply_sets(&mut base, &model_file, &overrides.set)?;
         let base_model = Model::from_document(&base, &model_file).map_err(|e| {
             let context = match (spec.set.is_empty(), overrides.set.is_empty()) {
                 (true, true) => "its model",
@@ -377,7 +377,7 @@ impl Plan {
             })
             .collect::<Result<Vec<AxisSpec>, Error>>()?;
         let model_file = normalize(model_path);
-        let set_fields = spec::apply_sets(&mut base, &overrides.set)?;
+        let set_fields = spec::apply_sets(&mut base, &model_file, &overrides.set)?;
         let base_model = Model::from_document(&base, &model_file)
             .map_err(|e| spec::note_sets(e, &set_fields))?;
         let name = super::params::grid_name(&base_model.name, params, &overrides.set);

@@ -110,7 +110,7 @@ fn missing_file_and_bad_set_exit_2() {
     assert_eq!(code, 2);
     assert!(
         err.starts_with(
-            "error: --set nodes[5].weight=2: index 5 is out of range: `nodes` has 2 item(s)"
+            "error: FILE: nodes[5].weight: index 5 is out of range: `nodes` has 2 item(s) (in --set nodes[5].weight=2)"
         ),
         "{err}"
     );

@@ -16,6 +16,7 @@ mod scenarios;
 mod schema;
 mod seeds;
 mod sweep;
+mod whatif;
 
 use hcsim::metrics::RunSummary;
 use hcsim::spec::Model;

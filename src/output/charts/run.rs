@@ -53,7 +53,7 @@ pub fn draw_run(dir: &Path) -> Result<Vec<Drawn>, Error> {
             ),
         });
     }
-    let caption = format!(
+    let mut caption = format!(
         "model {} · seed {} · {} rep{} · hcsim {}",
         summary.model,
         summary.seed,
@@ -61,6 +61,9 @@ pub fn draw_run(dir: &Path) -> Result<Vec<Drawn>, Error> {
         if summary.reps == 1 { "" } else { "s" },
         summary.hcsim_version,
     );
+    if !summary.set.is_empty() {
+        caption += &format!(" · what if: --set {}", summary.set.join(" --set "));
+    }
     let charts_dir = dir.join("charts");
     let mut drawn = vec![];
     for spec in &specs {

@@ -1,0 +1,31 @@
+//! Ctrl-C during `hcsim sweep`: the runs finished so far are already in the
+//! checkpoint (each appended and flushed as it completes), so the process
+//! may stop at once; before it does, it says how many runs are kept and the
+//! command that finishes the sweep.
+
+use std::path::{Path, PathBuf};
+
+/// Exit code of a process ended by SIGINT, as shells report it.
+const INTERRUPTED: i32 = 130;
+
+/// On Ctrl-C (SIGINT), print how to resume the sweep checkpointed in `out`,
+/// then exit with code 130. Installing the handler twice is harmless.
+pub fn hint_resume(out: &Path) {
+    let checkpoint: PathBuf = out.join(".checkpoint").join(crate::sweep::RUNS_FILE);
+    let mut args: Vec<String> = std::env::args().skip(1).collect();
+    if !args.iter().any(|a| a == "--resume") {
+        args.push("--resume".into());
+    }
+    let command = format!("hcsim {}", args.join(" "));
+    let _ = ctrlc::set_handler(move || {
+        // The first line is the sweep's header; a last line cut short is not a run.
+        let runs = std::fs::read_to_string(&checkpoint)
+            .map(|t| t.lines().skip(1).filter(|l| l.ends_with('}')).count())
+            .unwrap_or(0);
+        eprintln!(
+            "\ninterrupted: {runs} finished run(s) are kept in {}; to finish the sweep, run:\n  {command}",
+            checkpoint.display()
+        );
+        std::process::exit(INTERRUPTED);
+    });
+}
