@@ -66,6 +66,7 @@ struct Results<'a> {
 struct PointOut<'a> {
     point: usize,
     values: Ordered<'a, Value>,
+    overloaded: usize,
     seeds: Vec<u64>,
     stats: Ordered<'a, Stats>,
 }
@@ -76,7 +77,15 @@ struct RunOut<'a> {
     point: usize,
     rep: u32,
     seed: u64,
+    overloaded: bool,
     metrics: Ordered<'a, Option<Number>>,
+}
+
+/// Did the run (its summary as recorded) have an `overload` warning?
+fn overloaded(summary: &Value) -> bool {
+    summary["warnings"]
+        .as_array()
+        .is_some_and(|w| w.iter().any(|w| w["code"] == "overload"))
 }
 
 fn csv_bytes(
@@ -98,6 +107,13 @@ pub fn write_outputs(out: &Path, h: &PlanHeader, records: &[RunRecord]) -> Resul
     debug_assert!(records.iter().enumerate().all(|(i, r)| r.run == i));
     let table = metric_table(records.iter().map(|r| &r.summary));
     let reps = h.reps as usize;
+    let run_overloaded: Vec<bool> = records.iter().map(|r| overloaded(&r.summary)).collect();
+    let point_overloaded = |p: usize| {
+        run_overloaded[p * reps..(p + 1) * reps]
+            .iter()
+            .filter(|&&o| o)
+            .count()
+    };
     let stats: Vec<Vec<Stats>> = (0..h.points.len())
         .map(|p| {
             let rows = &table.rows[p * reps..(p + 1) * reps];
@@ -118,12 +134,14 @@ pub fn write_outputs(out: &Path, h: &PlanHeader, records: &[RunRecord]) -> Resul
         let mut head = vec!["point".to_string(), "rep".into()];
         head.extend(h.axes.iter().cloned());
         head.push("seed".into());
+        head.push("overloaded".into());
         head.extend(table.names.iter().cloned());
         w.write_record(&head)?;
-        for (r, row) in records.iter().zip(&table.rows) {
+        for ((r, row), o) in records.iter().zip(&table.rows).zip(&run_overloaded) {
             let mut rec = vec![r.point.to_string(), r.rep.to_string()];
             rec.extend(h.points[r.point].iter().map(cell_text));
             rec.push(r.seed.to_string());
+            rec.push(u8::from(*o).to_string());
             rec.extend(
                 row.iter()
                     .map(|v| v.as_ref().map(fmt_number).unwrap_or_default()),
@@ -138,6 +156,7 @@ pub fn write_outputs(out: &Path, h: &PlanHeader, records: &[RunRecord]) -> Resul
     let points_csv = csv_bytes(&path, |w| {
         let mut head = vec!["point".to_string()];
         head.extend(h.axes.iter().cloned());
+        head.push("overloaded".into());
         for m in &table.names {
             head.extend(Stats::FIELDS.iter().map(|f| format!("{m}.{f}")));
         }
@@ -145,6 +164,7 @@ pub fn write_outputs(out: &Path, h: &PlanHeader, records: &[RunRecord]) -> Resul
         for (p, point_stats) in stats.iter().enumerate() {
             let mut rec = vec![p.to_string()];
             rec.extend(h.points[p].iter().map(cell_text));
+            rec.push(point_overloaded(p).to_string());
             for s in point_stats {
                 rec.extend(stat_cells(s));
             }
@@ -170,6 +190,7 @@ pub fn write_outputs(out: &Path, h: &PlanHeader, records: &[RunRecord]) -> Resul
             .map(|p| PointOut {
                 point: p,
                 values: Ordered(&h.axes, &h.points[p]),
+                overloaded: point_overloaded(p),
                 seeds: records[p * reps..(p + 1) * reps]
                     .iter()
                     .map(|r| r.seed)
@@ -180,11 +201,13 @@ pub fn write_outputs(out: &Path, h: &PlanHeader, records: &[RunRecord]) -> Resul
         runs: records
             .iter()
             .zip(&table.rows)
-            .map(|(r, row)| RunOut {
+            .zip(&run_overloaded)
+            .map(|((r, row), &overloaded)| RunOut {
                 run: r.run,
                 point: r.point,
                 rep: r.rep,
                 seed: r.seed,
+                overloaded,
                 metrics: Ordered(&table.names, row),
             })
             .collect(),
@@ -227,6 +250,9 @@ pub struct SweepResults {
 pub struct PointResult {
     pub point: usize,
     pub values: BTreeMap<String, Value>,
+    /// Replications with an `overload` warning (see `metrics::overload_warnings`).
+    #[serde(default)]
+    pub overloaded: usize,
     pub seeds: Vec<u64>,
     pub stats: BTreeMap<String, Stats>,
 }
@@ -239,6 +265,9 @@ pub struct RunResult {
     pub point: usize,
     pub rep: u32,
     pub seed: u64,
+    /// The run had an `overload` warning.
+    #[serde(default)]
+    pub overloaded: bool,
     pub metrics: BTreeMap<String, Option<f64>>,
 }
 
