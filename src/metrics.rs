@@ -9,26 +9,53 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use std::collections::BTreeMap;
 
-/// Latency percentiles in milliseconds.
+/// Latency percentiles in milliseconds, over every request that ended: an
+/// answer at the time the client got it (errors included), a client timeout
+/// at the client's timeout. Requests still in flight at the end are not in
+/// them; [`ClientSummary::unfinished`] counts those.
 #[derive(Clone, Debug, Default, Deserialize, Serialize, PartialEq)]
 pub struct LatencySummary {
     pub mean: Option<f64>,
     pub p50: Option<f64>,
     pub p90: Option<f64>,
     pub p99: Option<f64>,
+    /// The 99.9th percentile.
+    #[serde(default)]
+    pub p999: Option<f64>,
     pub max: Option<f64>,
+}
+
+/// Microseconds to milliseconds, rounded for output.
+fn us_to_ms(us: f64) -> f64 {
+    round6(us / 1000.0)
 }
 
 impl LatencySummary {
     fn from_hist(h: &Histogram) -> Self {
-        let ms = |v: Option<f64>| v.map(|us| round6(us / 1000.0));
+        let ms = |v: Option<f64>| v.map(us_to_ms);
         LatencySummary {
             mean: ms(h.mean_us()),
             p50: ms(h.quantile_us(0.50)),
             p90: ms(h.quantile_us(0.90)),
             p99: ms(h.quantile_us(0.99)),
+            p999: ms(h.quantile_us(0.999)),
             max: ms(h.max_us().map(|v| v as f64)),
         }
+    }
+}
+
+/// The name of a latency threshold in `client.slower_than`: whole seconds,
+/// else whole milliseconds, else microseconds (`"1s"`, `"100ms"`,
+/// `"1500ms"`, `"250us"`), never with a dot, so that it is one segment of a
+/// metric's dotted path.
+pub fn threshold_label(d: SimDuration) -> String {
+    let us = d.as_micros();
+    if us > 0 && us % 1_000_000 == 0 {
+        format!("{}s", us / 1_000_000)
+    } else if us % 1_000 == 0 {
+        format!("{}ms", us / 1_000)
+    } else {
+        format!("{us}us")
     }
 }
 
@@ -46,8 +73,14 @@ pub struct ClientSummary {
     pub unfinished: u64,
     /// Answers by status code.
     pub status: BTreeMap<String, u64>,
-    /// Latency of answered requests (not of timeouts), milliseconds.
+    /// Latency of every request that ended (answers, errors and client
+    /// timeouts), milliseconds.
     pub latency_ms: LatencySummary,
+    /// Requests that ended and took longer than each of the model's
+    /// `latency_thresholds` (by [`threshold_label`]); a client timeout counts
+    /// at the client timeout.
+    #[serde(default)]
+    pub slower_than: BTreeMap<String, u64>,
 }
 
 impl ClientSummary {
@@ -93,6 +126,18 @@ pub struct NodeSummary {
     pub probes: u64,
     /// `probes` per second of the measurement window: the load probing puts on it.
     pub probe_load_per_s: f64,
+    /// Busy workers / workers, averaged over the measurement window (a hung
+    /// worker is busy): 1 means every worker was always occupied.
+    #[serde(default)]
+    pub utilization: f64,
+    /// The longest its accept queue (connections waiting for a worker) grew
+    /// during the measurement window.
+    #[serde(default)]
+    pub peak_queue: u64,
+    /// Attempts whose connection its full accept queue (`backlog`) dropped;
+    /// the gateway then waits for its connect timeout.
+    #[serde(default)]
+    pub backlog_refused: u64,
 }
 
 impl NodeSummary {
@@ -129,12 +174,100 @@ pub struct RunSummary {
     pub nodes: Vec<NodeSummary>,
     /// From each round's start to its last probe's result.
     pub probe_rounds: RoundSummary,
+    /// What makes the run's figures suspect ([`overload_warnings`]).
+    #[serde(default)]
+    pub warnings: Vec<Warning>,
     /// Per-bucket counts over the whole run (written to `timeline.csv`).
     #[serde(skip)]
     pub timeline: Timeline,
     /// Every ejection interval (written to `ejections.csv`).
     #[serde(skip)]
     pub ejection_log: Vec<EjectionRecord>,
+}
+
+/// Something a reader of the figures must know, as `summary.json` lists it.
+#[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
+pub struct Warning {
+    /// `overload`: a node's workers or accept queue, or the run's in-flight
+    /// requests, were past what the model can measure faithfully.
+    pub code: String,
+    pub message: String,
+}
+
+/// A node whose workers are busy more than this share of the measured time is overloaded.
+pub const BUSY_LIMIT: f64 = 0.95;
+/// A run that ends with more than this share of its requests in flight is overloaded.
+pub const UNFINISHED_LIMIT: f64 = 0.01;
+
+/// The `overload` warnings of `runs` (replications of one model): a node
+/// whose utilization exceeds [`BUSY_LIMIT`], a node whose accept queue
+/// overflowed, more than [`UNFINISHED_LIMIT`] of the requests unfinished at
+/// the end. Over several runs a message gives the worst run's figure and in
+/// how many runs it happened.
+pub fn overload_warnings(runs: &[RunSummary]) -> Vec<Warning> {
+    let Some(first) = runs.first() else {
+        return vec![];
+    };
+    let n = runs.len();
+    let of_runs = |k: usize| {
+        if n == 1 {
+            String::new()
+        } else {
+            format!(" (in {k} of {n} runs)")
+        }
+    };
+    let mut out = vec![];
+    let mut warn = |message: String| {
+        out.push(Warning {
+            code: "overload".into(),
+            message,
+        })
+    };
+    for (i, node) in first.nodes.iter().enumerate() {
+        let nodes = || runs.iter().filter_map(|r| r.nodes.get(i));
+        let busy: Vec<f64> = nodes()
+            .map(|x| x.utilization)
+            .filter(|&u| u > BUSY_LIMIT)
+            .collect();
+        if let Some(worst) = busy.iter().copied().reduce(f64::max) {
+            warn(format!(
+                "node {}: workers busy {:.1}% of the measured time (over {:.0}%){}",
+                node.name,
+                worst * 100.0,
+                BUSY_LIMIT * 100.0,
+                of_runs(busy.len())
+            ));
+        }
+        let full: Vec<(u64, u64)> = nodes()
+            .filter(|x| x.backlog_refused > 0)
+            .map(|x| (x.backlog_refused, x.peak_queue))
+            .collect();
+        if let Some(&(dropped, peak)) = full.iter().max() {
+            warn(format!(
+                "node {}: accept queue full ({peak} waiting): {dropped} connections dropped{}",
+                node.name,
+                of_runs(full.len())
+            ));
+        }
+    }
+    let unfinished: Vec<(u64, f64)> = runs
+        .iter()
+        .filter(|r| r.client.requests > 0)
+        .map(|r| {
+            let c = &r.client;
+            (c.unfinished, c.unfinished as f64 / c.requests as f64)
+        })
+        .filter(|&(_, share)| share > UNFINISHED_LIMIT)
+        .collect();
+    if let Some(&(count, share)) = unfinished.iter().max_by(|a, b| a.1.total_cmp(&b.1)) {
+        warn(format!(
+            "{:.1}% of requests ({count}) still unfinished at the end (over {:.0}%){}",
+            share * 100.0,
+            UNFINISHED_LIMIT * 100.0,
+            of_runs(unfinished.len())
+        ));
+    }
+    out
 }
 
 /// One ejection interval of one node in one gateway scope.
@@ -162,6 +295,10 @@ pub struct TimelineRow {
     pub ok: u64,
     pub errors: u64,
     pub timeouts: u64,
+    /// Median and 99th percentile latency (ms) of the requests that ended in
+    /// the bucket (answers, errors, client timeouts); `None` if none did.
+    pub latency_p50_ms: Option<f64>,
+    pub latency_p99_ms: Option<f64>,
     /// Per node: successful answers in the bucket.
     pub answered: Vec<u64>,
     /// Per node: attempts started in the bucket.
@@ -191,7 +328,25 @@ pub struct Recorder {
     /// Answers by status: `status[code]` below [`STATUS_SLOTS`], a map above.
     status: Vec<u64>,
     status_other: BTreeMap<u16, u64>,
+    /// Latency of every counted request that ended.
     latency: Histogram,
+    /// `latency_thresholds`, and the counted requests slower than each;
+    /// `fastest_threshold`: the smallest (most requests are faster: one
+    /// comparison).
+    thresholds: Vec<(SimDuration, u64)>,
+    fastest_threshold: SimDuration,
+    /// Latency of every request that ended in the current timeline bucket
+    /// (the one `row` points at), and each bucket's (p50, p99) in ms.
+    bucket_latency: Histogram,
+    timeline_latency: Vec<(Option<f64>, Option<f64>)>,
+    /// Per node: workers, and workers busy since `busy_since`; `busy_us`:
+    /// worker-µs busy inside the measurement window.
+    workers: Vec<u32>,
+    busy: Vec<u32>,
+    busy_since: Vec<SimTime>,
+    busy_us: Vec<u64>,
+    peak_queue: Vec<u64>,
+    backlog_refused: Vec<u64>,
     attempts: Vec<u64>,
     answered: Vec<u64>,
     failures: Vec<u64>,
@@ -247,6 +402,16 @@ impl Recorder {
             status: vec![0; STATUS_SLOTS],
             status_other: BTreeMap::new(),
             latency: Histogram::default(),
+            thresholds: Vec::new(),
+            fastest_threshold: SimDuration::MAX,
+            bucket_latency: Histogram::default(),
+            timeline_latency: Vec::new(),
+            workers: vec![0; n],
+            busy: vec![0; n],
+            busy_since: vec![SimTime::ZERO; n],
+            busy_us: vec![0; n],
+            peak_queue: vec![0; n],
+            backlog_refused: vec![0; n],
             attempts: vec![0; n],
             answered: vec![0; n],
             failures: vec![0; n],
@@ -270,6 +435,52 @@ impl Recorder {
             row_from: 0,
             row_at: 0,
         }
+    }
+
+    /// Sets the latency thresholds `client.slower_than` counts (before the run starts).
+    pub fn latency_thresholds(&mut self, thresholds: &[SimDuration]) {
+        self.thresholds = thresholds.iter().map(|&d| (d, 0)).collect();
+        self.fastest_threshold = thresholds.iter().copied().min().unwrap_or(SimDuration::MAX);
+    }
+
+    /// Declares a node's worker count (before the run starts).
+    pub fn node_workers(&mut self, node: NodeId, workers: u32) {
+        self.workers[node.index()] = workers;
+    }
+
+    /// `node` has `busy` workers occupied from `t` on.
+    #[inline]
+    pub fn workers_busy(&mut self, t: SimTime, node: NodeId, busy: u32) {
+        let i = node.index();
+        self.add_busy_time(i, t);
+        self.busy[i] = busy;
+    }
+
+    /// Adds the busy worker-time of node `i` from `busy_since` to `t`,
+    /// clipped to the measurement window.
+    #[inline]
+    fn add_busy_time(&mut self, i: usize, t: SimTime) {
+        let a = self.busy_since[i].max(self.from);
+        let b = t.min(self.to);
+        if b > a {
+            self.busy_us[i] += u64::from(self.busy[i]) * (b.as_micros() - a.as_micros());
+        }
+        self.busy_since[i] = t;
+    }
+
+    /// `node`'s accept queue holds `len` connections waiting for a worker.
+    #[inline]
+    pub fn queue_len(&mut self, t: SimTime, node: NodeId, len: usize) {
+        let in_window = self.in_window(t);
+        let p = &mut self.peak_queue[node.index()];
+        if len as u64 > *p && in_window {
+            *p = len as u64;
+        }
+    }
+
+    /// An attempt's connection to `node` was dropped by its full accept queue.
+    pub fn backlog_refused(&mut self, node: NodeId, counted: bool) {
+        self.backlog_refused[node.index()] += counted as u64;
     }
 
     /// Declares a fault window (before the run starts).
@@ -324,12 +535,49 @@ impl Recorder {
 
     #[cold]
     fn move_row(&mut self, t: SimTime) {
+        self.flush_bucket_latency();
         let b = t.as_micros() / self.bucket_us;
         self.row_from = b * self.bucket_us;
         self.row_at = b as usize * self.cols;
         let need = self.row_at + self.cols;
         if self.timeline.len() < need {
             self.timeline.resize(need, 0);
+        }
+    }
+
+    /// Closes the current bucket's latency percentiles (time only moves
+    /// forward: no request ends in it after the row moved on).
+    fn flush_bucket_latency(&mut self) {
+        let h = &mut self.bucket_latency;
+        if h.count() == 0 {
+            return;
+        }
+        let b = (self.row_from / self.bucket_us) as usize;
+        if self.timeline_latency.len() <= b {
+            self.timeline_latency.resize(b + 1, (None, None));
+        }
+        let ms = |v: Option<f64>| v.map(us_to_ms);
+        self.timeline_latency[b] = (ms(h.quantile_us(0.5)), ms(h.quantile_us(0.99)));
+        h.clear();
+    }
+
+    /// A request ended after `latency` (answered or timed out), in the
+    /// current timeline bucket.
+    #[inline]
+    fn ended(&mut self, latency: SimDuration, counted: bool) {
+        self.bucket_latency.record(latency);
+        if counted {
+            self.latency.record(latency);
+            if latency > self.fastest_threshold {
+                self.count_slow(latency);
+            }
+        }
+    }
+
+    #[cold]
+    fn count_slow(&mut self, latency: SimDuration) {
+        for (th, n) in &mut self.thresholds {
+            *n += (latency > *th) as u64;
         }
     }
 
@@ -372,7 +620,6 @@ impl Recorder {
                 Some(c) => *c += 1,
                 None => *self.status_other.entry(status).or_insert(0) += 1,
             }
-            self.latency.record(latency);
             self.ok += ok as u64;
             self.errors += !ok as u64;
         }
@@ -390,11 +637,15 @@ impl Recorder {
                 self.recovered_at[i] = Some(t);
             }
         }
+        // after `row(t)`, which closes the previous bucket's latencies
+        self.ended(latency, counted);
     }
 
-    pub fn timed_out(&mut self, t: SimTime, counted: bool) {
+    /// The client gave up after `latency` (its timeout).
+    pub fn timed_out(&mut self, t: SimTime, latency: SimDuration, counted: bool) {
         self.timeouts += counted as u64;
         self.row(t)[3] += 1;
+        self.ended(latency, counted);
     }
 
     /// Applies a policy's notice; `scopes` expands `ScopeSel::All`.
@@ -485,8 +736,14 @@ impl Recorder {
                 self.close_interval(node, (k % self.scopes) as u16, start, None);
             }
         }
+        self.flush_bucket_latency();
+        let end = self.end;
+        for i in 0..self.names.len() {
+            self.add_busy_time(i, end);
+        }
         let total_ok: u64 = self.answered.iter().sum();
-        let window_s = (self.to.as_micros() - self.from.as_micros()) as f64 / 1e6;
+        let window_us = self.to.as_micros() - self.from.as_micros();
+        let window_s = window_us as f64 / 1e6;
         let nodes = (0..self.names.len())
             .map(|i| NodeSummary {
                 name: self.names[i].clone(),
@@ -515,6 +772,12 @@ impl Recorder {
                 } else {
                     0.0
                 },
+                utilization: match u64::from(self.workers[i]) * window_us {
+                    0 => 0.0,
+                    capacity => round6(self.busy_us[i] as f64 / capacity as f64),
+                },
+                peak_queue: self.peak_queue[i],
+                backlog_refused: self.backlog_refused[i],
             })
             .collect();
         let probe_rounds = {
@@ -546,6 +809,11 @@ impl Recorder {
                 .map(|(k, v)| (k.to_string(), v))
                 .collect(),
             latency_ms: LatencySummary::from_hist(&self.latency),
+            slower_than: self
+                .thresholds
+                .iter()
+                .map(|&(d, n)| (threshold_label(d), n))
+                .collect(),
         };
         let ejection_log = self
             .intervals
@@ -558,7 +826,7 @@ impl Recorder {
             })
             .collect();
         let timeline = self.build_timeline();
-        RunSummary {
+        let mut summary = RunSummary {
             model: model.to_string(),
             seed,
             clock_phase_s: round6(clock_phase.as_secs_f64()),
@@ -569,9 +837,12 @@ impl Recorder {
             client,
             nodes,
             probe_rounds,
+            warnings: vec![],
             timeline,
             ejection_log,
-        }
+        };
+        summary.warnings = overload_warnings(std::slice::from_ref(&summary));
+        summary
     }
 
     fn build_timeline(&self) -> Timeline {
@@ -587,6 +858,8 @@ impl Recorder {
                     ok: get(1),
                     errors: get(2),
                     timeouts: get(3),
+                    latency_p50_ms: self.timeline_latency.get(b).and_then(|l| l.0),
+                    latency_p99_ms: self.timeline_latency.get(b).and_then(|l| l.1),
                     answered: (0..n)
                         .map(|i| get(COLS_FIXED + COLS_PER_NODE * i))
                         .collect(),
@@ -636,10 +909,129 @@ pub fn round6(x: f64) -> f64 {
 mod tests {
     use super::*;
 
+    fn ms(m: u64) -> SimTime {
+        SimTime::from_micros(m * 1000)
+    }
+
+    fn recorder(nodes: usize, end_ms: u64) -> Recorder {
+        let names = (0..nodes).map(|i| format!("n{i}")).collect();
+        Recorder::new(
+            names,
+            1,
+            ms(end_ms),
+            (SimTime::ZERO, ms(end_ms)),
+            SimDuration::from_secs(1),
+        )
+    }
+
+    #[test]
+    fn a_timed_out_request_counts_at_the_client_timeout() {
+        let mut r = recorder(1, 3000);
+        r.latency_thresholds(&[SimDuration::from_millis(100), SimDuration::from_secs(1)]);
+        let timeout = SimDuration::from_millis(1500);
+        // 998 quick answers and 2 client timeouts, all sent at 0
+        for k in 0..998 {
+            r.request_sent(SimTime::ZERO, true);
+            let lat = SimDuration::from_millis(5);
+            r.answered(ms(5), if k % 2 == 0 { 200 } else { 503 }, lat, None, true);
+        }
+        for _ in 0..2 {
+            r.request_sent(SimTime::ZERO, true);
+            r.timed_out(ms(1500), timeout, true);
+        }
+        let s = r.finish("m", 1, SimDuration::ZERO, 0, 0);
+        let l = &s.client.latency_ms;
+        assert_eq!(l.max, Some(1500.0), "the timeouts are in the percentiles");
+        let p999 = l.p999.unwrap();
+        assert!((p999 / 1500.0 - 1.0).abs() < 0.02, "p99.9 {p999}");
+        assert!((l.p99.unwrap() / 5.0 - 1.0).abs() < 0.02, "p99 {:?}", l.p99);
+        assert_eq!(s.client.timeouts, 2);
+        assert_eq!(s.client.errors, 499, "an error counts at its answer");
+        assert_eq!(s.client.slower_than["100ms"], 2);
+        assert_eq!(s.client.slower_than["1s"], 2);
+        // per bucket: the answers end in second 0, the timeouts in second 1
+        let rows = &s.timeline.rows;
+        assert_eq!(rows[0].latency_p99_ms, Some(5.0));
+        assert_eq!(rows[1].latency_p50_ms, Some(1500.0));
+        assert_eq!(rows[2].latency_p50_ms, None, "nothing ended in second 2");
+    }
+
+    #[test]
+    fn slower_than_is_strict_and_labels_have_no_dot() {
+        let mut r = recorder(1, 1000);
+        r.latency_thresholds(&[
+            SimDuration::from_millis(1500),
+            SimDuration::from_millis(100),
+        ]);
+        for lat in [100, 101, 1500, 1501] {
+            r.answered(ms(1), 200, SimDuration::from_millis(lat), None, true);
+        }
+        let s = r.finish("m", 1, SimDuration::ZERO, 0, 0);
+        assert_eq!(s.client.slower_than["100ms"], 3);
+        assert_eq!(s.client.slower_than["1500ms"], 1);
+        assert_eq!(threshold_label(SimDuration::from_micros(250)), "250us");
+        assert_eq!(threshold_label(SimDuration::from_secs(2)), "2s");
+    }
+
+    #[test]
+    fn utilization_is_busy_worker_time_over_the_window() {
+        let mut r = Recorder::new(
+            vec!["a".into(), "b".into()],
+            1,
+            ms(10_000),
+            (ms(2000), ms(10_000)),
+            SimDuration::from_secs(1),
+        );
+        let (a, b) = (NodeId(0), NodeId(1));
+        r.node_workers(a, 4);
+        r.node_workers(b, 4);
+        // a: all 4 workers busy from 1 s to the end (saturated in the window)
+        r.workers_busy(ms(1000), a, 4);
+        // b: 2 of 4 busy from 4 s to 8 s
+        r.workers_busy(ms(4000), b, 2);
+        r.workers_busy(ms(8000), b, 0);
+        r.queue_len(ms(1500), a, 900); // before the window: not a peak
+        r.queue_len(ms(3000), a, 511);
+        r.backlog_refused(a, true);
+        r.backlog_refused(a, false);
+        let s = r.finish("m", 1, SimDuration::ZERO, 0, 0);
+        assert_eq!(s.nodes[0].utilization, 1.0);
+        assert_eq!(s.nodes[1].utilization, 0.25);
+        assert_eq!(s.nodes[0].peak_queue, 511);
+        assert_eq!(s.nodes[0].backlog_refused, 1);
+        let codes: Vec<&str> = s.warnings.iter().map(|w| w.code.as_str()).collect();
+        assert_eq!(codes, ["overload", "overload"], "{:?}", s.warnings);
+        assert!(
+            s.warnings[0]
+                .message
+                .contains("node a: workers busy 100.0%")
+        );
+        assert!(s.warnings[1].message.contains("1 connections dropped"));
+    }
+
+    #[test]
+    fn unfinished_requests_over_one_percent_warn() {
+        let run = |unfinished: u64| {
+            let mut r = recorder(1, 1000);
+            for _ in 0..1000 {
+                r.request_sent(ms(1), true);
+            }
+            r.finish("m", 1, SimDuration::ZERO, 0, unfinished)
+        };
+        assert!(run(10).warnings.is_empty(), "1% is not over 1%");
+        let runs = [run(11), run(0), run(500)];
+        assert_eq!(runs[0].warnings.len(), 1);
+        let w = overload_warnings(&runs);
+        assert_eq!(w.len(), 1);
+        assert_eq!(
+            w[0].message,
+            "50.0% of requests (500) still unfinished at the end (over 1%) (in 2 of 3 runs)"
+        );
+    }
+
     #[test]
     fn ejection_intervals_nest_across_policies_and_clip_to_the_window() {
         let names = vec!["a".to_string()];
-        let ms = |m: u64| SimTime::from_micros(m * 1000);
         let mut r = Recorder::new(
             names,
             1,

@@ -150,12 +150,13 @@ impl Stats {
 }
 
 /// A log-linear latency histogram over microseconds: 32 sub-buckets per
-/// power of two, so quantiles are within about 3%.
+/// power of two, so quantiles are within 1.6% (half a bucket).
 #[derive(Clone, Debug)]
 pub struct Histogram {
     counts: Vec<u64>,
     n: u64,
     sum_us: u128,
+    min_us: u64,
     max_us: u64,
 }
 
@@ -168,6 +169,7 @@ impl Default for Histogram {
             counts: vec![0; 64 * SUB as usize],
             n: 0,
             sum_us: 0,
+            min_us: u64::MAX,
             max_us: 0,
         }
     }
@@ -202,14 +204,22 @@ impl Histogram {
         self.counts[Self::index(v)] += 1;
         self.n += 1;
         self.sum_us += v as u128;
+        self.min_us = self.min_us.min(v);
         self.max_us = self.max_us.max(v);
     }
 
-    /// Forgets every value (keeps the memory).
+    /// Forgets every value (keeps the memory). Only the buckets up to the
+    /// max's can be non-zero: a histogram of short latencies clears fast.
     pub fn clear(&mut self) {
-        self.counts.fill(0);
+        let used = if self.n == 0 {
+            0
+        } else {
+            Self::index(self.max_us) + 1
+        };
+        self.counts[..used].fill(0);
         self.n = 0;
         self.sum_us = 0;
+        self.min_us = u64::MAX;
         self.max_us = 0;
     }
 
@@ -217,19 +227,22 @@ impl Histogram {
         self.n
     }
 
-    /// The `q`-quantile in microseconds (bucket midpoint, capped at the max).
+    /// The `q`-quantile in microseconds: its bucket's midpoint, kept within
+    /// the smallest and largest value recorded (so values that are all alike,
+    /// such as client timeouts, come out exact).
     pub fn quantile_us(&self, q: f64) -> Option<f64> {
         if self.n == 0 {
             return None;
         }
         let rank = ((q * self.n as f64).ceil() as u64).clamp(1, self.n);
         let mut seen = 0;
-        for (i, &c) in self.counts.iter().enumerate() {
+        let used = Self::index(self.max_us) + 1;
+        for (i, &c) in self.counts[..used].iter().enumerate() {
             seen += c;
             if seen >= rank {
                 let (low, width) = Self::bounds(i);
                 let mid = low as f64 + (width as f64 - 1.0) / 2.0;
-                return Some(mid.min(self.max_us as f64));
+                return Some(mid.clamp(self.min_us as f64, self.max_us as f64));
             }
         }
         Some(self.max_us as f64)

@@ -19,6 +19,8 @@ pub fn timeline_csv(runs: &[RunSummary]) -> Result<Vec<u8>, csv::Error> {
         "ok".into(),
         "errors".into(),
         "timeouts".into(),
+        "latency_p50_ms".into(),
+        "latency_p99_ms".into(),
     ];
     for n in &first.timeline.node_names {
         for col in ["answered", "attempts", "failures", "ejected"] {
@@ -36,6 +38,8 @@ pub fn timeline_csv(runs: &[RunSummary]) -> Result<Vec<u8>, csv::Error> {
                 row.ok.to_string(),
                 row.errors.to_string(),
                 row.timeouts.to_string(),
+                row.latency_p50_ms.map(fmt_num).unwrap_or_default(),
+                row.latency_p99_ms.map(fmt_num).unwrap_or_default(),
             ];
             for i in 0..run.timeline.node_names.len() {
                 rec.push(row.answered[i].to_string());

@@ -143,8 +143,11 @@ pub fn run_report(dir: &Path, drawn: &[Drawn]) -> Result<(), Error> {
             "ok".into(),
             "errors".into(),
             "timeouts".into(),
+            "unfinished".into(),
             "p50 (ms)".into(),
             "p99 (ms)".into(),
+            "p99.9 (ms)".into(),
+            "max (ms)".into(),
         ],
         vec![vec![
             "all".into(),
@@ -152,16 +155,25 @@ pub fn run_report(dir: &Path, drawn: &[Drawn]) -> Result<(), Error> {
             stat_cell(&c.ok, 0),
             stat_cell(&c.errors, 0),
             stat_cell(&c.timeouts, 0),
+            stat_cell(&c.unfinished, 0),
             stat_cell(&c.latency_ms.p50, 1),
             stat_cell(&c.latency_ms.p99, 1),
+            stat_cell(&c.latency_ms.p999, 1),
+            stat_cell(&c.latency_ms.max, 1),
         ]],
     ));
+    if !summary.warnings.is_empty() {
+        blocks.push(Block::Heading("Warnings".into()));
+        for w in &summary.warnings {
+            blocks.push(Block::Paragraph(format!("{}: {}", w.code, w.message)));
+        }
+    }
     type Column = (
         &'static str,
         fn(&super::summary::NodeStats) -> &Spread,
         usize,
     );
-    let metrics: [Column; 8] = [
+    let metrics: [Column; 10] = [
         ("attempts", |n| &n.attempts, 0),
         ("answered", |n| &n.answered, 0),
         ("share", |n| &n.share, 3),
@@ -170,6 +182,8 @@ pub fn run_report(dir: &Path, drawn: &[Drawn]) -> Result<(), Error> {
         ("ejected_time_s", |n| &n.ejected_time_s, 2),
         ("first_ejection_delay_s", |n| &n.first_ejection_delay_s, 2),
         ("recovery_delay_s", |n| &n.recovery_delay_s, 2),
+        ("utilization", |n| &n.utilization, 3),
+        ("backlog_refused", |n| &n.backlog_refused, 0),
     ];
     let mut head = vec!["node".to_string()];
     head.extend(metrics.iter().map(|(m, ..)| m.to_string()));
@@ -240,13 +254,34 @@ pub fn sweep_report(dir: &Path, drawn: &[Drawn]) -> Result<(), Error> {
         }
     }
     blocks.push(Block::Heading("Key table".into()));
+    let overloaded: Vec<String> = results
+        .points
+        .iter()
+        .filter(|p| p.overloaded > 0)
+        .map(|p| p.point.to_string())
+        .collect();
+    if !overloaded.is_empty() {
+        blocks.push(Block::Paragraph(format!(
+            "Warning (overload): {} of {} points overloaded a node or left over 1% of requests \
+             unfinished in some replication (points {}); their figures describe a saturated \
+             system. See the overloaded column.",
+            overloaded.len(),
+            results.points.len(),
+            overloaded.join(", ")
+        )));
+    }
     let mut head = axes.clone();
+    head.push("overloaded".into());
     head.extend(metrics.iter().cloned());
     let rows = results
         .points
         .iter()
         .map(|p| {
             let mut r: Vec<String> = axes.iter().map(|a| p.value_text(a)).collect();
+            r.push(match p.overloaded {
+                0 => "no".into(),
+                k => format!("{k}/{}", results.reps),
+            });
             r.extend(metrics.iter().map(|m| match p.stats.get(m) {
                 Some(s) => stat_cell(&s.spread(), 3),
                 None => "–".into(),

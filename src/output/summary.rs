@@ -4,7 +4,7 @@
 //! empty chart.
 
 use crate::error::Error;
-use crate::metrics::{LatencySummary, NodeSummary, RunSummary};
+use crate::metrics::{LatencySummary, NodeSummary, RunSummary, Warning, overload_warnings};
 use crate::spec::{Model, ModelSpec};
 use crate::stats::{Spread, round6};
 use serde::{Deserialize, Serialize, Serializer};
@@ -34,6 +34,9 @@ pub struct Summary {
     #[serde(serialize_with = "sorted_keys")]
     pub model_spec: ModelSpec,
     pub probe_rounds: RoundStats,
+    /// Overload and other reasons to doubt the figures, over the replications.
+    #[serde(default)]
+    pub warnings: Vec<Warning>,
     pub runs: Vec<RunSummary>,
 }
 
@@ -44,6 +47,9 @@ pub struct ClientStats {
     pub latency_ms: LatencyStats,
     pub ok: Spread,
     pub requests: Spread,
+    /// Requests slower than each latency threshold (`100ms`, `1s`).
+    #[serde(default)]
+    pub slower_than: BTreeMap<String, Spread>,
     /// By status code; a code missing in a replication counts as absent, not zero.
     pub status: BTreeMap<String, Spread>,
     pub timeouts: Spread,
@@ -57,6 +63,8 @@ pub struct LatencyStats {
     pub p50: Spread,
     pub p90: Spread,
     pub p99: Spread,
+    #[serde(default)]
+    pub p999: Spread,
 }
 
 /// One node over the replications (fields in the file's order).
@@ -64,6 +72,8 @@ pub struct LatencyStats {
 pub struct NodeStats {
     pub answered: Spread,
     pub attempts: Spread,
+    #[serde(default)]
+    pub backlog_refused: Spread,
     pub ejected_time_s: Spread,
     pub ejections: Spread,
     pub failures: Spread,
@@ -72,10 +82,14 @@ pub struct NodeStats {
     pub fault_attempts_ok: Spread,
     pub first_ejection_delay_s: Spread,
     pub name: String,
+    #[serde(default)]
+    pub peak_queue: Spread,
     pub probe_load_per_s: Spread,
     pub probes: Spread,
     pub recovery_delay_s: Spread,
     pub share: Spread,
+    #[serde(default)]
+    pub utilization: Spread,
 }
 
 #[derive(Clone, Debug, Default, Deserialize, Serialize, PartialEq)]
@@ -128,9 +142,18 @@ impl ClientStats {
                 p50: over_some(&latency, |l| l.p50),
                 p90: over_some(&latency, |l| l.p90),
                 p99: over_some(&latency, |l| l.p99),
+                p999: over_some(&latency, |l| l.p999),
             },
             ok: over(&clients, |c| c.ok as f64),
             requests: over(&clients, |c| c.requests as f64),
+            slower_than: clients[0]
+                .slower_than
+                .keys()
+                .map(|k| {
+                    let spread = over_some(&clients, |c| c.slower_than.get(k).map(|&n| n as f64));
+                    (k.clone(), spread)
+                })
+                .collect(),
             status: codes
                 .into_iter()
                 .map(|k| {
@@ -152,6 +175,7 @@ impl NodeStats {
         NodeStats {
             answered: count(|n| n.answered),
             attempts: count(|n| n.attempts),
+            backlog_refused: count(|n| n.backlog_refused),
             ejected_time_s: over(&nodes, |n| n.ejected_time_s),
             ejections: count(|n| n.ejections),
             failures: count(|n| n.failures),
@@ -160,10 +184,12 @@ impl NodeStats {
             fault_attempts_ok: count(|n| n.fault_attempts_ok),
             first_ejection_delay_s: over_some(&nodes, |n| n.first_ejection_delay_s),
             name: nodes[0].name.clone(),
+            peak_queue: count(|n| n.peak_queue),
             probe_load_per_s: over(&nodes, |n| n.probe_load_per_s),
             probes: count(|n| n.probes),
             recovery_delay_s: over_some(&nodes, |n| n.recovery_delay_s),
             share: over(&nodes, |n| n.share),
+            utilization: over(&nodes, |n| n.utilization),
         }
     }
 }
@@ -219,6 +245,7 @@ impl Summary {
                 min_s: over_some(&rounds, |r| r.min_s),
                 rounds: over(&rounds, |r| r.rounds as f64),
             },
+            warnings: overload_warnings(&runs),
             runs,
         }
     }

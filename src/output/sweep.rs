@@ -67,6 +67,7 @@ struct Results<'a> {
 struct PointOut<'a> {
     point: usize,
     values: Ordered<'a, Value>,
+    overloaded: usize,
     seeds: Vec<u64>,
     stats: Ordered<'a, Stats>,
 }
@@ -77,7 +78,15 @@ struct RunOut<'a> {
     point: usize,
     rep: u32,
     seed: u64,
+    overloaded: bool,
     metrics: Ordered<'a, Option<Number>>,
+}
+
+/// Did the run (its summary as recorded) have an `overload` warning?
+fn overloaded(summary: &Value) -> bool {
+    summary["warnings"]
+        .as_array()
+        .is_some_and(|w| w.iter().any(|w| w["code"] == "overload"))
 }
 
 fn csv_bytes(
@@ -101,6 +110,13 @@ pub fn write_outputs(out: &Path, h: &PlanHeader, records: &[RunRecord]) -> Resul
     // The axes, each duration axis followed by its value in seconds.
     let (axis_names, axis_cells) = h.output_columns();
     let reps = h.reps as usize;
+    let run_overloaded: Vec<bool> = records.iter().map(|r| overloaded(&r.summary)).collect();
+    let point_overloaded = |p: usize| {
+        run_overloaded[p * reps..(p + 1) * reps]
+            .iter()
+            .filter(|&&o| o)
+            .count()
+    };
     let stats: Vec<Vec<Stats>> = (0..h.points.len())
         .map(|p| {
             let rows = &table.rows[p * reps..(p + 1) * reps];
@@ -121,12 +137,14 @@ pub fn write_outputs(out: &Path, h: &PlanHeader, records: &[RunRecord]) -> Resul
         let mut head = vec!["point".to_string(), "rep".into()];
         head.extend(axis_names.iter().cloned());
         head.push("seed".into());
+        head.push("overloaded".into());
         head.extend(table.names.iter().cloned());
         w.write_record(&head)?;
-        for (r, row) in records.iter().zip(&table.rows) {
+        for ((r, row), o) in records.iter().zip(&table.rows).zip(&run_overloaded) {
             let mut rec = vec![r.point.to_string(), r.rep.to_string()];
             rec.extend(axis_cells[r.point].iter().map(cell_text));
             rec.push(r.seed.to_string());
+            rec.push(u8::from(*o).to_string());
             rec.extend(
                 row.iter()
                     .map(|v| v.as_ref().map(fmt_number).unwrap_or_default()),
@@ -141,6 +159,7 @@ pub fn write_outputs(out: &Path, h: &PlanHeader, records: &[RunRecord]) -> Resul
     let points_csv = csv_bytes(&path, |w| {
         let mut head = vec!["point".to_string()];
         head.extend(axis_names.iter().cloned());
+        head.push("overloaded".into());
         for m in &table.names {
             head.extend(Stats::FIELDS.iter().map(|f| format!("{m}.{f}")));
         }
@@ -148,6 +167,7 @@ pub fn write_outputs(out: &Path, h: &PlanHeader, records: &[RunRecord]) -> Resul
         for (p, point_stats) in stats.iter().enumerate() {
             let mut rec = vec![p.to_string()];
             rec.extend(axis_cells[p].iter().map(cell_text));
+            rec.push(point_overloaded(p).to_string());
             for s in point_stats {
                 rec.extend(stat_cells(s));
             }
@@ -173,6 +193,7 @@ pub fn write_outputs(out: &Path, h: &PlanHeader, records: &[RunRecord]) -> Resul
             .map(|p| PointOut {
                 point: p,
                 values: Ordered(&axis_names, &axis_cells[p]),
+                overloaded: point_overloaded(p),
                 seeds: records[p * reps..(p + 1) * reps]
                     .iter()
                     .map(|r| r.seed)
@@ -183,11 +204,13 @@ pub fn write_outputs(out: &Path, h: &PlanHeader, records: &[RunRecord]) -> Resul
         runs: records
             .iter()
             .zip(&table.rows)
-            .map(|(r, row)| RunOut {
+            .zip(&run_overloaded)
+            .map(|((r, row), &overloaded)| RunOut {
                 run: r.run,
                 point: r.point,
                 rep: r.rep,
                 seed: r.seed,
+                overloaded,
                 metrics: Ordered(&table.names, row),
             })
             .collect(),
@@ -231,6 +254,9 @@ pub struct PointResult {
     pub point: usize,
     /// By axis path; a duration axis also has `<path>_s`, in seconds.
     pub values: BTreeMap<String, Value>,
+    /// Replications with an `overload` warning (see `metrics::overload_warnings`).
+    #[serde(default)]
+    pub overloaded: usize,
     pub seeds: Vec<u64>,
     pub stats: BTreeMap<String, Stats>,
 }
@@ -243,6 +269,9 @@ pub struct RunResult {
     pub point: usize,
     pub rep: u32,
     pub seed: u64,
+    /// The run had an `overload` warning.
+    #[serde(default)]
+    pub overloaded: bool,
     pub metrics: BTreeMap<String, Option<f64>>,
 }
 

@@ -77,12 +77,21 @@ pub fn table(report: &Summary) -> String {
     let l = &c.latency_ms;
     let _ = writeln!(
         out,
-        "        latency p50 {}  p90 {}  p99 {}  max {}",
+        "        latency p50 {}  p90 {}  p99 {}  p99.9 {}  max {}  (all ended requests, timeouts included)",
         cell(&l.p50, "ms", 1),
         cell(&l.p90, "ms", 1),
         cell(&l.p99, "ms", 1),
+        cell(&l.p999, "ms", 1),
         cell(&l.max, "ms", 1),
     );
+    if !c.slower_than.is_empty() {
+        let parts: Vec<String> = c
+            .slower_than
+            .iter()
+            .map(|(k, s)| format!("{k}: {}", cell(s, "", 0)))
+            .collect();
+        let _ = writeln!(out, "        slower than  {}", parts.join("  "));
+    }
     let r = &report.probe_rounds;
     if r.rounds.max.is_some_and(|x| x > 0.0) {
         let _ = writeln!(
@@ -96,6 +105,12 @@ pub fn table(report: &Summary) -> String {
     }
     out.push('\n');
     out.push_str(&align(&node_rows(&report.nodes, report.reps)));
+    if !report.warnings.is_empty() {
+        out.push('\n');
+    }
+    for w in &report.warnings {
+        let _ = writeln!(out, "warning ({}): {}", w.code, w.message);
+    }
     out
 }
 
@@ -108,6 +123,8 @@ fn node_rows(nodes: &[NodeStats], reps: usize) -> Vec<Vec<String>> {
     let show_false = any(|n| &n.false_ejections);
     let show_fault = any(|n| &n.fault_attempts);
     let show_probes = any(|n| &n.probes);
+    let show_queue = any(|n| &n.peak_queue);
+    let show_refused = any(|n| &n.backlog_refused);
     let mut headers = vec![
         "node",
         "attempts",
@@ -118,7 +135,14 @@ fn node_rows(nodes: &[NodeStats], reps: usize) -> Vec<Vec<String>> {
         "ejected",
         "first ejection",
         "recovery",
+        "busy",
     ];
+    if show_queue {
+        headers.push("peak queue");
+    }
+    if show_refused {
+        headers.push("backlog drops");
+    }
     if show_false {
         headers.push("false ejections");
     }
@@ -140,7 +164,14 @@ fn node_rows(nodes: &[NodeStats], reps: usize) -> Vec<Vec<String>> {
             cell(&n.ejected_time_s, "s", 2),
             delay_cell(&n.first_ejection_delay_s, reps),
             delay_cell(&n.recovery_delay_s, reps),
+            share_cell(&n.utilization),
         ];
+        if show_queue {
+            row.push(cell(&n.peak_queue, "", 0));
+        }
+        if show_refused {
+            row.push(cell(&n.backlog_refused, "", 0));
+        }
         if show_false {
             row.push(cell(&n.false_ejections, "", 0));
         }

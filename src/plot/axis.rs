@@ -12,6 +12,9 @@ pub(crate) enum NumFmt {
     Plain,
     /// `0.25` -> `25%`
     Percent,
+    /// Values are base-10 logarithms; ticks at whole powers of ten, labelled
+    /// with the value itself (`2` -> `100`): a log-scale axis.
+    Log10,
 }
 
 /// One chart axis. Both variants use `f64` values so chart code is written once:
@@ -34,6 +37,14 @@ impl Axis {
         Axis::Num {
             range,
             fmt: NumFmt::Percent,
+        }
+    }
+
+    /// A log-scale axis over `range`, given as base-10 logarithms of the values.
+    pub(crate) fn log10(range: Range<f64>) -> Self {
+        Axis::Num {
+            range,
+            fmt: NumFmt::Log10,
         }
     }
 
@@ -77,6 +88,17 @@ impl Ranged for Axis {
 
     fn key_points<Hint: KeyPointHint>(&self, hint: Hint) -> Vec<f64> {
         match self {
+            Axis::Num {
+                range,
+                fmt: NumFmt::Log10,
+            } => {
+                let (lo, hi) = (range.start.ceil() as i32, range.end.floor() as i32);
+                if hi > lo && hint.max_num_points() > 1 {
+                    (lo..=hi).map(f64::from).collect()
+                } else {
+                    RangedCoordf64::from(range.clone()).key_points(hint)
+                }
+            }
             Axis::Num { range, .. } => RangedCoordf64::from(range.clone()).key_points(hint),
             Axis::Cat { names, .. } => {
                 let max = hint.max_num_points();
@@ -107,6 +129,9 @@ impl ValueFormatter<f64> for Axis {
                 fmt: NumFmt::Percent,
                 ..
             } => format!("{}%", fmt_tick(*value * 100.0)),
+            Axis::Num {
+                fmt: NumFmt::Log10, ..
+            } => fmt_tick(10f64.powf(*value)),
             Axis::Cat { names, .. } => {
                 let i = value.round();
                 if (value - i).abs() < 1e-6 && i >= 0.0 {
@@ -224,6 +249,9 @@ mod tests {
         assert_eq!(fmt_tick(0.1 + 0.2), "0.3");
         assert_eq!(fmt_tick(100.0), "100");
         assert_eq!(fmt_tick(-0.0), "0");
+        let log = Axis::log10(-0.3..3.2);
+        assert_eq!(log.format_ext(&2.0), "100");
+        assert_eq!(log.key_points(5), [0.0, 1.0, 2.0, 3.0]);
     }
 
     #[test]

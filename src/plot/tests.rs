@@ -171,6 +171,15 @@ fn sample_timeline() -> TimelineSpec {
             .iter()
             .map(|x| u64::from((15.0..21.0).contains(x)) * 4)
             .collect(),
+        latency_p50_ms: t.iter().map(|_| Some(5.0)).collect(),
+        latency_p99_ms: t
+            .iter()
+            .map(|x| match x {
+                x if (15.0..21.0).contains(x) => Some(1000.0),
+                x if *x == 40.0 => None,
+                _ => Some(9.0),
+            })
+            .collect(),
         t,
         nodes,
         size: None,
@@ -342,6 +351,8 @@ fn degenerate_inputs_do_not_panic() -> TestResult {
         ],
         errors: vec![1],
         timeouts: vec![],
+        latency_p50_ms: vec![Some(0.0), Some(f64::NAN), None],
+        latency_p99_ms: vec![Some(f64::INFINITY)],
         size: None,
         caption: String::new(),
     };

@@ -41,12 +41,17 @@ pub struct TimelineSpec {
     pub errors: Vec<u64>,
     /// Client timeouts per bucket, aligned with `t`.
     pub timeouts: Vec<u64>,
+    /// Median and 99th percentile latency (ms) of the requests that ended in
+    /// each bucket, aligned with `t`; `None` where none ended.
+    pub latency_p50_ms: Vec<Option<f64>>,
+    pub latency_p99_ms: Vec<Option<f64>>,
     /// Image size in pixels; `None` = [`super::DEFAULT_SIZE`].
     pub size: Option<(u32, u32)>,
 }
 
-/// Three stacked panels sharing the time axis: traffic share per node with fault windows
-/// shaded, one ejection lane per node, and errors/timeouts per bucket.
+/// Four stacked panels sharing the time axis: traffic share per node with fault windows
+/// shaded, one ejection lane per node, client latency per bucket (log scale) and
+/// errors/timeouts per bucket.
 /// Writes `<stem>.png` and `<stem>.svg`.
 pub fn timeline(spec: &TimelineSpec, stem: impl AsRef<Path>) -> Result<(), PlotError> {
     render(spec, stem.as_ref())
@@ -55,6 +60,9 @@ pub fn timeline(spec: &TimelineSpec, stem: impl AsRef<Path>) -> Result<(), PlotE
 /// Colours of the two failure counts: neutral, so they never clash with node colours.
 const ERRORS: RGBColor = RGBColor(0x3b, 0x3b, 0x3b);
 const TIMEOUTS: RGBColor = RGBColor(0xa6, 0xa6, 0xa6);
+/// Colours of the latency percentiles: the p99 dark, the median light.
+const P99: RGBColor = RGBColor(0x3b, 0x3b, 0x3b);
+const P50: RGBColor = RGBColor(0x8c, 0x8c, 0x8c);
 
 impl TimelineSpec {
     fn bucket(&self) -> f64 {
@@ -115,12 +123,15 @@ fn clamp_span(start: f64, end: f64, (t0, t1): (f64, f64)) -> Option<(f64, f64)> 
 struct Panels<'a, DB: DrawingBackend> {
     share: DrawingArea<DB, Shift>,
     lanes: DrawingArea<DB, Shift>,
+    latency: DrawingArea<DB, Shift>,
     counts: DrawingArea<DB, Shift>,
     theme: &'a Theme,
     bucket: f64,
     span: (f64, f64),
     /// Top of the count axis: the largest count plus head room.
     count_top: f64,
+    /// The latency axis: base-10 logarithms of milliseconds.
+    latency_log: std::ops::Range<f64>,
     y_area: u32,
 }
 
@@ -158,6 +169,8 @@ impl TimelineSpec {
             legend.push(LegendItem::new("fault window", Swatch::Shade(NO_DATA)));
             legend.push(LegendItem::new("errors", Swatch::Solid(ERRORS)));
             legend.push(LegendItem::new("timeouts", Swatch::Solid(TIMEOUTS)));
+            legend.push(LegendItem::new("latency p99", Swatch::Line(P99, None)));
+            legend.push(LegendItem::new("latency p50", Swatch::Line(P50, None)));
         }
         legend
     }
@@ -177,9 +190,12 @@ impl TimelineSpec {
             .max(theme.px(100.0))
             .min(body_h * 35 / 100);
         let avail = (body_h - lane_h - x_area).max(0);
-        let share_h = avail * 55 / 100;
+        let share_h = avail * 40 / 100;
+        let latency_h = avail * 30 / 100;
         let (share, rest) = body.split_vertically(share_h);
-        let (lanes, counts) = rest.split_vertically(lane_h);
+        let (lanes, rest) = rest.split_vertically(lane_h);
+        let (latency, counts) = rest.split_vertically(latency_h);
+        let latency_log = self.latency_range();
 
         let max_count = self
             .errors
@@ -191,15 +207,39 @@ impl TimelineSpec {
         let count_top = (max_count as f64 * 1.12).max(1.0);
         let mut y_labels: Vec<String> = self.nodes.iter().map(|n| n.name.clone()).collect();
         y_labels.extend(["100%".to_string(), fmt_tick(count_top)]);
+        y_labels.push(fmt_tick(10f64.powf(latency_log.end.floor())));
+        y_labels.push(fmt_tick(10f64.powf(latency_log.start.ceil())));
         Panels {
             share,
             lanes,
+            latency,
             counts,
+            latency_log,
             theme,
             bucket,
             span: self.time_range(bucket),
             count_top,
             y_area: y_area_width(body, theme, &y_labels),
+        }
+    }
+
+    /// The latency axis range in base-10 logarithms of milliseconds: the
+    /// percentiles' span widened to whole decades (1 ms to 1 s without data).
+    fn latency_range(&self) -> std::ops::Range<f64> {
+        let values = self
+            .latency_p50_ms
+            .iter()
+            .chain(&self.latency_p99_ms)
+            .flatten()
+            .copied()
+            .filter(|v| *v > 0.0)
+            .map(f64::log10);
+        match finite_bounds(values) {
+            Some((lo, hi)) => {
+                let (lo, hi) = (lo.floor(), hi.ceil());
+                lo..if hi > lo { hi } else { lo + 1.0 }
+            }
+            None => 0.0..3.0,
         }
     }
 
@@ -318,7 +358,51 @@ impl TimelineSpec {
         Ok(())
     }
 
-    /// (c) Client errors and timeouts per bucket, side by side within each bucket.
+    /// (c) Client latency per bucket: p99 and median of the requests that
+    /// ended in it, timeouts included, on a log scale.
+    fn draw_latency<DB: DrawingBackend>(&self, p: &Panels<DB>) -> DResult {
+        let area = p.title(
+            &p.latency,
+            "client latency per bucket, p99 and median (timeouts included)",
+        )?;
+        let mesh = MeshOpts {
+            y_desc: "ms (log)",
+            y_labels: 5,
+            ..MeshOpts::default()
+        };
+        let axes = (p.x_axis(), Axis::log10(p.latency_log.clone()));
+        let (chart, _) = plot(&area, p.theme, &p.layout(XLabels::Hidden), axes, mesh)?;
+        let area = chart.plotting_area();
+        for (_, (s, e), _, _) in self.faults(p.span) {
+            area.draw(&Rectangle::new(
+                [(s, p.latency_log.start), (e, p.latency_log.end)],
+                NO_DATA.mix(0.12).filled(),
+            ))?;
+        }
+        for (series, color) in [(&self.latency_p50_ms, P50), (&self.latency_p99_ms, P99)] {
+            let pts: Vec<Option<(f64, f64)>> = self
+                .t
+                .iter()
+                .zip(series)
+                .map(|(t, v)| {
+                    let x = t + p.bucket / 2.0;
+                    let y = v.filter(|v| *v > 0.0)?.log10();
+                    (x.is_finite() && y.is_finite()).then_some((x, y))
+                })
+                .collect();
+            for run in pts.split(Option::is_none) {
+                let run: Vec<(f64, f64)> = run.iter().flatten().copied().collect();
+                if run.len() == 1 {
+                    area.draw(&Circle::new(run[0], p.theme.upx(2.5), color.filled()))?;
+                } else if !run.is_empty() {
+                    area.draw(&PathElement::new(run, color.stroke_width(p.theme.upx(2.0))))?;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// (d) Client errors and timeouts per bucket, side by side within each bucket.
     fn draw_counts<DB: DrawingBackend>(&self, p: &Panels<DB>) -> DResult {
         let (bucket, count_top) = (p.bucket, p.count_top);
         let area = p.title(&p.counts, "client errors and timeouts per bucket")?;
@@ -373,6 +457,7 @@ impl Chart for TimelineSpec {
         let panels = self.panels(&body, theme);
         self.draw_share(&panels)?;
         self.draw_lanes(&panels)?;
+        self.draw_latency(&panels)?;
         self.draw_counts(&panels)
     }
 }

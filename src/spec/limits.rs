@@ -6,6 +6,9 @@
 use super::model::{ClientsSpec, ModelSpec};
 use crate::engine::SimDuration;
 
+/// Latency thresholds a model may name (`latency_thresholds`).
+pub const MAX_LATENCY_THRESHOLDS: usize = 16;
+
 /// Rows of `timeline.csv` (run duration / `timeline_bucket`).
 pub const MAX_TIMELINE_ROWS: u64 = 1_000_000;
 /// Timeline rows × nodes: each row holds four numbers per node.

@@ -35,6 +35,11 @@ pub struct ModelSpec {
     /// Width of one timeline bucket. Default 1s.
     #[serde(default = "default_bucket")]
     pub timeline_bucket: SimDuration,
+    /// Latencies to count the requests slower than, in `summary.json`'s
+    /// `client.slower_than` (a client timeout counts at the client timeout).
+    /// Default `["100ms", "1s"]`; at most 16, each positive and different.
+    #[serde(default = "default_latency_thresholds")]
+    pub latency_thresholds: Vec<SimDuration>,
     pub clients: ClientsSpec,
     #[serde(default)]
     pub gateway: GatewaySpec,
@@ -58,6 +63,9 @@ fn default_seed() -> u64 {
 }
 fn default_bucket() -> SimDuration {
     SimDuration::from_secs(1)
+}
+fn default_latency_thresholds() -> Vec<SimDuration> {
+    vec![SimDuration::from_millis(100), SimDuration::from_secs(1)]
 }
 
 #[derive(Clone, Debug, Deserialize, Serialize, JsonSchema)]

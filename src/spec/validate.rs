@@ -29,6 +29,8 @@ pub struct Model {
     pub measure_from: SimTime,
     pub measure_to: SimTime,
     pub bucket: SimDuration,
+    /// `latency_thresholds`, validated.
+    pub latency_thresholds: Vec<SimDuration>,
     pub clients: Clients,
     pub gateway: GatewaySpec,
     pub next_upstream: NextUpstreamMask,
@@ -165,6 +167,7 @@ impl Model {
     fn validated(spec: ModelSpec) -> Result<Model, Invalid> {
         check_name(&spec.name)?;
         let (measure_from, measure_to) = run_window(&spec)?;
+        check_latency_thresholds(&spec.latency_thresholds)?;
         let clients = clients(&spec.clients)?;
         check_gateway(&spec.gateway)?;
         check_nodes(&spec.nodes)?;
@@ -178,6 +181,7 @@ impl Model {
             measure_from,
             measure_to,
             bucket: spec.timeline_bucket,
+            latency_thresholds: spec.latency_thresholds.clone(),
             clients,
             gateway: spec.gateway.clone(),
             next_upstream: NextUpstreamMask::from_words(&spec.gateway.proxy_next_upstream),
@@ -346,6 +350,27 @@ fn check_name(name: &str) -> Result<(), Invalid> {
                  or contain `/` or `\\`, found {name:?}"
             ),
         ));
+    }
+    Ok(())
+}
+
+/// `latency_thresholds`: each positive, no two alike, a handful at most.
+fn check_latency_thresholds(ts: &[SimDuration]) -> Result<(), Invalid> {
+    let max = super::limits::MAX_LATENCY_THRESHOLDS;
+    if ts.len() > max {
+        return Err(invalid(
+            "latency_thresholds",
+            format!("at most {max} thresholds, found {}", ts.len()),
+        ));
+    }
+    for (i, t) in ts.iter().enumerate() {
+        let field = format!("latency_thresholds[{i}]");
+        if t.is_zero() {
+            return Err(invalid(&field, "must be positive"));
+        }
+        if ts[..i].contains(t) {
+            return Err(invalid(&field, format!("{t} is listed twice")));
+        }
     }
     Ok(())
 }

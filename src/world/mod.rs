@@ -303,6 +303,10 @@ impl<'s> World<'s> {
         for f in &model.faults {
             rec.fault_window(f.node, f.start, f.end);
         }
+        for (i, n) in model.nodes.iter().enumerate() {
+            rec.node_workers(NodeId(i as u32), n.workers);
+        }
+        rec.latency_thresholds(&model.latency_thresholds);
         let policies: Vec<_> = model
             .policies
             .iter()

@@ -125,6 +125,11 @@ impl Node {
         self.queue.len() >= self.backlog
     }
 
+    /// Workers occupied by a job (a frozen one included).
+    fn busy_workers(&self) -> u32 {
+        (self.busy.len() - self.idle_workers.len()) as u32
+    }
+
     fn runnable(&self) -> bool {
         !(self.crashed || self.hung || self.stopped)
     }
@@ -159,7 +164,9 @@ impl World<'_> {
         }
         n.queue.push_back(Job::Request { slot, generation });
         self.start_work(node);
-        if !self.nodes[node.index()].queue.is_empty() {
+        let waiting = self.nodes[node.index()].queue.len();
+        if waiting > 0 {
+            self.rec.queue_len(self.q.now(), node, waiting);
             // still waiting (FIFO: the request just queued is the last one)
             self.arm_read_timeout(slot, generation, true);
         }
@@ -169,6 +176,10 @@ impl World<'_> {
     pub(crate) fn enqueue(&mut self, node: NodeId, job: Job) {
         self.nodes[node.index()].queue.push_back(job);
         self.start_work(node);
+        let waiting = self.nodes[node.index()].queue.len();
+        if waiting > 0 {
+            self.rec.queue_len(self.q.now(), node, waiting);
+        }
     }
 
     /// Hands queued requests to idle workers while the process runs.
@@ -190,6 +201,8 @@ impl World<'_> {
             let Some(w) = n.idle_workers.pop() else {
                 return;
             };
+            let busy = n.busy_workers();
+            self.rec.workers_busy(now, node, busy);
             let mut svc = n.service.sample(rng);
             if let Some((factor, extra)) = n.slow {
                 svc = svc.mul_f64(factor) + extra;
@@ -232,6 +245,8 @@ impl World<'_> {
             return;
         };
         n.idle_workers.push(worker);
+        let busy = n.busy_workers();
+        self.rec.workers_busy(self.q.now(), node, busy);
         let rng = match job.job {
             Job::Request { .. } => &mut self.rng_faults,
             _ => &mut self.rng_probe,
@@ -317,6 +332,8 @@ impl World<'_> {
                 n.idle_workers.push(w as u32);
             }
         }
+        let busy = n.busy_workers();
+        self.rec.workers_busy(self.q.now(), node, busy);
         for job in victims {
             match job {
                 Job::Request { slot, generation } => {

@@ -173,7 +173,9 @@ fn json_output_has_the_documented_names() {
         serde_json::from_slice(&std::fs::read(dir.join("summary.json")).unwrap()).unwrap();
     assert_eq!(on_disk, doc);
     let timeline = std::fs::read_to_string(dir.join("timeline.csv")).unwrap();
-    assert!(timeline.starts_with("rep,seed,t_s,requests,ok,errors,timeouts,A.answered,A.attempts,A.failures,A.ejected,B.answered"));
+    assert!(timeline.starts_with(
+        "rep,seed,t_s,requests,ok,errors,timeouts,latency_p50_ms,latency_p99_ms,A.answered,A.attempts,A.failures,A.ejected,B.answered"
+    ));
 }
 
 #[test]

@@ -84,3 +84,48 @@ fn different_seeds_differ_and_replication_seeds_are_reproducible() {
     let single: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
     assert_eq!(single["runs"][0], runs[2]);
 }
+
+/// The latency percentiles over every request (timeouts included), the
+/// per-bucket latency columns, utilization and overload warnings do not
+/// depend on the thread count either.
+#[test]
+fn latency_and_overload_outputs_are_identical_across_jobs() {
+    let a = tmp("jobs-impact-1");
+    let b = tmp("jobs-impact-2");
+    for (d, j) in [(&a, "1"), (&b, "2")] {
+        let o = hcsim(&[
+            "run",
+            "models/hang-max-fails.json",
+            "--set",
+            "clients.rate_per_s=5000",
+            "--set",
+            "duration=20s",
+            "--set",
+            "faults[0].for=5s",
+            "--set",
+            "clients.timeout=800ms",
+            "--reps",
+            "3",
+            "--jobs",
+            j,
+            "--no-charts",
+            "--out",
+            d.to_str().unwrap(),
+        ]);
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    }
+    for f in ["summary.json", "timeline.csv"] {
+        assert_eq!(
+            read(&a, f),
+            read(&b, f),
+            "{f} differs between --jobs 1 and 2"
+        );
+    }
+    let doc: serde_json::Value = serde_json::from_slice(&read(&a, "summary.json")).unwrap();
+    assert!(doc["client"]["timeouts"]["median"].as_f64().unwrap() > 0.0);
+    assert_eq!(doc["client"]["latency_ms"]["max"]["median"], 800.0);
+    assert!(
+        !doc["warnings"].as_array().unwrap().is_empty(),
+        "the hung node's queue overflows"
+    );
+}

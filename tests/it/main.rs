@@ -6,6 +6,7 @@ mod determinism;
 mod fuzz;
 mod golden;
 mod haproxy;
+mod impact;
 mod layout;
 mod nginx;
 mod policies;

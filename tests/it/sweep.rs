@@ -351,7 +351,14 @@ fn outputs_name_columns_by_path_and_node_name() {
         ],
         "a duration axis is followed by its value in seconds"
     );
+    assert_eq!(
+        header[8], "overloaded",
+        "a run's overload flag follows its seed"
+    );
     for col in [
+        "nodes.A.utilization",
+        "client.latency_ms.p999",
+        "client.slower_than.1s",
         "nodes.A.share",
         "nodes.C.ejected_time_s",
         "client.status.200",
@@ -372,8 +379,15 @@ fn outputs_name_columns_by_path_and_node_name() {
     let points = fs::read_to_string(dir.join("o/points.csv")).unwrap();
     let head = points.lines().next().unwrap();
     assert!(head.starts_with(
-        "point,policy,gateway.proxy_connect_timeout,gateway.proxy_connect_timeout_s,gateway.proxy_read_timeout,gateway.proxy_read_timeout_s,"
+        "point,policy,gateway.proxy_connect_timeout,gateway.proxy_connect_timeout_s,gateway.proxy_read_timeout,gateway.proxy_read_timeout_s,overloaded,"
     ));
+    assert!(
+        points
+            .lines()
+            .skip(1)
+            .all(|l| l.split(',').nth(6) == Some("0")),
+        "no point of a light sweep overloads"
+    );
     for col in [
         "nodes.A.share.median",
         "nodes.A.share.mean",
@@ -954,4 +968,37 @@ fn bad_params_exit_2_naming_the_argument_and_what_was_expected() {
     );
     let err = user_error(hcsim(&dir, &["sweep", "sweeps/tiny.json", "--reps", "0"]));
     assert!(err.contains("--reps"), "{err}");
+}
+
+/// A point past the nodes' capacity is flagged: `overloaded` counts its runs
+/// with an overload warning in points.csv, runs.csv and results.json, and
+/// report.html names it.
+#[test]
+fn overloaded_points_are_flagged() {
+    let dir = workdir("overload");
+    let mut sweep = tiny_sweep();
+    sweep["reps"] = json!(2);
+    // three nodes of 64 workers × 5 ms: about 38,000 requests/s in all
+    sweep["axes"] = json!([{"path": "clients.rate_per_s", "values": [50, 60000]}]);
+    write_files(&dir, "tiny.json", &sweep);
+    ok(hcsim(&dir, &["sweep", "sweeps/tiny.json", "--out", "o"]));
+    let points = fs::read_to_string(dir.join("o/points.csv")).unwrap();
+    let rows: Vec<Vec<&str>> = points.lines().map(|l| l.split(',').collect()).collect();
+    assert_eq!(rows[0][..3], ["point", "clients.rate_per_s", "overloaded"]);
+    assert_eq!((rows[1][2], rows[2][2]), ("0", "2"));
+    let runs = fs::read_to_string(dir.join("o/runs.csv")).unwrap();
+    let flags: Vec<&str> = runs
+        .lines()
+        .skip(1)
+        .map(|l| l.split(',').nth(4).unwrap())
+        .collect();
+    assert_eq!(flags, ["0", "0", "1", "1"]);
+    let results = read_json(&dir.join("o/results.json"));
+    assert_eq!(results["points"][1]["overloaded"], json!(2));
+    assert_eq!(results["runs"][0]["overloaded"], json!(false));
+    let report = fs::read_to_string(dir.join("o/report.html")).unwrap();
+    assert!(
+        report.contains("Warning (overload): 1 of 2 points"),
+        "report.html does not flag the point"
+    );
 }

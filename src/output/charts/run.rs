@@ -140,6 +140,9 @@ struct Buckets {
     t: Vec<f64>,
     errors: Vec<u64>,
     timeouts: Vec<u64>,
+    /// Latency p50 and p99 (ms) per bucket; `None` where no request ended.
+    p50: Vec<Option<f64>>,
+    p99: Vec<Option<f64>>,
     /// Per node, per bucket: 2xx answers.
     answered: Vec<Vec<f64>>,
 }
@@ -157,6 +160,7 @@ fn read_timeline(path: &Path, names: &[String], rep: usize) -> Result<Buckets, E
             msg: "missing columns rep, t_s, errors or timeouts".into(),
         });
     };
+    let (c_p50, c_p99) = (col("latency_p50_ms"), col("latency_p99_ms"));
     let answered: Vec<Option<usize>> = names
         .iter()
         .map(|n| col(&format!("{n}.answered")))
@@ -165,6 +169,8 @@ fn read_timeline(path: &Path, names: &[String], rep: usize) -> Result<Buckets, E
         t: vec![],
         errors: vec![],
         timeouts: vec![],
+        p50: vec![],
+        p99: vec![],
         answered: vec![vec![]; names.len()],
     };
     for rec in rdr.records() {
@@ -180,6 +186,9 @@ fn read_timeline(path: &Path, names: &[String], rep: usize) -> Result<Buckets, E
         b.t.push(num(c_t));
         b.errors.push(num(c_err) as u64);
         b.timeouts.push(num(c_to) as u64);
+        let opt = |c: Option<usize>| c.and_then(|c| rec.get(c)?.parse::<f64>().ok());
+        b.p50.push(opt(c_p50));
+        b.p99.push(opt(c_p99));
         for (i, c) in answered.iter().enumerate() {
             b.answered[i].push(c.map(num).unwrap_or(0.0));
         }
@@ -255,6 +264,8 @@ fn timeline_spec(
         nodes,
         errors: b.errors,
         timeouts: b.timeouts,
+        latency_p50_ms: b.p50,
+        latency_p99_ms: b.p99,
         size: None,
     })
 }

@@ -369,6 +369,9 @@ impl World<'_> {
                 },
             );
         } else if n.drops_syn() {
+            if !n.partitioned {
+                self.rec.backlog_refused(node, counted);
+            }
             self.q.schedule_in_lane(
                 lane::CONNECT_TIMEOUT,
                 now + connect_timeout,
@@ -593,12 +596,13 @@ impl World<'_> {
         if !r.active || r.req_gen != generation {
             return;
         }
-        let (counted, client, node) = (r.counted, r.client, r.node);
+        let (counted, client, node, start) = (r.counted, r.client, r.node, r.start);
         if let Some(node) = node {
             self.free_peer(slot, node, Charge::Success, AttemptResult::ClientAbort);
         }
         let now = self.q.now();
-        self.rec.timed_out(now, counted);
+        self.rec
+            .timed_out(now, now.saturating_since(start), counted);
         self.release(slot);
         self.client_done(client);
     }
