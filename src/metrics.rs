@@ -337,7 +337,10 @@ pub struct Recorder {
     fastest_threshold: SimDuration,
     /// Latency of every request that ended in the current timeline bucket
     /// (the one `row` points at), and each bucket's (p50, p99) in ms.
+    /// The current bucket's counted requests (folded into `latency` when
+    /// the bucket closes) and the others: each request is recorded once.
     bucket_latency: Histogram,
+    bucket_uncounted: Histogram,
     timeline_latency: Vec<(Option<f64>, Option<f64>)>,
     /// Per node: workers, and workers busy since `busy_since`; `busy_us`:
     /// worker-µs busy inside the measurement window.
@@ -405,6 +408,7 @@ impl Recorder {
             thresholds: Vec::new(),
             fastest_threshold: SimDuration::MAX,
             bucket_latency: Histogram::default(),
+            bucket_uncounted: Histogram::default(),
             timeline_latency: Vec::new(),
             workers: vec![0; n],
             busy: vec![0; n],
@@ -548,7 +552,12 @@ impl Recorder {
     /// Closes the current bucket's latency percentiles (time only moves
     /// forward: no request ends in it after the row moved on).
     fn flush_bucket_latency(&mut self) {
+        self.latency.merge(&self.bucket_latency);
         let h = &mut self.bucket_latency;
+        if self.bucket_uncounted.count() > 0 {
+            h.merge(&self.bucket_uncounted);
+            self.bucket_uncounted.clear();
+        }
         if h.count() == 0 {
             return;
         }
@@ -565,12 +574,13 @@ impl Recorder {
     /// current timeline bucket.
     #[inline]
     fn ended(&mut self, latency: SimDuration, counted: bool) {
-        self.bucket_latency.record(latency);
         if counted {
-            self.latency.record(latency);
+            self.bucket_latency.record(latency);
             if latency > self.fastest_threshold {
                 self.count_slow(latency);
             }
+        } else {
+            self.bucket_uncounted.record(latency);
         }
     }
 

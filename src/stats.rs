@@ -208,6 +208,21 @@ impl Histogram {
         self.max_us = self.max_us.max(v);
     }
 
+    /// Adds every value of `other`, as if each had been recorded here.
+    pub fn merge(&mut self, other: &Histogram) {
+        if other.n == 0 {
+            return;
+        }
+        let used = Self::index(other.max_us) + 1;
+        for (c, o) in self.counts[..used].iter_mut().zip(&other.counts[..used]) {
+            *c += o;
+        }
+        self.n += other.n;
+        self.sum_us += other.sum_us;
+        self.min_us = self.min_us.min(other.min_us);
+        self.max_us = self.max_us.max(other.max_us);
+    }
+
     /// Forgets every value (keeps the memory). Only the buckets up to the
     /// max's can be non-zero: a histogram of short latencies clears fast.
     pub fn clear(&mut self) {
@@ -260,6 +275,33 @@ impl Histogram {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_merged_histogram_is_the_histogram_of_all_values() {
+        let us = |v: u64| SimDuration::from_micros(v);
+        let (mut all, mut a, mut b) = (
+            Histogram::default(),
+            Histogram::default(),
+            Histogram::default(),
+        );
+        for (i, v) in [3u64, 5_400, 1_000_000, 17, 5_400, 250_000, 9]
+            .into_iter()
+            .enumerate()
+        {
+            all.record(us(v));
+            if i % 2 == 0 {
+                a.record(us(v))
+            } else {
+                b.record(us(v))
+            }
+        }
+        a.merge(&b);
+        a.merge(&Histogram::default());
+        for q in [0.0, 0.5, 0.9, 0.99, 0.999, 1.0] {
+            assert_eq!(a.quantile_us(q), all.quantile_us(q), "q = {q}");
+        }
+        assert_eq!((a.count(), a.max_us()), (all.count(), all.max_us()));
+    }
 
     #[test]
     fn quantiles_interpolate_and_match_the_median() {

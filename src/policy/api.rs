@@ -266,7 +266,13 @@ pub trait HealthPolicy: Send {
     /// The balancer selected `node` for an attempt (nginx moves `checked` here).
     fn on_selected(&mut self, _cx: &mut PolicyCx, _scope: Scope, _node: NodeId) {}
     /// The attempt's connection to `node` was established (Envoy's `onPoolReady`).
+    /// Called only if [`hears_connections`](Self::hears_connections) says so.
     fn on_connected(&mut self, _cx: &mut PolicyCx, _scope: Scope, _node: NodeId) {}
+    /// Override with `true` together with `on_connected`: the gateway skips
+    /// the call (one per attempt) for the policies that do not listen.
+    fn hears_connections(&self) -> bool {
+        false
+    }
     /// An attempt ended and the peer was freed.
     fn on_attempt(&mut self, _cx: &mut PolicyCx, _report: &AttemptReport) {}
     /// How much the balancer's effective weight drops on a failed attempt.

@@ -739,6 +739,10 @@ impl HealthPolicy for OutlierDetection {
         !self.hosts[node.index()].ejected
     }
 
+    fn hears_connections(&self) -> bool {
+        true
+    }
+
     fn on_connected(&mut self, _cx: &mut PolicyCx, _scope: Scope, node: NodeId) {
         // `onPoolReady` reports LocalOriginConnectSuccess; only split mode counts it.
         if self.p.split_external_local_origin_errors {

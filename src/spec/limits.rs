@@ -17,6 +17,9 @@ pub const MAX_TIMELINE_CELLS: u64 = 20_000_000;
 pub const MAX_NODE_WORKERS: u32 = 100_000;
 /// Worker threads of all nodes together.
 pub const MAX_TOTAL_NODE_WORKERS: u64 = 1_000_000;
+/// Nodes of one upstream. Each request in flight keeps a bitmap of the nodes
+/// it tried (2.5 KB at this size), and a pick costs O(log nodes).
+pub const MAX_NODES: usize = 20_000;
 /// Closed-loop clients.
 pub const MAX_CONCURRENCY: u32 = 100_000;
 /// Gateway peer-state copies (nginx workers without `zone`) × nodes.

@@ -2,6 +2,7 @@
 //! section of the file, then the warnings (legal but suspicious settings).
 
 use super::document::{from_document, json_kind, read_document};
+use super::limits::MAX_NODES;
 use super::model::*;
 use crate::diagnostics;
 use crate::engine::{SimDuration, SimTime};
@@ -526,8 +527,14 @@ fn check_nodes(nodes: &[NodeSpec]) -> Result<(), Invalid> {
     if nodes.is_empty() {
         return Err(invalid("nodes", "the upstream needs at least one node"));
     }
-    if nodes.len() > 4096 {
-        return Err(invalid("nodes", "at most 4096 nodes are supported"));
+    if nodes.len() > MAX_NODES {
+        return Err(invalid(
+            "nodes",
+            format!(
+                "at most {MAX_NODES} nodes are supported, found {}",
+                nodes.len()
+            ),
+        ));
     }
     let mut names = BTreeSet::new();
     for (i, n) in nodes.iter().enumerate() {

@@ -238,6 +238,8 @@ pub struct World<'s> {
     pub(crate) gw: gateway::Gateway,
     pub(crate) nodes: Vec<node::Node>,
     pub(crate) policies: Vec<Box<dyn HealthPolicy>>,
+    /// The policies that listen to `on_connected`.
+    pub(crate) hear_connections: Vec<usize>,
     pub(crate) probes: probe::Probes,
     /// Per policy that asked for them, per node: heartbeat threads.
     pub(crate) heartbeats: Vec<Vec<heartbeat::Thread>>,
@@ -325,6 +327,9 @@ impl<'s> World<'s> {
             rng_heartbeat: rng::stream(seed, Stream::Heartbeat),
             clients: client::Clients::new(model),
             gw: gateway::Gateway::new(model, policies.len()),
+            hear_connections: (0..policies.len())
+                .filter(|&i| policies[i].hears_connections())
+                .collect(),
             nodes: model.nodes.iter().map(node::Node::new).collect(),
             policies,
             probes: probe::Probes::default(),

@@ -161,14 +161,13 @@ impl World<'_> {
     /// sit out this pick.
     fn tried_members(&self, slot: u32) -> Vec<u32> {
         let r = &self.gw.reqs[slot as usize];
-        if r.tried_list.is_empty() {
+        if r.tried_list.is_empty() && (r.tried.len() > 1 || r.tried[0] == 0) {
             return Vec::new();
         }
-        r.tried_list
-            .iter()
+        r.tried_nodes()
             .filter(|n| {
                 self.gw.set_of[n.index()].backup == r.in_backup
-                    && self.gw.routing.is_member(self.gw.k(r.scope, **n))
+                    && self.gw.routing.is_member(self.gw.k(r.scope, *n))
             })
             .map(|n| self.gw.set_of[n.index()].pos)
             .collect()

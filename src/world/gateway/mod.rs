@@ -94,12 +94,31 @@ impl Request {
         self.tried[n.index() / 64] & (1 << (n.index() % 64)) != 0
     }
     fn mark_tried(&mut self, n: NodeId) {
-        if !self.is_tried(n) {
-            self.tried[n.index() / 64] |= 1 << (n.index() % 64);
-            self.tried_list.push(n);
+        let (w, bit) = (n.index() / 64, 1 << (n.index() % 64));
+        if self.tried[w] & bit == 0 {
+            self.tried[w] |= bit;
+            if self.tried.len() > 1 {
+                self.tried_list.push(n);
+            }
         }
     }
+    /// The tried nodes (up to 64 nodes: read off the bitmap).
+    fn tried_nodes(&self) -> impl Iterator<Item = NodeId> + '_ {
+        let word = if self.tried.len() == 1 {
+            self.tried[0]
+        } else {
+            0
+        };
+        (0..64)
+            .filter(move |i| word & (1 << i) != 0)
+            .map(NodeId)
+            .chain(self.tried_list.iter().copied())
+    }
     fn clear_tried(&mut self) {
+        if self.tried.len() == 1 {
+            self.tried[0] = 0;
+            return;
+        }
         for n in self.tried_list.drain(..) {
             self.tried[n.index() / 64] = 0;
         }
@@ -385,7 +404,8 @@ impl World<'_> {
             // The read timeout is armed lazily (see `arm_read_timeout`): most
             // responses are known to come first, and a timer per attempt would
             // keep rate × proxy_read_timeout events pending.
-            for i in 0..self.policies.len() {
+            for k in 0..self.hear_connections.len() {
+                let i = self.hear_connections[k];
                 if !(single && self.policies[i].bypassed_for_single_server()) {
                     self.with_policy(i, Some(node), |p, cx| p.on_connected(cx, scope, node));
                 }

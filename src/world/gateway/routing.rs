@@ -102,8 +102,9 @@ impl World<'_> {
         }
     }
 
-    /// Asks policy `i` again about `node`, in every scope.
-    #[inline]
+    /// Asks policy `i` again about `node`, in every scope. Kept out of line:
+    /// the callers (`with_policy`) are on every attempt's path.
+    #[inline(never)]
     pub(crate) fn refresh_node(&mut self, i: usize, node: NodeId, now: Now) {
         if node.index() >= self.gw.n {
             return;
