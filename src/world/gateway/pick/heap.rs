@@ -6,6 +6,10 @@
 /// Not in any heap.
 pub(crate) const NONE: u32 = u32::MAX;
 
+/// Children per node: a 4-ary heap is half as deep as a binary one, and a
+/// pick's sift-down (the winner's key drops to the bottom) is most of its cost.
+const D: usize = 4;
+
 /// One heap; `at[i]` is where position `i` sits in it (shared with the other
 /// heaps of the same structure). `before(a, b)` says whether `a` belongs
 /// above `b`; the caller passes the same order to every call and re-keys a
@@ -53,7 +57,7 @@ impl PosHeap {
     }
 
     fn update_at(&mut self, at: &mut [u32], h: usize, before: &impl Fn(u32, u32) -> bool) {
-        if h > 0 && before(self.heap[h], self.heap[(h - 1) / 2]) {
+        if h > 0 && before(self.heap[h], self.heap[(h - 1) / D]) {
             self.up(at, h, before);
         } else {
             self.down(at, h, before);
@@ -68,7 +72,7 @@ impl PosHeap {
 
     fn up(&mut self, at: &mut [u32], mut h: usize, before: &impl Fn(u32, u32) -> bool) {
         while h > 0 {
-            let parent = (h - 1) / 2;
+            let parent = (h - 1) / D;
             if !before(self.heap[h], self.heap[parent]) {
                 break;
             }
@@ -80,13 +84,12 @@ impl PosHeap {
     fn down(&mut self, at: &mut [u32], mut h: usize, before: &impl Fn(u32, u32) -> bool) {
         let n = self.heap.len();
         loop {
-            let (l, r) = (2 * h + 1, 2 * h + 2);
+            let first = D * h + 1;
             let mut m = h;
-            if l < n && before(self.heap[l], self.heap[m]) {
-                m = l;
-            }
-            if r < n && before(self.heap[r], self.heap[m]) {
-                m = r;
+            for c in first..(first + D).min(n) {
+                if before(self.heap[c], self.heap[m]) {
+                    m = c;
+                }
             }
             if m == h {
                 break;
