@@ -89,7 +89,7 @@ impl World<'_> {
     /// selected only while every policy lets it through, or in Envoy's panic
     /// routing, or on nginx's single-server path that ignores max_fails.
     /// (HAProxy's retry on the same server does not select: it is not checked.)
-    fn debug_check_pick(&self, slot: u32, node: NodeId, now: Now) {
+    pub(super) fn debug_check_pick(&self, slot: u32, node: NodeId, now: Now) {
         let r = &self.gw.reqs[slot as usize];
         let (scope, single) = (r.scope, self.gw.single && !r.in_backup);
         debug_assert!(
@@ -122,7 +122,7 @@ impl World<'_> {
     }
 
     /// The `peers->single` path: no `max_fails` at all.
-    fn pick_single(&mut self, slot: u32, now: Now) -> Option<NodeId> {
+    pub(super) fn pick_single(&mut self, slot: u32, now: Now) -> Option<NodeId> {
         let node = self.gw.primary[0];
         let r = &self.gw.reqs[slot as usize];
         let k = self.gw.k(r.scope, node);

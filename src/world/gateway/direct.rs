@@ -51,7 +51,7 @@ impl World<'_> {
         loop {
             let r = &self.gw.reqs[slot as usize];
             let picked = if self.gw.single && !r.in_backup {
-                self.direct_pick_single(slot, now)
+                self.pick_single(slot, now)
             } else {
                 match self.model.gateway.balancer {
                     Balancer::RoundRobin if self.gw.hap.is_some() => {
@@ -64,24 +64,7 @@ impl World<'_> {
             };
             match picked {
                 Some(node) => {
-                    let r = &self.gw.reqs[slot as usize];
-                    let (scope, single) = (r.scope, self.gw.single && !r.in_backup);
-                    // Invariant checked by the property tests (debug builds): a
-                    // node is selected only while every policy lets it through,
-                    // or in Envoy's panic routing, or on nginx's single-server
-                    // path that ignores max_fails. (HAProxy's retry on the same
-                    // server does not select: it is not checked.)
-                    debug_assert!(
-                        r.panic
-                            || self
-                                .policies
-                                .iter()
-                                .all(|p| (single && p.bypassed_for_single_server())
-                                    || p.is_routable(scope, node, now)),
-                        "selected node {} in scope {scope} at {} although a policy ejects it",
-                        node.0,
-                        now.t
-                    );
+                    self.debug_check_pick(slot, node, now);
                     self.take_peer(slot, node);
                     return Some(node);
                 }
@@ -96,22 +79,6 @@ impl World<'_> {
                 }
             }
         }
-    }
-
-    /// The `peers->single` path: no `max_fails` at all.
-    fn direct_pick_single(&mut self, slot: u32, now: Now) -> Option<NodeId> {
-        let node = self.gw.primary[0];
-        let r = &self.gw.reqs[slot as usize];
-        let k = self.gw.k(r.scope, node);
-        let m = self.gw.max_conns[node.index()];
-        let ok = !self.gw.down[node.index()]
-            && !at_max_conns(m, self.gw.conns[k])
-            && (r.panic
-                || self
-                    .policies
-                    .iter()
-                    .all(|p| p.bypassed_for_single_server() || p.is_routable(r.scope, node, now)));
-        ok.then_some(node)
     }
 
     fn direct_set_len(&self, slot: u32) -> usize {
