@@ -3,6 +3,7 @@
 
 mod heap;
 mod least_conn;
+mod queue;
 mod rotation;
 mod swrr;
 

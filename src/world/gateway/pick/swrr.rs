@@ -18,10 +18,17 @@
 //! request) is *out*: its current and effective weights stay as they are,
 //! exactly as nginx leaves a skipped peer alone.
 //!
-//! The cost per pick is O(classes + recovering + log n); the sequence is the
-//! direct loop's, which `tests` checks on random operations.
+//! A steady member that is picked drops below every member of its class not
+//! picked since, so with no one joining a class turns as a rotation: the
+//! winner goes to the back of the class's queue (`queue.rs`) in O(1), and
+//! only members that joined or cannot go to the back sit in the heap.
+//!
+//! The cost per pick is O(classes + recovering + log n), O(1) for equal
+//! weights in a steady cluster; the sequence is the direct loop's, which
+//! `tests` checks on random operations.
 
 use super::heap::{NONE, PosHeap};
+use super::queue::{QUEUED, RotQueue};
 
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 enum St {
@@ -34,8 +41,10 @@ enum St {
 /// Round-robin has one group per set; `least_conn` one per load level.
 #[derive(Clone, Debug, Default)]
 struct Group {
-    /// One heap per weight class, of the steady members.
+    /// Per weight class, the steady members: those in pick order in a
+    /// queue, the others in a heap.
     heaps: Vec<PosHeap>,
+    queues: Vec<RotQueue>,
     recovering: Vec<u32>,
     picks: i64,
     members: u32,
@@ -52,8 +61,10 @@ pub(crate) struct Swrr {
     class: Vec<u16>,
     class_w: Vec<i64>,
     group: Vec<u32>,
-    /// Where each steady member sits in its heap.
+    /// Where each steady member sits in its heap, or `QUEUED`.
     at: Vec<u32>,
+    /// Tells a queued member's current entry from stale ones.
+    stamp: Vec<u32>,
     groups: Vec<Group>,
     free: Vec<u32>,
 }
@@ -87,6 +98,7 @@ impl Swrr {
             class_w: distinct,
             group: vec![0; n],
             at: vec![NONE; n],
+            stamp: vec![0; n],
             groups: Vec::new(),
             free: Vec::new(),
         };
@@ -98,6 +110,7 @@ impl Swrr {
     pub(crate) fn new_group(&mut self) -> u32 {
         let g = Group {
             heaps: vec![PosHeap::default(); self.class_w.len()],
+            queues: vec![RotQueue::default(); self.class_w.len()],
             ..Default::default()
         };
         match self.free.pop() {
@@ -138,6 +151,7 @@ impl Swrr {
             .first()
             .copied()
             .or_else(|| gr.heaps.iter().find_map(PosHeap::top))
+            .or_else(|| gr.queues.iter().find_map(|q| q.peek(&self.at, &self.stamp)))
     }
 
     /// `i` becomes eligible again, in group `g`.
@@ -166,7 +180,12 @@ impl Swrr {
         match self.st[u] {
             St::Out => return,
             St::Steady => {
-                gr.heaps[self.class[u] as usize].remove(&mut self.at, i, before(&self.cw));
+                let c = self.class[u] as usize;
+                if self.at[u] == QUEUED {
+                    gr.queues[c].remove(&mut self.at, &self.stamp, i);
+                } else {
+                    gr.heaps[c].remove(&mut self.at, i, before(&self.cw));
+                }
                 self.cw[u] += self.w[u] * gr.picks;
             }
             St::Recovering => {
@@ -192,17 +211,51 @@ impl Swrr {
         }
     }
 
+    /// The best steady member of class `c` of group `g`: the better of the
+    /// queue's front and the heap's top.
+    fn class_best(&mut self, g: u32, c: usize) -> Option<u32> {
+        let gr = &mut self.groups[g as usize];
+        let q = gr.queues[c].front(&self.at, &self.stamp);
+        match (q, gr.heaps[c].top()) {
+            (Some(a), Some(b)) => Some(if before(&self.cw)(a, b) { a } else { b }),
+            (a, b) => a.or(b),
+        }
+    }
+
+    /// Steady member `i` (the best of its class) was picked and its key
+    /// lowered: to the back of the class's queue if it fits there, else
+    /// (back) into the heap.
+    fn requeue(&mut self, g: u32, i: u32) {
+        let u = i as usize;
+        let c = self.class[u] as usize;
+        let gr = &mut self.groups[g as usize];
+        let fits = gr.queues[c].fits(self.cw[u], i);
+        if self.at[u] == QUEUED {
+            gr.queues[c].pop_front(&mut self.at);
+            if fits {
+                gr.queues[c].push(&mut self.at, &mut self.stamp, i, self.cw[u]);
+            } else {
+                gr.heaps[c].push(&mut self.at, i, before(&self.cw));
+            }
+        } else if fits {
+            gr.heaps[c].remove(&mut self.at, i, before(&self.cw));
+            gr.queues[c].push(&mut self.at, &mut self.stamp, i, self.cw[u]);
+        } else {
+            gr.heaps[c].update(&mut self.at, i, before(&self.cw));
+        }
+    }
+
     /// One pick among the members of group `g`; `None` when it has none.
     pub(crate) fn pick(&mut self, g: u32) -> Option<u32> {
         let gr = &mut self.groups[g as usize];
         gr.picks += 1;
         let p = gr.picks;
         if gr.recovering.is_empty() && gr.heaps.len() == 1 {
-            // Equal weights, none recovering: the top, then the total back.
-            let heap = &mut gr.heaps[0];
-            let top = heap.top()?;
-            self.cw[top as usize] -= self.class_w[0] * heap.len() as i64;
-            heap.update(&mut self.at, top, before(&self.cw));
+            // Equal weights, none recovering: the best, then the total back.
+            let members = gr.heaps[0].len() + gr.queues[0].len();
+            let top = self.class_best(g, 0)?;
+            self.cw[top as usize] -= self.class_w[0] * members as i64;
+            self.requeue(g, top);
             return Some(top);
         }
         let mut total = 0;
@@ -212,13 +265,15 @@ impl Swrr {
                 best = Some((cw, i));
             }
         };
-        for (c, heap) in gr.heaps.iter().enumerate() {
+        for c in 0..self.class_w.len() {
             let w = self.class_w[c];
-            total += w * heap.len() as i64;
-            if let Some(top) = heap.top() {
+            let gr = &self.groups[g as usize];
+            total += w * (gr.heaps[c].len() + gr.queues[c].len()) as i64;
+            if let Some(top) = self.class_best(g, c) {
                 consider(self.cw[top as usize] + w * p, top);
             }
         }
+        let gr = &mut self.groups[g as usize];
         let mut grown = false;
         for &i in &gr.recovering {
             let u = i as usize;
@@ -247,8 +302,7 @@ impl Swrr {
         let u = chosen as usize;
         self.cw[u] -= total;
         if self.st[u] == St::Steady {
-            let heap = &mut self.groups[g as usize].heaps[self.class[u] as usize];
-            heap.update(&mut self.at, chosen, before(&self.cw));
+            self.requeue(g, chosen);
         }
         Some(chosen)
     }
@@ -324,7 +378,11 @@ mod tests {
         #![proptest_config(ProptestConfig::with_cases(512))]
         #[test]
         fn picks_the_same_peers_as_the_direct_loop(
-            weights in prop::collection::vec(1i64..5, 1..12),
+            weights in prop_oneof![
+                prop::collection::vec(1i64..5, 1..12),
+                // Equal weights: the rotation queue's fast path.
+                (1usize..12, 1i64..4).prop_map(|(n, w)| vec![w; n]),
+            ],
             ops in prop::collection::vec(op(12), 1..300),
         ) {
             let n = weights.len() as u32;
