@@ -273,6 +273,13 @@ pub trait HealthPolicy: Send {
     fn hears_connections(&self) -> bool {
         false
     }
+    /// `true` if [`is_routable`](Self::is_routable) changes only together
+    /// with an `ejected` or `readmitted` notice about that node (and never by
+    /// the passing of time): the gateway then asks again on those notices
+    /// only, not after every call about the node.
+    fn routes_by_notices(&self) -> bool {
+        false
+    }
     /// An attempt ended and the peer was freed.
     fn on_attempt(&mut self, _cx: &mut PolicyCx, _report: &AttemptReport) {}
     /// How much the balancer's effective weight drops on a failed attempt.

@@ -27,7 +27,7 @@
 //!   `ASSERT`): the active-ejection count then stays one too high.
 //! - Active health checking and runtime overrides are not modelled.
 
-use super::support::window::BucketWindow;
+use super::support::window::PairWindow;
 use super::{
     AttemptReport, AttemptResult, HealthPolicy, Now, PolicyCx, PolicyParams, PolicyTimer, Scope,
     ScopeSel,
@@ -378,17 +378,22 @@ pub struct DetectorStats {
     pub overflow: u64,
 }
 
+/// One host's detector state. What every response touches (the external
+/// success-rate buckets, the consecutive counters, `ejected`) comes first, in
+/// one cache line: a large cluster reads each host rarely, so each read is a
+/// miss.
 #[derive(Clone, Debug)]
+#[repr(C, align(64))]
 struct Host {
+    /// External-origin success rate: one bucket per interval, the current and the previous.
+    ext: PairWindow,
     c5: u32,
     gw: u32,
-    clo: u32,
-    /// External-origin success rate: one bucket per interval, the current and the previous.
-    ext: BucketWindow,
-    /// Local-origin success rate (split mode).
-    lo: BucketWindow,
     ejected: bool,
+    clo: u32,
     backoff: u32,
+    /// Local-origin success rate (split mode).
+    lo: PairWindow,
     last_ejection: SimTime,
     last_unejection: Option<SimTime>,
     jitter: SimDuration,
@@ -424,8 +429,8 @@ impl OutlierDetection {
             c5: 0,
             gw: 0,
             clo: 0,
-            ext: BucketWindow::new(2),
-            lo: BucketWindow::new(2),
+            ext: PairWindow::default(),
+            lo: PairWindow::default(),
             ejected: false,
             backoff: 0,
             last_ejection: SimTime::ZERO,
@@ -740,6 +745,12 @@ impl HealthPolicy for OutlierDetection {
     }
 
     fn hears_connections(&self) -> bool {
+        true
+    }
+
+    fn routes_by_notices(&self) -> bool {
+        // `ejected` flips only in `ejectHost` and `checkHostForUneject`, each
+        // with its notice.
         true
     }
 

@@ -240,6 +240,9 @@ pub struct World<'s> {
     pub(crate) policies: Vec<Box<dyn HealthPolicy>>,
     /// The policies that listen to `on_connected`.
     pub(crate) hear_connections: Vec<usize>,
+    /// Per policy: ask it again about a node after every call about that node
+    /// (`false`: on its ejection and readmission notices only).
+    refresh_after_call: Vec<bool>,
     pub(crate) probes: probe::Probes,
     /// Per policy that asked for them, per node: heartbeat threads.
     pub(crate) heartbeats: Vec<Vec<heartbeat::Thread>>,
@@ -330,6 +333,7 @@ impl<'s> World<'s> {
             hear_connections: (0..policies.len())
                 .filter(|&i| policies[i].hears_connections())
                 .collect(),
+            refresh_after_call: policies.iter().map(|p| !p.routes_by_notices()).collect(),
             nodes: model.nodes.iter().map(node::Node::new).collect(),
             policies,
             probes: probe::Probes::default(),
@@ -466,6 +470,7 @@ impl<'s> World<'s> {
         }
         if let Some(node) = about
             && !self.gw.direct
+            && self.refresh_after_call[i]
         {
             self.refresh_node(i, node, now);
         }
