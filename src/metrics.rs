@@ -342,17 +342,10 @@ pub struct Recorder {
     bucket_latency: Histogram,
     bucket_uncounted: Histogram,
     timeline_latency: Vec<(Option<f64>, Option<f64>)>,
-    /// Per node: workers, and workers busy since `busy_since`; `busy_us`:
-    /// worker-µs busy inside the measurement window.
-    workers: Vec<u32>,
-    busy: Vec<u32>,
-    busy_since: Vec<SimTime>,
-    busy_us: Vec<u64>,
+    /// Per node: what every request touches, one cache line per node.
+    hot: Vec<NodeHot>,
     peak_queue: Vec<u64>,
     backlog_refused: Vec<u64>,
-    attempts: Vec<u64>,
-    answered: Vec<u64>,
-    failures: Vec<u64>,
     /// Per (node, scope): how many policies eject it now, and since when.
     holders: Vec<u16>,
     since: Vec<Option<SimTime>>,
@@ -364,7 +357,6 @@ pub struct Recorder {
     /// Per node: every fault window `[start, end)`.
     fault_windows: Vec<Vec<(SimTime, Option<SimTime>)>>,
     false_ejections: Vec<u64>,
-    fault_attempts: Vec<u64>,
     fault_attempts_ok: Vec<u64>,
     probes: Vec<u64>,
     rounds: Vec<SimDuration>,
@@ -377,6 +369,26 @@ pub struct Recorder {
     /// at offset `row_at` of `timeline`.
     row_from: u64,
     row_at: usize,
+}
+
+/// A node's counters that every request updates, together in one cache
+/// line: a large cluster touches each node rarely, so each touch is a miss.
+#[derive(Clone, Copy, Debug, Default)]
+#[repr(C, align(64))]
+struct NodeHot {
+    /// Workers busy since `busy_since`; `busy_us`: worker-µs busy inside
+    /// the measurement window.
+    busy_since: SimTime,
+    busy_us: u64,
+    attempts: u64,
+    answered: u64,
+    failures: u64,
+    fault_attempts: u64,
+    busy: u32,
+    workers: u32,
+    /// A fault window has ended and the node has not answered since
+    /// (`recovered_at` is still to be set).
+    awaits_recovery: bool,
 }
 
 /// Status codes counted in a flat array (HTTP statuses are 100..=599).
@@ -410,15 +422,9 @@ impl Recorder {
             bucket_latency: Histogram::default(),
             bucket_uncounted: Histogram::default(),
             timeline_latency: Vec::new(),
-            workers: vec![0; n],
-            busy: vec![0; n],
-            busy_since: vec![SimTime::ZERO; n],
-            busy_us: vec![0; n],
+            hot: vec![NodeHot::default(); n],
             peak_queue: vec![0; n],
             backlog_refused: vec![0; n],
-            attempts: vec![0; n],
-            answered: vec![0; n],
-            failures: vec![0; n],
             holders: vec![0; n * scopes],
             since: vec![None; n * scopes],
             ejections: vec![0; n],
@@ -428,7 +434,6 @@ impl Recorder {
             fault_last_end: vec![None; n],
             fault_windows: vec![Vec::new(); n],
             false_ejections: vec![0; n],
-            fault_attempts: vec![0; n],
             fault_attempts_ok: vec![0; n],
             probes: vec![0; n],
             rounds: Vec::new(),
@@ -449,7 +454,7 @@ impl Recorder {
 
     /// Declares a node's worker count (before the run starts).
     pub fn node_workers(&mut self, node: NodeId, workers: u32) {
-        self.workers[node.index()] = workers;
+        self.hot[node.index()].workers = workers;
     }
 
     /// `node` has `busy` workers occupied from `t` on.
@@ -457,19 +462,19 @@ impl Recorder {
     pub fn workers_busy(&mut self, t: SimTime, node: NodeId, busy: u32) {
         let i = node.index();
         self.add_busy_time(i, t);
-        self.busy[i] = busy;
+        self.hot[i].busy = busy;
     }
 
     /// Adds the busy worker-time of node `i` from `busy_since` to `t`,
     /// clipped to the measurement window.
     #[inline]
     fn add_busy_time(&mut self, i: usize, t: SimTime) {
-        let a = self.busy_since[i].max(self.from);
+        let a = self.hot[i].busy_since.max(self.from);
         let b = t.min(self.to);
         if b > a {
-            self.busy_us[i] += u64::from(self.busy[i]) * (b.as_micros() - a.as_micros());
+            self.hot[i].busy_us += u64::from(self.hot[i].busy) * (b.as_micros() - a.as_micros());
         }
-        self.busy_since[i] = t;
+        self.hot[i].busy_since = t;
     }
 
     /// `node`'s accept queue holds `len` connections waiting for a worker.
@@ -495,6 +500,7 @@ impl Recorder {
         if let Some(e) = end {
             let last = self.fault_last_end[i].get_or_insert(e);
             *last = (*last).max(e);
+            self.hot[i].awaits_recovery = self.recovered_at[i].is_none();
         }
         self.fault_windows[i].push((start, end));
     }
@@ -602,15 +608,15 @@ impl Recorder {
     #[inline]
     pub fn attempt(&mut self, t: SimTime, node: NodeId, counted: bool, during_fault: bool) {
         if counted {
-            self.attempts[node.index()] += 1;
-            self.fault_attempts[node.index()] += during_fault as u64;
+            self.hot[node.index()].attempts += 1;
+            self.hot[node.index()].fault_attempts += during_fault as u64;
         }
         self.row(t)[COLS_FIXED + COLS_PER_NODE * node.index() + 1] += 1;
     }
 
     pub fn failure(&mut self, t: SimTime, node: NodeId, counted: bool) {
         let i = node.index();
-        self.failures[i] += counted as u64;
+        self.hot[i].failures += counted as u64;
         self.row(t)[COLS_FIXED + COLS_PER_NODE * i + 2] += 1;
     }
 
@@ -639,12 +645,13 @@ impl Recorder {
         if let Some(n) = by {
             let i = n.index();
             row[COLS_FIXED + COLS_PER_NODE * i] += 1;
-            self.answered[i] += counted as u64;
-            if self.recovered_at[i].is_none()
+            self.hot[i].answered += counted as u64;
+            if self.hot[i].awaits_recovery
                 && let Some(end) = self.fault_last_end[i]
                 && t >= end
             {
                 self.recovered_at[i] = Some(t);
+                self.hot[i].awaits_recovery = false;
             }
         }
         // after `row(t)`, which closes the previous bucket's latencies
@@ -751,20 +758,20 @@ impl Recorder {
         for i in 0..self.names.len() {
             self.add_busy_time(i, end);
         }
-        let total_ok: u64 = self.answered.iter().sum();
+        let total_ok: u64 = self.hot.iter().map(|h| h.answered).sum();
         let window_us = self.to.as_micros() - self.from.as_micros();
         let window_s = window_us as f64 / 1e6;
         let nodes = (0..self.names.len())
             .map(|i| NodeSummary {
                 name: self.names[i].clone(),
-                attempts: self.attempts[i],
-                answered: self.answered[i],
+                attempts: self.hot[i].attempts,
+                answered: self.hot[i].answered,
                 share: if total_ok > 0 {
-                    round6(self.answered[i] as f64 / total_ok as f64)
+                    round6(self.hot[i].answered as f64 / total_ok as f64)
                 } else {
                     0.0
                 },
-                failures: self.failures[i],
+                failures: self.hot[i].failures,
                 ejections: self.ejections[i],
                 ejected_time_s: round6(self.ejected_us[i] as f64 / 1e6 / self.scopes as f64),
                 first_ejection_delay_s: self.first_ejection_after_fault[i]
@@ -774,7 +781,7 @@ impl Recorder {
                     .zip(self.fault_last_end[i])
                     .map(|(r, f)| round6(r.saturating_since(f).as_secs_f64())),
                 false_ejections: self.false_ejections[i],
-                fault_attempts: self.fault_attempts[i],
+                fault_attempts: self.hot[i].fault_attempts,
                 fault_attempts_ok: self.fault_attempts_ok[i],
                 probes: self.probes[i],
                 probe_load_per_s: if window_s > 0.0 {
@@ -782,9 +789,9 @@ impl Recorder {
                 } else {
                     0.0
                 },
-                utilization: match u64::from(self.workers[i]) * window_us {
+                utilization: match u64::from(self.hot[i].workers) * window_us {
                     0 => 0.0,
-                    capacity => round6(self.busy_us[i] as f64 / capacity as f64),
+                    capacity => round6(self.hot[i].busy_us as f64 / capacity as f64),
                 },
                 peak_queue: self.peak_queue[i],
                 backlog_refused: self.backlog_refused[i],

@@ -162,7 +162,14 @@ impl World<'_> {
             self.arm_read_timeout(slot, generation, true);
             return;
         }
-        n.queue.push_back(Job::Request { slot, generation });
+        let job = Job::Request { slot, generation };
+        if n.queue.is_empty() && n.runnable() && !n.idle_workers.is_empty() {
+            // The common case: a worker is free and no one waits; the accept
+            // queue is not touched.
+            self.serve(node, job);
+            return;
+        }
+        self.nodes[node.index()].queue.push_back(job);
         self.start_work(node);
         let waiting = self.nodes[node.index()].queue.len();
         if waiting > 0 {
@@ -184,7 +191,6 @@ impl World<'_> {
 
     /// Hands queued requests to idle workers while the process runs.
     fn start_work(&mut self, node: NodeId) {
-        let now = self.q.now();
         loop {
             let n = &mut self.nodes[node.index()];
             if !n.runnable() || n.idle_workers.is_empty() || n.queue.is_empty() {
@@ -193,43 +199,50 @@ impl World<'_> {
             let Some(job) = n.queue.pop_front() else {
                 return;
             };
-            let rng = match job {
-                Job::Request { .. } => &mut self.rng_service,
-                Job::Probe { .. } | Job::SelfCheck { .. } => &mut self.rng_probe,
-                Job::Accept => continue, // accept() and close: no work
-            };
-            let Some(w) = n.idle_workers.pop() else {
-                return;
-            };
-            let busy = n.busy_workers();
-            self.rec.workers_busy(now, node, busy);
-            let mut svc = n.service.sample(rng);
-            if let Some((factor, extra)) = n.slow {
-                svc = svc.mul_f64(factor) + extra;
-            }
-            let done_at = now + svc;
-            n.busy[w as usize] = Some(InService {
-                job,
-                done_at,
-                remaining: SimDuration::ZERO,
-            });
-            let epoch = n.epoch;
-            self.q.schedule(
-                done_at,
-                Event::ServiceDone {
-                    node,
-                    worker: w,
-                    epoch,
-                },
-            );
-            if let Job::Request { slot, generation } = job {
-                let answer_at = done_at + self.model.gateway.rtt.half();
-                if self
-                    .read_deadline(slot, generation)
-                    .is_some_and(|d| answer_at >= d)
-                {
-                    self.arm_read_timeout(slot, generation, false);
-                }
+            self.serve(node, job);
+        }
+    }
+
+    /// An idle worker of a running process takes `job`.
+    fn serve(&mut self, node: NodeId, job: Job) {
+        let now = self.q.now();
+        let n = &mut self.nodes[node.index()];
+        let rng = match job {
+            Job::Request { .. } => &mut self.rng_service,
+            Job::Probe { .. } | Job::SelfCheck { .. } => &mut self.rng_probe,
+            Job::Accept => return, // accept() and close: no work
+        };
+        let Some(w) = n.idle_workers.pop() else {
+            return;
+        };
+        let busy = n.busy_workers();
+        self.rec.workers_busy(now, node, busy);
+        let mut svc = n.service.sample(rng);
+        if let Some((factor, extra)) = n.slow {
+            svc = svc.mul_f64(factor) + extra;
+        }
+        let done_at = now + svc;
+        n.busy[w as usize] = Some(InService {
+            job,
+            done_at,
+            remaining: SimDuration::ZERO,
+        });
+        let epoch = n.epoch;
+        self.q.schedule(
+            done_at,
+            Event::ServiceDone {
+                node,
+                worker: w,
+                epoch,
+            },
+        );
+        if let Job::Request { slot, generation } = job {
+            let answer_at = done_at + self.model.gateway.rtt.half();
+            if self
+                .read_deadline(slot, generation)
+                .is_some_and(|d| answer_at >= d)
+            {
+                self.arm_read_timeout(slot, generation, false);
             }
         }
     }
