@@ -11,6 +11,7 @@ the whole process, including its start-up; CPU seconds are reported too.
                                       # events/s at 2..5,000 nodes (several binaries: side by side)
   scripts/bench.py small              # 100 rps x 20 s: speed-up over the wall clock
   scripts/bench.py ab OLD NEW         # two hcsim binaries on the canonical model, interleaved
+  scripts/bench.py fleet              # 50 gateway replicas x 200 nodes beside the canonical model: events/s
 
 It builds the release binary first. The Python models live in ../shared/bench/;
 scripts/bench-deps.sh installs SimPy 4.1.2 (and GNU time for peak RSS).
@@ -227,6 +228,49 @@ def ab(reps, binaries):
               f"{statistics.median(walls[b])*1000:.1f} ms | {m/base:.3f} | {same} |")
 
 
+def fleet_model():
+    """50 gateway replicas (sidecars) × 200 nodes at the canonical load
+    (10k req/s, 5 ms service, 64 workers per node, one 2%-flaky node) for
+    60 s, each replica running Envoy outlier detection and Envoy active HTTP
+    health checks every 5 s."""
+    return {
+        "name": "fleet-50x200", "seed": 1, "duration": "60s",
+        "clients": {"kind": "open", "rate_per_s": 10000.0, "arrivals": "poisson"},
+        "gateway": {"replicas": 50, "spread": "round_robin",
+                    "proxy_next_upstream": ["error", "timeout", "http_503"], "rtt": "0s"},
+        "nodes": [{"name": f"n{i}", "workers": 64,
+                   "service_time": {"dist": "exponential", "mean": "5ms"}} for i in range(200)],
+        "faults": [{"kind": "flaky", "node": "n0", "p": 0.02, "status": 503}],
+        "policies": [{"kind": "outlier_detection"},
+                     {"kind": "active_probe", "flavor": "envoy", "probe": "http", "interval": "5s",
+                      "timeout": "1s", "unhealthy_threshold": 3, "healthy_threshold": 2,
+                      "initial_jitter": "5s"}],
+    }
+
+
+def fleet(reps):
+    """Events per CPU second of the 50 × 200 fleet model beside the
+    canonical model's, interleaved in one run: a fleet must cost about what
+    its events cost."""
+    out = Path(tempfile.mkdtemp(prefix="hcsim-bench-"))
+    path = out / "fleet-50x200.json"
+    path.write_text(json.dumps(fleet_model()))
+    models = {"canonical": str(ROOT / "models" / "bench-canonical.json"), "fleet 50 x 200": str(path)}
+    rate = {k: [] for k in models}
+    for _ in range(reps):
+        for name, m in models.items():
+            _, cpu, stdout = timed([str(HCSIM), "run", m, "--no-charts", "--jobs", "1", "--format", "json",
+                                    "--out", str(out / "o")])
+            rate[name].append(json.loads(stdout)["runs"][0]["events"] / cpu)
+    print(f"events per CPU second, whole process, median of {reps} interleaved runs\n")
+    print("| model | events/s | vs canonical |")
+    print("|---|---|---|")
+    base = statistics.median(rate["canonical"])
+    for name in models:
+        m = statistics.median(rate[name])
+        print(f"| {name} | {m / 1e6:.2f} M | {m / base:.2f} |")
+
+
 def peak_rss(cmd):
     """Peak resident set size of one run, in KiB (GNU time if present, else getrusage)."""
     gnu = Path("/usr/bin/time")
@@ -241,7 +285,7 @@ def peak_rss(cmd):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("what", choices=["compare", "scaling", "small", "ab"])
+    ap.add_argument("what", choices=["compare", "scaling", "small", "ab", "fleet"])
     ap.add_argument("binaries", nargs="*", help="ab: hcsim binaries to compare (the first is the baseline); scaling: binaries for the node table")
     ap.add_argument("--reps", type=int, default=5)
     args = ap.parse_args()
@@ -257,7 +301,7 @@ def main():
     if args.binaries:
         ap.error(f"{args.what} takes no binaries")
     build()
-    {"compare": compare, "small": small}[args.what](args.reps)
+    {"compare": compare, "small": small, "fleet": fleet}[args.what](args.reps)
 
 
 if __name__ == "__main__":

@@ -94,6 +94,21 @@ impl ClientSummary {
     }
 }
 
+/// One node as a fleet of gateway replicas saw it. `first_ejection_delay_s`
+/// is then the first replica's; each replica keeps its own ejections.
+#[derive(Clone, Debug, Default, Deserialize, Serialize, PartialEq)]
+pub struct NodeFleet {
+    /// From the start of its first fault until the last replica ejected it
+    /// (each replica's first ejection after the fault); `None` when some
+    /// replica never did.
+    pub last_ejection_delay_s: Option<f64>,
+    /// Share of the replicas that ejected it at least once.
+    pub replicas_ejected: f64,
+    /// Time it spent ejected, summed over replicas (averaged over each
+    /// replica's nginx workers), seconds.
+    pub ejected_replica_s: f64,
+}
+
 /// What happened to one node.
 #[derive(Clone, Debug, Default, Deserialize, Serialize, PartialEq)]
 pub struct NodeSummary {
@@ -138,6 +153,9 @@ pub struct NodeSummary {
     /// the gateway then waits for its connect timeout.
     #[serde(default)]
     pub backlog_refused: u64,
+    /// With `gateway.replicas` above 1: how the fleet of gateways saw it.
+    #[serde(flatten, default, skip_serializing_if = "Option::is_none")]
+    pub fleet: Option<NodeFleet>,
 }
 
 impl NodeSummary {
@@ -346,6 +364,11 @@ pub struct Recorder {
     hot: Vec<NodeHot>,
     peak_queue: Vec<u64>,
     backlog_refused: Vec<u64>,
+    /// Gateway replicas, and per (node, replica): its first ejection after
+    /// the node's first fault started, and whether it ever ejected the node.
+    replicas: usize,
+    replica_first: Vec<Option<SimTime>>,
+    replica_ejected: Vec<bool>,
     /// Per (node, scope): how many policies eject it now, and since when.
     holders: Vec<u16>,
     since: Vec<Option<SimTime>>,
@@ -425,6 +448,9 @@ impl Recorder {
             hot: vec![NodeHot::default(); n],
             peak_queue: vec![0; n],
             backlog_refused: vec![0; n],
+            replicas: 1,
+            replica_first: Vec::new(),
+            replica_ejected: Vec::new(),
             holders: vec![0; n * scopes],
             since: vec![None; n * scopes],
             ejections: vec![0; n],
@@ -450,6 +476,16 @@ impl Recorder {
     pub fn latency_thresholds(&mut self, thresholds: &[SimDuration]) {
         self.thresholds = thresholds.iter().map(|&d| (d, 0)).collect();
         self.fastest_threshold = thresholds.iter().copied().min().unwrap_or(SimDuration::MAX);
+    }
+
+    /// Declares the gateway replicas (before the run starts): `scopes` is
+    /// `replicas ×` the scopes of one.
+    pub fn fleet(&mut self, replicas: usize) {
+        self.replicas = replicas.max(1);
+        if self.replicas > 1 {
+            self.replica_first = vec![None; self.names.len() * self.replicas];
+            self.replica_ejected = vec![false; self.names.len() * self.replicas];
+        }
     }
 
     /// Declares a node's worker count (before the run starts).
@@ -503,6 +539,28 @@ impl Recorder {
             self.hot[i].awaits_recovery = self.recovered_at[i].is_none();
         }
         self.fault_windows[i].push((start, end));
+    }
+
+    /// Node `i` as the replicas saw it.
+    fn node_fleet(&self, i: usize) -> NodeFleet {
+        let r = self.replicas;
+        let firsts = &self.replica_first[i * r..(i + 1) * r];
+        let last = firsts
+            .iter()
+            .try_fold(SimTime::ZERO, |m, f| f.map(|f| m.max(f)));
+        NodeFleet {
+            last_ejection_delay_s: last
+                .zip(self.fault_first_start[i])
+                .map(|(e, f)| round6(e.saturating_since(f).as_secs_f64())),
+            replicas_ejected: round6(
+                self.replica_ejected[i * r..(i + 1) * r]
+                    .iter()
+                    .filter(|&&e| e)
+                    .count() as f64
+                    / r as f64,
+            ),
+            ejected_replica_s: round6(self.ejected_us[i] as f64 / 1e6 / (self.scopes / r) as f64),
+        }
     }
 
     /// Is one of `node`'s faults active at `t`? (For the ejections' metrics;
@@ -666,7 +724,9 @@ impl Recorder {
     }
 
     /// Applies a policy's notice; `scopes` expands `ScopeSel::All`.
-    pub fn notice(&mut self, t: SimTime, notice: Notice) {
+    /// A policy's notice; its scopes are those of the replica whose first
+    /// (global) scope is `first_scope`.
+    pub fn notice(&mut self, t: SimTime, notice: Notice, first_scope: usize) {
         let (sel, node, up) = match notice {
             Notice::Ejected { scope, node } => (scope, node, true),
             Notice::Readmitted { scope, node } => (scope, node, false),
@@ -678,9 +738,10 @@ impl Recorder {
             }
         };
         let in_fault = self.in_fault(node, t);
+        let per_replica = self.scopes / self.replicas;
         let range = match sel {
-            ScopeSel::One(s) => s as usize..s as usize + 1,
-            ScopeSel::All => 0..self.scopes,
+            ScopeSel::One(s) => first_scope + s as usize..first_scope + s as usize + 1,
+            ScopeSel::All => first_scope..first_scope + per_replica,
         };
         for s in range {
             let k = node.index() * self.scopes + s;
@@ -700,6 +761,15 @@ impl Recorder {
                         && self.fault_first_start[i].is_some_and(|f| t >= f)
                     {
                         self.first_ejection_after_fault[i] = Some(t);
+                    }
+                    if self.replicas > 1 {
+                        let rk = i * self.replicas + s / per_replica;
+                        self.replica_ejected[rk] = true;
+                        if self.replica_first[rk].is_none()
+                            && self.fault_first_start[i].is_some_and(|f| t >= f)
+                        {
+                            self.replica_first[rk] = Some(t);
+                        }
                     }
                 }
             } else if self.holders[k] > 0 {
@@ -795,6 +865,7 @@ impl Recorder {
                 },
                 peak_queue: self.peak_queue[i],
                 backlog_refused: self.backlog_refused[i],
+                fleet: (self.replicas > 1).then(|| self.node_fleet(i)),
             })
             .collect();
         let probe_rounds = {
@@ -1064,6 +1135,7 @@ mod tests {
                 scope: ScopeSel::All,
                 node: a,
             },
+            0,
         );
         r.notice(
             ms(700),
@@ -1071,6 +1143,7 @@ mod tests {
                 scope: ScopeSel::One(0),
                 node: a,
             },
+            0,
         );
         r.notice(
             ms(800),
@@ -1078,6 +1151,7 @@ mod tests {
                 scope: ScopeSel::All,
                 node: a,
             },
+            0,
         );
         assert!(r.is_ejected(a, 0), "still held by the second policy");
         r.notice(
@@ -1086,6 +1160,7 @@ mod tests {
                 scope: ScopeSel::One(0),
                 node: a,
             },
+            0,
         );
         let s = r.finish("m", 1, SimDuration::ZERO, 0, 0);
         assert_eq!(s.nodes[0].ejections, 1);

@@ -19,6 +19,8 @@ pub enum Stream {
     /// Probes' service times and fault draws at the node, so that probing
     /// leaves the requests' streams untouched.
     Probe = 8,
+    /// Which gateway replica a request reaches (`gateway.spread`).
+    Spread = 9,
 }
 
 /// SplitMix64 finaliser: a bijective mix of 64 bits.

@@ -90,6 +90,18 @@ pub struct NodeStats {
     pub share: Spread,
     #[serde(default)]
     pub utilization: Spread,
+    /// With gateway replicas: the fleet's view, over the runs.
+    #[serde(flatten, default, skip_serializing_if = "Option::is_none")]
+    pub fleet: Option<FleetStats>,
+}
+
+/// [`NodeFleet`](crate::metrics::NodeFleet) over the runs.
+#[derive(Clone, Debug, Default, Deserialize, Serialize, PartialEq)]
+pub struct FleetStats {
+    pub ejected_replica_s: Spread,
+    /// Over the runs in which every replica ejected the node.
+    pub last_ejection_delay_s: Spread,
+    pub replicas_ejected: Spread,
 }
 
 #[derive(Clone, Debug, Default, Deserialize, Serialize, PartialEq)]
@@ -190,6 +202,14 @@ impl NodeStats {
             recovery_delay_s: over_some(&nodes, |n| n.recovery_delay_s),
             share: over(&nodes, |n| n.share),
             utilization: over(&nodes, |n| n.utilization),
+            fleet: nodes[0].fleet.is_some().then(|| {
+                let fleets: Vec<_> = nodes.iter().filter_map(|n| n.fleet.as_ref()).collect();
+                FleetStats {
+                    ejected_replica_s: over(&fleets, |f| f.ejected_replica_s),
+                    last_ejection_delay_s: over_some(&fleets, |f| f.last_ejection_delay_s),
+                    replicas_ejected: over(&fleets, |f| f.replicas_ejected),
+                }
+            }),
         }
     }
 }

@@ -152,6 +152,10 @@ fn node_rows(nodes: &[NodeStats], reps: usize) -> Vec<Vec<String>> {
     if show_probes {
         headers.push("probes/s");
     }
+    let fleet = nodes.iter().any(|n| n.fleet.is_some());
+    if fleet {
+        headers.extend(["last replica ejects", "replicas ejected"]);
+    }
     let mut rows: Vec<Vec<String>> = vec![headers.iter().map(|s| s.to_string()).collect()];
     for n in nodes {
         let mut row = vec![
@@ -184,6 +188,12 @@ fn node_rows(nodes: &[NodeStats], reps: usize) -> Vec<Vec<String>> {
         }
         if show_probes {
             row.push(cell(&n.probe_load_per_s, "", 2));
+        }
+        if let Some(f) = &n.fleet {
+            row.push(delay_cell(&f.last_ejection_delay_s, reps));
+            row.push(share_cell(&f.replicas_ejected));
+        } else if fleet {
+            row.extend([String::new(), String::new()]);
         }
         rows.push(row);
     }

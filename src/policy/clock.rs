@@ -33,6 +33,11 @@ impl WallClock {
     pub fn secs(&self, t: SimTime) -> i64 {
         WALL_EPOCH_S + ((t.as_micros() + self.phase_us) / 1_000_000) as i64
     }
+    /// The first instant whose wall-clock second is `s` or later.
+    pub fn second_starts(&self, s: i64) -> SimTime {
+        let us = (s - WALL_EPOCH_S).saturating_mul(1_000_000) - self.phase_us as i64;
+        SimTime::ZERO + SimDuration::from_micros(us.max(0) as u64)
+    }
     pub fn now(&self, t: SimTime) -> Now {
         Now {
             t,

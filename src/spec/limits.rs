@@ -22,7 +22,9 @@ pub const MAX_TOTAL_NODE_WORKERS: u64 = 1_000_000;
 pub const MAX_NODES: usize = 20_000;
 /// Closed-loop clients.
 pub const MAX_CONCURRENCY: u32 = 100_000;
-/// Gateway peer-state copies (nginx workers without `zone`) × nodes.
+/// Gateway replicas (`gateway.replicas`).
+pub const MAX_REPLICAS: u32 = 10_000;
+/// Gateway peer-state copies (replicas × nginx workers without `zone`) × nodes.
 pub const MAX_PEER_STATES: u64 = 1 << 20;
 
 /// Checks the sizes that are allocated before the first event. `Err((field,
@@ -84,6 +86,17 @@ pub fn check_size(spec: &ModelSpec) -> Result<(), (String, String)> {
     } else {
         spec.gateway.workers as u64
     };
+    let replicas = spec.gateway.replicas.max(1) as u64;
+    if replicas > 1 && replicas * scopes * nodes > MAX_PEER_STATES {
+        return Err((
+            "gateway.replicas".into(),
+            format!(
+                "{replicas} replicas × {scopes} peer-state copies × {nodes} nodes = {} copies of \
+                 peer state; at most {MAX_PEER_STATES}",
+                replicas * scopes * nodes
+            ),
+        ));
+    }
     if scopes * nodes > MAX_PEER_STATES {
         return Err((
             "gateway.workers".into(),

@@ -179,6 +179,19 @@ pub struct GatewaySpec {
     /// HAProxy backend settings; only with `flavor: haproxy` (defaults if omitted).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub haproxy: Option<HaproxySpec>,
+    /// Independent gateways in front of the same nodes (ingress replicas,
+    /// service-mesh sidecars): each has its own copy of every policy's state,
+    /// its own probes, balancer position, nginx workers and clock phase.
+    /// Default 1.
+    #[serde(skip_serializing_if = "is_one")]
+    pub replicas: u32,
+    /// How client requests reach the replicas: `round_robin` (default, an L4
+    /// load balancer), `random`, or `per_client` (each closed-loop client
+    /// pinned to replica `client mod replicas`, as a sidecar is; open-loop
+    /// arrivals are split into `replicas` equal streams: in turn for
+    /// `constant` arrivals, at random for `poisson`).
+    #[serde(skip_serializing_if = "Spread::is_default")]
+    pub spread: Spread,
     /// Envoy's `healthy_panic_threshold`, percent: while fewer than this
     /// share of the non-`down` primary nodes is routable, selection ignores
     /// the policies (ejected nodes get traffic again). Default: the policy's
@@ -186,6 +199,29 @@ pub struct GatewaySpec {
     /// else 0 = off, as in nginx.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub healthy_panic_threshold: Option<f64>,
+}
+
+fn is_one(n: &u32) -> bool {
+    *n == 1
+}
+
+/// How client requests reach the gateway replicas.
+#[derive(Clone, Copy, Debug, Default, Deserialize, Serialize, PartialEq, Eq, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum Spread {
+    /// In turn, as an L4 load balancer spreads connections.
+    #[default]
+    RoundRobin,
+    /// Each request to a replica drawn at random.
+    Random,
+    /// Each client keeps its replica (a sidecar in the client's pod).
+    PerClient,
+}
+
+impl Spread {
+    fn is_default(&self) -> bool {
+        *self == Spread::RoundRobin
+    }
 }
 
 /// Which proxy's request path the gateway follows. Both share one pipeline
@@ -273,6 +309,8 @@ impl Default for GatewaySpec {
             rtt: SimDuration::from_micros(200),
             flavor: GatewayFlavor::Nginx,
             haproxy: None,
+            replicas: 1,
+            spread: Spread::RoundRobin,
             healthy_panic_threshold: None,
         }
     }

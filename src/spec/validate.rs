@@ -2,7 +2,7 @@
 //! section of the file, then the warnings (legal but suspicious settings).
 
 use super::document::{from_document, json_kind, read_document};
-use super::limits::MAX_NODES;
+use super::limits::{MAX_NODES, MAX_REPLICAS};
 use super::model::*;
 use crate::diagnostics;
 use crate::engine::{SimDuration, SimTime};
@@ -175,6 +175,7 @@ impl Model {
         super::limits::check_size(&spec)?;
         let faults = faults(&spec)?;
         let policies = policies(&spec)?;
+        check_fleet(&spec.gateway, &policies)?;
         Ok(Model {
             name: spec.name.clone(),
             seed: spec.seed,
@@ -197,13 +198,25 @@ impl Model {
         SimTime::ZERO + self.duration
     }
 
-    /// Number of independent copies of peer state (nginx workers without `zone`).
-    pub fn scopes(&self) -> usize {
+    /// Copies of peer state in one gateway replica (nginx workers without
+    /// `zone`): what each policy instance keeps per node.
+    pub fn scopes_per_replica(&self) -> usize {
         if self.gateway.zone {
             1
         } else {
             self.gateway.workers as usize
         }
+    }
+
+    /// Gateway replicas (each with its own policies and peer state).
+    pub fn replicas(&self) -> usize {
+        self.gateway.replicas as usize
+    }
+
+    /// Copies of peer state in the whole fleet: replica `r`'s are
+    /// `r × scopes_per_replica ..`.
+    pub fn scopes(&self) -> usize {
+        self.replicas() * self.scopes_per_replica()
     }
 
     /// The model as it will run: the policy default, the measurement window and
@@ -455,6 +468,12 @@ fn clients(spec: &ClientsSpec) -> Result<Clients, Invalid> {
 
 /// The `gateway` section.
 fn check_gateway(g: &GatewaySpec) -> Result<(), Invalid> {
+    if g.replicas == 0 || g.replicas > MAX_REPLICAS {
+        return Err(invalid(
+            "gateway.replicas",
+            format!("must be between 1 and {MAX_REPLICAS}, found {}", g.replicas),
+        ));
+    }
     if g.workers == 0 || g.workers > 1024 {
         return Err(invalid(
             "gateway.workers",
@@ -517,6 +536,41 @@ fn check_gateway(g: &GatewaySpec) -> Result<(), Invalid> {
         return Err(invalid(
             "gateway.workers",
             "HAProxy's threads share one state per server: leave `workers` at 1",
+        ));
+    }
+    Ok(())
+}
+
+/// `gateway.replicas` with the rest of the model.
+fn check_fleet(g: &GatewaySpec, policies: &[PolicySpec]) -> Result<(), Invalid> {
+    if g.replicas == 1 {
+        return Ok(());
+    }
+    if g.flavor == GatewayFlavor::Haproxy {
+        return Err(invalid(
+            "gateway.replicas",
+            "fleets of HAProxy gateways are not modelled yet: leave `replicas` at 1",
+        ));
+    }
+    if let Some(i) = policies
+        .iter()
+        .position(|p| matches!(p, PolicySpec::HeartbeatTtl(_)))
+    {
+        return Err(invalid(
+            format!("policies[{i}]"),
+            "a registry is shared by every gateway replica, which hcsim does not model yet: \
+             use `replicas` 1 with heartbeat_ttl",
+        ));
+    }
+    if policies.len() * g.replicas as usize > u16::MAX as usize {
+        return Err(invalid(
+            "gateway.replicas",
+            format!(
+                "{} replicas × {} policies: at most {} policy instances",
+                g.replicas,
+                policies.len(),
+                u16::MAX
+            ),
         ));
     }
     Ok(())

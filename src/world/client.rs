@@ -5,7 +5,7 @@
 
 use super::{Event, World, lane};
 use crate::engine::{SimDuration, SimTime};
-use crate::spec::{Arrivals, Model};
+use crate::spec::{Arrivals, Clients as ClientsSpec, Model, Spread};
 use rand::RngExt;
 use rand_distr::{Distribution, Exp};
 
@@ -140,6 +140,34 @@ impl World<'_> {
     }
 
     /// Draws the gateway worker a new client connection lands on.
+    /// The gateway replica a request of `client` (closed loop) reaches,
+    /// by `gateway.spread`; 0 with a single gateway (no draw).
+    pub(crate) fn pick_replica(&mut self, client: Option<u32>) -> usize {
+        let replicas = self.model.replicas();
+        if replicas <= 1 {
+            return 0;
+        }
+        let in_turn = |w: &mut Self| {
+            let r = (w.spread_next % replicas as u64) as usize;
+            w.spread_next += 1;
+            r
+        };
+        match (self.model.gateway.spread, client, &self.model.clients) {
+            (Spread::RoundRobin, ..) => in_turn(self),
+            (Spread::Random, ..) => self.rng_spread.random_range(0..replicas),
+            (Spread::PerClient, Some(c), _) => c as usize % replicas,
+            (
+                Spread::PerClient,
+                None,
+                ClientsSpec::Open {
+                    arrivals: Arrivals::Constant,
+                    ..
+                },
+            ) => in_turn(self),
+            (Spread::PerClient, None, _) => self.rng_spread.random_range(0..replicas),
+        }
+    }
+
     pub(crate) fn pick_worker(&mut self) -> u16 {
         let workers = self.model.gateway.workers;
         if workers <= 1 {

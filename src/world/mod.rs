@@ -88,9 +88,10 @@ mod probe;
 use crate::engine::rng::{self, Stream};
 use crate::engine::{EventQueue, SimDuration, SimRng, SimTime};
 pub use crate::ids::NodeId;
+use crate::ids::Scope;
 use crate::metrics::{Recorder, RunSummary};
 use crate::policy::{
-    self, Action, AttemptResult, Charge, HealthPolicy, PolicyCx, PolicyTimer, ProbeResult,
+    self, Action, AttemptResult, Charge, HealthPolicy, Now, PolicyCx, PolicyTimer, ProbeResult,
     WallClock,
 };
 use crate::spec::Model;
@@ -226,7 +227,16 @@ pub type TraceSink<'a> = &'a mut dyn FnMut(&TraceLine);
 pub struct World<'s> {
     pub(crate) model: &'s Model,
     pub(crate) q: EventQueue<Event>,
-    pub(crate) clock: WallClock,
+    /// Per gateway replica: its wall clock (nginx's whole seconds, its own phase).
+    pub(crate) clocks: Vec<WallClock>,
+    /// Policies per replica (`policies` holds replica 0's, then replica 1's, …)
+    /// and peer-state scopes per replica (global scope `r × sloc + s`).
+    pub(crate) npol: usize,
+    pub(crate) sloc: usize,
+    /// Spreads requests over the replicas (`gateway.spread: random`), and
+    /// the next replica in turn.
+    pub(crate) rng_spread: SimRng,
+    pub(crate) spread_next: u64,
     pub(crate) rng_arrivals: SimRng,
     pub(crate) rng_service: SimRng,
     pub(crate) rng_faults: SimRng,
@@ -238,7 +248,7 @@ pub struct World<'s> {
     pub(crate) gw: gateway::Gateway,
     pub(crate) nodes: Vec<node::Node>,
     pub(crate) policies: Vec<Box<dyn HealthPolicy>>,
-    /// The policies that listen to `on_connected`.
+    /// The policies that listen to `on_connected`, by index within a replica.
     pub(crate) hear_connections: Vec<usize>,
     /// Per policy: ask it again about a node after every call about that node
     /// (`false`: on its ejection and readmission notices only).
@@ -291,12 +301,16 @@ pub fn run_budgeted<'s>(
 
 impl<'s> World<'s> {
     pub fn new(model: &'s Model, seed: u64, trace: Option<TraceSink<'s>>) -> Self {
-        let phase = match model.gateway.clock_phase {
-            Some(p) => p,
-            None => SimDuration::from_micros(
-                rng::stream(seed, Stream::Clock).random_range(0..1_000_000),
-            ),
-        };
+        // Replica 0's phase is the single gateway's; the others continue the stream.
+        let mut clock_rng = rng::stream(seed, Stream::Clock);
+        let clocks: Vec<WallClock> = (0..model.replicas())
+            .map(|_| {
+                WallClock::new(match model.gateway.clock_phase {
+                    Some(p) => p,
+                    None => SimDuration::from_micros(clock_rng.random_range(0..1_000_000)),
+                })
+            })
+            .collect();
         let names = model.nodes.iter().map(|n| n.name.clone()).collect();
         let mut rec = Recorder::new(
             names,
@@ -312,15 +326,20 @@ impl<'s> World<'s> {
             rec.node_workers(NodeId(i as u32), n.workers);
         }
         rec.latency_thresholds(&model.latency_thresholds);
-        let policies: Vec<_> = model
-            .policies
-            .iter()
-            .map(|p| policy::build(p, model.scopes(), model.nodes.len()))
+        rec.fleet(model.replicas());
+        let policies: Vec<_> = (0..model.replicas())
+            .flat_map(|_| &model.policies)
+            .map(|p| policy::build(p, model.scopes_per_replica(), model.nodes.len()))
             .collect();
+        let npol = model.policies.len();
         World {
             model,
             q: EventQueue::new(),
-            clock: WallClock::new(phase),
+            clocks,
+            npol,
+            sloc: model.scopes_per_replica(),
+            rng_spread: rng::stream(seed, Stream::Spread),
+            spread_next: 0,
             rng_arrivals: rng::stream(seed, Stream::Arrivals),
             rng_service: rng::stream(seed, Stream::Service),
             rng_faults: rng::stream(seed, Stream::Faults),
@@ -330,7 +349,7 @@ impl<'s> World<'s> {
             rng_heartbeat: rng::stream(seed, Stream::Heartbeat),
             clients: client::Clients::new(model),
             gw: gateway::Gateway::new(model, policies.len()),
-            hear_connections: (0..policies.len())
+            hear_connections: (0..npol)
                 .filter(|&i| policies[i].hears_connections())
                 .collect(),
             refresh_after_call: policies.iter().map(|p| !p.routes_by_notices()).collect(),
@@ -388,7 +407,7 @@ impl<'s> World<'s> {
             self.dispatch(ev);
         }
         let unfinished = self.gw.in_flight_counted() as u64;
-        let seed_phase = self.clock.phase();
+        let seed_phase = self.clocks[0].phase();
         let events = self.q.popped();
         let name = self.model.name.clone();
         let seed = self.seed;
@@ -455,7 +474,7 @@ impl<'s> World<'s> {
         about: Option<NodeId>,
         f: impl FnOnce(&mut dyn HealthPolicy, &mut PolicyCx) -> R,
     ) -> R {
-        let now = self.clock.now(self.q.now());
+        let now = self.clocks[i / self.npol.max(1)].now(self.q.now());
         let mut cx = PolicyCx::new(
             now,
             &mut self.rng_policy,
@@ -496,21 +515,47 @@ impl<'s> World<'s> {
             );
         }
         let mut named = Vec::new();
+        let first_scope = i / self.npol * self.sloc;
         for n in self.notices_buf.drain(..) {
-            self.rec.notice(now, n);
+            self.rec.notice(now, n, first_scope);
             if let policy::Notice::Ejected { node, .. } | policy::Notice::Readmitted { node, .. } =
                 n
             {
                 named.push(node);
             }
         }
-        let now = self.clock.now(now);
+        let now = self.clocks[i / self.npol].now(now);
         if self.gw.direct {
             return;
         }
         for node in named {
             self.refresh_node(i, node, now);
         }
+    }
+
+    /// The replica of global scope `s`.
+    #[inline]
+    pub(crate) fn replica_of(&self, s: Scope) -> usize {
+        s as usize / self.sloc
+    }
+
+    /// Global scope `s` within its replica: what that replica's policies call it.
+    #[inline]
+    pub(crate) fn local(&self, s: Scope) -> Scope {
+        (s as usize % self.sloc) as Scope
+    }
+
+    /// The policy instances of the replica of global scope `s`.
+    #[inline]
+    pub(crate) fn policies_of(&self, s: Scope) -> std::ops::Range<usize> {
+        let r = self.replica_of(s);
+        r * self.npol..(r + 1) * self.npol
+    }
+
+    /// Now, on the clock of the replica of global scope `s`.
+    #[inline]
+    pub(crate) fn now_in(&self, s: Scope) -> Now {
+        self.clocks[self.replica_of(s)].now(self.q.now())
     }
 
     /// Reports a finished attempt to the trace, if any.

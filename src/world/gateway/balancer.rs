@@ -46,13 +46,13 @@ impl World<'_> {
         if self.gw.direct {
             return self.direct_select_peer(slot);
         }
-        let now = self.clock.now(self.q.now());
-        self.refresh_due(now);
+        let scope = self.gw.reqs[slot as usize].scope;
+        let now = self.now_in(scope);
+        self.refresh_due(now.t);
         #[cfg(debug_assertions)]
         if self.gw.n * self.model.scopes() <= 256 {
             self.check_routing();
         }
-        let scope = self.gw.reqs[slot as usize].scope;
         self.gw.reqs[slot as usize].panic = self.gw.routing.in_panic(scope);
         loop {
             let r = &self.gw.reqs[slot as usize];
@@ -92,13 +92,13 @@ impl World<'_> {
     pub(super) fn debug_check_pick(&self, slot: u32, node: NodeId, now: Now) {
         let r = &self.gw.reqs[slot as usize];
         let (scope, single) = (r.scope, self.gw.single && !r.in_backup);
+        let local = self.local(scope);
         debug_assert!(
             r.panic
-                || self
-                    .policies
+                || self.policies[self.policies_of(scope)]
                     .iter()
                     .all(|p| (single && p.bypassed_for_single_server())
-                        || p.is_routable(scope, node, now)),
+                        || p.is_routable(local, node, now)),
             "selected node {} in scope {scope} at {} although a policy ejects it",
             node.0,
             now.t
@@ -114,9 +114,10 @@ impl World<'_> {
         if !self.gw.direct {
             self.conns_changed(scope, node);
         }
-        for i in 0..self.policies.len() {
+        let local = self.local(scope);
+        for i in self.policies_of(scope) {
             if !(single && self.policies[i].bypassed_for_single_server()) {
-                self.with_policy(i, Some(node), |p, cx| p.on_selected(cx, scope, node));
+                self.with_policy(i, Some(node), |p, cx| p.on_selected(cx, local, node));
             }
         }
     }
@@ -127,13 +128,13 @@ impl World<'_> {
         let r = &self.gw.reqs[slot as usize];
         let k = self.gw.k(r.scope, node);
         let m = self.gw.max_conns[node.index()];
+        let local = self.local(r.scope);
         let ok = !self.gw.down[node.index()]
             && !at_max_conns(m, self.gw.conns[k])
             && (r.panic
-                || self
-                    .policies
+                || self.policies[self.policies_of(r.scope)]
                     .iter()
-                    .all(|p| p.bypassed_for_single_server() || p.is_routable(r.scope, node, now)));
+                    .all(|p| p.bypassed_for_single_server() || p.is_routable(local, node, now)));
         ok.then_some(node)
     }
 
@@ -333,7 +334,7 @@ impl World<'_> {
         }
         self.trace_attempt(id, scope, node, result, charge);
         let report = AttemptReport {
-            scope,
+            scope: self.local(scope),
             node,
             result,
             charge,
@@ -341,7 +342,7 @@ impl World<'_> {
         };
         if single {
             self.gw.reqs[slot as usize].tries = 0;
-            for i in 0..self.policies.len() {
+            for i in self.policies_of(scope) {
                 if !self.policies[i].bypassed_for_single_server() {
                     self.with_policy(i, Some(node), |p, cx| p.on_attempt(cx, &report));
                 }
@@ -353,14 +354,13 @@ impl World<'_> {
         }
         if charge == Charge::Failed && self.gw.hap.is_none() {
             let w = self.gw.weight[node.index()];
-            let cut: i64 = self
-                .policies
+            let cut: i64 = self.policies[self.policies_of(scope)]
                 .iter()
                 .map(|p| p.weight_cut(node, w as u32) as i64)
                 .sum();
             self.cut_weight(scope, node, cut);
         }
-        for i in 0..self.policies.len() {
+        for i in self.policies_of(scope) {
             self.with_policy(i, Some(node), |p, cx| p.on_attempt(cx, &report));
         }
         let r = &mut self.gw.reqs[slot as usize];

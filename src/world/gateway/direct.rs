@@ -10,6 +10,7 @@
 use super::super::{NodeId, World};
 use super::balancer::{at_max_conns, in_panic};
 use super::{Gateway, Request};
+use crate::ids::Scope;
 use crate::policy::{HealthPolicy, Now};
 use crate::spec::Balancer;
 use rand::RngExt;
@@ -19,9 +20,10 @@ pub(crate) const DIRECT_MAX_NODES: usize = 3;
 
 /// Is `node` eligible for this request: not tried, not `down`, not ejected
 /// by any policy (unless in panic), not at `max_conns` (the skip tests of `get_peer`).
+/// `policies`: those of the request's replica, which call its scope `local`.
 fn direct_eligible(
     gw: &Gateway,
-    policies: &[Box<dyn HealthPolicy>],
+    (policies, local): (&[Box<dyn HealthPolicy>], Scope),
     r: &Request,
     node: NodeId,
     now: Now,
@@ -29,21 +31,27 @@ fn direct_eligible(
     let k = gw.k(r.scope, node);
     !r.is_tried(node)
         && !gw.down[node.index()]
-        && (r.panic || policies.iter().all(|p| p.is_routable(r.scope, node, now)))
+        && (r.panic || policies.iter().all(|p| p.is_routable(local, node, now)))
         && !at_max_conns(gw.max_conns[node.index()], gw.conns[k])
 }
 
 impl World<'_> {
+    /// The policies of the replica of global scope `s`, and `s` as they call it.
+    fn replica_policies(&self, s: Scope) -> (&[Box<dyn HealthPolicy>], Scope) {
+        (&self.policies[self.policies_of(s)], self.local(s))
+    }
+
     /// `get_round_robin_peer` (or the configured balancer) with the backup fallback.
     pub(super) fn direct_select_peer(&mut self, slot: u32) -> Option<NodeId> {
-        let now = self.clock.now(self.q.now());
+        let scope = self.gw.reqs[slot as usize].scope;
+        let now = self.now_in(scope);
         let panic = self.gw.panic_threshold > 0.0 && {
-            let scope = self.gw.reqs[slot as usize].scope;
+            let (policies, local) = self.replica_policies(scope);
             let hosts = self.gw.primary.iter().filter(|n| !self.gw.down[n.index()]);
             let (mut total, mut healthy) = (0, 0);
             for &n in hosts {
                 total += 1;
-                healthy += self.policies.iter().all(|p| p.is_routable(scope, n, now)) as usize;
+                healthy += policies.iter().all(|p| p.is_routable(local, n, now)) as usize;
             }
             in_panic(healthy, total, self.gw.panic_threshold)
         };
@@ -101,7 +109,7 @@ impl World<'_> {
     fn direct_eligible_peer(&self, slot: u32, i: usize, now: Now) -> Option<NodeId> {
         let node = self.direct_set_node(slot, i);
         let r = &self.gw.reqs[slot as usize];
-        direct_eligible(&self.gw, &self.policies, r, node, now).then_some(node)
+        direct_eligible(&self.gw, self.replica_policies(r.scope), r, node, now).then_some(node)
     }
 
     /// `ngx_http_upstream_get_peer`: smooth weighted round-robin, strict `>`.
@@ -236,7 +244,7 @@ impl World<'_> {
             let ok = prev != Some(node)
                 && direct_eligible(
                     &self.gw,
-                    &self.policies,
+                    self.replica_policies(self.gw.reqs[slot as usize].scope),
                     &self.gw.reqs[slot as usize],
                     node,
                     now,

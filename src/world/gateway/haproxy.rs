@@ -93,7 +93,8 @@ impl World<'_> {
             return;
         }
         let (scope, retries_done) = (r.scope, r.retries_done + 1);
-        let now = self.clock.now(self.q.now());
+        // HAProxy fleets are refused at validation: one replica, scope 0.
+        let now = self.now_in(scope);
         let srv_act = if self.gw.direct {
             let up = |n: &&NodeId| {
                 !self.gw.down[n.index()]
@@ -101,7 +102,7 @@ impl World<'_> {
             };
             self.gw.primary.iter().filter(up).count()
         } else {
-            self.refresh_due(now);
+            self.refresh_due(now.t);
             self.gw.routing.healthy(scope) as usize
         };
         let up = |n: NodeId| {

@@ -270,7 +270,7 @@ impl Gateway {
             rr_step,
             panic_threshold: balancer::panic_threshold(model),
             set_of,
-            routing: Routing::new(n, scopes, policies, hosts),
+            routing: Routing::new(n, scopes, model.scopes_per_replica(), policies, hosts),
             pickers,
             direct: n <= direct::DIRECT_MAX_NODES,
         }
@@ -295,13 +295,15 @@ impl World<'_> {
     /// the client's timeout is armed, and the first attempt connects.
     pub(crate) fn start_request(&mut self, client: Option<u32>) {
         let now = self.q.now();
-        let scope = if self.model.gateway.zone {
+        let replica = self.pick_replica(client);
+        let worker = if self.model.gateway.zone {
             // Keep the draw so that `zone` does not shift the gateway stream.
             let _ = self.pick_worker();
             0
         } else {
             self.pick_worker()
         };
+        let scope = (replica * self.sloc) as u16 + worker;
         let counted = self.rec.in_window(now);
         self.rec.request_sent(now, counted);
         let gw = &mut self.gw;
@@ -404,10 +406,11 @@ impl World<'_> {
             // The read timeout is armed lazily (see `arm_read_timeout`): most
             // responses are known to come first, and a timer per attempt would
             // keep rate × proxy_read_timeout events pending.
+            let (first, local) = (self.policies_of(scope).start, self.local(scope));
             for k in 0..self.hear_connections.len() {
-                let i = self.hear_connections[k];
+                let i = first + self.hear_connections[k];
                 if !(single && self.policies[i].bypassed_for_single_server()) {
-                    self.with_policy(i, Some(node), |p, cx| p.on_connected(cx, scope, node));
+                    self.with_policy(i, Some(node), |p, cx| p.on_connected(cx, local, node));
                 }
             }
             let sent_at = now + g.rtt;

@@ -22,11 +22,13 @@ use std::collections::BinaryHeap;
 /// The cached verdicts and what follows from them.
 pub(crate) struct Routing {
     n: usize,
-    /// (scope, node) pairs: `scopes × n`.
-    nk: usize,
-    /// Per policy, per (scope, node) (at `policy × nk + k`): the policy ejects the node.
+    /// (scope, node) pairs of one replica: `scopes per replica × n`. A
+    /// policy instance belongs to one replica and sees only its scopes.
+    nkl: usize,
+    /// Per policy instance, per (scope, node) of its replica (at
+    /// `policy × nkl + k % nkl`): the policy ejects the node.
     out: Vec<bool>,
-    /// Per policy, per (scope, node): the expiry waiting in a heap, if any.
+    /// Per policy instance, per (scope, node): the expiry waiting in a heap, if any.
     wake: Vec<Option<Readmit>>,
     /// Per (scope, node): how many policies eject it.
     ejecting: Vec<u16>,
@@ -39,18 +41,27 @@ pub(crate) struct Routing {
     /// Per (scope, node): may be picked (not down, not ejected or in panic,
     /// under `max_conns`), the request's own tried set aside.
     member: Vec<bool>,
-    wall: BinaryHeap<Reverse<(i64, u32, u16)>>,
+    /// Expiries at a wall-clock second (with the instant it starts on the
+    /// policy's replica's clock) and at an instant: (when, k, policy).
+    wall: BinaryHeap<Reverse<(SimTime, i64, u32, u16)>>,
     at: BinaryHeap<Reverse<(SimTime, u32, u16)>>,
 }
 
 impl Routing {
     /// Before `on_start`: every policy routes every node.
-    pub(crate) fn new(n: usize, scopes: usize, policies: usize, hosts: u32) -> Self {
+    pub(crate) fn new(
+        n: usize,
+        scopes: usize,
+        scopes_per_replica: usize,
+        policies: usize,
+        hosts: u32,
+    ) -> Self {
+        let nkl = n * scopes_per_replica;
         Routing {
             n,
-            nk: n * scopes,
-            out: vec![false; n * scopes * policies],
-            wake: vec![None; n * scopes * policies],
+            nkl,
+            out: vec![false; nkl * policies],
+            wake: vec![None; nkl * policies],
             ejecting: vec![0; n * scopes],
             healthy: vec![hosts; scopes],
             hosts,
@@ -89,12 +100,12 @@ impl World<'_> {
         if self.gw.direct {
             return;
         }
-        let now = self.clock.now(self.q.now());
         let scopes = self.gw.routing.scopes();
         for s in 0..scopes {
+            let now = self.now_in(s as Scope);
             for n in 0..self.gw.n {
                 let node = NodeId(n as u32);
-                for i in 0..self.policies.len() {
+                for i in self.policies_of(s as Scope) {
                     self.refresh(i, s as Scope, node, now);
                 }
                 self.sync_member(s as Scope, node);
@@ -102,26 +113,29 @@ impl World<'_> {
         }
     }
 
-    /// Asks policy `i` again about `node`, in every scope. Kept out of line:
-    /// the callers (`with_policy`) are on every attempt's path.
+    /// Asks policy `i` again about `node`, in every scope of its replica
+    /// (`now` on that replica's clock). Kept out of line: the callers
+    /// (`with_policy`) are on every attempt's path.
     #[inline(never)]
     pub(crate) fn refresh_node(&mut self, i: usize, node: NodeId, now: Now) {
         if node.index() >= self.gw.n {
             return;
         }
-        for s in 0..self.gw.routing.scopes() {
-            let k = self.gw.k(s as Scope, node);
-            let out = !self.policies[i].is_routable(s as Scope, node, now);
+        let first = i / self.npol * self.sloc;
+        for ls in 0..self.sloc {
+            let s = (first + ls) as Scope;
+            let k = self.gw.k(s, node);
+            let out = !self.policies[i].is_routable(ls as Scope, node, now);
             // The common case: routable before and after.
-            if out || self.gw.routing.out[i * self.gw.routing.nk + k] {
-                self.reconsider(i, s as Scope, node, out, now);
+            if out || self.gw.routing.out[i * self.gw.routing.nkl + k % self.gw.routing.nkl] {
+                self.reconsider(i, s, node, out, now);
             }
         }
     }
 
     /// Asks policy `i` again about (`scope`, `node`).
     fn refresh(&mut self, i: usize, scope: Scope, node: NodeId, now: Now) {
-        let out = !self.policies[i].is_routable(scope, node, now);
+        let out = !self.policies[i].is_routable(self.local(scope), node, now);
         self.reconsider(i, scope, node, out, now);
     }
 
@@ -129,17 +143,23 @@ impl World<'_> {
     /// the counts, the panic state and the balancers' members.
     fn reconsider(&mut self, i: usize, scope: Scope, node: NodeId, out: bool, now: Now) {
         let k = self.gw.k(scope, node);
-        let ik = i * self.gw.routing.nk + k;
+        let ik = i * self.gw.routing.nkl + k % self.gw.routing.nkl;
         let readmit = if out {
-            self.policies[i].readmits_at(scope, node, now)
+            self.policies[i].readmits_at(self.local(scope), node, now)
         } else {
             None
+        };
+        let starts = match readmit {
+            Some(Readmit::WallSecond(s)) => self.clocks[i / self.npol].second_starts(s),
+            _ => SimTime::ZERO,
         };
         let rt = &mut self.gw.routing;
         if rt.wake[ik] != readmit {
             rt.wake[ik] = readmit;
             match readmit {
-                Some(Readmit::WallSecond(s)) => rt.wall.push(Reverse((s, k as u32, i as u16))),
+                Some(Readmit::WallSecond(s)) => {
+                    rt.wall.push(Reverse((starts, s, k as u32, i as u16)))
+                }
                 Some(Readmit::At(t)) => rt.at.push(Reverse((t, k as u32, i as u16))),
                 None => {}
             }
@@ -183,9 +203,9 @@ impl World<'_> {
         self.sync_member(scope, node);
     }
 
-    /// Re-asks the policies whose ejections expired by now.
+    /// Re-asks the policies whose ejections expired by `now`.
     #[inline]
-    pub(crate) fn refresh_due(&mut self, now: Now) {
+    pub(crate) fn refresh_due(&mut self, now: SimTime) {
         let rt = &self.gw.routing;
         if rt.wall.is_empty() && rt.at.is_empty() {
             return;
@@ -193,16 +213,18 @@ impl World<'_> {
         loop {
             let rt = &mut self.gw.routing;
             let (k, i) = match (rt.wall.peek(), rt.at.peek()) {
-                (Some(&Reverse((s, k, i))), _) if s <= now.wall_s => {
+                (Some(&Reverse((t, s, k, i))), _) if t <= now => {
                     rt.wall.pop();
-                    if rt.wake[i as usize * rt.nk + k as usize] != Some(Readmit::WallSecond(s)) {
+                    let ik = i as usize * rt.nkl + k as usize % rt.nkl;
+                    if rt.wake[ik] != Some(Readmit::WallSecond(s)) {
                         continue;
                     }
                     (k, i)
                 }
-                (_, Some(&Reverse((t, k, i)))) if t <= now.t => {
+                (_, Some(&Reverse((t, k, i)))) if t <= now => {
                     rt.at.pop();
-                    if rt.wake[i as usize * rt.nk + k as usize] != Some(Readmit::At(t)) {
+                    let ik = i as usize * rt.nkl + k as usize % rt.nkl;
+                    if rt.wake[ik] != Some(Readmit::At(t)) {
                         continue;
                     }
                     (k, i)
@@ -210,11 +232,12 @@ impl World<'_> {
                 _ => return,
             };
             let rt = &mut self.gw.routing;
-            rt.wake[i as usize * rt.nk + k as usize] = None;
+            rt.wake[i as usize * rt.nkl + k as usize % rt.nkl] = None;
             let (scope, node) = (
                 (k as usize / rt.n) as Scope,
                 NodeId((k as usize % rt.n) as u32),
             );
+            let now = self.clocks[i as usize / self.npol].now(now);
             self.refresh(i as usize, scope, node, now);
         }
     }
@@ -238,15 +261,17 @@ impl World<'_> {
     /// In debug builds: every cached verdict equals the policy's answer now.
     #[cfg(debug_assertions)]
     pub(crate) fn check_routing(&self) {
-        let now = self.clock.now(self.q.now());
         for s in 0..self.gw.routing.scopes() {
+            let now = self.now_in(s as Scope);
             for n in 0..self.gw.n {
                 let node = NodeId(n as u32);
                 let k = self.gw.k(s as Scope, node);
-                for (i, p) in self.policies.iter().enumerate() {
+                for i in self.policies_of(s as Scope) {
+                    let p = &self.policies[i];
+                    let nkl = self.gw.routing.nkl;
                     assert_eq!(
-                        self.gw.routing.out[i * self.gw.routing.nk + k],
-                        !p.is_routable(s as Scope, node, now),
+                        self.gw.routing.out[i * nkl + k % nkl],
+                        !p.is_routable(self.local(s as Scope), node, now),
                         "policy {i}'s cached verdict on node {n} in scope {s} is stale at {}",
                         now.t
                     );

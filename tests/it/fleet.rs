@@ -1,0 +1,191 @@
+//! Fleets of gateways (`gateway.replicas`): each replica keeps its own
+//! policy state, probes and balancer, and sees its share of the traffic.
+
+use crate::{hcsim, scenario, tmp};
+use hcsim::metrics::RunSummary;
+use hcsim::spec::Model;
+use hcsim::world;
+use serde_json::{Value, json};
+use std::path::Path;
+
+fn model_file(name: &str) -> Value {
+    let text = std::fs::read_to_string(crate::root().join("models").join(name)).unwrap();
+    serde_json::from_str(&text).unwrap()
+}
+
+fn with_replicas(mut doc: Value, replicas: u32) -> Model {
+    doc["gateway"]["replicas"] = json!(replicas);
+    scenario(doc)
+}
+
+fn run(m: &Model) -> RunSummary {
+    world::run(m, 1)
+}
+
+#[test]
+fn twenty_ingress_replicas_eject_a_crashed_node_last_much_later_than_one_gateway() {
+    let doc = model_file("crash-10s-of-3.json");
+    let single = run(&scenario(doc.clone())).nodes[0]
+        .first_ejection_delay_s
+        .expect("one gateway ejects A");
+    let fleet = run(&with_replicas(doc, 20));
+    let a = &fleet.nodes[0];
+    let f = a.fleet.as_ref().expect("fleet metrics with 20 replicas");
+    let last = f.last_ejection_delay_s.expect("every replica ejects A");
+    assert!(
+        last >= 5.0 * single,
+        "last replica ejects after {last} s, one gateway after {single} s"
+    );
+    assert!(a.first_ejection_delay_s.unwrap() <= last);
+    assert_eq!(f.replicas_ejected, 1.0);
+    // Each replica ejected A once and keeps it out for itself.
+    assert_eq!(a.ejections, 20);
+    assert!((f.ejected_replica_s - 20.0 * a.ejected_time_s).abs() < 1e-3);
+}
+
+#[test]
+fn ten_replicas_put_ten_times_the_probe_load_on_every_node() {
+    let doc = model_file("e7-probe-crash.json");
+    let one = run(&scenario(doc.clone()));
+    let ten = run(&with_replicas(doc, 10));
+    for (a, b) in one.nodes.iter().zip(&ten.nodes) {
+        let ratio = b.probe_load_per_s / a.probe_load_per_s;
+        assert!(
+            (ratio - 10.0).abs() < 0.2,
+            "node {}: {} vs {} probes/s",
+            a.name,
+            b.probe_load_per_s,
+            a.probe_load_per_s
+        );
+    }
+}
+
+#[test]
+fn one_replica_is_the_single_gateway_byte_for_byte() {
+    for name in [
+        "crash-10s-of-3.json",
+        "hang-envoy-defaults.json",
+        "e7-probe-crash.json",
+    ] {
+        let doc = model_file(name);
+        let plain = serde_json::to_string(&run(&scenario(doc.clone()))).unwrap();
+        let one = serde_json::to_string(&run(&with_replicas(doc, 1))).unwrap();
+        assert_eq!(plain, one, "{name}");
+        assert!(!plain.contains("last_ejection_delay_s"));
+    }
+}
+
+#[test]
+fn sidecars_pinned_per_client_each_see_their_own_clients() {
+    // 4 closed-loop clients, 4 sidecars, per_client: every sidecar carries
+    // the same share; a 100% failing node is ejected by every sidecar.
+    let doc = json!({
+        "name": "pinned", "duration": "20s",
+        "clients": {"kind": "closed", "concurrency": 4, "think_time": "100ms"},
+        "gateway": {"replicas": 4, "spread": "per_client"},
+        "nodes": [{"name": "A"}, {"name": "B"}],
+        "faults": [{"kind": "crash", "node": "A", "at": "5s"}],
+        "policy": {"kind": "max_fails", "max_fails": 1, "fail_timeout": "10s"}
+    });
+    let s = run(&scenario(doc));
+    let f = s.nodes[0].fleet.as_ref().unwrap();
+    assert_eq!(f.replicas_ejected, 1.0);
+    assert!(
+        f.last_ejection_delay_s.unwrap() < 1.0,
+        "each sidecar has traffic every ~100 ms"
+    );
+}
+
+#[test]
+fn fleet_runs_are_deterministic_whatever_the_thread_count() {
+    let out1 = tmp("fleet-j1");
+    let out2 = tmp("fleet-j2");
+    let m = "models/fleet-mesh-flaky.json";
+    let args = |o: &Path, j: &'static str| {
+        vec![
+            "run".to_string(),
+            m.into(),
+            "--reps".into(),
+            "3".into(),
+            "--jobs".into(),
+            j.into(),
+            "--no-charts".into(),
+            "--quiet".into(),
+            "--out".into(),
+            o.display().to_string(),
+        ]
+    };
+    for (o, j) in [(&out1, "1"), (&out2, "3")] {
+        let a = args(o, j);
+        let out = hcsim(&a.iter().map(String::as_str).collect::<Vec<_>>());
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    for f in ["summary.json", "timeline.csv", "ejections.csv"] {
+        assert_eq!(
+            std::fs::read(out1.join(f)).unwrap(),
+            std::fs::read(out2.join(f)).unwrap(),
+            "{f}"
+        );
+    }
+}
+
+#[test]
+fn bad_fleets_exit_2_naming_the_field() {
+    let cases = [
+        ("gateway.replicas=0", "gateway.replicas", "between 1 and"),
+        (
+            "gateway.replicas=20000",
+            "gateway.replicas",
+            "between 1 and 10000",
+        ),
+        (
+            "gateway.replicas=9000",
+            "gateway.replicas",
+            "copies of peer state",
+        ),
+    ];
+    let nodes: Vec<Value> = (0..200).map(|i| json!({"name": format!("n{i}")})).collect();
+    let dir = tmp("fleet-bad");
+    let big = dir.join("big.json");
+    std::fs::write(
+        &big,
+        json!({"name": "big", "duration": "1s", "nodes": nodes, "gateway": {"workers": 4},
+            "clients": {"kind": "open", "rate_per_s": 10.0}})
+        .to_string(),
+    )
+    .unwrap();
+    for (set, field, words) in cases {
+        let out = hcsim(&["check", big.to_str().unwrap(), "--set", set]);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{set}: {err}");
+        assert!(err.contains(field) && err.contains(words), "{set}: {err}");
+    }
+    let hap = hcsim(&[
+        "check",
+        "models/haproxy-check-observe-layer7.json",
+        "--set",
+        "gateway.replicas=3",
+    ]);
+    let err = String::from_utf8_lossy(&hap.stderr);
+    assert_eq!(hap.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("gateway.replicas") && err.contains("HAProxy"),
+        "{err}"
+    );
+    let reg = hcsim(&[
+        "check",
+        "models/registry-eureka-crash.json",
+        "--set",
+        "gateway.replicas=3",
+    ]);
+    let err = String::from_utf8_lossy(&reg.stderr);
+    assert_eq!(reg.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("policies[0]") && err.contains("registry"),
+        "{err}"
+    );
+}
