@@ -123,27 +123,51 @@ struct Ctx<'a> {
 }
 
 impl Ctx<'_> {
-    /// Reads the runs of whole points, a batch at a time (lines read in
-    /// order, parsed in parallel), and calls `f` with the first point of
-    /// the batch and its runs mapped by `map`.
+    /// Reads the runs in index order, a batch at a time (lines read in
+    /// order, parsed in parallel), and calls `f` with each batch's runs
+    /// mapped by `map`.
     fn batches<T: Send>(
         &self,
         map: impl Fn(RunRecord) -> T + Sync,
-        mut f: impl FnMut(usize, Vec<T>) -> Result<(), Error>,
+        mut f: impl FnMut(Vec<T>) -> Result<(), Error>,
     ) -> Result<(), Error> {
-        let per = (BATCH_RUNS / self.reps).max(1);
-        for first in (0..self.points).step_by(per) {
-            let last = (first + per).min(self.points);
-            let lines = (first * self.reps..last * self.reps)
+        let total = self.runs.len();
+        for first in (0..total).step_by(BATCH_RUNS) {
+            let lines = (first..(first + BATCH_RUNS).min(total))
                 .map(|i| self.runs.line(i).map(|l| (i, l)))
                 .collect::<Result<Vec<_>, Error>>()?;
             let batch = lines
                 .into_par_iter()
                 .map(|(i, l)| self.runs.parse(i, &l).map(&map))
                 .collect::<Result<Vec<T>, Error>>()?;
-            f(first, batch)?;
+            f(batch)?;
         }
         Ok(())
+    }
+
+    /// Reads the runs in index order, calling `on_run` with each and
+    /// `on_point` with each point once its last replication was read.
+    fn points(
+        &self,
+        mut on_run: impl FnMut(&RunRow) -> Result<(), Error>,
+        mut on_point: impl FnMut(usize, PointAcc) -> Result<(), Error>,
+    ) -> Result<(), Error> {
+        let metrics = self.columns.names.len();
+        let mut acc = PointAcc::new(metrics, self.reps);
+        self.batches(
+            |r| self.row(r),
+            |rows| {
+                for r in &rows {
+                    on_run(r)?;
+                    acc.push(r);
+                    if acc.seeds.len() == self.reps {
+                        let done = std::mem::replace(&mut acc, PointAcc::new(metrics, self.reps));
+                        on_point(r.point, done)?;
+                    }
+                }
+                Ok(())
+            },
+        )
     }
 
     fn row(&self, r: RunRecord) -> RunRow {
@@ -157,27 +181,48 @@ impl Ctx<'_> {
         }
     }
 
-    /// Each metric's statistics over the replications of one point.
-    fn stats(&self, rows: &[RunRow]) -> Vec<Stats> {
-        (0..self.columns.names.len())
-            .map(|m| {
-                let xs: Vec<f64> = rows
-                    .iter()
-                    .filter_map(|row| row.metrics[m].as_ref().and_then(Number::as_f64))
-                    .collect();
-                Stats::of(&xs)
-            })
-            .collect()
-    }
-
-    fn point_out<'b>(&'b self, p: usize, rows: &[RunRow], stats: &'b [Stats]) -> PointOut<'b> {
+    fn point_out<'b>(&'b self, p: usize, acc: PointAcc, stats: &'b [Stats]) -> PointOut<'b> {
         PointOut {
             point: p,
             values: Ordered(&self.axis_names, &self.axis_cells[p]),
-            overloaded: rows.iter().filter(|r| r.overloaded).count(),
-            seeds: rows.iter().map(|r| r.seed).collect(),
+            overloaded: acc.overloaded,
+            seeds: acc.seeds,
             stats: Ordered(&self.columns.names, stats),
         }
+    }
+}
+
+/// One point's replications as they are read: of each metric only the
+/// numbers its statistics need, the seeds and the overloaded runs (bounded
+/// by the replications, not by the sweep's runs).
+struct PointAcc {
+    values: Vec<Vec<f64>>,
+    seeds: Vec<u64>,
+    overloaded: usize,
+}
+
+impl PointAcc {
+    fn new(metrics: usize, reps: usize) -> PointAcc {
+        PointAcc {
+            values: vec![Vec::new(); metrics],
+            seeds: Vec::with_capacity(reps),
+            overloaded: 0,
+        }
+    }
+
+    fn push(&mut self, r: &RunRow) {
+        self.seeds.push(r.seed);
+        self.overloaded += usize::from(r.overloaded);
+        for (xs, v) in self.values.iter_mut().zip(&r.metrics) {
+            if let Some(x) = v.as_ref().and_then(Number::as_f64) {
+                xs.push(x);
+            }
+        }
+    }
+
+    /// Each metric's statistics over the point's replications.
+    fn stats(&self) -> Vec<Stats> {
+        self.values.iter().map(|xs| Stats::of(xs)).collect()
     }
 }
 
@@ -198,17 +243,13 @@ impl Serialize for LazyPoints<'_> {
         let ctx = self.0;
         let mut seq = s.serialize_seq(Some(ctx.points))?;
         let mut inner = None;
-        let read = ctx.batches(
-            |r| ctx.row(r),
-            |first, rows| {
-                for (k, point_rows) in rows.chunks(ctx.reps).enumerate() {
-                    let stats = ctx.stats(point_rows);
-                    if let Err(e) =
-                        seq.serialize_element(&ctx.point_out(first + k, point_rows, &stats))
-                    {
-                        inner = Some(e);
-                        return Err(Error::Usage(String::new()));
-                    }
+        let read = ctx.points(
+            |_| Ok(()),
+            |p, acc| {
+                let stats = acc.stats();
+                if let Err(e) = seq.serialize_element(&ctx.point_out(p, acc, &stats)) {
+                    inner = Some(e);
+                    return Err(Error::Usage(String::new()));
                 }
                 Ok(())
             },
@@ -231,7 +272,7 @@ impl Serialize for LazyRuns<'_> {
         let mut inner = None;
         let read = ctx.batches(
             |r| ctx.row(r),
-            |_, rows| {
+            |rows| {
                 for r in &rows {
                     let out = RunOut {
                         run: r.run,
@@ -285,38 +326,27 @@ fn write_csvs(ctx: &Ctx, runs_csv: &mut Staged, points_csv: &mut Staged) -> Resu
         head.extend(Stats::FIELDS.iter().map(|f| format!("{m}.{f}")));
     }
     pw.write_record(&head).map_err(werr(&points_path))?;
-    ctx.batches(
-        |r| ctx.row(r),
-        |first, rows| {
-            for r in &rows {
-                let mut rec = vec![r.point.to_string(), r.rep.to_string()];
-                rec.extend(ctx.axis_cells[r.point].iter().map(cell_text));
-                rec.push(r.seed.to_string());
-                rec.push(u8::from(r.overloaded).to_string());
-                rec.extend(
-                    r.metrics
-                        .iter()
-                        .map(|v| v.as_ref().map(fmt_number).unwrap_or_default()),
-                );
-                rw.write_record(&rec).map_err(werr(&runs_path))?;
+    ctx.points(
+        |r| {
+            let mut rec = vec![r.point.to_string(), r.rep.to_string()];
+            rec.extend(ctx.axis_cells[r.point].iter().map(cell_text));
+            rec.push(r.seed.to_string());
+            rec.push(u8::from(r.overloaded).to_string());
+            rec.extend(
+                r.metrics
+                    .iter()
+                    .map(|v| v.as_ref().map(fmt_number).unwrap_or_default()),
+            );
+            rw.write_record(&rec).map_err(werr(&runs_path))
+        },
+        |p, acc| {
+            let mut rec = vec![p.to_string()];
+            rec.extend(ctx.axis_cells[p].iter().map(cell_text));
+            rec.push(acc.overloaded.to_string());
+            for s in acc.stats() {
+                rec.extend(stat_cells(&s));
             }
-            for (k, point_rows) in rows.chunks(ctx.reps).enumerate() {
-                let p = first + k;
-                let mut rec = vec![p.to_string()];
-                rec.extend(ctx.axis_cells[p].iter().map(cell_text));
-                rec.push(
-                    point_rows
-                        .iter()
-                        .filter(|r| r.overloaded)
-                        .count()
-                        .to_string(),
-                );
-                for s in ctx.stats(point_rows) {
-                    rec.extend(stat_cells(&s));
-                }
-                pw.write_record(&rec).map_err(werr(&points_path))?;
-            }
-            Ok(())
+            pw.write_record(&rec).map_err(werr(&points_path))
         },
     )?;
     rw.flush().map_err(|source| Error::Write {
@@ -359,7 +389,7 @@ pub fn write_outputs(out: &Path, h: &PlanHeader, runs: &RunSource) -> Result<(),
     let mut set = ColumnSet::default();
     ctx.batches(
         |r| flatten_run(&r.summary),
-        |_, flat| {
+        |flat| {
             flat.iter().for_each(|f| set.add(f));
             Ok(())
         },

@@ -472,12 +472,15 @@ impl Plan {
 
     /// Peak memory of running `runs` on `jobs` worker threads, bytes, about:
     /// the run each thread simulates (its cost estimate, the largest of the
-    /// points), what is kept per run (a flag and where its checkpoint line
-    /// is), and a fixed part for the batches of runs the outputs are
-    /// written from. Completed runs are not held.
+    /// points), each point's validated model, what is kept per run (a flag
+    /// and where its checkpoint line is), and a fixed part for the batches
+    /// of runs the outputs are written from. Completed runs are not held.
     pub fn estimated_bytes(&self, runs: &[usize], jobs: usize) -> f64 {
         /// Kept per run: its checkpoint entry, its flag and its place in the to-do list.
         const BYTES_PER_RUN: f64 = 48.0;
+        /// Kept per point: its model and axis values (measured 2.6 KB on a
+        /// two-node model, 100,000 points).
+        const BYTES_PER_POINT: f64 = 3072.0;
         /// The program, the plan and the batches outputs are written from.
         const FIXED_BYTES: f64 = 64.0 * 1024.0 * 1024.0;
         let per_run = self
@@ -487,6 +490,7 @@ impl Plan {
             .fold(0.0, f64::max);
         per_run * jobs.clamp(1, runs.len().max(1)) as f64
             + runs.len() as f64 * BYTES_PER_RUN
+            + self.models.len() as f64 * BYTES_PER_POINT
             + FIXED_BYTES
     }
 
