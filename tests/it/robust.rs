@@ -338,3 +338,52 @@ fn sweep_memory_does_not_grow_with_its_runs() {
         "peak RSS {small} KiB for 1,100 runs but {large} KiB for 3,300"
     );
 }
+
+#[test]
+fn ctrl_c_says_how_many_runs_are_kept_and_how_to_resume() {
+    let dir = tmp("ctrl-c");
+    tiny(&dir);
+    let args = ["sweep", "sweeps/tiny.json", "--jobs", "1", "--out", "cut"];
+    let mut child = Command::new(BIN)
+        .args(args)
+        .current_dir(&dir)
+        .env("HCSIM_HANG_AFTER", "3")
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let journal = dir.join("cut/.checkpoint/runs.jsonl");
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while lines(&journal) < 4 {
+        if Instant::now() > deadline {
+            kill(child);
+            panic!("the sweep did not checkpoint 3 runs in 30 s");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    // SIGINT, as Ctrl-C sends it, by pid.
+    let sent = Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status();
+    if !sent.is_ok_and(|s| s.success()) {
+        kill(child);
+        return; // no kill(1)
+    }
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while child.try_wait().unwrap().is_none() {
+        if Instant::now() > deadline {
+            kill(child);
+            panic!("the sweep did not stop on SIGINT");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let out = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(130), "{err}");
+    assert!(
+        err.contains("interrupted: 3 finished run(s) are kept in")
+            && err.contains("hcsim sweep sweeps/tiny.json --jobs 1 --out cut --resume"),
+        "{err}"
+    );
+}
