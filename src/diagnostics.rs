@@ -95,6 +95,9 @@ pub fn describe<E: std::fmt::Display>(e: &serde_path_to_error::Error<E>) -> (Str
 /// expected f64` (or any number type) when the string is a number with a
 /// k, M or G suffix: JSON numbers take none.
 pub fn with_number_hint(msg: &str) -> String {
+    if let Some(rest) = msg.strip_prefix("invalid type: floating point `") {
+        return with_integer_hint(msg, rest);
+    }
     let Some(rest) = msg.strip_prefix("invalid type: string \"") else {
         return msg.to_string();
     };
@@ -131,6 +134,39 @@ pub fn with_number_hint(msg: &str) -> String {
         }
         _ => msg.to_string(),
     }
+}
+
+/// Says why a number JSON reads as floating point is not the integer
+/// expected: `-0` (write 0), a number beyond the type's range (its maximum),
+/// or a fraction. `rest` follows "invalid type: floating point `".
+fn with_integer_hint(msg: &str, rest: &str) -> String {
+    let Some((text, expected)) = rest.split_once("`, expected ") else {
+        return msg.to_string();
+    };
+    let max: u64 = match expected.split([' ', ',']).next().unwrap_or("") {
+        "u8" => u8::MAX.into(),
+        "u16" => u16::MAX.into(),
+        "u32" => u32::MAX.into(),
+        "u64" | "usize" => u64::MAX,
+        "i32" => i32::MAX as u64,
+        "i64" => i64::MAX as u64,
+        _ => return msg.to_string(),
+    };
+    let Ok(x) = text.parse::<f64>() else {
+        return msg.to_string();
+    };
+    let why = if x == 0.0 {
+        "JSON reads -0 as a floating-point number: write 0".to_string()
+    } else if x.fract() != 0.0 {
+        "a whole number is expected".to_string()
+    } else if x < 0.0 {
+        "a number of at least 0 is expected".to_string()
+    } else if x > max as f64 || (max == u64::MAX && x >= 18_446_744_073_709_551_616.0) {
+        format!("a whole number of at most {max} is expected")
+    } else {
+        return msg.to_string();
+    };
+    format!("{msg} ({why})")
 }
 
 /// Appends ``(did you mean `x`?)`` to serde's ``unknown field `y`, expected

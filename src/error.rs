@@ -58,6 +58,10 @@ pub enum Error {
     },
     /// A sweep checkpoint or shard output cannot be used.
     Checkpoint { path: PathBuf, reason: String },
+    /// Another process holds the lock of an output directory.
+    Locked { dir: PathBuf, holder: String },
+    /// Standard output could not be written (a full disk, `/dev/full`).
+    Stdout(std::io::Error),
     /// A sweep stopped before all its runs were done; the done ones are checkpointed.
     Interrupted {
         done: usize,
@@ -118,6 +122,12 @@ impl fmt::Display for Error {
                 source,
             } => write!(f, "{}: {context}: {source}", sweep.display()),
             Error::Checkpoint { path, reason } => write!(f, "{}: {reason}", path.display()),
+            Error::Locked { dir, holder } => write!(
+                f,
+                "{}: another hcsim is writing to this directory ({holder}); wait for it to finish, or use another --out",
+                dir.display()
+            ),
+            Error::Stdout(source) => write!(f, "cannot write to stdout: {source}"),
             Error::Interrupted {
                 done,
                 total,

@@ -32,7 +32,7 @@
 //! metrics      the Recorder during a run → RunSummary after it
 //! spec         what is read from files: ModelSpec → validated Model, sweeps, charts
 //! policy       health policies: the HealthPolicy port and each implementation
-//! engine, ids, stats, error, diagnostics, plot: no knowledge of the layers above
+//! engine, ids, stats, error, diagnostics, atomic, plot: no knowledge of the layers above
 //! ```
 //!
 //! ## Concepts
@@ -84,6 +84,7 @@
 //! assert!(summary.nodes[0].share < 0.25); // a is ejected most of the time
 //! ```
 
+pub mod atomic;
 pub mod cli;
 pub mod diagnostics;
 pub mod engine;

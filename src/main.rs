@@ -8,7 +8,7 @@ fn main() -> ExitCode {
     match hcsim::cli::run(cli) {
         Ok(code) => code,
         Err(e) => {
-            eprintln!("error: {e}");
+            hcsim::cli::say(&format!("error: {e}"));
             ExitCode::from(2)
         }
     }

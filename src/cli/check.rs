@@ -30,7 +30,7 @@ pub fn run(args: CheckArgs) -> Result<ExitCode, Error> {
         }
     }
     .map_err(|e| Error::Usage(e.to_string()))?;
-    emit(&format!("{json}\n"));
+    emit(&format!("{json}\n"))?;
     Ok(ExitCode::SUCCESS)
 }
 

@@ -34,11 +34,11 @@ pub fn run(args: CompareArgs) -> Result<ExitCode, Error> {
             if let Some(p) = html {
                 text.push_str(&format!("\nwrote {}\n", p.display()));
             }
-            emit(&text);
+            emit(&text)?;
         }
-        CompareFormat::Json => emit(&render::json(&c)),
-        CompareFormat::Markdown => emit(&render::markdown(&c)),
-        CompareFormat::Csv => emit(&render::csv(&c).map_err(|e| Error::Usage(e.to_string()))?),
+        CompareFormat::Json => emit(&render::json(&c))?,
+        CompareFormat::Markdown => emit(&render::markdown(&c))?,
+        CompareFormat::Csv => emit(&render::csv(&c).map_err(|e| Error::Usage(e.to_string()))?)?,
     }
     Ok(ExitCode::SUCCESS)
 }

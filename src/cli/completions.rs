@@ -15,6 +15,6 @@ pub fn run(args: CompletionsArgs) -> Result<ExitCode, Error> {
     };
     let mut script = vec![];
     clap_complete::generate(shell, &mut Cli::command(), "hcsim", &mut script);
-    emit(&String::from_utf8_lossy(&script));
+    emit(&String::from_utf8_lossy(&script))?;
     Ok(ExitCode::SUCCESS)
 }

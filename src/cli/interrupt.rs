@@ -19,13 +19,22 @@ pub fn hint_resume(out: &Path) {
     let command = format!("hcsim {}", args.join(" "));
     let _ = ctrlc::set_handler(move || {
         // The first line is the sweep's header; a last line cut short is not a run.
-        let runs = std::fs::read_to_string(&checkpoint)
-            .map(|t| t.lines().skip(1).filter(|l| l.ends_with('}')).count())
+        // Counted as a stream: a checkpoint may hold millions of runs.
+        let runs = std::fs::File::open(&checkpoint)
+            .map(|f| {
+                use std::io::BufRead;
+                std::io::BufReader::new(f)
+                    .split(b'\n')
+                    .skip(1)
+                    .map_while(Result::ok)
+                    .filter(|l| l.ends_with(b"}"))
+                    .count()
+            })
             .unwrap_or(0);
-        eprintln!(
+        super::say(&format!(
             "\ninterrupted: {runs} finished run(s) are kept in {}; to finish the sweep, run:\n  {command}",
             checkpoint.display()
-        );
+        ));
         std::process::exit(INTERRUPTED);
     });
 }

@@ -11,6 +11,6 @@ pub fn run() -> Result<ExitCode, Error> {
     clap_mangen::Man::new(Cli::command())
         .render(&mut page)
         .map_err(|e| Error::Usage(format!("cannot render the manual page: {e}")))?;
-    emit(&String::from_utf8_lossy(&page));
+    emit(&String::from_utf8_lossy(&page))?;
     Ok(ExitCode::SUCCESS)
 }

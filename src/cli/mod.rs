@@ -38,15 +38,23 @@ pub fn run(cli: Cli) -> Result<ExitCode, Error> {
 }
 
 /// Writes to stdout. A closed pipe (`hcsim ... | head`) quietly ends the
-/// output instead of panicking; other write errors are reported on stderr.
-pub(crate) fn emit(text: &str) {
+/// output instead of panicking; any other write error (a full disk) is an
+/// error, so the command exits non-zero.
+pub(crate) fn emit(text: &str) -> Result<(), Error> {
     use std::io::Write;
     let mut out = std::io::stdout().lock();
-    if let Err(e) = out.write_all(text.as_bytes()).and_then(|()| out.flush())
-        && e.kind() != std::io::ErrorKind::BrokenPipe
-    {
-        eprintln!("error: cannot write to stdout: {e}");
+    match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
+        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => Err(Error::Stdout(e)),
+        _ => Ok(()),
     }
+}
+
+/// Writes a line to stderr. Unlike `eprintln!`, a stderr that cannot be
+/// written (`2>/dev/full`) loses the line instead of panicking.
+pub fn say(line: &str) {
+    use std::io::Write;
+    let mut err = std::io::stderr().lock();
+    let _ = writeln!(err, "{line}").and_then(|()| err.flush());
 }
 
 /// Writes the `--export-markdown` / `--export-csv` files of a comparison
@@ -74,9 +82,9 @@ pub(crate) fn export(
 pub fn print_warnings(path: &Path, warnings: &[(String, String)]) {
     for (field, msg) in warnings {
         if field.is_empty() {
-            eprintln!("warning: {}: {msg}", path.display());
+            say(&format!("warning: {}: {msg}", path.display()));
         } else {
-            eprintln!("warning: {}: {field}: {msg}", path.display());
+            say(&format!("warning: {}: {field}: {msg}", path.display()));
         }
     }
 }

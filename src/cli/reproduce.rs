@@ -8,7 +8,7 @@ use std::process::ExitCode;
 pub fn run(args: ReproduceArgs) -> Result<ExitCode, Error> {
     let rows = crate::reproduce::rows(&args.models)?;
     if args.markdown {
-        emit(&crate::reproduce::markdown(&rows));
+        emit(&crate::reproduce::markdown(&rows))?;
     } else {
         let mut table = vec![vec![
             "exp".to_string(),
@@ -28,11 +28,13 @@ pub fn run(args: ReproduceArgs) -> Result<ExitCode, Error> {
                 r.verdict.clone(),
             ]);
         }
-        emit(&align(&table));
+        emit(&align(&table))?;
     }
     let outside = rows.iter().filter(|r| r.is_outside()).count();
     if outside > 0 {
-        eprintln!("{outside} figure(s) outside their acceptance band");
+        super::say(&format!(
+            "{outside} figure(s) outside their acceptance band"
+        ));
         return Ok(ExitCode::from(1));
     }
     Ok(ExitCode::SUCCESS)

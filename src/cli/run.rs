@@ -10,6 +10,10 @@ use std::process::ExitCode;
 
 pub fn run(args: RunArgs) -> Result<ExitCode, Error> {
     let (model, warnings) = load_checked(&args.model, &args.set, args.max_events)?;
+    crate::spec::limits::check_reps(&model, args.reps as u64).map_err(|reason| Error::Limit {
+        path: args.model.clone(),
+        reason,
+    })?;
     print_warnings(&args.model, &warnings);
     let base = args.seed.unwrap_or(model.seed);
     // A what-if (`--set`) gets a directory of its own: it never overwrites its baseline.
@@ -27,7 +31,13 @@ pub fn run(args: RunArgs) -> Result<ExitCode, Error> {
         .reps(args.reps as u64)
         .max_events(args.max_events)
         .trace(args.trace);
-    let outcome = thread_pool(args.jobs)?.install(|| reps.run());
+    let (jobs, note) = crate::run::clamp_jobs(args.jobs, args.reps as usize);
+    if let Some(note) = note
+        && !args.quiet
+    {
+        super::say(&format!("note: {note}"));
+    }
+    let outcome = thread_pool(jobs)?.install(|| reps.run());
     let summary = Summary::new(&model, &args.model, base, &args.set, outcome.runs);
     let traces = args.trace.then_some(outcome.traces.as_slice());
     output::write_run(&out_dir, &summary, traces)?;
@@ -48,10 +58,10 @@ pub fn run(args: RunArgs) -> Result<ExitCode, Error> {
     }
     match args.format {
         _ if args.quiet => {}
-        Format::Json => emit(&summary.to_json()),
+        Format::Json => emit(&summary.to_json())?,
         Format::Table => {
-            emit(&table::table(&summary));
-            emit(&format!("\nwrote {}\n", out_dir.display()));
+            emit(&table::table(&summary))?;
+            emit(&format!("\nwrote {}\n", out_dir.display()))?;
         }
     }
     if let Some((seed, cut)) = outcome.cut.first() {

@@ -10,6 +10,6 @@ pub fn run(args: SchemaArgs) -> Result<ExitCode, Error> {
         SchemaKind::Sweep => crate::spec::schema::sweep(),
     };
     let json = serde_json::to_string_pretty(&schema).map_err(|e| Error::Usage(e.to_string()))?;
-    emit(&format!("{json}\n"));
+    emit(&format!("{json}\n"))?;
     Ok(ExitCode::SUCCESS)
 }

@@ -5,8 +5,8 @@
 use super::{SweepArgs, emit};
 use crate::error::Error;
 use crate::output;
-use crate::run::thread_pool;
-use crate::sweep::{Overrides, Plan, RUNS_FILE, RunRecord, Session, Shard, journal};
+use crate::run::{clamp_jobs, thread_pool};
+use crate::sweep::{DirLock, Overrides, Plan, PlanHeader, RUNS_FILE, Session, Shard, journal};
 use indicatif::{ProgressBar, ProgressStyle};
 use std::io::IsTerminal;
 use std::path::Path;
@@ -17,6 +17,10 @@ pub const CONFIRM_ABOVE_REQUESTS: f64 = 1e10;
 /// Test hook: checkpoint this many runs, then stop as if the process had been
 /// killed (runs finishing after that are lost) and exit with an error.
 pub const STOP_AFTER_ENV: &str = "HCSIM_STOP_AFTER";
+/// Test hook: after checkpointing this many runs, stay alive holding the
+/// output directory's lock (for at most a minute), as a sweep in progress
+/// that another process meets, or that is then killed.
+pub const HANG_AFTER_ENV: &str = "HCSIM_HANG_AFTER";
 
 pub fn run(args: SweepArgs) -> Result<ExitCode, Error> {
     let overrides = Overrides {
@@ -35,14 +39,7 @@ pub fn run(args: SweepArgs) -> Result<ExitCode, Error> {
             base.join(format!("shard-{}-of-{}", shard.k, shard.n))
         }
     });
-    let stop_after = match std::env::var(STOP_AFTER_ENV) {
-        Ok(v) => Some(v.trim().parse::<usize>().map_err(|_| {
-            Error::Usage(format!(
-                "{STOP_AFTER_ENV} must be a number of runs, found \"{v}\""
-            ))
-        })?),
-        Err(_) => None,
-    };
+    let stop_after = test_hook(STOP_AFTER_ENV)?;
     let mine = shard.runs(h.runs());
     let requests = plan.estimated_requests(&mine);
     if !args.quiet {
@@ -56,8 +53,14 @@ pub fn run(args: SweepArgs) -> Result<ExitCode, Error> {
         if !shard.is_whole() {
             line += &format!("; shard {shard} runs {} of them", mine.len());
         }
-        line += &format!(", up to about {} simulated requests", human(requests));
-        eprintln!("{line}");
+        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+        let jobs = clamp_jobs(args.jobs, mine.len()).0.unwrap_or(cores);
+        line += &format!(
+            ", up to about {} simulated requests, peak memory about {}B",
+            human(requests),
+            human(plan.estimated_bytes(&mine, jobs))
+        );
+        super::say(&line);
     }
     if requests > CONFIRM_ABOVE_REQUESTS && !args.yes {
         return Err(Error::Usage(format!(
@@ -68,58 +71,115 @@ pub fn run(args: SweepArgs) -> Result<ExitCode, Error> {
             human(CONFIRM_ABOVE_REQUESTS)
         )));
     }
-    let pool = thread_pool(args.jobs)?;
-
-    let mut session = Session::open(&plan, &out, shard, args.resume)?;
+    let lock = DirLock::acquire(&out)?;
+    if args.resume && complete(&out, h, shard, mine.len()) {
+        // Nothing left to do (a requeued job whose sweep had finished).
+        if !args.quiet {
+            super::say(&format!(
+                "sweep {} is already complete in {}: nothing to resume",
+                h.name,
+                out.display()
+            ));
+        }
+        return Ok(ExitCode::SUCCESS);
+    }
+    let mut session = Session::open(&plan, &out, shard, args.resume, lock)?;
+    let (jobs, note) = clamp_jobs(args.jobs, session.todo().len());
+    if let Some(note) = note
+        && !args.quiet
+    {
+        super::say(&format!("note: {note}"));
+    }
+    let pool = thread_pool(jobs)?;
     super::interrupt::hint_resume(&out);
     if !args.quiet && args.resume {
         if session.resumed() == 0 {
-            eprintln!(
+            super::say(&format!(
                 "nothing to resume in {}: running the whole sweep",
                 out.display()
-            );
+            ));
         } else {
-            eprintln!(
+            super::say(&format!(
                 "resuming: {} runs already done, {} to go",
                 session.resumed(),
                 session.todo().len()
-            );
+            ));
         }
     }
     let progress = progress_bar(args.quiet, session.todo().len());
-    let done = session.run(&plan, &pool, &mut || progress.inc(1), stop_after);
+    let hang_after = test_hook(HANG_AFTER_ENV)?;
+    let mut checkpointed = 0;
+    let mut on_run = || {
+        progress.inc(1);
+        checkpointed += 1;
+        if hang_after.is_some_and(|n| checkpointed >= n) {
+            // Test hook: stay alive holding the lock until killed (or a minute passes).
+            std::thread::sleep(std::time::Duration::from_secs(60));
+            std::process::exit(3);
+        }
+    };
+    let runs = session.run(&plan, &pool, &mut on_run, stop_after);
     progress.finish_and_clear();
-    let done = done?;
+    let runs = runs?;
 
     if shard.is_whole() {
-        let records: Vec<RunRecord> = done.into_iter().map(|d| d.rec).collect();
         // The per-run part of the tables runs on the same number of threads.
-        pool.install(|| output::sweep::write_outputs(&out, h, &records))?;
-        session.finish();
+        pool.install(|| output::sweep::write_outputs(&out, h, &runs))?;
+        output::remove_run_files(&out)?;
+        // Held until the charts are drawn.
+        let _lock = session.finish();
         if !args.no_charts {
             output::plot(&out)?;
         }
         if !args.quiet {
-            emit(&output::sweep_summary::sweep_summary(&out)?);
+            emit(&output::sweep_summary::sweep_summary(&out)?)?;
             emit(&format!(
                 "wrote {} (runs.csv, points.csv, results.json: {} runs)\n",
                 out.display(),
-                records.len()
-            ));
+                runs.len()
+            ))?;
         }
     } else {
         let path = out.join(RUNS_FILE);
-        output::write_atomic(&path, journal::shard_file(h, shard, &done).as_bytes())?;
-        session.finish();
+        journal::write_shard_file(&path, h, shard, &runs)?;
+        let _lock = session.finish();
         if !args.quiet {
             emit(&format!(
                 "wrote {} ({} runs of shard {shard}); combine the shards with `hcsim merge DIR... --out DIR`\n",
                 path.display(),
-                done.len()
-            ));
+                runs.len()
+            ))?;
         }
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// Did a sweep of this plan already finish in `out`? No checkpoint is left
+/// and the outputs it ends with are there, of the same sweep (and shard).
+fn complete(out: &Path, h: &PlanHeader, shard: Shard, mine: usize) -> bool {
+    if out.join(".checkpoint").join(RUNS_FILE).exists() {
+        return false;
+    }
+    if shard.is_whole() {
+        output::sweep::SweepResults::read(&out.join("results.json"))
+            .is_ok_and(|r| r.fingerprint == h.fingerprint)
+    } else {
+        journal::read_journal(&out.join(RUNS_FILE)).is_ok_and(|j| {
+            j.head.header.fingerprint == h.fingerprint
+                && j.head.shard == shard
+                && j.done.len() == mine
+        })
+    }
+}
+
+/// A test hook's number of runs, if its variable is set.
+fn test_hook(var: &str) -> Result<Option<usize>, Error> {
+    match std::env::var(var) {
+        Ok(v) => Ok(Some(v.trim().parse::<usize>().map_err(|_| {
+            Error::Usage(format!("{var} must be a number of runs, found \"{v}\""))
+        })?)),
+        Err(_) => Ok(None),
+    }
 }
 
 /// A progress bar with an ETA on a terminal; hidden otherwise.

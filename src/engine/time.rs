@@ -151,7 +151,12 @@ pub fn parse_duration(text: &str) -> Result<SimDuration, String> {
             "expected a duration with a unit such as \"5s\", \"300ms\" or \"1m30s\", found \"{text}\""
         )
     };
-    let too_large = || format!("duration \"{text}\" is too large");
+    let too_large = || {
+        format!(
+            "duration \"{text}\" is too large: at most \"{}s\" (about 31 years)",
+            MAX_DURATION_US / 1_000_000
+        )
+    };
     // Exact decimal arithmetic: a duration written by `Display` reads back
     // as the same number of microseconds, however large.
     let mut total: u128 = 0;
@@ -209,11 +214,14 @@ pub fn parse_duration(text: &str) -> Result<SimDuration, String> {
             .saturating_add(whole.saturating_mul(scale))
             .saturating_add(part * scale / denominator);
     }
-    if total > 1_000_000_000_000_000 {
+    if total > MAX_DURATION_US as u128 {
         return Err(too_large());
     }
     Ok(SimDuration(total as u64))
 }
+
+/// The longest duration a model may write, in µs: 10⁹ s.
+pub const MAX_DURATION_US: u64 = 1_000_000_000_000_000;
 
 /// What [`parse_duration`] accepts, as a JSON Schema (ECMA 262) pattern.
 pub const DURATION_PATTERN: &str =

@@ -22,33 +22,42 @@ use std::path::{Path, PathBuf};
 use summary::Summary;
 
 /// Writes `bytes` to `path` through a temporary file and a rename, so a
-/// reader never sees a half-written file.
+/// reader never sees a half-written file (see [`crate::atomic`]).
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), Error> {
-    let err = |source| Error::Write {
+    crate::atomic::write(path, bytes).map_err(|source| Error::Write {
         path: path.to_path_buf(),
         source,
-    };
-    if let Some(dir) = path.parent()
-        && !dir.as_os_str().is_empty()
-    {
-        std::fs::create_dir_all(dir).map_err(|source| Error::Write {
-            path: dir.to_path_buf(),
-            source,
-        })?;
+    })
+}
+
+/// Files only a run writes, and files only a sweep writes: writing one kind
+/// into a directory removes the other's, so that a reused `--out` never
+/// mixes the outputs of two models (`plot` would take the stale kind).
+const RUN_FILES: [&str; 4] = [
+    "summary.json",
+    "timeline.csv",
+    "ejections.csv",
+    "attempts.csv",
+];
+const SWEEP_FILES: [&str; 4] = ["results.json", "runs.csv", "points.csv", "runs.jsonl"];
+
+/// Removes `names` from `dir` (those that are there).
+fn remove_stale(dir: &Path, names: &[&str]) -> Result<(), Error> {
+    for name in names {
+        let path = dir.join(name);
+        match std::fs::remove_file(&path) {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+                return Err(Error::Write { path, source: e });
+            }
+            _ => {}
+        }
     }
-    let mut tmp = path.as_os_str().to_owned();
-    tmp.push(format!(".tmp{}", std::process::id()));
-    let tmp = PathBuf::from(tmp);
-    let written = (|| {
-        let mut f = std::fs::File::create(&tmp)?;
-        f.write_all(bytes)?;
-        f.sync_all()?;
-        std::fs::rename(&tmp, path)
-    })();
-    if written.is_err() {
-        let _ = std::fs::remove_file(&tmp);
-    }
-    written.map_err(err)
+    Ok(())
+}
+
+/// Removes a run's files from a sweep's output directory.
+pub fn remove_run_files(dir: &Path) -> Result<(), Error> {
+    remove_stale(dir, &RUN_FILES)
 }
 
 /// Creates the output directory and checks that files can be written in it,
@@ -58,6 +67,12 @@ pub fn prepare_dir(dir: &Path) -> Result<(), Error> {
         path: dir.to_path_buf(),
         source,
     };
+    if dir.exists() && !dir.is_dir() {
+        return Err(Error::Usage(format!(
+            "{}: is a file, not a directory: --out must name a directory for the outputs",
+            dir.display()
+        )));
+    }
     std::fs::create_dir_all(dir).map_err(err)?;
     let probe = dir.join(format!(".hcsim-probe{}", std::process::id()));
     std::fs::write(&probe, b"").map_err(err)?;
@@ -65,7 +80,10 @@ pub fn prepare_dir(dir: &Path) -> Result<(), Error> {
 }
 
 /// Writes a run's files into `dir`: `summary.json`, `timeline.csv`,
-/// `ejections.csv`, and `attempts.csv` when the runs were traced.
+/// `ejections.csv`, and `attempts.csv` when the runs were traced. All are
+/// written before any replaces its predecessor, so a failure (a full disk)
+/// leaves the previous set, not a mix; a sweep's files left in `dir` are
+/// removed.
 pub fn write_run(
     dir: &Path,
     summary: &Summary,
@@ -78,15 +96,48 @@ pub fn write_run(
         }
     };
     let runs = &summary.runs;
-    write_atomic(&dir.join("summary.json"), summary.to_json().as_bytes())?;
+    let mut files: Vec<(PathBuf, Vec<u8>)> =
+        vec![(dir.join("summary.json"), summary.to_json().into_bytes())];
     let p = dir.join("timeline.csv");
-    write_atomic(&p, &csv::timeline_csv(runs).map_err(csv_err(p.clone()))?)?;
+    files.push((p.clone(), csv::timeline_csv(runs).map_err(csv_err(p))?));
     let p = dir.join("ejections.csv");
-    write_atomic(&p, &csv::ejections_csv(runs).map_err(csv_err(p.clone()))?)?;
+    files.push((p.clone(), csv::ejections_csv(runs).map_err(csv_err(p))?));
     if let Some(traces) = traces {
         let p = dir.join("attempts.csv");
-        let bytes = csv::trace_csv(runs, traces).map_err(csv_err(p.clone()))?;
-        write_atomic(&p, &bytes)?;
+        files.push((p.clone(), csv::trace_csv(runs, traces).map_err(csv_err(p))?));
+    }
+    let mut staged = Vec::with_capacity(files.len());
+    for (path, bytes) in &files {
+        let mut f = crate::atomic::Staged::create(path).map_err(|source| Error::Write {
+            path: path.clone(),
+            source,
+        })?;
+        f.writer().write_all(bytes).map_err(|source| Error::Write {
+            path: path.clone(),
+            source,
+        })?;
+        staged.push(f);
+    }
+    crate::atomic::commit_all(staged).map_err(|(path, source)| Error::Write { path, source })?;
+    if traces.is_none() {
+        remove_stale(dir, &["attempts.csv"])?;
+    }
+    remove_stale(dir, &SWEEP_FILES)
+}
+
+/// Removes the charts in `dir/charts` that were not just drawn (a reused
+/// directory's charts of another model or sweep).
+fn remove_stale_charts(dir: &Path, drawn: &[charts::Drawn]) -> Result<(), Error> {
+    let Ok(entries) = std::fs::read_dir(dir.join("charts")) else {
+        return Ok(());
+    };
+    for e in entries.flatten() {
+        let path = e.path();
+        let chart = path.extension().is_some_and(|x| x == "png" || x == "svg");
+        let kept = drawn.iter().any(|d| path.with_extension("") == d.stem);
+        if chart && !kept {
+            std::fs::remove_file(&path).map_err(|source| Error::Write { path, source })?;
+        }
     }
     Ok(())
 }
@@ -95,9 +146,11 @@ pub fn write_run(
 pub fn plot(dir: &Path) -> Result<(), Error> {
     if dir.join("results.json").exists() {
         let drawn = charts::draw_sweep(dir)?;
+        remove_stale_charts(dir, &drawn)?;
         html::sweep_report(dir, &drawn)
     } else {
         let drawn = charts::draw_run(dir)?;
+        remove_stale_charts(dir, &drawn)?;
         html::run_report(dir, &drawn)
     }
 }

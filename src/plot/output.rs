@@ -66,14 +66,9 @@ fn with_ext(stem: &Path, ext: &str) -> PathBuf {
     PathBuf::from(s)
 }
 
+/// Writes a chart file atomically: a full disk leaves the previous chart, not half a new one.
 fn write_file(path: &Path, bytes: &[u8]) -> Result<(), PlotError> {
-    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-        std::fs::create_dir_all(dir).map_err(|source| PlotError::Io {
-            path: path.to_path_buf(),
-            source,
-        })?;
-    }
-    std::fs::write(path, bytes).map_err(|source| PlotError::Io {
+    crate::atomic::write(path, bytes).map_err(|source| PlotError::Io {
         path: path.to_path_buf(),
         source,
     })

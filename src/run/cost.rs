@@ -42,6 +42,26 @@ pub struct Cost {
     pub in_flight: f64,
     /// Peak memory for those requests and the up-front tables, bytes.
     pub bytes: f64,
+    /// The up-front tables alone (timeline, workers, peer state), bytes.
+    pub fixed_bytes: f64,
+}
+
+impl Cost {
+    /// The cost of a replication stopped after `max_events` events: every
+    /// request in flight took at least one event, so the cap bounds them too.
+    pub fn capped(self, max_events: Option<u64>) -> Cost {
+        let Some(cap) = max_events else {
+            return self;
+        };
+        let in_flight = self.in_flight.min(cap as f64);
+        Cost {
+            requests: self.requests.min(cap as f64),
+            events: self.events.min(cap as f64),
+            in_flight,
+            bytes: in_flight * BYTES_PER_REQUEST_IN_FLIGHT + self.fixed_bytes,
+            fixed_bytes: self.fixed_bytes,
+        }
+    }
 }
 
 /// Estimates the cost of one replication from its load.
@@ -109,6 +129,7 @@ pub fn estimate(model: &Model) -> Cost {
         events: requests * EVENTS_PER_REQUEST + policy_events,
         in_flight,
         bytes: in_flight * BYTES_PER_REQUEST_IN_FLIGHT + fixed,
+        fixed_bytes: fixed,
     }
 }
 
@@ -161,6 +182,22 @@ pub fn preflight(model: &Model, max_events: Option<u64>) -> Result<Vec<(String, 
                 "{memory}: lower the load or the timeouts, or cap the run with --max-events N"
             ));
         }
+        Some(cap) if cost.capped(max_events).bytes > REFUSE_BYTES => {
+            let capped = cost.capped(max_events);
+            // The largest cap whose requests in flight fit under the refusal.
+            let most = ((REFUSE_BYTES - cost.fixed_bytes) / BYTES_PER_REQUEST_IN_FLIGHT)
+                .max(0.0)
+                .floor();
+            return Err(format!(
+                "{memory}; --max-events {cap} still lets {} requests be in flight, about {}, \
+                 more than the {} hcsim runs: lower the load or the timeouts, or cap the run \
+                 with --max-events {} or less",
+                sci(capped.in_flight),
+                human_bytes(capped.bytes),
+                human_bytes(REFUSE_BYTES),
+                most as u64
+            ));
+        }
         Some(cap) if cost.events > cap as f64 => warnings.push((
             String::new(),
             format!("{events}: the run will probably stop at --max-events {cap}"),
@@ -170,8 +207,22 @@ pub fn preflight(model: &Model, max_events: Option<u64>) -> Result<Vec<(String, 
     if cost.events > WARN_EVENTS && max_events.is_none_or(|cap| cost.events <= cap as f64) {
         warnings.push((String::new(), events));
     }
-    if cost.bytes > WARN_BYTES {
-        warnings.push((String::new(), memory));
+    let capped = cost.capped(max_events);
+    if capped.bytes > WARN_BYTES {
+        warnings.push((
+            String::new(),
+            format!(
+                "if nodes stop answering, up to {} requests can be in flight at once (the load × \
+                 the time a request may wait{}), about {}",
+                sci(capped.in_flight),
+                if max_events.is_some() {
+                    ", within --max-events"
+                } else {
+                    ""
+                },
+                human_bytes(capped.bytes)
+            ),
+        ));
     }
     Ok(warnings)
 }
@@ -293,6 +344,16 @@ mod tests {
             "{e}"
         );
         assert!(preflight(&model, Some(1_000_000)).is_ok());
+        // a cap does not lift the refusal when it still lets the pile-up through
+        let e = preflight(&model, Some(100_000_000)).unwrap_err();
+        assert!(
+            e.contains("--max-events 100000000 still lets 1.0e8 requests be in flight"),
+            "{e}"
+        );
+        assert!(
+            e.contains("with --max-events 687") && e.ends_with(" or less"),
+            "{e}"
+        );
         // a 1 s client timeout bounds the pile-up to 1e7 requests: a warning only
         let model = model_of(
             json!({"kind": "open", "rate_per_s": 1e7, "timeout": "1s"}),

@@ -104,6 +104,30 @@ impl<'m> Replications<'m> {
     }
 }
 
+/// Worker threads per core above which `--jobs` is lowered: more threads
+/// than that only add memory (each holds a run) and scheduling.
+pub const MAX_JOBS_PER_CORE: usize = 4;
+
+/// The number of worker threads for `jobs` (`--jobs`) and `work` runs:
+/// at most [`MAX_JOBS_PER_CORE`] × the cores and at most the runs (at least
+/// one). Returns the count and, when `jobs` was lowered below what was
+/// asked for beyond the cores' limit, a note saying so.
+pub fn clamp_jobs(jobs: Option<usize>, work: usize) -> (Option<usize>, Option<String>) {
+    let Some(j) = jobs else {
+        return (None, None);
+    };
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let most = MAX_JOBS_PER_CORE * cores;
+    // 0 stays 0: `thread_pool` refuses it.
+    let clamped = j.min(most).min(work.max(1));
+    let note = (j > most).then(|| {
+        format!(
+            "--jobs {j} is more than {MAX_JOBS_PER_CORE} × the {cores} core(s): using {clamped} worker threads"
+        )
+    });
+    (Some(clamped), note)
+}
+
 /// A pool of `jobs` worker threads (default: all cores).
 pub fn thread_pool(jobs: Option<usize>) -> Result<rayon::ThreadPool, Error> {
     let mut b = rayon::ThreadPoolBuilder::new();

@@ -11,6 +11,22 @@ use std::path::Path;
 
 /// The largest model or sweep file hcsim reads.
 pub const MAX_FILE_BYTES: u64 = 64 << 20;
+/// The most segments a dotted path (`--set`, a sweep's `set` and axes) may
+/// have: deeper than any field of a model, and shallow enough that a patched
+/// document stays within the nesting the JSON parser allows (128 levels),
+/// so nothing that walks, serializes or drops it can exhaust the stack.
+pub const MAX_PATH_SEGMENTS: usize = 32;
+/// Paths and arguments longer than this are cut short in messages.
+const MAX_SHOWN_CHARS: usize = 80;
+
+/// `text`, cut short for a message if it is long: `x.x.x.x… (131071 characters)`.
+pub fn shorten(text: &str) -> String {
+    if text.chars().count() <= MAX_SHOWN_CHARS {
+        return text.to_string();
+    }
+    let head: String = text.chars().take(MAX_SHOWN_CHARS - 20).collect();
+    format!("{head}… ({} characters)", text.chars().count())
+}
 
 /// Reads a JSON document, reporting syntax errors with line and column.
 pub fn read_document(path: &Path) -> Result<Value, Error> {
@@ -120,7 +136,7 @@ pub fn apply_sets(
     let mut set_fields = vec![];
     for arg in sets {
         let err = |reason: String| Error::Set {
-            arg: arg.clone(),
+            arg: shorten(arg),
             reason,
         };
         let (key, value) = arg
@@ -136,8 +152,8 @@ pub fn apply_sets(
         }
         set_path(doc, key, parse_set_value(value)).map_err(|reason| Error::Invalid {
             path: path.to_path_buf(),
-            field: key.to_string(),
-            reason: format!("{reason} (in --set {arg})"),
+            field: shorten(key),
+            reason: format!("{reason} (in --set {})", shorten(arg)),
         })?;
         if let Some(field) = canonical_path(doc, key) {
             set_fields.push((field, arg.clone()));
@@ -168,24 +184,12 @@ pub fn set_path(doc: &mut Value, path: &str, value: Value) -> Result<(), String>
         {
             map.insert(p.clone(), Value::Object(Default::default()));
         }
-        let missing = match &*cur {
-            Value::Array(items) => match p.parse::<usize>() {
-                Ok(i) => format!(
-                    "index {i} is out of range: `{walked}` has {} item(s)",
-                    items.len()
-                ),
-                Err(_) => no_item_named(&walked, items, p),
-            },
-            _ => format!(
-                "no field `{p}` under `{}`",
-                if walked.is_empty() {
-                    "(top level)"
-                } else {
-                    &walked
-                }
-            ),
-        };
-        cur = step(cur, p).ok_or(missing)?;
+        // The message is built only when it is needed: building it at every
+        // segment would make long paths quadratic.
+        if step_ref(cur, p).is_none() {
+            return Err(missing_segment(cur, p, &walked));
+        }
+        cur = step(cur, p).expect("the segment was just found");
         if !walked.is_empty() {
             walked.push('.');
         }
@@ -208,6 +212,27 @@ pub fn set_path(doc: &mut Value, path: &str, value: Value) -> Result<(), String>
             Ok(())
         }
         _ => Err(format!("`{walked}` is not an object")),
+    }
+}
+
+/// Why segment `p` cannot be followed from `cur`, reached by `walked`.
+fn missing_segment(cur: &Value, p: &str, walked: &str) -> String {
+    match cur {
+        Value::Array(items) => match p.parse::<usize>() {
+            Ok(i) => format!(
+                "index {i} is out of range: `{walked}` has {} item(s)",
+                items.len()
+            ),
+            Err(_) => no_item_named(walked, items, p),
+        },
+        _ => format!(
+            "no field `{p}` under `{}`",
+            if walked.is_empty() {
+                "(top level)"
+            } else {
+                walked
+            }
+        ),
     }
 }
 
@@ -268,7 +293,19 @@ pub fn canonical_path(doc: &Value, path: &str) -> Option<String> {
     Some(out)
 }
 
+/// Checks that a dotted path is at most [`MAX_PATH_SEGMENTS`] deep.
+pub fn check_path_depth(path: &str) -> Result<(), String> {
+    let segments = path.split(['.', '[']).count();
+    if segments > MAX_PATH_SEGMENTS {
+        return Err(format!(
+            "the path has {segments} segments, more than the {MAX_PATH_SEGMENTS} any field of a model needs"
+        ));
+    }
+    Ok(())
+}
+
 fn split_path(path: &str) -> Result<Vec<String>, String> {
+    check_path_depth(path)?;
     let mut out = vec![];
     for seg in path.split('.') {
         if seg.is_empty() {
@@ -357,6 +394,24 @@ mod tests {
         assert_eq!(get_path(&d, "nodes[1].name"), Some(&json!("b")));
         assert_eq!(parse_set_value("5s"), json!("5s"));
         assert_eq!(parse_set_value("3"), json!(3));
+    }
+
+    #[test]
+    fn deep_paths_are_refused_in_linear_time() {
+        let deep = vec!["x"; 1_000_000].join(".");
+        for prefix in ["", "$schema.", "description."] {
+            let mut d = minimal();
+            let path = format!("{prefix}{deep}");
+            let e = set_path(&mut d, &path, json!(1)).unwrap_err();
+            assert!(e.contains("more than the 32"), "{e}");
+            assert_eq!(d, minimal(), "nothing was added");
+            assert_eq!(get_path(&d, &path), None);
+            assert_eq!(canonical_path(&d, &path), None);
+        }
+        assert!(shorten(&deep).ends_with("… (1999999 characters)"));
+        let ok = vec!["x"; MAX_PATH_SEGMENTS - 1].join(".");
+        let mut d = minimal();
+        set_path(&mut d, &format!("description2.{ok}"), json!(1)).unwrap();
     }
 
     #[test]

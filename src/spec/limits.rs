@@ -110,6 +110,31 @@ pub fn check_size(spec: &ModelSpec) -> Result<(), (String, String)> {
     Ok(())
 }
 
+/// Checks that the timelines of `reps` replications, all kept until their
+/// files are written, fit the caps of one: rows × reps at most
+/// [`MAX_TIMELINE_ROWS`], rows × nodes × reps at most [`MAX_TIMELINE_CELLS`].
+/// `Err(reason)` says which bucket would fit.
+pub fn check_reps(model: &super::Model, reps: u64) -> Result<(), String> {
+    let bucket_us = model.bucket.as_micros().max(1);
+    let rows = model.duration.as_micros().div_ceil(bucket_us);
+    let nodes = (model.nodes.len() as u64).max(1);
+    let all_rows = rows.saturating_mul(reps);
+    if all_rows <= MAX_TIMELINE_ROWS && all_rows.saturating_mul(nodes) <= MAX_TIMELINE_CELLS {
+        return Ok(());
+    }
+    let min_rows = (MAX_TIMELINE_ROWS.min(MAX_TIMELINE_CELLS / nodes) / reps.max(1)).max(1);
+    let min_bucket = SimDuration::from_micros(model.duration.as_micros().div_ceil(min_rows));
+    Err(format!(
+        "{reps} replications × {rows} timeline rows (\"{}\" buckets of a {} run) of {nodes} \
+         node(s) are {all_rows} rows, all kept until the files are written; at most \
+         {MAX_TIMELINE_ROWS} rows and {MAX_TIMELINE_CELLS} row × node cells fit: use fewer \
+         --reps or a timeline_bucket of at least \"{}\"",
+        model.bucket,
+        model.duration,
+        round_up_duration(min_bucket)
+    ))
+}
+
 /// Rounds a suggested bucket up to a readable value (1, 2 or 5 × a power of ten µs).
 fn round_up_duration(d: SimDuration) -> SimDuration {
     let us = d.as_micros().max(1);

@@ -13,8 +13,9 @@ pub mod validate;
 
 pub use charts::ChartSpec;
 pub use document::{
-    FileKind, MAX_FILE_BYTES, apply_sets, canonical_path, file_kind, from_document, get_path,
-    json_kind, load_with_overrides, note_sets, parse_set_value, read_document, set_path,
+    FileKind, MAX_FILE_BYTES, MAX_PATH_SEGMENTS, apply_sets, canonical_path, check_path_depth,
+    file_kind, from_document, get_path, json_kind, load_with_overrides, note_sets, parse_set_value,
+    read_document, set_path, shorten,
 };
 pub use model::*;
 pub use sweep::{AxisSpec, RangeSpec, SeedMode, SweepSpec};

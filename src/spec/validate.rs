@@ -10,7 +10,7 @@ use crate::error::Error;
 use crate::ids::NodeId;
 use crate::policy::PolicySpec;
 use serde_json::Value;
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, HashMap};
 use std::path::Path;
 
 /// A field (JSON path) and why its value is refused.
@@ -656,10 +656,18 @@ fn check_latency(l: &LatencySpec) -> Result<(), Invalid> {
 fn faults(spec: &ModelSpec) -> Result<Vec<Fault>, Invalid> {
     let end = SimTime::ZERO + spec.duration;
     let mut faults = Vec::with_capacity(spec.faults.len());
+    // A map keeps many faults linear; the first node of a name, as `node_index`.
+    let mut by_name: HashMap<&str, usize> = HashMap::with_capacity(spec.nodes.len());
+    for (i, n) in spec.nodes.iter().enumerate() {
+        by_name.entry(n.name.as_str()).or_insert(i);
+    }
     for (i, f) in spec.faults.iter().enumerate() {
         let at = |field: &str| format!("faults[{i}].{field}");
         let (node, start, for_, kind) = fault_kind(f).map_err(|(f, r)| (at(&f), r))?;
-        let idx = node_index(&spec.nodes, node).map_err(|r| (at("node"), r))?;
+        let idx = match by_name.get(node.as_str()) {
+            Some(&idx) => idx,
+            None => node_index(&spec.nodes, node).map_err(|r| (at("node"), r))?,
+        };
         if start >= spec.duration {
             return Err(invalid(
                 at("at"),
@@ -682,26 +690,62 @@ fn faults(spec: &ModelSpec) -> Result<Vec<Fault>, Invalid> {
         });
     }
     // Overlapping windows of exclusive kinds on one node are ambiguous.
-    for (i, a) in faults.iter().enumerate() {
-        for (j, b) in faults.iter().enumerate().skip(i + 1) {
-            let same_class = a.kind.name() == b.kind.name()
-                || (a.kind.is_availability() && b.kind.is_availability());
-            let overlap =
-                a.start < b.end.unwrap_or(SimTime::MAX) && b.start < a.end.unwrap_or(SimTime::MAX);
-            if a.node == b.node && same_class && overlap {
-                return Err(invalid(
-                    format!("faults[{j}]"),
-                    format!(
-                        "overlaps faults[{i}] on node \"{}\" ({} and {} cannot be active at once)",
-                        spec.nodes[a.node.index()].name,
-                        a.kind.name(),
-                        b.kind.name()
-                    ),
-                ));
-            }
-        }
+    if let Some((i, j)) = first_overlap(&faults) {
+        let (a, b) = (&faults[i], &faults[j]);
+        return Err(invalid(
+            format!("faults[{j}]"),
+            format!(
+                "overlaps faults[{i}] on node \"{}\" ({} and {} cannot be active at once)",
+                spec.nodes[a.node.index()].name,
+                a.kind.name(),
+                b.kind.name()
+            ),
+        ));
     }
     Ok(faults)
+}
+
+/// Two faults that may not be active at once on one node, `(i, j)` with
+/// `i < j`, if any: the same kind, or two availability faults
+/// (crash, hang, stop, partition). O(n log n): the windows are sorted by
+/// node, class and start, and each is compared with the furthest-reaching
+/// window before it.
+fn first_overlap(faults: &[Fault]) -> Option<(usize, usize)> {
+    let class = |f: &Fault| {
+        if f.kind.is_availability() {
+            "availability"
+        } else {
+            f.kind.name()
+        }
+    };
+    let mut order: Vec<usize> = (0..faults.len()).collect();
+    order.sort_by_key(|&i| (faults[i].node, class(&faults[i]), faults[i].start, i));
+    let mut found: Option<(usize, usize)> = None;
+    // The window reaching furthest among those before, in the current group.
+    let mut reach: Option<(usize, SimTime)> = None;
+    for (k, &j) in order.iter().enumerate() {
+        let b = &faults[j];
+        let same_group = k > 0 && {
+            let a = &faults[order[k - 1]];
+            a.node == b.node && class(a) == class(b)
+        };
+        if !same_group {
+            reach = None;
+        }
+        let b_end = b.end.unwrap_or(SimTime::MAX);
+        if let Some((i, end)) = reach
+            && b.start < end
+        {
+            let pair = (i.min(j), i.max(j));
+            if found.is_none_or(|f| (pair.1, pair.0) < (f.1, f.0)) {
+                found = Some(pair);
+            }
+        }
+        if reach.is_none_or(|(_, end)| b_end > end) {
+            reach = Some((j, b_end));
+        }
+    }
+    found
 }
 
 /// A fault's node, start, length and kind, its parameters checked.
@@ -981,6 +1025,33 @@ mod tests {
         ]);
         let e = check(d).unwrap_err();
         assert!(e.contains("faults[1]: overlaps faults[0]"), "{e}");
+    }
+
+    #[test]
+    fn many_faults_are_checked_in_n_log_n() {
+        // 200,000 back-to-back crashes on two nodes, and flaky windows over
+        // them (another class): valid, and checked at once.
+        let mut d = minimal();
+        d["duration"] = json!("1000s");
+        let mut faults: Vec<Value> = (0..200_000)
+            .map(|i| {
+                let node = if i % 2 == 0 { "a" } else { "b" };
+                json!({"kind": "crash", "node": node, "at": format!("{}ms", i / 2 * 5), "for": "5ms"})
+            })
+            .collect();
+        faults.push(json!({"kind": "flaky", "node": "a", "p": 0.5}));
+        d["faults"] = json!(faults.clone());
+        let started = std::time::Instant::now();
+        check(d.clone()).unwrap();
+        assert!(started.elapsed().as_secs() < 5, "{:?}", started.elapsed());
+        // One window reaching over the next gives an error naming both.
+        faults[150_000]["for"] = json!("11ms");
+        d["faults"] = json!(faults);
+        let e = check(d).unwrap_err();
+        assert!(
+            e.contains("faults[150002]: overlaps faults[150000] on node \"a\""),
+            "{e}"
+        );
     }
 
     #[test]

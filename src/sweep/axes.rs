@@ -228,9 +228,29 @@ fn float_range(f: &Number, t: &Number, s: &Number) -> Result<Vec<Value>, (String
     if step == 0.0 {
         return Err(zero_step());
     }
-    let steps = (to - from) / step;
+    // `to - from` overflows to infinity for ranges across most of the f64
+    // range (-1e308 to 1e308); each end over the step does not.
+    let steps = match (to - from) / step {
+        s if s.is_finite() => s,
+        _ => to / step - from / step,
+    };
     if steps < -1e-9 {
         return Err(empty_range(f, t, s));
+    }
+    // `to - from` may overflow to infinity, and a tiny step gives a count no
+    // integer holds: compare as a float before converting.
+    if !steps.is_finite() || steps >= MAX_AXIS_VALUES as f64 {
+        return Err((
+            String::new(),
+            format!(
+                "expands to {} values, more than {MAX_AXIS_VALUES} per axis",
+                if steps.is_finite() {
+                    format!("about {:.1e}", steps + 1.0)
+                } else {
+                    "infinitely many".into()
+                }
+            ),
+        ));
     }
     let n = check_count((steps + 1e-9).floor() as u128 + 1)?;
     // Round to the precision the user wrote, so 0.1 steps give 0.3, not 0.30000000000000004.
@@ -241,7 +261,14 @@ fn float_range(f: &Number, t: &Number, s: &Number) -> Result<Vec<Value>, (String
     let scale = 10f64.powi(digits as i32);
     (0..n)
         .map(|i| {
-            let x = ((from + i as f64 * step) * scale).round() / scale;
+            let mut x = from + i as f64 * step;
+            if !x.is_finite() {
+                // `i × step` alone may overflow while the value does not.
+                x = 2.0 * (from / 2.0 + i as f64 * (step / 2.0));
+            }
+            // Beyond about 1e293, scaling overflows; such numbers have no decimals to round.
+            let rounded = (x * scale).round() / scale;
+            let x = if rounded.is_finite() { rounded } else { x };
             Number::from_f64(x)
                 .map(Value::Number)
                 .ok_or_else(|| (String::new(), "must be finite numbers".into()))
@@ -308,6 +335,24 @@ mod tests {
 
     fn range(from: Value, to: Value, step: Value) -> Result<Vec<Value>, (String, String)> {
         expand_range(&RangeSpec { from, to, step })
+    }
+
+    #[test]
+    fn astronomically_long_float_ranges_are_refused() {
+        for (from, to, step) in [
+            (json!(0), json!(1), json!(1e-300)),
+            (json!(-1e308), json!(1e308), json!(1e300)),
+            (json!(0), json!(1e40), json!(1)),
+            (json!(0.0), json!(1.0), json!(5e-5)),
+        ] {
+            let e = range(from.clone(), to, step).unwrap_err();
+            assert!(e.1.contains("more than 10000 per axis"), "{from}: {e:?}");
+        }
+        assert_eq!(range(json!(0), json!(1), json!(0.25)).unwrap().len(), 5);
+        // Across the whole f64 range without overflowing: 21 values.
+        let v = range(json!(-1e308), json!(1e308), json!(1e307)).unwrap();
+        assert_eq!(v.len(), 21);
+        assert_eq!(v[20], json!(1e308));
     }
 
     #[test]

@@ -10,7 +10,7 @@ use crate::metrics::RunSummary;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use std::fs::{self, File, OpenOptions};
-use std::io::Write;
+use std::io::{BufRead, BufReader, Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 
 /// Where a run's records go while a sweep is in progress, under the output directory.
@@ -38,11 +38,25 @@ pub struct RunRecord {
     pub summary: Value,
 }
 
-/// A record and the line it was read from (kept verbatim for shard outputs).
-#[derive(Clone, Debug)]
-pub struct Done {
-    pub rec: RunRecord,
-    pub line: String,
+/// A run line's identity, read without keeping its summary.
+#[derive(Deserialize)]
+struct RunKey {
+    run: usize,
+    point: usize,
+    rep: u32,
+    seed: u64,
+    #[allow(dead_code)]
+    summary: serde::de::IgnoredAny,
+}
+
+/// Where a completed run's line is in its journal: the run and the line's
+/// byte range (without its newline). A sweep keeps these, not the lines,
+/// so its memory does not grow with the summaries.
+#[derive(Clone, Copy, Debug)]
+pub struct Entry {
+    pub run: usize,
+    offset: u64,
+    len: u64,
 }
 
 /// The first line of a checkpoint or of a shard's `runs.jsonl`.
@@ -52,40 +66,54 @@ pub struct JournalHead {
     pub shard: Shard,
 }
 
-/// A journal as read: its head, its records, and the length of its intact part.
+/// A journal as read: its head, where its runs are, and the length of its intact part.
 pub struct Journal {
+    pub path: PathBuf,
     pub head: JournalHead,
-    pub done: Vec<Done>,
+    pub done: Vec<Entry>,
     intact_len: u64,
 }
 
-/// Reads a journal. A last line without its newline is a write that was cut
-/// short (a crash or Ctrl-C): it is left out, and `intact_len` ends before it.
+/// Reads a journal line by line, keeping where each run is rather than the
+/// run itself. A last line without its newline is a write that was cut short
+/// (a crash or Ctrl-C): it is left out, and `intact_len` ends before it.
 pub fn read_journal(path: &Path) -> Result<Journal, Error> {
-    let text = fs::read_to_string(path).map_err(|source| Error::ReadFile {
+    let rerr = |source| Error::ReadFile {
         path: path.to_path_buf(),
         source,
-    })?;
+    };
     let bad = |reason: String| Error::Checkpoint {
         path: path.to_path_buf(),
         reason,
     };
-    let intact = match text.rfind('\n') {
-        Some(i) => &text[..=i],
-        None => "",
+    let mut r = BufReader::new(File::open(path).map_err(rerr)?);
+    let mut buf = Vec::new();
+    let mut offset = 0u64;
+    // The next complete line (without its newline), or None at the end or at a torn line.
+    let mut next_line = |buf: &mut Vec<u8>| -> Result<Option<u64>, Error> {
+        buf.clear();
+        let n = r.read_until(b'\n', buf).map_err(rerr)? as u64;
+        if n == 0 || buf.last() != Some(&b'\n') {
+            return Ok(None);
+        }
+        buf.pop();
+        Ok(Some(n))
     };
-    let mut lines = intact.lines();
-    let head: JournalHead = lines
-        .next()
-        .ok_or_else(|| bad("is empty".into()))
-        .and_then(|l| {
-            serde_json::from_str(l).map_err(|e| bad(format!("line 1 is not a sweep header: {e}")))
-        })?;
+    let head: JournalHead = match next_line(&mut buf)? {
+        None => return Err(bad("is empty".into())),
+        Some(n) => {
+            offset += n;
+            serde_json::from_slice(&buf)
+                .map_err(|e| bad(format!("line 1 is not a sweep header: {e}")))?
+        }
+    };
     let total = head.header.runs();
     let mut done = Vec::new();
-    for (i, line) in lines.enumerate() {
-        let rec: RunRecord = serde_json::from_str(line)
-            .map_err(|e| bad(format!("line {} is not a run record: {e}", i + 2)))?;
+    let mut line_no = 1;
+    while let Some(n) = next_line(&mut buf)? {
+        line_no += 1;
+        let rec: RunKey = serde_json::from_slice(&buf)
+            .map_err(|e| bad(format!("line {line_no} is not a run record: {e}")))?;
         let (point, rep) = if rec.run < total {
             head.header.point_rep(rec.run)
         } else {
@@ -93,21 +121,94 @@ pub fn read_journal(path: &Path) -> Result<Journal, Error> {
         };
         if point != rec.point || rep != rec.rep || rec.seed != head.header.seed(point, rep) {
             return Err(bad(format!(
-                "line {}: run {} does not belong to this sweep",
-                i + 2,
+                "line {line_no}: run {} does not belong to this sweep",
                 rec.run
             )));
         }
-        done.push(Done {
-            rec,
-            line: line.to_string(),
+        done.push(Entry {
+            run: rec.run,
+            offset,
+            len: n - 1,
         });
+        offset += n;
     }
     Ok(Journal {
+        path: path.to_path_buf(),
         head,
         done,
-        intact_len: intact.len() as u64,
+        intact_len: offset,
     })
+}
+
+/// The completed runs of a sweep in run order, each read from its journal
+/// when it is needed: what outputs are written from, one run at a time.
+pub struct RunSource {
+    files: Vec<(PathBuf, File)>,
+    /// By position in run order: the file and the line's place in it.
+    at: Vec<(usize, Entry)>,
+}
+
+impl RunSource {
+    /// The runs of `journals` that `keep` accepts, in run order; a run found
+    /// twice is read from its first line (in the order of `journals`).
+    pub fn new(journals: &[Journal], keep: impl Fn(usize) -> bool) -> Result<RunSource, Error> {
+        let mut files = Vec::with_capacity(journals.len());
+        let mut at = Vec::new();
+        for (f, j) in journals.iter().enumerate() {
+            let file = File::open(&j.path).map_err(|source| Error::ReadFile {
+                path: j.path.clone(),
+                source,
+            })?;
+            files.push((j.path.clone(), file));
+            at.extend(j.done.iter().filter(|e| keep(e.run)).map(|&e| (f, e)));
+        }
+        // Stable: the first line of a run stays first.
+        at.sort_by_key(|(_, e)| e.run);
+        at.dedup_by_key(|(_, e)| e.run);
+        Ok(RunSource { files, at })
+    }
+
+    /// Completed runs.
+    pub fn len(&self) -> usize {
+        self.at.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.at.is_empty()
+    }
+
+    /// The run index at position `i`.
+    pub fn run(&self, i: usize) -> usize {
+        self.at[i].1.run
+    }
+
+    /// The line of the run at position `i`, as it was written.
+    pub fn line(&self, i: usize) -> Result<Vec<u8>, Error> {
+        let (f, e) = self.at[i];
+        let (path, file) = &self.files[f];
+        let mut buf = vec![0; e.len as usize];
+        let mut file: &File = file;
+        file.seek(SeekFrom::Start(e.offset))
+            .and_then(|_| file.read_exact(&mut buf))
+            .map_err(|source| Error::ReadFile {
+                path: path.clone(),
+                source,
+            })?;
+        Ok(buf)
+    }
+
+    /// The record of the run at position `i`.
+    pub fn record(&self, i: usize) -> Result<RunRecord, Error> {
+        self.parse(i, &self.line(i)?)
+    }
+
+    /// Parses `line`, the line of the run at position `i`.
+    pub fn parse(&self, i: usize, line: &[u8]) -> Result<RunRecord, Error> {
+        serde_json::from_slice(line).map_err(|e| Error::Checkpoint {
+            path: self.files[self.at[i].0].0.clone(),
+            reason: format!("run {} does not read back: {e}", self.run(i)),
+        })
+    }
 }
 
 /// Why a checkpoint written for the sweep `was` cannot resume the sweep
@@ -143,13 +244,15 @@ impl Checkpoint {
         out.join(CHECKPOINT_DIR)
     }
 
-    /// Opens the checkpoint of `out`, returning the runs it already holds.
+    /// Opens the checkpoint of `out`, returning the journal it already holds
+    /// (if any). The caller holds the lock of `out`: no other process writes
+    /// the checkpoint.
     pub fn open(
         out: &Path,
         header: &PlanHeader,
         shard: Shard,
         resume: bool,
-    ) -> Result<(Checkpoint, Vec<Done>), Error> {
+    ) -> Result<(Checkpoint, Option<Journal>), Error> {
         let dir = Checkpoint::dir(out);
         let path = dir.join(RUNS_FILE);
         let werr = |p: &Path| {
@@ -189,29 +292,30 @@ impl Checkpoint {
                     });
                 }
                 let file = OpenOptions::new()
-                    .write(true)
-                    .open(&path)
-                    .map_err(werr(&path))?;
-                // Drop a torn last line before appending after it.
-                file.set_len(j.intact_len).map_err(werr(&path))?;
-                drop(file);
-                let file = OpenOptions::new()
                     .append(true)
                     .open(&path)
                     .map_err(werr(&path))?;
-                return Ok((Checkpoint { path, file }, j.done));
+                // Drop a torn last line before appending after it (under the
+                // directory's lock: no other process writes this file).
+                if file.metadata().map_err(werr(&path))?.len() != j.intact_len {
+                    file.set_len(j.intact_len).map_err(werr(&path))?;
+                }
+                return Ok((Checkpoint { path, file }, Some(j)));
             }
         }
-        fs::create_dir_all(&dir).map_err(werr(&dir))?;
-        let mut file = File::create(&path).map_err(werr(&path))?;
+        // A new checkpoint replaces any old one by a rename, never by
+        // truncating a file in place.
         let head = serde_json::to_string(&JournalHead {
             header: header.clone(),
             shard,
         })
         .expect("a plan header serializes");
-        file.write_all(format!("{head}\n").as_bytes())
+        crate::atomic::write(&path, format!("{head}\n").as_bytes()).map_err(werr(&path))?;
+        let file = OpenOptions::new()
+            .append(true)
+            .open(&path)
             .map_err(werr(&path))?;
-        Ok((Checkpoint { path, file }, Vec::new()))
+        Ok((Checkpoint { path, file }, None))
     }
 
     pub fn append(&mut self, line: &str) -> Result<(), Error> {
@@ -235,17 +339,40 @@ impl Checkpoint {
     }
 }
 
-/// A shard's `runs.jsonl`: the header line, then its runs' lines in run order.
-pub fn shard_file(header: &PlanHeader, shard: Shard, done: &[Done]) -> String {
-    let mut text = serde_json::to_string(&JournalHead {
+/// Writes a shard's `runs.jsonl` atomically: the header line, then its
+/// runs' lines in run order, streamed from their journal.
+pub fn write_shard_file(
+    path: &Path,
+    header: &PlanHeader,
+    shard: Shard,
+    runs: &RunSource,
+) -> Result<(), Error> {
+    let head = serde_json::to_string(&JournalHead {
         header: header.clone(),
         shard,
     })
     .expect("a plan header serializes");
-    text.push('\n');
-    for d in done {
-        text.push_str(&d.line);
-        text.push('\n');
+    let mut failed = None;
+    let written = crate::atomic::write_with(path, |w| {
+        w.write_all(head.as_bytes())?;
+        w.write_all(b"\n")?;
+        for i in 0..runs.len() {
+            let line = runs.line(i).map_err(|e| {
+                let msg = e.to_string();
+                failed = Some(e);
+                std::io::Error::other(msg)
+            })?;
+            w.write_all(&line)?;
+            w.write_all(b"\n")?;
+        }
+        Ok(())
+    });
+    match (written, failed) {
+        (_, Some(e)) => Err(e),
+        (Err(source), None) => Err(Error::Write {
+            path: path.to_path_buf(),
+            source,
+        }),
+        (Ok(()), None) => Ok(()),
     }
-    text
 }

@@ -1,7 +1,7 @@
 //! `hcsim merge`: the shards' outputs of a distributed sweep combined into
 //! the runs of the whole sweep.
 
-use super::journal::{Journal, RUNS_FILE, RunRecord, read_journal};
+use super::journal::{Journal, RUNS_FILE, RunSource, read_journal};
 use super::plan::PlanHeader;
 use crate::error::Error;
 use std::collections::BTreeSet;
@@ -9,8 +9,9 @@ use std::path::PathBuf;
 
 /// Reads the outputs of every shard of a sweep (directories or their
 /// `runs.jsonl`), checks that they belong together and are complete, and
-/// returns the sweep's header and all its runs in index order.
-pub fn merge(dirs: &[PathBuf]) -> Result<(PlanHeader, Vec<RunRecord>), Error> {
+/// returns the sweep's header and all its runs in index order (read from
+/// the shards' files as they are needed).
+pub fn merge(dirs: &[PathBuf]) -> Result<(PlanHeader, RunSource), Error> {
     let mut parts: Vec<(PathBuf, Journal)> = Vec::with_capacity(dirs.len());
     for d in dirs {
         let file = if d.is_dir() {
@@ -72,17 +73,12 @@ pub fn merge(dirs: &[PathBuf]) -> Result<(PlanHeader, Vec<RunRecord>), Error> {
         .find(|(_, j)| j.head.shard.k == 1)
         .map(|(_, j)| j.head.header.clone())
         .expect("shard 1 is present");
-    let mut records: Vec<RunRecord> = Vec::with_capacity(header.runs());
-    for (path, j) in parts {
-        let owned = j
-            .done
-            .iter()
-            .filter(|d| j.head.shard.owns(d.rec.run))
-            .count();
+    for (path, j) in &parts {
+        let owned = j.done.iter().filter(|e| j.head.shard.owns(e.run)).count();
         let expected = (0..header.runs()).filter(|&r| j.head.shard.owns(r)).count();
         if owned != expected || owned != j.done.len() {
             return Err(Error::Checkpoint {
-                path,
+                path: path.clone(),
                 reason: format!(
                     "holds {} runs of shard {} but the shard has {expected}: was it cut short?",
                     j.done.len(),
@@ -90,10 +86,9 @@ pub fn merge(dirs: &[PathBuf]) -> Result<(PlanHeader, Vec<RunRecord>), Error> {
                 ),
             });
         }
-        records.extend(j.done.into_iter().map(|d| d.rec));
     }
-    records.sort_by_key(|r| r.run);
-    records.dedup_by_key(|r| r.run);
+    let journals: Vec<Journal> = parts.into_iter().map(|(_, j)| j).collect();
+    let records = RunSource::new(&journals, |_| true)?;
     if records.len() != header.runs() {
         return Err(Error::Usage(format!(
             "the shards hold {} distinct runs but the sweep has {}",

@@ -14,6 +14,7 @@
 
 pub mod axes;
 pub mod journal;
+pub mod lock;
 pub mod merge;
 pub mod params;
 pub mod plan;
@@ -22,8 +23,9 @@ pub mod shard;
 pub mod table;
 
 pub use axes::{Axis, Column, MAX_AXIS_VALUES, cell_text, fmt_f64, fmt_number};
-pub use journal::{Done, RUNS_FILE, RunRecord};
+pub use journal::{RUNS_FILE, RunRecord, RunSource};
+pub use lock::DirLock;
 pub use plan::{MAX_POINTS, Overrides, Plan, PlanHeader};
 pub use runner::Session;
 pub use shard::Shard;
-pub use table::{MetricTable, metric_table};
+pub use table::{ColumnSet, Columns, FlatRun, MetricTable, flatten_run, metric_table};

@@ -328,7 +328,7 @@ impl Plan {
         let mut base = spec::read_document(&model_file).map_err(|e| in_sweep("model", e))?;
         for (key, value) in &spec.set {
             spec::set_path(&mut base, key, value.clone())
-                .map_err(|reason| invalid(format!("set.{key}"), reason))?;
+                .map_err(|reason| invalid(format!("set.{}", spec::shorten(key)), reason))?;
         }
         let set_fields = spec::apply_sets(&mut base, &model_file, &overrides.set)?;
         let base_model = Model::from_document(&base, &model_file).map_err(|e| {
@@ -424,13 +424,13 @@ impl Plan {
         let (columns, cells, models) = grid(origin, &axes, &base, model_file, &d.set_fields)?;
         if let Origin::File(sweep_path) = origin {
             // Charts that name a missing axis fail now, not after the runs.
-            spec::charts::check_sweep_axes(d.charts, &columns).map_err(|(field, reason)| {
-                Error::Invalid {
+            spec::charts::check_sweep_axes(d.charts, &columns)
+                .and_then(|()| check_chart_metrics(d.charts, &models))
+                .map_err(|(field, reason)| Error::Invalid {
                     path: sweep_path.to_path_buf(),
                     field,
                     reason,
-                }
-            })?;
+                })?;
         }
         let sweep_file = match origin {
             Origin::File(p) => p.display().to_string(),
@@ -470,6 +470,30 @@ impl Plan {
         .expect("a run summary serializes")
     }
 
+    /// Peak memory of running `runs` on `jobs` worker threads, bytes, about:
+    /// the run each thread simulates (its cost estimate, the largest of the
+    /// points), each point's validated model, what is kept per run (a flag
+    /// and where its checkpoint line is), and a fixed part for the batches
+    /// of runs the outputs are written from. Completed runs are not held.
+    pub fn estimated_bytes(&self, runs: &[usize], jobs: usize) -> f64 {
+        /// Kept per run: its checkpoint entry, its flag and its place in the to-do list.
+        const BYTES_PER_RUN: f64 = 48.0;
+        /// Kept per point: its model and axis values (measured 2.6 KB on a
+        /// two-node model, 100,000 points).
+        const BYTES_PER_POINT: f64 = 3072.0;
+        /// The program, the plan and the batches outputs are written from.
+        const FIXED_BYTES: f64 = 64.0 * 1024.0 * 1024.0;
+        let per_run = self
+            .models
+            .iter()
+            .map(|m| crate::run::cost::estimate(m).bytes)
+            .fold(0.0, f64::max);
+        per_run * jobs.clamp(1, runs.len().max(1)) as f64
+            + runs.len() as f64 * BYTES_PER_RUN
+            + self.models.len() as f64 * BYTES_PER_POINT
+            + FIXED_BYTES
+    }
+
     /// Requests that `runs` simulate, at most about (closed loops count as if
     /// nothing ever timed out).
     pub fn estimated_requests(&self, runs: &[usize]) -> f64 {
@@ -505,6 +529,22 @@ fn check_axes(
             } else {
                 String::new()
             };
+            if let Err(reason) = spec::check_path_depth(&c.path) {
+                return Err(match origin {
+                    Origin::File(_) => {
+                        let field = if a.zip.is_some() {
+                            format!("zip[{j}].path")
+                        } else {
+                            "path".into()
+                        };
+                        origin.axis(i, field, reason)
+                    }
+                    Origin::Params(params) => Error::Param {
+                        arg: spec::shorten(&params[i]),
+                        reason,
+                    },
+                });
+            }
             if let Some(&first) = seen.get(&c.path) {
                 return Err(match origin {
                     Origin::File(_) => origin.axis(
@@ -554,6 +594,53 @@ fn check_axes(
         axes.push(axis);
     }
     Ok(axes)
+}
+
+/// The metric columns a run of `model` has: those of a run stopped before
+/// its first event (every field is there, counting nothing). Status codes
+/// (`client.status.503`) appear only once seen, so they are not listed.
+fn metric_names(model: &Model) -> Vec<String> {
+    let (summary, _) = crate::world::run_budgeted(model, model.seed, 0, None);
+    let doc = serde_json::to_value(&summary).expect("a run summary serializes");
+    let mut set = super::table::ColumnSet::default();
+    set.add(&super::table::flatten_run(&doc));
+    set.columns().names
+}
+
+/// Charts that name a metric no run will have fail before the runs, not after.
+fn check_chart_metrics(
+    charts: &[spec::ChartSpec],
+    models: &[Model],
+) -> Result<(), (String, String)> {
+    let Some(first) = models.first() else {
+        return Ok(());
+    };
+    let names = metric_names(first);
+    for (i, c) in charts.iter().enumerate() {
+        let metric = match c {
+            spec::ChartSpec::Heatmap { metric, .. }
+            | spec::ChartSpec::Lines { metric, .. }
+            | spec::ChartSpec::Distribution { metric, .. } => metric,
+            spec::ChartSpec::Timeline { .. } => continue,
+        };
+        if names.contains(metric) || metric.starts_with("client.status.") {
+            continue;
+        }
+        // Points may differ in their nodes: a metric of any point will do.
+        if models[1..].iter().any(|m| metric_names(m).contains(metric)) {
+            continue;
+        }
+        let hint = crate::diagnostics::suggest(metric, names.iter().map(String::as_str))
+            .map(|s| format!("; did you mean `{s}`?"))
+            .unwrap_or_default();
+        return Err((
+            format!("charts[{i}].metric"),
+            format!(
+                "no run has a metric `{metric}` (metrics are columns of runs.csv such as `client.errors` or `nodes.<name>.share`){hint}"
+            ),
+        ));
+    }
+    Ok(())
 }
 
 /// The grid's points: the axis columns, each point's cells, and each point's

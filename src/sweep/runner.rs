@@ -2,49 +2,66 @@
 //! checkpoint as it completes, so an interrupted sweep loses at most the
 //! runs in flight, and `--resume` runs only those its checkpoint lacks.
 
-use super::journal::{Checkpoint, Done, RunRecord};
+use super::journal::{Checkpoint, RunSource, read_journal};
+use super::lock::DirLock;
 use super::plan::Plan;
 use super::shard::Shard;
 use crate::error::Error;
 use rayon::prelude::*;
-use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc;
 
-/// A sweep (or one shard of it) in progress in an output directory.
+/// A sweep (or one shard of it) in progress in an output directory, whose
+/// lock it holds.
 pub struct Session {
+    lock: DirLock,
     ckpt: Checkpoint,
     out: PathBuf,
+    shard: Shard,
     /// The runs this shard owns.
     mine: usize,
-    /// Completed runs, from the checkpoint and from this session.
-    done: Vec<Done>,
+    /// Runs the checkpoint already held.
+    resumed: usize,
     /// The runs still to do, in index order.
     todo: Vec<usize>,
 }
 
 impl Session {
     /// Opens the checkpoint of `out` (or, with `resume`, continues it) for
-    /// `shard`'s runs of `plan`.
-    pub fn open(plan: &Plan, out: &Path, shard: Shard, resume: bool) -> Result<Session, Error> {
-        let mine = shard.runs(plan.header.runs());
-        let (ckpt, mut done) = Checkpoint::open(out, &plan.header, shard, resume)?;
-        done.retain(|d| shard.owns(d.rec.run));
-        let have: BTreeSet<usize> = done.iter().map(|d| d.rec.run).collect();
-        let todo = mine.iter().copied().filter(|r| !have.contains(r)).collect();
+    /// `shard`'s runs of `plan`; `lock` is the lock of `out`.
+    pub fn open(
+        plan: &Plan,
+        out: &Path,
+        shard: Shard,
+        resume: bool,
+        lock: DirLock,
+    ) -> Result<Session, Error> {
+        let total = plan.header.runs();
+        let mine = shard.runs(total);
+        let (ckpt, journal) = Checkpoint::open(out, &plan.header, shard, resume)?;
+        // One flag per run, not the runs: memory does not grow with summaries.
+        let mut have = vec![false; total];
+        for e in journal.iter().flat_map(|j| &j.done) {
+            if shard.owns(e.run) {
+                have[e.run] = true;
+            }
+        }
+        let todo: Vec<usize> = mine.iter().copied().filter(|&r| !have[r]).collect();
         Ok(Session {
+            lock,
             ckpt,
             out: out.to_path_buf(),
+            shard,
             mine: mine.len(),
-            done,
+            resumed: mine.len() - todo.len(),
             todo,
         })
     }
 
     /// Runs the checkpoint already held.
     pub fn resumed(&self) -> usize {
-        self.done.len()
+        self.resumed
     }
 
     /// Runs still to do.
@@ -52,8 +69,9 @@ impl Session {
         &self.todo
     }
 
-    /// Runs what remains on `pool`, calling `on_run` as each completes, and
-    /// returns every completed run sorted by index. `stop_after` (a test
+    /// Runs what remains on `pool`, calling `on_run` as each is
+    /// checkpointed, and returns every completed run in index order, read
+    /// back from the checkpoint as outputs need them. `stop_after` (a test
     /// hook) stops after that many runs as if the process had been killed:
     /// runs finishing after it are lost, and the result is
     /// [`Error::Interrupted`].
@@ -63,37 +81,42 @@ impl Session {
         pool: &rayon::ThreadPool,
         on_run: &mut dyn FnMut(),
         stop_after: Option<usize>,
-    ) -> Result<Vec<Done>, Error> {
-        let (lines, stopped) = execute(plan, &self.todo, pool, &mut self.ckpt, on_run, stop_after)?;
-        for line in lines {
-            let rec: RunRecord = serde_json::from_str(&line).map_err(|e| Error::Checkpoint {
-                path: self.ckpt.path.clone(),
-                reason: format!("a run record does not read back: {e}"),
-            })?;
-            self.done.push(Done { rec, line });
-        }
+    ) -> Result<RunSource, Error> {
+        let (new, stopped) = execute(plan, &self.todo, pool, &mut self.ckpt, on_run, stop_after)?;
         if stopped {
             return Err(Error::Interrupted {
-                done: self.done.len(),
+                done: self.resumed + new,
                 total: self.mine,
                 checkpoint: self.ckpt.path.clone(),
             });
         }
-        let mut done = std::mem::take(&mut self.done);
-        done.sort_by_key(|d| d.rec.run);
-        done.dedup_by_key(|d| d.rec.run);
-        Ok(done)
+        let journal = read_journal(&self.ckpt.path)?;
+        let shard = self.shard;
+        let runs = RunSource::new(std::slice::from_ref(&journal), |r| shard.owns(r))?;
+        if runs.len() != self.mine {
+            return Err(Error::Checkpoint {
+                path: self.ckpt.path.clone(),
+                reason: format!(
+                    "holds {} of the {} runs after the sweep ran: was it written by another process?",
+                    runs.len(),
+                    self.mine
+                ),
+            });
+        }
+        Ok(runs)
     }
 
-    /// Removes the checkpoint, once the outputs are written.
-    pub fn finish(self) {
+    /// Removes the checkpoint, once the outputs are written, and hands back
+    /// the lock of the output directory (held until dropped).
+    pub fn finish(self) -> DirLock {
         self.ckpt.remove(&self.out);
+        self.lock
     }
 }
 
 /// Runs `todo` on the pool, appending each run's line to the checkpoint as it
-/// completes. Returns the new lines, in completion order, and whether the
-/// stop hook cut the sweep short.
+/// completes. Returns how many were checkpointed and whether the stop hook
+/// cut the sweep short.
 fn execute(
     plan: &Plan,
     todo: &[usize],
@@ -101,10 +124,10 @@ fn execute(
     ckpt: &mut Checkpoint,
     on_run: &mut dyn FnMut(),
     stop_after: Option<usize>,
-) -> Result<(Vec<String>, bool), Error> {
+) -> Result<(usize, bool), Error> {
     let stop = AtomicBool::new(false);
     let (tx, rx) = mpsc::channel::<String>();
-    let mut lines = Vec::with_capacity(todo.len());
+    let mut done = 0;
     let mut failed = None;
     std::thread::scope(|s| {
         let stop = &stop;
@@ -120,19 +143,18 @@ fn execute(
             })
         });
         for line in rx {
-            if stop_after.is_some_and(|n| lines.len() >= n) {
+            if failed.is_some() || stop_after.is_some_and(|n| done >= n) {
                 // Like a kill: runs finishing after the stop are lost.
                 continue;
             }
-            if failed.is_none()
-                && let Err(e) = ckpt.append(&line)
-            {
+            if let Err(e) = ckpt.append(&line) {
                 failed = Some(e);
                 stop.store(true, Ordering::Relaxed);
+                continue;
             }
-            lines.push(line);
+            done += 1;
             on_run();
-            if stop_after.is_some_and(|n| lines.len() >= n) {
+            if stop_after.is_some_and(|n| done >= n) {
                 stop.store(true, Ordering::Relaxed);
             }
         }
@@ -140,6 +162,6 @@ fn execute(
     if let Some(e) = failed {
         return Err(e);
     }
-    let stopped = lines.len() < todo.len();
-    Ok((lines, stopped))
+    let stopped = done < todo.len();
+    Ok((done, stopped))
 }

@@ -63,54 +63,93 @@ fn seg_name(path: &[Seg]) -> String {
         .join(".")
 }
 
-/// Runs × metrics: the metric names (dotted, e.g. `nodes.A.share`,
-/// `client.status.503`) in a fixed order, and one row of values per run.
+/// One run's metrics: every numeric leaf of its summary under its path.
+pub struct FlatRun(Vec<(Vec<Seg>, Option<Number>)>);
+
+/// Flattens one run summary.
+pub fn flatten_run(summary: &Value) -> FlatRun {
+    let mut out = Vec::new();
+    flatten(summary, &mut Vec::new(), &mut out);
+    FlatRun(out)
+}
+
+/// The union of the runs' metric paths, built one run at a time (so a
+/// sweep never holds all its runs): a status code seen in one run only
+/// still gets a column.
+#[derive(Default)]
+pub struct ColumnSet {
+    keys: BTreeSet<Vec<Seg>>,
+    /// The paths of the last run added: most runs have the same metrics in
+    /// the same order, and only a new shape is merged into `keys`.
+    last: Vec<Vec<Seg>>,
+}
+
+impl ColumnSet {
+    pub fn add(&mut self, run: &FlatRun) {
+        let same = self.last.len() == run.0.len()
+            && self.last.iter().zip(&run.0).all(|(a, (b, _))| a == b);
+        if !same {
+            self.keys.extend(run.0.iter().map(|(k, _)| k.clone()));
+            self.last = run.0.iter().map(|(k, _)| k.clone()).collect();
+        }
+    }
+
+    /// The columns, sorted by path with list items in their order, so the
+    /// order never depends on which runs came first.
+    pub fn columns(self) -> Columns {
+        let names = self.keys.iter().map(|k| seg_name(k)).collect();
+        let index = self
+            .keys
+            .into_iter()
+            .enumerate()
+            .map(|(i, k)| (k, i))
+            .collect();
+        Columns { names, index }
+    }
+}
+
+/// The metric columns of a sweep: their names (dotted, e.g.
+/// `nodes.A.share`, `client.status.503`) and where each path goes in a row.
+pub struct Columns {
+    pub names: Vec<String>,
+    index: BTreeMap<Vec<Seg>, usize>,
+}
+
+impl Columns {
+    /// A run's row: its value in each column, `None` where it has none.
+    pub fn row(&self, run: &FlatRun) -> Vec<Option<Number>> {
+        let mut row = vec![None; self.names.len()];
+        for (k, v) in &run.0 {
+            if let Some(&i) = self.index.get(k) {
+                row[i].clone_from(v);
+            }
+        }
+        row
+    }
+}
+
+/// Runs × metrics: the metric names in a fixed order, and one row of
+/// values per run.
 pub struct MetricTable {
     pub names: Vec<String>,
     pub rows: Vec<Vec<Option<Number>>>,
 }
 
-/// Flattens run summaries. Columns are the union over all runs (a status code
-/// seen in one run only still gets a column), sorted by path with list items
-/// in their order, so the order never depends on which runs came first.
+/// Flattens run summaries held in memory (see [`ColumnSet`] and
+/// [`Columns`] for a sweep's runs, read one at a time).
 pub fn metric_table<'a>(summaries: impl Iterator<Item = &'a Value>) -> MetricTable {
-    // Flattening and filling rows are per-run work: done on the worker
-    // threads, so the serial end of a sweep stays short (it bounds --jobs scaling).
     let summaries: Vec<&Value> = summaries.collect();
-    let flat: Vec<Vec<(Vec<Seg>, Option<Number>)>> = summaries
-        .par_iter()
-        .map(|s| {
-            let mut out = Vec::new();
-            flatten(s, &mut Vec::new(), &mut out);
-            out
-        })
-        .collect();
-    // Most runs have the same metrics in the same order: collect the key set
-    // from the distinct shapes only.
-    let mut keys: BTreeSet<&Vec<Seg>> = BTreeSet::new();
-    let mut last: Option<&Vec<(Vec<Seg>, Option<Number>)>> = None;
+    let flat: Vec<FlatRun> = summaries.par_iter().map(|s| flatten_run(s)).collect();
+    let mut set = ColumnSet::default();
     for run in &flat {
-        let same = last.is_some_and(|l| {
-            l.len() == run.len() && l.iter().zip(run).all(|((a, _), (b, _))| a == b)
-        });
-        if !same {
-            keys.extend(run.iter().map(|(k, _)| k));
-        }
-        last = Some(run);
+        set.add(run);
     }
-    let index: BTreeMap<&Vec<Seg>, usize> = keys.iter().enumerate().map(|(i, k)| (*k, i)).collect();
-    let names = keys.iter().map(|k| seg_name(k)).collect();
-    let rows = flat
-        .par_iter()
-        .map(|run| {
-            let mut row = vec![None; index.len()];
-            for (k, v) in run {
-                row[index[k]] = v.clone();
-            }
-            row
-        })
-        .collect();
-    MetricTable { names, rows }
+    let columns = set.columns();
+    let rows = flat.par_iter().map(|run| columns.row(run)).collect();
+    MetricTable {
+        names: columns.names,
+        rows,
+    }
 }
 
 #[cfg(test)]

@@ -7,7 +7,10 @@
 //! that requests are conserved. Inputs come from three generators: byte
 //! mutations of seed files, structural mutations of valid models (values
 //! drawn from the schema's names and from edge cases such as `u32::MAX`,
-//! `"999999999h"`, deep nesting), and random JSON over the same vocabulary.
+//! `"999999999h"`, deep nesting), random JSON over the same vocabulary,
+//! and the inputs that once broke hcsim: `--set` paths and sweep `set`
+//! keys tens of thousands of segments deep, float ranges with
+//! astronomically many values, and models with many faults.
 //!
 //! - `fuzz_corpus_replays_cleanly`: every file in `tests/fuzz-corpus/` (plus
 //!   the shipped and malformed models).
@@ -558,7 +561,78 @@ impl Gen {
         }
     }
 
+    /// A dotted path far deeper than any model's (`--set`, a sweep's `set`
+    /// or axis path), at the top level or under a free-form field.
+    fn deep_path(&mut self) -> String {
+        let prefix = ["", "$schema.", "description.", "policy.", "nodes.A."][self.below(5)];
+        let depth = [33, 129, 1_000, 65_000, 100_000][self.below(5)];
+        format!("{prefix}{}", vec!["x"; depth].join("."))
+    }
+
+    /// A float range with astronomically many values.
+    fn huge_range(&mut self) -> Value {
+        let (from, to, step) = [
+            (0.0, 1.0, 1e-300),
+            (-1e308, 1e308, 1e307),
+            (0.0, 1e40, 1.0),
+            (1e300, -1e300, -1e299),
+            (0.0, 1.0, 5e-324),
+            (0.0, 10000.5, 1.0),
+        ][self.below(6)];
+        json!({"from": from, "to": to, "step": step})
+    }
+
+    /// Sweep-specific inputs: huge float ranges, deep `set` keys and axis paths.
+    fn sweep_input(&mut self) -> Value {
+        let sweeps: Vec<Value> = self
+            .models
+            .iter()
+            .filter(|m| m.get("axes").is_some())
+            .cloned()
+            .collect();
+        let mut doc = sweeps[self.below(sweeps.len())].clone();
+        match self.below(3) {
+            0 => doc["axes"][0] = json!({"path": "clients.rate_per_s", "range": self.huge_range()}),
+            1 => {
+                let key = self.deep_path();
+                doc["set"] = json!({ key: 1 });
+            }
+            _ => doc["axes"][0]["path"] = json!(self.deep_path()),
+        }
+        doc
+    }
+
+    /// A model with many faults (back to back, one overlapping sometimes):
+    /// their overlap check must stay O(n log n).
+    fn many_faults(&mut self) -> Value {
+        let n = [100, 1_000, 20_000][self.below(3)];
+        let overlap = self.chance(0.5);
+        let faults: Vec<Value> = (0..n)
+            .map(|i| {
+                let len = if overlap && i == n / 2 { 25 } else { 10 };
+                let (kind, node) = (["crash", "hang", "slow"][i % 3], ["A", "B"][i % 2]);
+                json!({"kind": kind, "node": node,
+                       "at": format!("{}ms", i * 10), "for": format!("{len}ms"), "factor": 2.0})
+            })
+            .map(|mut f| {
+                if f["kind"] != "slow" {
+                    f.as_object_mut().unwrap().remove("factor");
+                }
+                f
+            })
+            .collect();
+        json!({
+            "name": "many-faults", "duration": format!("{}ms", n * 10 + 10),
+            "clients": {"kind": "open", "rate_per_s": 10.0},
+            "nodes": [{"name": "A"}, {"name": "B"}],
+            "faults": faults
+        })
+    }
+
     fn set_path(&mut self) -> String {
+        if self.chance(0.05) {
+            return self.deep_path();
+        }
         let mut parts = vec![];
         for _ in 0..1 + self.below(3) {
             parts.push(match self.below(6) {
@@ -576,7 +650,9 @@ impl Gen {
 
     fn next(&mut self) -> Input {
         let mut sets = vec![];
-        let text = match self.below(14) {
+        let text = match self.below(16) {
+            14 => self.sweep_input().to_string(),
+            15 => self.many_faults().to_string(),
             10..=13 => {
                 let k = self.below(self.models.len());
                 let mut doc = self.models[k].clone();
@@ -713,7 +789,16 @@ fn fuzz_corpus_replays_cleanly() {
     ] {
         for p in files(dir) {
             let text = String::from_utf8_lossy(&std::fs::read(&p).unwrap()).to_string();
-            let r = catch_unwind(AssertUnwindSafe(|| fuzz_one(&Input { text, sets: vec![] })));
+            // `NAME.sets`: `--set PATH=VALUE` overrides, one a line.
+            let sets = std::fs::read_to_string(p.with_extension("sets"))
+                .map(|t| {
+                    t.lines()
+                        .filter_map(|l| l.split_once('='))
+                        .map(|(k, v)| (k.to_string(), v.to_string()))
+                        .collect()
+                })
+                .unwrap_or_default();
+            let r = catch_unwind(AssertUnwindSafe(|| fuzz_one(&Input { text, sets })));
             let o = r.unwrap_or_else(|_| panic!("{} panicked", p.display()));
             outcomes.insert(o);
             n += 1;

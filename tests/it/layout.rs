@@ -10,7 +10,15 @@ use std::path::{Path, PathBuf};
 /// The layers, bottom first. A module may use those of its own layer and
 /// of the layers below; a use of a higher layer is a back-edge.
 const LAYERS: &[&[&str]] = &[
-    &["ids", "engine", "stats", "error", "diagnostics", "plot"],
+    &[
+        "ids",
+        "engine",
+        "stats",
+        "error",
+        "diagnostics",
+        "atomic",
+        "plot",
+    ],
     &["policy"],
     &["spec"],
     &["metrics", "world"],

@@ -14,6 +14,7 @@ mod policies;
 mod probes;
 mod properties;
 mod report;
+mod robust;
 mod scenarios;
 mod schema;
 mod seeds;

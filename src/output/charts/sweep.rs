@@ -305,18 +305,18 @@ impl Sweep<'_> {
     fn distribution(&self, i: usize, metric: &str, style: DistStyle) -> Result<Drawn, Error> {
         self.known_metric(metric, i)?;
         let r = self.results;
+        // One metric of every run, read from the file (the runs are not held).
+        let mut by_point: Vec<Vec<f64>> = vec![vec![]; r.points.len()];
+        for (point, value) in SweepResults::run_values(&self.path, metric)? {
+            if let (Some(slot), Some(v)) = (by_point.get_mut(point), value) {
+                slot.push(v);
+            }
+        }
         let groups = r
             .points
             .iter()
-            .map(|p| {
-                let vals = r
-                    .runs
-                    .iter()
-                    .filter(|run| run.point == p.point)
-                    .filter_map(|run| run.metrics.get(metric).copied().flatten())
-                    .collect();
-                (point_label(p, &r.axes), vals)
-            })
+            .zip(by_point)
+            .map(|(p, vals)| (point_label(p, &r.axes), vals))
             .collect();
         let d = DistributionSpec {
             title: format!("{metric} over replications — {}", self.name()),
