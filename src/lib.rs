@@ -85,6 +85,7 @@
 //! ```
 
 pub mod cli;
+pub mod config;
 pub mod diagnostics;
 pub mod engine;
 pub mod error;

@@ -13,6 +13,7 @@ const LAYERS: &[&[&str]] = &[
     &["ids", "engine", "stats", "error", "diagnostics", "plot"],
     &["policy"],
     &["spec"],
+    &["config"],
     &["metrics", "world"],
     &["run"],
     &["sweep"],
