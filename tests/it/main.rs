@@ -7,6 +7,7 @@ mod fuzz;
 mod golden;
 mod haproxy;
 mod impact;
+mod import;
 mod layout;
 mod nginx;
 mod policies;

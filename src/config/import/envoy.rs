@@ -475,7 +475,20 @@ fn route(
             other => d.warn(&rat, format!("retry_on {other} is not modelled")),
         }
     }
-    words.sort();
+    // hcsim's order of the conditions (NextUpstream's).
+    const ORDER: [&str; 10] = [
+        "error",
+        "timeout",
+        "http_500",
+        "http_502",
+        "http_503",
+        "http_504",
+        "http_403",
+        "http_404",
+        "http_429",
+        "non_idempotent",
+    ];
+    words.sort_by_key(|w| ORDER.iter().position(|o| o == w));
     words.dedup();
     if words.is_empty() {
         d.gateway("proxy_next_upstream", json!(["off"]), &rat);

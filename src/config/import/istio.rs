@@ -205,8 +205,8 @@ mod tests {
         let v = serde_json::to_value(&m).unwrap();
         assert_eq!(v["policy"]["kind"], "istio");
         assert_eq!(v["policy"]["consecutive5xxErrors"], 7);
-        assert_eq!(v["policy"]["interval"], "5m");
-        assert_eq!(v["policy"]["baseEjectionTime"], "15m");
+        assert_eq!(v["policy"]["interval"], "300s");
+        assert_eq!(v["policy"]["baseEjectionTime"], "900s");
         assert_eq!(v["policy"]["minHealthPercent"], 30);
         assert_eq!(v["gateway"]["balancer"], "round_robin");
         assert_eq!(v["gateway"]["proxy_connect_timeout"], "30ms");

@@ -124,7 +124,9 @@ fn upstream(up: &Directive, workers: u32, d: &mut Draft) -> Result<(), Error> {
                     .args
                     .iter()
                     .map(|a| match a.as_str() {
-                        "http_2xx" | "http_3xx" | "http_4xx" | "http_5xx" => Ok(json!(a)),
+                        "http_2xx" | "http_3xx" | "http_4xx" | "http_5xx" => {
+                            Ok(json!(a.replace("http_", "http")))
+                        }
                         _ => Err(at.error(format!(
                             "check_http_expect_alive: expected http_2xx, http_3xx, http_4xx or http_5xx, found \"{a}\""
                         ))),
