@@ -106,9 +106,10 @@ pub fn import(path: &Path, text: &str, opts: &Options) -> Result<(Draft, String)
     let mut names = vec![];
     for (c, _, line) in &found {
         let name = c.get("name").and_then(Value::as_str).unwrap_or("");
+        let from = lines.key(*line, "clusters");
         names.push((
             name.to_string(),
-            lines.at(lines.key_value(*line, "name", name)),
+            lines.at(lines.key_value(from, "name", name)),
         ));
     }
     let i = choose(&names, opts.target.as_deref(), Format::Envoy, path)?;
