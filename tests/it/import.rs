@@ -487,3 +487,60 @@ fn mutated_configs_never_panic() {
     }
     assert!(n >= 600);
 }
+
+/// The seed experiment E3 written as nginx config, imported and given the
+/// model's workload and fault, gives the hand-written model's figures.
+#[test]
+fn an_imported_nginx_config_reproduces_the_seed_experiment_e3() {
+    let out = tmp("import-e3");
+    let model = out.join("e3.json");
+    let o = hcsim(&[
+        "import",
+        "tests/configs/e3-nginx.conf",
+        "--rps",
+        "100",
+        "--duration",
+        "20s",
+        "--set",
+        "clients.arrivals=constant",
+        "--set",
+        r#"faults=[{"kind":"flaky","node":"10.0.0.1:8080","at":"1s","for":"3s","p":1.0,"status":503}]"#,
+        "-o",
+        model.to_str().unwrap(),
+    ]);
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let figures = |file: &str, dir: &str| -> Value {
+        let o = hcsim(&[
+            "run",
+            file,
+            "--reps",
+            "5",
+            "--out",
+            out.join(dir).to_str().unwrap(),
+            "--no-charts",
+            "--format",
+            "json",
+        ]);
+        assert_eq!(
+            o.status.code(),
+            Some(0),
+            "{}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+        let s: Value = serde_json::from_slice(&o.stdout).unwrap();
+        let mut nodes = s["nodes"].clone();
+        for n in nodes.as_array_mut().unwrap() {
+            n.as_object_mut().unwrap().remove("name");
+        }
+        serde_json::json!({"client": s["client"], "nodes": nodes, "events": s["events"]})
+    };
+    assert_eq!(
+        figures(model.to_str().unwrap(), "imported"),
+        figures("models/e3-ft05-recovery.json", "hand-written")
+    );
+}
