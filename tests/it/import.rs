@@ -544,3 +544,88 @@ fn an_imported_nginx_config_reproduces_the_seed_experiment_e3() {
         figures("models/e3-ft05-recovery.json", "hand-written")
     );
 }
+
+/// A model's Envoy or Istio view: balancer, connect timeout, nodes, the
+/// policies (without the settings of the Envoy version or the simulator),
+/// and the panic threshold in force.
+fn mesh_part(m: &Model, with_nodes: bool) -> Value {
+    let panic = m
+        .gateway
+        .healthy_panic_threshold
+        .or_else(|| m.policies.iter().find_map(|p| p.healthy_panic_threshold()));
+    let policies: Vec<Value> = m
+        .policies
+        .iter()
+        .filter(|p| !matches!(p, PolicySpec::None))
+        .map(|p| {
+            let mut v = serde_json::to_value(p).unwrap();
+            let o = v.as_object_mut().unwrap();
+            for k in [
+                "healthy_panic_threshold",
+                "max_ejection_percent_mode",
+                "always_eject_one_host",
+                "threads",
+                "consecutiveErrors",
+            ] {
+                o.remove(k);
+            }
+            v
+        })
+        .collect();
+    let nodes: Vec<Value> = if with_nodes {
+        m.nodes
+            .iter()
+            .filter(|n| !n.down)
+            .map(|n| serde_json::json!([n.weight, n.backup]))
+            .collect()
+    } else {
+        vec![]
+    };
+    serde_json::json!({
+        "balancer": m.gateway.balancer,
+        "connect": m.gateway.proxy_connect_timeout,
+        "panic": panic,
+        "nodes": nodes,
+        "policies": policies,
+    })
+}
+
+#[test]
+fn shipped_models_round_trip_through_envoy_and_istio_config() {
+    let dir = tmp("roundtrip-mesh");
+    let mut n = (0, 0);
+    for f in std::fs::read_dir(root().join("models"))
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+    {
+        let Ok(m) = Model::load(&f) else { continue };
+        if m.policies.iter().all(|p| matches!(p, PolicySpec::None)) {
+            continue;
+        }
+        if let Ok(text) = export::envoy::write(&m) {
+            let back = reimport(&dir, "cluster.yaml", &text, Format::Envoy);
+            assert_eq!(
+                mesh_part(&back, true),
+                mesh_part(&m, true),
+                "{} through Envoy:\n{text}",
+                f.display()
+            );
+            n.0 += 1;
+        }
+        if let Ok(text) = export::istio::write(&m) {
+            let back = reimport(&dir, "dr.yaml", &text, Format::Istio);
+            assert_eq!(
+                mesh_part(&back, false),
+                mesh_part(&m, false),
+                "{} through Istio:\n{text}",
+                f.display()
+            );
+            n.1 += 1;
+        }
+    }
+    assert!(
+        n.0 >= 10 && n.1 >= 3,
+        "only {n:?} models exported as Envoy / Istio"
+    );
+}

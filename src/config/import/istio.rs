@@ -143,6 +143,27 @@ pub fn import(path: &Path, text: &str, opts: &Options) -> Result<(Draft, String)
             }
         }
     }
+    outlier_detection(&tp, &at, &root, &mut d)?;
+    for k in ["subsets", "trafficPolicy/portLevelSettings"] {
+        if rule.value.pointer(&format!("/spec/{k}")).is_some() {
+            let last = k.rsplit('/').next().unwrap_or(k);
+            d.warn(
+                &at(&[last]),
+                format!("{last} are not imported: the model follows the top-level trafficPolicy"),
+            );
+        }
+    }
+    Ok((d, host))
+}
+
+/// `trafficPolicy.outlierDetection` → the `istio` policy (`none` without it).
+fn outlier_detection(
+    tp: &Value,
+    at: &dyn Fn(&[&str]) -> crate::config::Loc,
+    root: &crate::config::Loc,
+    d: &mut Draft,
+) -> Result<(), Error> {
+    let root = root.clone();
     match tp.get("outlierDetection").and_then(Value::as_object) {
         Some(od) => {
             let oat = at(&["outlierDetection"]);
@@ -171,16 +192,7 @@ pub fn import(path: &Path, text: &str, opts: &Options) -> Result<(Draft, String)
         }
         None => d.policy(json!({"kind": "none"}), &root),
     }
-    for k in ["subsets", "trafficPolicy/portLevelSettings"] {
-        if rule.value.pointer(&format!("/spec/{k}")).is_some() {
-            let last = k.rsplit('/').next().unwrap_or(k);
-            d.warn(
-                &at(&[last]),
-                format!("{last} are not imported: the model follows the top-level trafficPolicy"),
-            );
-        }
-    }
-    Ok((d, host))
+    Ok(())
 }
 
 #[cfg(test)]
