@@ -160,3 +160,50 @@ pub fn import(path: &Path, text: &str, opts: &Options) -> Result<(Draft, String)
         .push("The proxy in front of the pods is not in the file: hcsim's default gateway.".into());
     Ok((d, name))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::super::{Options, Workload, read};
+
+    #[test]
+    fn a_statefulset_readiness_probe_and_the_target_among_workloads() {
+        let dir = std::env::temp_dir().join(format!("hcsim-k8s-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let p = dir.join("w.yaml");
+        std::fs::write(
+            &p,
+            "apiVersion: v1\nkind: Service\nmetadata:\n  name: db\n---\napiVersion: apps/v1\nkind: StatefulSet\nmetadata:\n  name: db\nspec:\n  replicas: 2\n  template:\n    spec:\n      containers:\n      - name: db\n        readinessProbe:\n          tcpSocket: { port: 5432 }\n          periodSeconds: 3\n          failureThreshold: 5\n---\napiVersion: v1\nkind: Pod\nmetadata:\n  name: one\nspec:\n  containers:\n  - name: c\n    image: x\n",
+        )
+        .unwrap();
+        let e = read(&p, &Options::default(), &Workload::default()).unwrap_err();
+        assert!(
+            e.to_string()
+                .contains("2 workloads, pick one with --target NAME: db"),
+            "{e}"
+        );
+        let opts = Options {
+            target: Some("db".into()),
+            ..Options::default()
+        };
+        let im = read(&p, &opts, &Workload::default()).unwrap();
+        let m = serde_json::to_value(im.model().unwrap().effective_spec()).unwrap();
+        assert_eq!(m["nodes"][1]["name"], "db-1");
+        assert_eq!(m["policy"]["flavor"], "kubernetes");
+        assert_eq!(m["policy"]["probe"], "tcp");
+        assert_eq!(m["policy"]["period"], "3s");
+        assert_eq!(m["policy"]["failure_threshold"], 5);
+        assert_eq!(m["policy"]["timeout"], "1s"); // the kubelet's default
+        let opts = Options {
+            target: Some("one".into()),
+            ..Options::default()
+        };
+        let im = read(&p, &opts, &Workload::default()).unwrap();
+        assert!(
+            im.warnings[0]
+                .to_string()
+                .contains("w.yaml:22: no readinessProbe"),
+            "{:?}",
+            im.warnings
+        );
+    }
+}

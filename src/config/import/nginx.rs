@@ -41,6 +41,14 @@ pub fn import(path: &Path, text: &str, opts: &Options) -> Result<(Draft, String)
         };
         names.push((name.clone(), u.at.clone()));
     }
+    if names.is_empty() {
+        for st in main.iter().filter(|x| x.name == "stream") {
+            d.warn(
+                &st.at,
+                "`stream` (TCP/UDP) upstreams are not imported: hcsim models http proxying",
+            );
+        }
+    }
     let i = choose(&names, opts.target.as_deref(), Format::Nginx, path)?;
     let (up, name) = (ups[i], names[i].0.clone());
     let workers = worker_processes(main, &mut d)?;
