@@ -1,12 +1,15 @@
 #!/usr/bin/env bash
 # Installs what the test suite needs beyond cargo, when it is missing:
-# Debian's chromium (the report.html browser test) and GNU parallel (the
-# README's sharded-sweep example). Needs root and apt-get; elsewhere it says
+# Debian's chromium (the report.html browser test), GNU parallel (the
+# README's sharded-sweep example), and nginx and haproxy (`hcsim export`'s
+# configs checked with `nginx -t` and `haproxy -c`). Needs root and apt-get; elsewhere it says
 # what is missing, and those two tests are skipped.
 set -u
 need=()
 command -v chromium >/dev/null 2>&1 || need+=(chromium)
 command -v parallel >/dev/null 2>&1 || need+=(parallel)
+[ -x /usr/sbin/nginx ] || command -v nginx >/dev/null 2>&1 || need+=(nginx)
+[ -x /usr/sbin/haproxy ] || command -v haproxy >/dev/null 2>&1 || need+=(haproxy)
 if [ ${#need[@]} -eq 0 ]; then
   exit 0
 fi

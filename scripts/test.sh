@@ -3,8 +3,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/test-deps.sh
-if command -v chromium >/dev/null 2>&1 && command -v parallel >/dev/null 2>&1; then
-  # Installed: then the browser and GNU parallel tests must run, not skip.
+has() { command -v "$1" >/dev/null 2>&1 || [ -x "/usr/sbin/$1" ]; }
+if has chromium && has parallel && has nginx && has haproxy; then
+  # Installed: then the browser, GNU parallel, nginx and haproxy tests must run, not skip.
   export HCSIM_REQUIRE_TOOLS=1
 fi
 exec cargo test "$@"

@@ -30,6 +30,7 @@
 //! run          replications of one model, seeded; the cost estimate before a run
 //! world        the simulated system: clients → gateway → nodes, faults, probes, beats
 //! metrics      the Recorder during a run → RunSummary after it
+//! config       gateway configs in and out: nginx, HAProxy, Envoy, Istio, Kubernetes
 //! spec         what is read from files: ModelSpec → validated Model, sweeps, charts
 //! policy       health policies: the HealthPolicy port and each implementation
 //! engine, ids, stats, error, diagnostics, atomic, plot: no knowledge of the layers above
@@ -41,6 +42,9 @@
 //! - [`spec`]: the model file as written ([`spec::ModelSpec`] and its
 //!   sections) and its validation into the [`spec::Model`] a run simulates;
 //!   sweep and chart specs; the dotted paths `--set` and sweep axes patch.
+//! - [`config`]: `hcsim import` (an nginx, HAProxy, Envoy, Istio or
+//!   Kubernetes config → a model, with warnings naming file:line for what is
+//!   not modelled) and `hcsim export` (a model's gateway → config).
 //! - [`world`]: the `World` — clients, the gateway's request pipeline (nginx
 //!   or HAProxy settings), nodes, faults, and the probes and heartbeats that
 //!   policies ask for.
@@ -86,6 +90,7 @@
 
 pub mod atomic;
 pub mod cli;
+pub mod config;
 pub mod diagnostics;
 pub mod engine;
 pub mod error;

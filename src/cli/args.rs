@@ -38,10 +38,90 @@ pub enum Command {
     /// the first run and whether it is beyond the replication noise; writes
     /// compare.html with the timelines overlaid.
     Compare(CompareArgs),
+    /// Read a gateway config (nginx, HAProxy, Envoy, Istio, Kubernetes) and
+    /// print the model it makes, every default written out; settings hcsim
+    /// does not model are warnings naming their file and line.
+    Import(ImportArgs),
+    /// Write the gateway part of a model as nginx, HAProxy, Envoy or Istio config.
+    Export(ExportArgs),
     /// Print a shell completion script, e.g. `hcsim completions bash > ~/.local/share/bash-completion/completions/hcsim`.
     Completions(CompletionsArgs),
     /// Print the manual page (roff), e.g. `hcsim man | man -l -`.
     Man,
+}
+
+#[derive(Args, Debug)]
+pub struct ImportArgs {
+    /// The config file: nginx.conf, haproxy.cfg, an Envoy bootstrap or
+    /// cluster (YAML/JSON), Istio DestinationRules, Kubernetes workloads.
+    pub file: PathBuf,
+    /// The upstream / backend / cluster / DestinationRule host / workload
+    /// to import, when the file has several.
+    #[arg(long, value_name = "NAME")]
+    pub target: Option<String>,
+    /// The format (default: detected from the content).
+    #[arg(long, value_enum)]
+    pub format: Option<ConfigFormat>,
+    /// Write the model to FILE instead of stdout.
+    #[arg(long, short = 'o', value_name = "FILE")]
+    pub out: Option<PathBuf>,
+    /// Requests per second of the imported model's open-loop clients (default 100).
+    #[arg(long, value_name = "N")]
+    pub rps: Option<f64>,
+    /// Simulated time of the imported model, e.g. 120s (default 60s).
+    #[arg(long, value_name = "DURATION")]
+    pub duration: Option<String>,
+    /// A fault, KIND:NODE@AT[+FOR] with KIND crash, hang, stop or partition,
+    /// e.g. `--fault crash:10.0.0.1:8080@10s+30s`. Repeatable.
+    #[arg(long = "fault", value_name = "FAULT")]
+    pub faults: Vec<String>,
+    /// Nodes to create when the config does not list them (Istio, an Envoy
+    /// cluster fed by EDS, a DaemonSet). Default 3.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=10_000))]
+    pub nodes: Option<u32>,
+    /// Then override a field of the model, as `hcsim run --set` does. Repeatable.
+    #[arg(long = "set", value_name = "PATH=VALUE")]
+    pub set: Vec<String>,
+}
+
+#[derive(Copy, Clone, Debug, PartialEq, Eq, ValueEnum)]
+pub enum ConfigFormat {
+    Nginx,
+    Haproxy,
+    Envoy,
+    Istio,
+    Kubernetes,
+}
+
+#[derive(Args, Debug)]
+pub struct ExportArgs {
+    /// The model file (JSON).
+    pub model: PathBuf,
+    /// The config format to write.
+    #[arg(long, value_enum)]
+    pub to: ExportFormat,
+    /// A whole config file (nginx: worker_processes, events and http; HAProxy:
+    /// a frontend too) instead of the snippet.
+    #[arg(long)]
+    pub full: bool,
+    /// Override a field of the model first, as `hcsim run --set` does. Repeatable.
+    #[arg(long = "set", value_name = "PATH=VALUE")]
+    pub set: Vec<String>,
+    /// Write to FILE instead of stdout.
+    #[arg(long, short = 'o', value_name = "FILE")]
+    pub out: Option<PathBuf>,
+}
+
+#[derive(Copy, Clone, Debug, PartialEq, Eq, ValueEnum)]
+pub enum ExportFormat {
+    /// An `upstream` and a `server` proxying to it (http context).
+    Nginx,
+    /// A `backend` (and `global` for spread-checks).
+    Haproxy,
+    /// A cluster (YAML).
+    Envoy,
+    /// A DestinationRule (YAML).
+    Istio,
 }
 
 #[derive(Args, Debug)]

@@ -6,6 +6,8 @@ pub mod args;
 mod check;
 mod compare;
 mod completions;
+mod export;
+mod import;
 mod interrupt;
 mod man;
 mod merge;
@@ -32,6 +34,8 @@ pub fn run(cli: Cli) -> Result<ExitCode, Error> {
         Command::Plot(args) => plot::run(args),
         Command::Reproduce(args) => reproduce::run(args),
         Command::Compare(args) => compare::run(args),
+        Command::Import(args) => import::run(args),
+        Command::Export(args) => export::run(args),
         Command::Completions(args) => completions::run(args),
         Command::Man => man::run(),
     }

@@ -21,6 +21,7 @@ const LAYERS: &[&[&str]] = &[
     ],
     &["policy"],
     &["spec"],
+    &["config"],
     &["metrics", "world"],
     &["run"],
     &["sweep"],

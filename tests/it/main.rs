@@ -8,6 +8,7 @@ mod fuzz;
 mod golden;
 mod haproxy;
 mod impact;
+mod import;
 mod layout;
 mod nginx;
 mod policies;

@@ -1,0 +1,104 @@
+//! A model's gateway as an Envoy cluster (YAML): endpoints (backups at
+//! priority 1), `lb_policy`, `connect_timeout`, `outlier_detection`,
+//! `health_checks` and `common_lb_config.healthy_panic_threshold`.
+//! Retries and timeouts belong to a route, which this does not write.
+
+use super::{Options, Unsupported, ident};
+use crate::policy::active_probe::ActiveProbeSpec;
+use crate::policy::{PolicySpec, ProbeKind};
+use crate::spec::{Balancer, Model};
+use serde_json::{Map, Value, json};
+
+/// The cluster as YAML.
+pub fn write(model: &Model) -> Result<String, Unsupported> {
+    write_with(model, &Options::of(model))
+}
+
+/// [`write`] with other addresses.
+pub fn write_with(model: &Model, opts: &Options) -> Result<String, Unsupported> {
+    let g = &model.gateway;
+    if g.flavor == crate::spec::GatewayFlavor::Haproxy {
+        return Err(Unsupported(
+            "the model's gateway is HAProxy (`flavor: haproxy`): export it with --to haproxy"
+                .into(),
+        ));
+    }
+    let name = ident(&model.name);
+    let lb = match g.balancer {
+        Balancer::RoundRobin => "ROUND_ROBIN",
+        Balancer::RandomTwo => "LEAST_REQUEST",
+        Balancer::LeastConn => {
+            return Err(Unsupported(
+                "least_conn (a full scan) has no Envoy equivalent; LEAST_REQUEST is random_two"
+                    .into(),
+            ));
+        }
+    };
+    let mut groups: Vec<Value> = vec![];
+    for backup in [false, true] {
+        let eps: Vec<Value> = model
+            .nodes
+            .iter()
+            .zip(&opts.addresses)
+            .filter(|(n, _)| n.backup == backup && !n.down)
+            .map(|(n, addr)| {
+                let (host, port) = addr.rsplit_once(':').unwrap_or((addr, "80"));
+                let mut e = json!({"endpoint": {"address": {"socket_address": {
+                    "address": host, "port_value": port.parse::<u16>().unwrap_or(80)}}}});
+                if n.weight != 1 {
+                    e["load_balancing_weight"] = json!(n.weight);
+                }
+                e
+            })
+            .collect();
+        if eps.is_empty() {
+            continue;
+        }
+        let mut grp = json!({"lb_endpoints": eps});
+        if backup {
+            grp["priority"] = json!(1);
+        }
+        groups.push(grp);
+    }
+    let mut c = json!({
+        "name": name,
+        "type": "STATIC",
+        "connect_timeout": g.proxy_connect_timeout,
+        "lb_policy": lb,
+        "load_assignment": {"cluster_name": name, "endpoints": groups},
+    });
+    let mut panic = g.healthy_panic_threshold;
+    for p in &model.policies {
+        match p {
+            PolicySpec::None => {}
+            PolicySpec::OutlierDetection(od) => {
+                let mut v = serde_json::to_value(od).map_err(|e| Unsupported(e.to_string()))?;
+                let m = v.as_object_mut().expect("a struct serializes to an object");
+                let p = m.remove("healthy_panic_threshold").and_then(|p| p.as_f64());
+                panic = panic.or(p);
+                m.remove("max_ejection_percent_mode");
+                c["outlier_detection"] = v;
+            }
+            PolicySpec::ActiveProbe(ActiveProbeSpec::Envoy(e)) => {
+                let mut v = serde_json::to_value(e).map_err(|e| Unsupported(e.to_string()))?;
+                let m: &mut Map<String, Value> = v.as_object_mut().expect("an object");
+                let probe = m.remove("probe");
+                m.remove("threads");
+                if probe == Some(json!("tcp")) || e.probe == ProbeKind::Tcp {
+                    m.insert("tcp_health_check".into(), json!({}));
+                } else {
+                    m.insert("http_health_check".into(), json!({"path": "/"}));
+                }
+                c["health_checks"] = json!([v]);
+            }
+            other => {
+                return Err(Unsupported(format!(
+                    "the policy `{}` has no Envoy cluster equivalent",
+                    other.label()
+                )));
+            }
+        }
+    }
+    c["common_lb_config"] = json!({"healthy_panic_threshold": {"value": panic.unwrap_or(50.0)}});
+    serde_yaml_ng::to_string(&c).map_err(|e| Unsupported(e.to_string()))
+}

@@ -1,0 +1,178 @@
+//! A model's gateway as HAProxy 2.6 config: a `backend` (`balance`,
+//! `retries`, `option redispatch`, timeouts, `option httpchk`, servers
+//! with their check and `observe` settings) and, when the checks need
+//! them, `spread-checks` in a `global` section. [`config`] adds a
+//! frontend that sends everything to it.
+
+use super::{Options, Unsupported, ident, time};
+use crate::policy::active_probe::{ActiveProbeSpec, Observe, OnError};
+use crate::policy::{PolicySpec, ProbeKind};
+use crate::spec::{Balancer, GatewayFlavor, Model, Redispatch};
+use std::fmt::Write;
+
+/// The `global` (if needed) and `backend` sections.
+pub fn write(model: &Model) -> Result<String, Unsupported> {
+    write_with(model, &Options::of(model))
+}
+
+fn t(d: crate::engine::SimDuration) -> Result<String, Unsupported> {
+    time(d, Some("us"))
+}
+
+/// [`write`] with other addresses.
+pub fn write_with(model: &Model, opts: &Options) -> Result<String, Unsupported> {
+    let g = &model.gateway;
+    if g.flavor != GatewayFlavor::Haproxy {
+        return Err(Unsupported(
+            "the model's gateway is nginx: give it `gateway.flavor: haproxy` (HAProxy's retries) \
+             or export it with --to nginx"
+                .into(),
+        ));
+    }
+    if g.healthy_panic_threshold.is_some_and(|p| p > 0.0) {
+        return Err(Unsupported(
+            "gateway.healthy_panic_threshold is Envoy's; HAProxy has no panic mode".into(),
+        ));
+    }
+    let mut check = None;
+    for p in &model.policies {
+        match p {
+            PolicySpec::None => {}
+            PolicySpec::ActiveProbe(ActiveProbeSpec::Haproxy(h)) if check.is_none() => {
+                check = Some(h.clone())
+            }
+            other => {
+                return Err(Unsupported(format!(
+                    "the policy `{}` has no HAProxy equivalent (HAProxy has `check` with \
+                     `observe`)",
+                    other.label()
+                )));
+            }
+        }
+    }
+    let h = g.haproxy();
+    if let Some(c) = &check
+        && c.timeout_connect.is_some()
+        && c.timeout_connect != h.timeout_connect
+    {
+        return Err(Unsupported(
+            "the checks' timeout_connect differs from gateway.haproxy.timeout_connect: HAProxy \
+             has one `timeout connect` per backend"
+                .into(),
+        ));
+    }
+    let name = ident(&model.name);
+    let mut s = String::new();
+    let _ = writeln!(
+        s,
+        "# hcsim model \"{}\": the gateway as HAProxy 2.6",
+        model.name
+    );
+    if let Some(c) = &check
+        && (c.spread_checks > 0 || c.max_spread_checks.is_some())
+    {
+        s.push_str("global\n");
+        if c.spread_checks > 0 {
+            let _ = writeln!(s, "    spread-checks {}", c.spread_checks);
+        }
+        if let Some(m) = c.max_spread_checks {
+            let _ = writeln!(s, "    max-spread-checks {}", t(m)?);
+        }
+        s.push('\n');
+    }
+    let _ = writeln!(s, "backend {name}\n    mode http");
+    let balance = match g.balancer {
+        Balancer::RoundRobin => "roundrobin",
+        Balancer::LeastConn => "leastconn",
+        Balancer::RandomTwo => "random(2)",
+    };
+    let _ = writeln!(s, "    balance {balance}\n    retries {}", h.retries);
+    match h.redispatch {
+        Redispatch::Flag(false) | Redispatch::Interval(0) => {}
+        Redispatch::Flag(true) => s.push_str("    option redispatch\n"),
+        Redispatch::Interval(n) => {
+            let _ = writeln!(s, "    option redispatch {n}");
+        }
+    }
+    if let Some(d) = h.timeout_connect {
+        let _ = writeln!(s, "    timeout connect {}", t(d)?);
+    }
+    if let Some(d) = h.timeout_server {
+        let _ = writeln!(s, "    timeout server {}", t(d)?);
+    }
+    if let Some(c) = &check {
+        if let Some(d) = c.timeout_check {
+            let _ = writeln!(s, "    timeout check {}", t(d)?);
+        }
+        if c.probe == ProbeKind::Http {
+            s.push_str("    option httpchk\n");
+        }
+    }
+    let mut names = std::collections::BTreeSet::new();
+    for (i, (n, addr)) in model.nodes.iter().zip(&opts.addresses).enumerate() {
+        let mut sname = ident(&n.name);
+        if !names.insert(sname.clone()) {
+            sname = format!("{sname}-{i}");
+        }
+        let _ = write!(s, "    server {sname} {addr}");
+        if let Some(c) = &check {
+            let _ = write!(s, " check inter {}", t(c.inter)?);
+            if let Some(f) = c.fastinter {
+                let _ = write!(s, " fastinter {}", t(f)?);
+            }
+            if let Some(d) = c.downinter {
+                let _ = write!(s, " downinter {}", t(d)?);
+            }
+            let _ = write!(s, " rise {} fall {}", c.rise, c.fall);
+            if let Some(o) = c.observe {
+                let o = match o {
+                    Observe::Layer4 => "layer4",
+                    Observe::Layer7 => "layer7",
+                };
+                let on_error = match c.on_error {
+                    OnError::Fastinter => "fastinter",
+                    OnError::FailCheck => "fail-check",
+                    OnError::SuddenDeath => "sudden-death",
+                    OnError::MarkDown => "mark-down",
+                };
+                let _ = write!(
+                    s,
+                    " observe {o} error-limit {} on-error {on_error}",
+                    c.error_limit
+                );
+            }
+        }
+        if n.weight != 1 {
+            if n.weight > 256 {
+                return Err(Unsupported(format!(
+                    "node {}'s weight {} is above HAProxy's 256",
+                    n.name, n.weight
+                )));
+            }
+            let _ = write!(s, " weight {}", n.weight);
+        }
+        if n.max_conns > 0 {
+            let _ = write!(s, " maxconn {}", n.max_conns);
+        }
+        if n.backup {
+            s.push_str(" backup");
+        }
+        if n.down {
+            s.push_str(" disabled");
+        }
+        s.push('\n');
+    }
+    Ok(s)
+}
+
+/// [`write_with`]'s sections and a frontend on `opts.listen` using the backend.
+pub fn config(model: &Model, opts: &Options) -> Result<String, Unsupported> {
+    let mut s = write_with(model, opts)?;
+    let _ = write!(
+        s,
+        "\nfrontend hcsim_in\n    mode http\n    bind {}\n    timeout client 60s\n    default_backend {}\n",
+        opts.listen,
+        ident(&model.name)
+    );
+    Ok(s)
+}

@@ -1,0 +1,63 @@
+//! A model's gateway as an Istio `DestinationRule`: `loadBalancer`,
+//! `connectionPool.tcp.connectTimeout` and, from the `istio` policy,
+//! `outlierDetection`. The nodes are the service's endpoints, which a
+//! DestinationRule does not list.
+
+use super::{Unsupported, ident};
+use crate::policy::PolicySpec;
+use crate::spec::{Balancer, Model};
+use serde_json::{Value, json};
+
+/// The DestinationRule as YAML.
+pub fn write(model: &Model) -> Result<String, Unsupported> {
+    let g = &model.gateway;
+    if g.flavor == crate::spec::GatewayFlavor::Haproxy {
+        return Err(Unsupported(
+            "the model's gateway is HAProxy (`flavor: haproxy`): export it with --to haproxy"
+                .into(),
+        ));
+    }
+    let simple = match g.balancer {
+        Balancer::RoundRobin => "ROUND_ROBIN",
+        Balancer::RandomTwo => "LEAST_REQUEST",
+        Balancer::LeastConn => {
+            return Err(Unsupported(
+                "least_conn (a full scan) has no Istio equivalent; LEAST_REQUEST is random_two"
+                    .into(),
+            ));
+        }
+    };
+    let mut tp = json!({
+        "loadBalancer": {"simple": simple},
+        "connectionPool": {"tcp": {"connectTimeout": g.proxy_connect_timeout}},
+    });
+    for p in &model.policies {
+        match p {
+            PolicySpec::None => {}
+            PolicySpec::Istio(i) => {
+                let mut v = serde_json::to_value(i).map_err(|e| Unsupported(e.to_string()))?;
+                if let Value::Object(m) = &mut v {
+                    m.remove("max_ejection_percent_mode");
+                    m.remove("always_eject_one_host");
+                    m.remove("consecutiveErrors");
+                }
+                tp["outlierDetection"] = v;
+            }
+            other => {
+                return Err(Unsupported(format!(
+                    "the policy `{}` has no DestinationRule equivalent (it has the `istio` \
+                     policy's outlierDetection)",
+                    other.label()
+                )));
+            }
+        }
+    }
+    let name = ident(&model.name);
+    let dr = json!({
+        "apiVersion": "networking.istio.io/v1",
+        "kind": "DestinationRule",
+        "metadata": {"name": name},
+        "spec": {"host": name, "trafficPolicy": tp},
+    });
+    serde_yaml_ng::to_string(&dr).map_err(|e| Unsupported(e.to_string()))
+}

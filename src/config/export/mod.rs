@@ -1,0 +1,128 @@
+//! `hcsim export`: the gateway part of a model as a config snippet, for
+//! people (what a tuned model means in their proxy's words) and for
+//! harnesses that start a real gateway. Each format writes what it can
+//! express and refuses ([`Unsupported`]) a model it cannot: a policy or a
+//! setting with no equivalent in that proxy.
+//!
+//! Nodes become servers at `127.0.0.1:8001`, `:8002`, … unless a node's
+//! name is itself an address (`10.0.0.1:8080`, as `hcsim import` names
+//! them); [`Options`] can give other addresses.
+
+pub mod envoy;
+pub mod haproxy;
+pub mod istio;
+pub mod nginx;
+
+use crate::engine::SimDuration;
+use crate::spec::Model;
+use std::fmt;
+
+/// A model (or a part of it) that a format cannot express.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Unsupported(pub String);
+
+impl fmt::Display for Unsupported {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+/// Where the written config points.
+#[derive(Clone, Debug)]
+pub struct Options {
+    /// One address (`HOST:PORT`) per node, in the model's order.
+    pub addresses: Vec<String>,
+    /// Where the gateway listens (nginx `listen`, an HAProxy frontend's `bind`).
+    pub listen: String,
+}
+
+impl Options {
+    /// The default addresses of `model`'s nodes (see the module doc).
+    pub fn of(model: &Model) -> Options {
+        Options {
+            addresses: model
+                .nodes
+                .iter()
+                .enumerate()
+                .map(|(i, n)| {
+                    if is_address(&n.name) {
+                        n.name.clone()
+                    } else {
+                        format!("127.0.0.1:{}", 8001 + i)
+                    }
+                })
+                .collect(),
+            listen: "127.0.0.1:8080".into(),
+        }
+    }
+}
+
+/// `HOST:PORT` with a numeric port.
+fn is_address(name: &str) -> bool {
+    name.rsplit_once(':').is_some_and(|(h, p)| {
+        !h.is_empty()
+            && p.parse::<u16>().is_ok()
+            && h.chars()
+                .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | '[' | ']' | ':'))
+    })
+}
+
+/// A name usable as an nginx upstream or HAProxy backend/server name.
+fn ident(name: &str) -> String {
+    let s: String = name
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.') {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect();
+    if s.is_empty() { "hcsim".into() } else { s }
+}
+
+/// A time in the largest unit that writes it exactly, without fractions:
+/// `5s`, `300ms`; `units` says which the format has (microseconds last).
+fn time(d: SimDuration, micro: Option<&str>) -> Result<String, Unsupported> {
+    let us = d.as_micros();
+    if us % 1_000_000 == 0 {
+        Ok(format!("{}s", us / 1_000_000))
+    } else if us % 1_000 == 0 {
+        Ok(format!("{}ms", us / 1_000))
+    } else {
+        match micro {
+            Some(u) => Ok(format!("{us}{u}")),
+            None => Err(Unsupported(format!(
+                "{d} is not a whole number of milliseconds"
+            ))),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn addresses_are_recognised() {
+        assert!(is_address("10.0.0.1:8080"));
+        assert!(is_address("backend.example.com:80"));
+        assert!(!is_address("a"));
+        assert!(!is_address("a:b"));
+    }
+
+    #[test]
+    fn times_take_the_largest_exact_unit() {
+        assert_eq!(time(SimDuration::from_secs(60), None).unwrap(), "60s");
+        assert_eq!(
+            time(SimDuration::from_millis(1500), None).unwrap(),
+            "1500ms"
+        );
+        assert!(time(SimDuration::from_micros(1500), None).is_err());
+        assert_eq!(
+            time(SimDuration::from_micros(1500), Some("us")).unwrap(),
+            "1500us"
+        );
+    }
+}

@@ -1,0 +1,518 @@
+//! Envoy: a cluster of a bootstrap (`static_resources.clusters`), a list of
+//! clusters, xDS `resources`, or one cluster on its own — its endpoints,
+//! `lb_policy`, `connect_timeout`, `outlier_detection`, `health_checks`,
+//! `common_lb_config.healthy_panic_threshold` — and the `timeout` and
+//! `retry_policy` of the first route that points at it.
+//!
+//! Envoy's retries map onto nginx's retry settings: `num_retries` + 1
+//! tries, `retry_on` words to `proxy_next_upstream` conditions (Envoy also
+//! retries non-idempotent requests); the route's `timeout` bounds the
+//! response (`proxy_read_timeout`, or `per_try_timeout` when set) and the
+//! retries (`proxy_next_upstream_timeout`).
+
+use super::yaml::{self, Lines};
+use super::{Draft, Format, Loc, Options, choose};
+use crate::error::Error;
+use serde_json::{Map, Value, json};
+use std::path::Path;
+
+/// `outlier_detection` fields hcsim models (Envoy's own names).
+const OD_FIELDS: [&str; 23] = [
+    "consecutive_5xx",
+    "enforcing_consecutive_5xx",
+    "consecutive_gateway_failure",
+    "enforcing_consecutive_gateway_failure",
+    "split_external_local_origin_errors",
+    "consecutive_local_origin_failure",
+    "enforcing_consecutive_local_origin_failure",
+    "interval",
+    "base_ejection_time",
+    "max_ejection_time",
+    "max_ejection_time_jitter",
+    "max_ejection_percent",
+    "always_eject_one_host",
+    "success_rate_minimum_hosts",
+    "success_rate_request_volume",
+    "success_rate_stdev_factor",
+    "enforcing_success_rate",
+    "enforcing_local_origin_success_rate",
+    "failure_percentage_threshold",
+    "failure_percentage_minimum_hosts",
+    "failure_percentage_request_volume",
+    "enforcing_failure_percentage",
+    "enforcing_failure_percentage_local_origin",
+];
+
+const OD_DURATIONS: [&str; 4] = [
+    "interval",
+    "base_ejection_time",
+    "max_ejection_time",
+    "max_ejection_time_jitter",
+];
+
+const HC_DURATIONS: [&str; 9] = [
+    "timeout",
+    "interval",
+    "initial_jitter",
+    "interval_jitter",
+    "no_traffic_interval",
+    "no_traffic_healthy_interval",
+    "unhealthy_interval",
+    "unhealthy_edge_interval",
+    "healthy_edge_interval",
+];
+
+/// The clusters of a document.
+fn clusters(v: &Value) -> Vec<&Value> {
+    if let Some(cs) = v
+        .pointer("/static_resources/clusters")
+        .or_else(|| v.get("clusters"))
+        .and_then(Value::as_array)
+    {
+        return cs.iter().collect();
+    }
+    if let Some(rs) = v.get("resources").and_then(Value::as_array) {
+        return rs
+            .iter()
+            .filter(|r| {
+                r.get("@type")
+                    .and_then(Value::as_str)
+                    .is_some_and(|t| t.ends_with(".Cluster"))
+            })
+            .collect();
+    }
+    let looks_like_cluster = v.get("name").is_some()
+        && [
+            "load_assignment",
+            "lb_policy",
+            "connect_timeout",
+            "type",
+            "hosts",
+        ]
+        .iter()
+        .any(|k| v.get(k).is_some());
+    if looks_like_cluster { vec![v] } else { vec![] }
+}
+
+pub fn import(path: &Path, text: &str, opts: &Options) -> Result<(Draft, String), Error> {
+    let docs = yaml::documents(path, text)?;
+    let lines = Lines::new(path, text);
+    let mut found: Vec<(&Value, &Value, usize)> = vec![];
+    for doc in &docs {
+        for c in clusters(&doc.value) {
+            found.push((c, &doc.value, doc.line));
+        }
+    }
+    let mut names = vec![];
+    for (c, _, line) in &found {
+        let name = c.get("name").and_then(Value::as_str).unwrap_or("");
+        let from = lines.key(*line, "clusters");
+        names.push((
+            name.to_string(),
+            lines.at(lines.key_value(from, "name", name)),
+        ));
+    }
+    let i = choose(&names, opts.target.as_deref(), Format::Envoy, path)?;
+    let (cluster, doc, _) = found[i];
+    let name = names[i].0.clone();
+    let anchor = names[i].1.line;
+    let mut d = Draft::default();
+    let r = Reader {
+        lines: &lines,
+        anchor,
+        d: &mut d,
+    };
+    r.cluster(cluster, opts)?;
+    route(doc, &name, &lines, anchor, &mut d)?;
+    Ok((d, name))
+}
+
+struct Reader<'a> {
+    lines: &'a Lines<'a>,
+    /// The line of the cluster's `name`.
+    anchor: usize,
+    d: &'a mut Draft,
+}
+
+impl Reader<'_> {
+    fn at(&self, keys: &[&str]) -> Loc {
+        self.lines.at(self.lines.path(self.anchor, keys))
+    }
+
+    fn duration(&self, v: &Value, keys: &[&str]) -> Result<crate::engine::SimDuration, Error> {
+        yaml::duration(v).map_err(|e| self.at(keys).error(format!("{}: {e}", keys.join("."))))
+    }
+
+    fn cluster(mut self, c: &Value, opts: &Options) -> Result<(), Error> {
+        let at = self.at(&[]);
+        self.endpoints(c, opts)?;
+        let t = match c.get("connect_timeout") {
+            Some(v) => self.duration(v, &["connect_timeout"])?,
+            None => crate::engine::SimDuration::from_secs(5),
+        };
+        let cat = self.at(&["connect_timeout"]);
+        self.d.gateway("proxy_connect_timeout", json!(t), &cat);
+        match c
+            .get("lb_policy")
+            .and_then(Value::as_str)
+            .unwrap_or("ROUND_ROBIN")
+        {
+            "ROUND_ROBIN" => {}
+            "LEAST_REQUEST" => {
+                let at = self.at(&["lb_policy"]);
+                self.d.gateway("balancer", json!("random_two"), &at);
+            }
+            other => {
+                let at = self.at(&["lb_policy"]);
+                self.d.warn(
+                    &at,
+                    format!("lb_policy {other} is not modelled: the model keeps round_robin"),
+                );
+            }
+        }
+        let panic = c
+            .pointer("/common_lb_config/healthy_panic_threshold")
+            .map(|v| v.get("value").unwrap_or(v).as_f64());
+        let pat = self.at(&["common_lb_config", "healthy_panic_threshold"]);
+        match panic {
+            Some(Some(p)) => self.d.gateway("healthy_panic_threshold", json!(p), &pat),
+            Some(None) => {
+                return Err(pat.error("healthy_panic_threshold: expected a percentage {value: N}"));
+            }
+            None => self.d.gateway("healthy_panic_threshold", json!(50.0), &at),
+        }
+        let mut any = false;
+        if let Some(od) = c.get("outlier_detection") {
+            self.outlier_detection(od)?;
+            any = true;
+        }
+        if let Some(hcs) = c.get("health_checks").and_then(Value::as_array)
+            && let Some(hc) = hcs.first()
+        {
+            self.health_check(hc)?;
+            any = true;
+            if hcs.len() > 1 {
+                let at = self.at(&["health_checks"]);
+                self.d
+                    .warn(&at, "only the first of several health_checks is modelled");
+            }
+        }
+        if !any {
+            self.d.policy(json!({"kind": "none"}), &at);
+        }
+        for k in [
+            "circuit_breakers",
+            "upstream_connection_options",
+            "lb_subset_config",
+            "least_request_lb_config",
+            "common_http_protocol_options",
+        ] {
+            if c.get(k).is_some() {
+                let at = self.at(&[k]);
+                self.d.warn(&at, format!("{k} is not modelled"));
+            }
+        }
+        Ok(())
+    }
+
+    fn endpoints(&mut self, c: &Value, opts: &Options) -> Result<(), Error> {
+        let groups: Vec<&Value> = c
+            .pointer("/load_assignment/endpoints")
+            .and_then(Value::as_array)
+            .map(|v| v.iter().collect())
+            .unwrap_or_default();
+        let mut warned_priority = false;
+        for g in groups {
+            let priority = g.get("priority").and_then(Value::as_u64).unwrap_or(0);
+            for e in g
+                .get("lb_endpoints")
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+            {
+                let sa = e.pointer("/endpoint/address/socket_address");
+                let (Some(addr), port) = (
+                    sa.and_then(|s| s.get("address")).and_then(Value::as_str),
+                    sa.and_then(|s| s.get("port_value")).and_then(yaml::uint),
+                ) else {
+                    let at = self.at(&["load_assignment", "lb_endpoints"]);
+                    self.d
+                        .warn(&at, "an endpoint without socket_address.address is skipped");
+                    continue;
+                };
+                let name = match port {
+                    Some(p) => format!("{addr}:{p}"),
+                    None => addr.to_string(),
+                };
+                let at = self
+                    .lines
+                    .at(self.lines.key_value(self.anchor, "address", addr));
+                let mut node = json!({ "name": name });
+                if let Some(w) = e.get("load_balancing_weight").and_then(yaml::uint)
+                    && w != 1
+                {
+                    node["weight"] = json!(w);
+                }
+                if priority > 0 {
+                    node["backup"] = json!(true);
+                    if !warned_priority {
+                        warned_priority = true;
+                        self.d.warn(&at, "endpoints of priority > 0 are modelled as backups: used only while no priority-0 node is routable (Envoy spills over gradually)");
+                    }
+                }
+                let i = self.d.nodes.len();
+                self.d.nodes.push(node);
+                self.d.origin(&format!("nodes[{i}]"), &at);
+            }
+        }
+        if self.d.nodes.is_empty() {
+            let at = self.at(&[]);
+            self.d.default_nodes(
+                opts.nodes.unwrap_or(3),
+                &at,
+                "the cluster lists no endpoints (EDS or DNS)",
+            );
+        }
+        Ok(())
+    }
+
+    fn outlier_detection(&mut self, od: &Value) -> Result<(), Error> {
+        let at = self.at(&["outlier_detection"]);
+        let Some(m) = od.as_object() else {
+            return Err(at.error("outlier_detection: expected a mapping"));
+        };
+        let mut p = Map::new();
+        p.insert("kind".into(), json!("outlier_detection"));
+        for (k, v) in m {
+            let kat = self.at(&["outlier_detection", k]);
+            if OD_DURATIONS.contains(&k.as_str()) {
+                p.insert(
+                    k.clone(),
+                    json!(self.duration(v, &["outlier_detection", k])?),
+                );
+            } else if OD_FIELDS.contains(&k.as_str()) {
+                let v = match v {
+                    Value::Bool(_) => v.clone(),
+                    _ => json!(yaml::uint(v).ok_or_else(|| kat.error(format!(
+                        "outlier_detection.{k}: expected a whole number, found {v}"
+                    )))?),
+                };
+                p.insert(k.clone(), v);
+            } else {
+                self.d
+                    .warn(&kat, format!("outlier_detection.{k} is not modelled"));
+            }
+        }
+        self.d.policy(Value::Object(p), &at);
+        Ok(())
+    }
+
+    fn health_check(&mut self, hc: &Value) -> Result<(), Error> {
+        let at = self.at(&["health_checks"]);
+        let Some(m) = hc.as_object() else {
+            return Err(at.error("health_checks[0]: expected a mapping"));
+        };
+        let mut p = Map::new();
+        p.insert("kind".into(), json!("active_probe"));
+        p.insert("flavor".into(), json!("envoy"));
+        for req in [
+            "timeout",
+            "interval",
+            "unhealthy_threshold",
+            "healthy_threshold",
+        ] {
+            if !m.contains_key(req) {
+                return Err(at.error(format!("health_checks[0]: `{req}` is required")));
+            }
+        }
+        for (k, v) in m {
+            let kat = self.at(&["health_checks", k]);
+            match k.as_str() {
+                k if HC_DURATIONS.contains(&k) => {
+                    p.insert(k.into(), json!(self.duration(v, &["health_checks", k])?));
+                }
+                "unhealthy_threshold" | "healthy_threshold" | "interval_jitter_percent" => {
+                    let n = yaml::uint(v).ok_or_else(|| {
+                        kat.error(format!(
+                            "health_checks[0].{k}: expected a whole number, found {v}"
+                        ))
+                    })?;
+                    p.insert(k.into(), json!(n));
+                }
+                "http_health_check" => {
+                    p.insert("probe".into(), json!("http"));
+                    if v.get("expected_statuses").is_some() {
+                        let eat = self.at(&["health_checks", k, "expected_statuses"]);
+                        self.d
+                            .warn(&eat, "expected_statuses is not modelled: only 200 passes");
+                    }
+                }
+                "tcp_health_check" => {
+                    p.insert("probe".into(), json!("tcp"));
+                }
+                "grpc_health_check" | "custom_health_check" => {
+                    self.d
+                        .warn(&kat, format!("{k} is modelled as an HTTP check"));
+                    p.insert("probe".into(), json!("http"));
+                }
+                "reuse_connection"
+                | "event_log_path"
+                | "always_log_health_check_failures"
+                | "always_log_health_check_success"
+                | "event_logger" => {}
+                _ => self
+                    .d
+                    .warn(&kat, format!("health_checks[0].{k} is not modelled")),
+            }
+        }
+        self.d.policy(Value::Object(p), &at);
+        Ok(())
+    }
+}
+
+/// The first route to `cluster`, with its virtual host's retry policy.
+fn find_route<'a>(
+    v: &'a Value,
+    cluster: &str,
+    vhost_retry: Option<&'a Value>,
+) -> Option<(&'a Value, Option<&'a Value>)> {
+    match v {
+        Value::Object(m) => {
+            let retry = if m.contains_key("routes") {
+                m.get("retry_policy")
+            } else {
+                vhost_retry
+            };
+            if let Some(r) = m.get("route")
+                && r.get("cluster").and_then(Value::as_str) == Some(cluster)
+            {
+                return Some((r, retry));
+            }
+            m.values().find_map(|x| find_route(x, cluster, retry))
+        }
+        Value::Array(a) => a.iter().find_map(|x| find_route(x, cluster, vhost_retry)),
+        _ => None,
+    }
+}
+
+fn route(
+    doc: &Value,
+    cluster: &str,
+    lines: &Lines,
+    anchor: usize,
+    d: &mut Draft,
+) -> Result<(), Error> {
+    let cat = lines.at(anchor);
+    let Some((r, vhost_retry)) = find_route(doc, cluster, None) else {
+        d.gateway("proxy_next_upstream", json!(["off"]), &cat);
+        d.gateway("proxy_read_timeout", json!("15s"), &cat);
+        d.notes.push("No route to the cluster in the file: Envoy's route defaults (15s timeout, no retries).".into());
+        return Ok(());
+    };
+    let rline = lines.key_value(1, "cluster", cluster);
+    let at = |k: &str| lines.at(lines.key(rline, k));
+    let route_at = lines.at(rline);
+    let timeout = match r.get("timeout") {
+        Some(v) => {
+            yaml::duration(v).map_err(|e| at("timeout").error(format!("route timeout: {e}")))?
+        }
+        None => crate::engine::SimDuration::from_secs(15),
+    };
+    let tat = if r.get("timeout").is_some() {
+        at("timeout")
+    } else {
+        route_at.clone()
+    };
+    if timeout.is_zero() {
+        d.warn(
+            &tat,
+            "route timeout 0s (none) is modelled as hcsim's default proxy_read_timeout (60s)",
+        );
+    } else {
+        d.gateway("proxy_read_timeout", json!(timeout), &tat);
+    }
+    let Some(rp) = r.get("retry_policy").or(vhost_retry) else {
+        d.gateway("proxy_next_upstream", json!(["off"]), &route_at);
+        return Ok(());
+    };
+    let rat = at("retry_policy");
+    let words_text = rp.get("retry_on").and_then(Value::as_str).unwrap_or("");
+    let mut words: Vec<&str> = vec![];
+    for w in words_text
+        .split(',')
+        .map(str::trim)
+        .filter(|w| !w.is_empty())
+    {
+        match w {
+            "5xx" => words.extend([
+                "error", "timeout", "http_500", "http_502", "http_503", "http_504",
+            ]),
+            "gateway-error" => words.extend(["http_502", "http_503", "http_504"]),
+            "connect-failure" => words.push("error"),
+            "reset" => words.extend(["error", "timeout"]),
+            "retriable-status-codes" => {
+                for c in rp
+                    .get("retriable_status_codes")
+                    .and_then(Value::as_array)
+                    .into_iter()
+                    .flatten()
+                {
+                    match c.as_u64() {
+                        Some(c @ (500 | 502 | 503 | 504 | 403 | 404 | 429)) => {
+                            words.push(match c {
+                                500 => "http_500",
+                                502 => "http_502",
+                                503 => "http_503",
+                                504 => "http_504",
+                                403 => "http_403",
+                                404 => "http_404",
+                                _ => "http_429",
+                            })
+                        }
+                        _ => d.warn(&rat, format!("retriable status code {c} is not modelled")),
+                    }
+                }
+            }
+            other => d.warn(&rat, format!("retry_on {other} is not modelled")),
+        }
+    }
+    // hcsim's order of the conditions (NextUpstream's).
+    const ORDER: [&str; 10] = [
+        "error",
+        "timeout",
+        "http_500",
+        "http_502",
+        "http_503",
+        "http_504",
+        "http_403",
+        "http_404",
+        "http_429",
+        "non_idempotent",
+    ];
+    words.sort_by_key(|w| ORDER.iter().position(|o| o == w));
+    words.dedup();
+    if words.is_empty() {
+        d.gateway("proxy_next_upstream", json!(["off"]), &rat);
+    } else {
+        words.push("non_idempotent");
+        d.gateway("proxy_next_upstream", json!(words), &rat);
+        let n = rp
+            .get("num_retries")
+            .map_or(Some(1), yaml::uint)
+            .ok_or_else(|| rat.error("num_retries: expected a whole number"))?;
+        d.gateway("proxy_next_upstream_tries", json!(n + 1), &rat);
+        if !timeout.is_zero() {
+            d.gateway("proxy_next_upstream_timeout", json!(timeout), &tat);
+        }
+        d.warn(&rat, "Envoy backs off (25 ms base) between retries and may pick the same host again without retry_host_predicate previous_hosts; hcsim retries at once on another node");
+    }
+    if let Some(v) = rp.get("per_try_timeout") {
+        let t = yaml::duration(v)
+            .map_err(|e| at("per_try_timeout").error(format!("per_try_timeout: {e}")))?;
+        d.gateway("proxy_read_timeout", json!(t), &at("per_try_timeout"));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,536 @@
+//! HAProxy 2.6: a `backend` (or `listen`) with the `defaults` section it
+//! inherits (the last one before it, or the one named by `from`), its
+//! servers (with `default-server`), timeouts, retries, redispatch, checks
+//! and passive `observe`; `spread-checks` from `global`.
+//!
+//! The syntax is HAProxy's (`cfgparse.c`, `parse_line`): one keyword and
+//! its arguments per line, `#` comments, `"…"`/`'…'` quoting and `\`
+//! escapes; a line starting with a section keyword opens a section. Times
+//! are a number with an optional unit (`us ms s m h d`); a bare number is
+//! milliseconds.
+
+use super::{Draft, Format, Loc, Options, choose};
+use crate::engine::SimDuration;
+use crate::error::Error;
+use serde_json::{Map, Value, json};
+use std::path::Path;
+
+const SECTIONS: [&str; 14] = [
+    "global",
+    "defaults",
+    "frontend",
+    "backend",
+    "listen",
+    "peers",
+    "resolvers",
+    "userlist",
+    "mailers",
+    "program",
+    "http-errors",
+    "cache",
+    "ring",
+    "log-forward",
+];
+
+/// One line: its words and where it is.
+#[derive(Clone, Debug)]
+struct Line {
+    words: Vec<String>,
+    at: Loc,
+}
+
+#[derive(Clone, Debug)]
+struct Section {
+    kind: String,
+    name: Option<String>,
+    /// `from NAME`: the defaults section it inherits.
+    from: Option<String>,
+    at: Loc,
+    lines: Vec<Line>,
+}
+
+/// Splits one line into words (quotes, escapes, comments).
+fn words(text: &str, at: &Loc) -> Result<Vec<String>, Error> {
+    let mut out = vec![];
+    let mut cur = String::new();
+    let mut in_word = false;
+    let mut quote: Option<char> = None;
+    let mut chars = text.chars().peekable();
+    while let Some(c) = chars.next() {
+        match (quote, c) {
+            (Some(q), c) if c == q => quote = None,
+            (Some('"') | None, '\\') => {
+                let Some(n) = chars.next() else {
+                    return Err(at.error("a `\\` ends the line: expected a character after it"));
+                };
+                cur.push(match n {
+                    'n' => '\n',
+                    't' => '\t',
+                    'r' => '\r',
+                    other => other,
+                });
+                in_word = true;
+            }
+            (Some(_), c) => cur.push(c),
+            (None, '"' | '\'') => {
+                quote = Some(c);
+                in_word = true;
+            }
+            (None, '#') => break,
+            (None, c) if c.is_whitespace() => {
+                if in_word {
+                    out.push(std::mem::take(&mut cur));
+                    in_word = false;
+                }
+            }
+            (None, c) => {
+                cur.push(c);
+                in_word = true;
+            }
+        }
+    }
+    if let Some(q) = quote {
+        return Err(at.error(format!(
+            "unterminated string: expected a closing {q} on this line"
+        )));
+    }
+    if in_word {
+        out.push(cur);
+    }
+    Ok(out)
+}
+
+fn sections(path: &Path, text: &str) -> Result<Vec<Section>, Error> {
+    let mut out: Vec<Section> = vec![];
+    for (i, raw) in text.lines().enumerate() {
+        let at = Loc::new(path, i + 1);
+        let w = words(raw, &at)?;
+        let Some(first) = w.first() else { continue };
+        if SECTIONS.contains(&first.as_str()) {
+            let mut name = w.get(1).cloned();
+            let mut from = None;
+            if let Some(i) = w.iter().position(|x| x == "from") {
+                from = w.get(i + 1).cloned();
+                if from.is_none() {
+                    return Err(at.error("`from` needs the name of a defaults section"));
+                }
+                if i == 1 {
+                    name = None;
+                }
+            }
+            if matches!(first.as_str(), "backend" | "listen" | "frontend") && name.is_none() {
+                return Err(at.error(format!("`{first}` needs a name")));
+            }
+            out.push(Section {
+                kind: first.clone(),
+                name,
+                from,
+                at,
+                lines: vec![],
+            });
+            continue;
+        }
+        match out.last_mut() {
+            Some(s) => s.lines.push(Line { words: w, at }),
+            None => {
+                return Err(at.error(format!(
+                    "unknown keyword \"{first}\" out of a section: expected a section such as \
+                     global, defaults, frontend, backend or listen"
+                )));
+            }
+        }
+    }
+    Ok(out)
+}
+
+pub fn import(path: &Path, text: &str, opts: &Options) -> Result<(Draft, String), Error> {
+    let secs = sections(path, text)?;
+    let backends: Vec<usize> = (0..secs.len())
+        .filter(|&i| matches!(secs[i].kind.as_str(), "backend" | "listen"))
+        .collect();
+    let names: Vec<(String, Loc)> = backends
+        .iter()
+        .map(|&i| (secs[i].name.clone().unwrap_or_default(), secs[i].at.clone()))
+        .collect();
+    let k = choose(&names, opts.target.as_deref(), Format::Haproxy, path)?;
+    let bi = backends[k];
+    let backend = &secs[bi];
+    let defaults = match &backend.from {
+        Some(n) => Some(
+            secs.iter()
+                .find(|s| s.kind == "defaults" && s.name.as_deref() == Some(n))
+                .ok_or_else(|| {
+                    backend
+                        .at
+                        .error(format!("no defaults section named \"{n}\""))
+                })?,
+        ),
+        None => secs[..bi].iter().rfind(|s| s.kind == "defaults"),
+    };
+    let mut d = Draft::default();
+    d.gateway("flavor", json!("haproxy"), &backend.at);
+    let mut b = Backend::default();
+    for s in defaults.into_iter().chain([backend]) {
+        for l in &s.lines {
+            b.line(l, &mut d)?;
+        }
+    }
+    let global: Vec<&Line> = secs
+        .iter()
+        .filter(|s| s.kind == "global")
+        .flat_map(|s| &s.lines)
+        .collect();
+    b.finish(&global, &mut d)?;
+    Ok((d, names[k].0.clone()))
+}
+
+/// A server's parameters as written (after `default-server`).
+#[derive(Clone, Debug, Default)]
+struct ServerParams {
+    check: bool,
+    /// Check settings: `inter`, `fastinter`, `downinter`, `rise`, `fall`,
+    /// `observe`, `error_limit`, `on_error` in the policy's spelling.
+    checks: Map<String, Value>,
+    node: Map<String, Value>,
+}
+
+#[derive(Debug, Default)]
+struct Backend {
+    default_server: ServerParams,
+    servers: Vec<(String, ServerParams, Loc)>,
+    haproxy: Map<String, Value>,
+    httpchk: Option<(bool, Loc)>,
+    timeout_check: Option<(SimDuration, Loc)>,
+}
+
+impl Backend {
+    fn line(&mut self, l: &Line, d: &mut Draft) -> Result<(), Error> {
+        let at = &l.at;
+        let w: Vec<&str> = l.words.iter().map(String::as_str).collect();
+        let (neg, w) = match w.as_slice() {
+            ["no", rest @ ..] => (true, rest.to_vec()),
+            _ => (false, w),
+        };
+        match w.as_slice() {
+            ["balance", alg, ..] => {
+                let b = match *alg {
+                    "roundrobin" => Some("round_robin"),
+                    "leastconn" => Some("least_conn"),
+                    "random" | "random(2)" => Some("random_two"),
+                    _ => None,
+                };
+                match b {
+                    Some(b) => d.gateway("balancer", json!(b), at),
+                    None => d.warn(
+                        at,
+                        format!("balance {alg} is not modelled: the model keeps roundrobin"),
+                    ),
+                }
+            }
+            ["retries", n] => {
+                self.haproxy
+                    .insert("retries".into(), json!(int(n, at, "retries")?));
+                d.origin("gateway.haproxy.retries", at);
+            }
+            ["option", "redispatch", rest @ ..] => {
+                let v = match (neg, rest) {
+                    (true, _) => json!(false),
+                    (false, []) => json!(true),
+                    (false, [n]) => json!(n.parse::<i32>().map_err(|_| {
+                        at.error(format!("option redispatch: expected an interval (a whole number), found \"{n}\""))
+                    })?),
+                    _ => return Err(at.error("option redispatch takes at most one interval")),
+                };
+                self.haproxy.insert("redispatch".into(), v);
+                d.origin("gateway.haproxy.redispatch", at);
+            }
+            ["option", "httpchk", ..] => self.httpchk = Some((!neg, at.clone())),
+            [
+                "option",
+                chk @ ("tcp-check" | "ssl-hello-chk" | "mysql-check" | "pgsql-check"
+                | "redis-check" | "smtpchk" | "ldap-check" | "spop-check"),
+                ..,
+            ] if !neg => {
+                d.warn(
+                    at,
+                    format!("option {chk} is modelled as a TCP connect check"),
+                );
+                self.httpchk = Some((false, at.clone()));
+            }
+            [
+                "option",
+                o @ ("allbackups" | "persist" | "prefer-last-server" | "abortonclose"),
+                ..,
+            ] if !neg => d.warn(at, format!("option {o} is not modelled")),
+            ["http-check", "expect", ..] => d.warn(
+                at,
+                "http-check expect is not modelled: an HTTP check passes on 200–399",
+            ),
+            ["http-check", "disable-on-404", ..] => {
+                d.warn(at, "http-check disable-on-404 is not modelled")
+            }
+            ["timeout", which, v] => {
+                let t = time(v, at)?;
+                match *which {
+                    "connect" | "server" => {
+                        self.haproxy.insert(format!("timeout_{which}"), json!(t));
+                        d.origin(&format!("gateway.haproxy.timeout_{which}"), at);
+                    }
+                    "check" => self.timeout_check = Some((t, at.clone())),
+                    "queue" => d.warn(at, "timeout queue is not modelled (no server queues)"),
+                    _ => {} // client-side timeouts
+                }
+            }
+            ["timeout", ..] => {
+                return Err(at.error("`timeout` takes a name and a time, e.g. timeout connect 5s"));
+            }
+            ["retry-on", rest @ ..] if rest != ["conn-failure"] => d.warn(
+                at,
+                "retry-on beyond conn-failure (layer-7 retries) is not modelled",
+            ),
+            ["default-server", params @ ..] => {
+                let base = self.default_server.clone();
+                self.default_server = server_params(base, params, at, d)?;
+            }
+            ["server", name, _addr, params @ ..] => {
+                let p = server_params(self.default_server.clone(), params, at, d)?;
+                self.servers.push((name.to_string(), p, at.clone()));
+            }
+            ["server", ..] => {
+                return Err(
+                    at.error("`server` needs a name and an address: server NAME ADDRESS [params]")
+                );
+            }
+            [
+                kw @ ("cookie" | "stick-table" | "stick" | "use-server" | "server-template"
+                | "hash-type" | "http-reuse"),
+                ..,
+            ] => d.warn(at, format!("`{kw}` is not modelled")),
+            _ => {}
+        }
+        Ok(())
+    }
+
+    fn finish(self, global: &[&Line], d: &mut Draft) -> Result<(), Error> {
+        if self.servers.is_empty() {
+            let at = d.origins.first().map(|o| o.1.clone());
+            return Err(at
+                .unwrap_or_else(|| Loc::new(Path::new("?"), 1))
+                .error("this backend has no `server`: expected at least one"));
+        }
+        if !self.haproxy.is_empty() {
+            d.gateway
+                .insert("haproxy".into(), Value::Object(self.haproxy));
+        }
+        for (name, p, at) in &self.servers {
+            let mut node = p.node.clone();
+            node.insert("name".into(), json!(name));
+            let i = d.nodes.len();
+            d.nodes.push(Value::Object(node));
+            d.origin(&format!("nodes[{i}]"), at);
+        }
+        let checked: Vec<&(String, ServerParams, Loc)> =
+            self.servers.iter().filter(|s| s.1.check).collect();
+        let Some(first) = checked.first() else {
+            for (_, p, at) in &self.servers {
+                if p.checks.contains_key("observe") {
+                    d.warn(
+                        at,
+                        "observe without `check` is inert in HAProxy (and in the model)",
+                    );
+                }
+            }
+            return Ok(());
+        };
+        for (name, p, at) in &self.servers {
+            if !p.check {
+                d.warn(
+                    at,
+                    format!(
+                        "server {name} has no `check`, but the model's checks probe every node"
+                    ),
+                );
+            } else if p.checks != first.1.checks {
+                d.warn(at, format!(
+                    "server {name}'s check settings differ from {}'s: the model applies one setting to every node, the first checked server's",
+                    first.0
+                ));
+            }
+        }
+        let mut policy = json!({"kind": "active_probe", "flavor": "haproxy"});
+        for (k, v) in &first.1.checks {
+            policy[k] = v.clone();
+        }
+        if let Some((http, _)) = &self.httpchk {
+            policy["probe"] = json!(if *http { "http" } else { "tcp" });
+        }
+        if let Some((t, _)) = &self.timeout_check {
+            policy["timeout_check"] = json!(t);
+        }
+        if let Some(t) = d
+            .gateway
+            .get("haproxy")
+            .and_then(|h| h.get("timeout_connect"))
+        {
+            policy["timeout_connect"] = t.clone();
+        }
+        for l in global {
+            match l
+                .words
+                .iter()
+                .map(String::as_str)
+                .collect::<Vec<_>>()
+                .as_slice()
+            {
+                ["spread-checks", n] => {
+                    policy["spread_checks"] = json!(int(n, &l.at, "spread-checks")?)
+                }
+                ["max-spread-checks", t] => policy["max_spread_checks"] = json!(time(t, &l.at)?),
+                _ => {}
+            }
+        }
+        d.policy(policy, &first.2);
+        Ok(())
+    }
+}
+
+/// Applies `params` (a server line's or `default-server`'s) over `base`.
+fn server_params(
+    mut p: ServerParams,
+    params: &[&str],
+    at: &Loc,
+    d: &mut Draft,
+) -> Result<ServerParams, Error> {
+    let mut i = 0;
+    while i < params.len() {
+        let kw = params[i];
+        let value = || {
+            params
+                .get(i + 1)
+                .copied()
+                .ok_or_else(|| at.error(format!("server keyword `{kw}` expects a value")))
+        };
+        match kw {
+            "check" => p.check = true,
+            "no-check" => p.check = false,
+            "backup" => {
+                p.node.insert("backup".into(), json!(true));
+            }
+            "no-backup" => {
+                p.node.remove("backup");
+            }
+            "disabled" => {
+                p.node.insert("down".into(), json!(true));
+            }
+            "enabled" => {
+                p.node.remove("down");
+            }
+            "inter" | "fastinter" | "downinter" => {
+                let t = time(value()?, at)?;
+                p.checks.insert(kw.into(), json!(t));
+                i += 1;
+            }
+            "rise" | "fall" | "error-limit" => {
+                let n = int(value()?, at, kw)?;
+                p.checks.insert(kw.replace('-', "_"), json!(n));
+                i += 1;
+            }
+            "observe" => {
+                let v = value()?;
+                if !matches!(v, "layer4" | "layer7") {
+                    return Err(at.error(format!("observe: expected layer4 or layer7, found \"{v}\"")));
+                }
+                p.checks.insert("observe".into(), json!(v));
+                i += 1;
+            }
+            "on-error" => {
+                let v = value()?;
+                if !matches!(v, "fastinter" | "fail-check" | "sudden-death" | "mark-down") {
+                    return Err(at.error(format!(
+                        "on-error: expected fastinter, fail-check, sudden-death or mark-down, found \"{v}\""
+                    )));
+                }
+                p.checks.insert("on_error".into(), json!(v));
+                i += 1;
+            }
+            "weight" => {
+                let w = int(value()?, at, kw)?;
+                if w > 256 {
+                    return Err(at.error(format!("weight {w}: expected 0 to 256")));
+                }
+                if w == 0 {
+                    d.warn(at, "weight 0 (no new traffic) is modelled as a `down` node");
+                    p.node.insert("down".into(), json!(true));
+                } else {
+                    p.node.insert("weight".into(), json!(w));
+                }
+                i += 1;
+            }
+            "maxconn" => {
+                p.node.insert("max_conns".into(), json!(int(value()?, at, kw)?));
+                i += 1;
+            }
+            "slowstart" | "agent-port" | "agent-inter" | "agent-addr" | "agent-send" | "track"
+            | "cookie" | "on-marked-down" | "on-marked-up" | "maxqueue" | "minconn"
+            | "resolvers" | "port" | "addr" => {
+                value()?;
+                d.warn(at, format!("server keyword `{kw}` is not modelled"));
+                i += 1;
+            }
+            "agent-check" | "non-stick" => d.warn(at, format!("server keyword `{kw}` is not modelled")),
+            // Transport settings: no effect on health or routing.
+            "ssl" | "no-ssl" | "send-proxy" | "send-proxy-v2" | "check-ssl" | "check-send-proxy"
+            | "no-tls-tickets" | "tfo" | "allow-0rtt" | "no-send-proxy" | "check-via-socks4" => {}
+            "id" | "sni" | "ca-file" | "crt" | "crl-file" | "verify" | "verifyhost" | "ciphers"
+            | "ciphersuites" | "ssl-min-ver" | "ssl-max-ver" | "alpn" | "check-alpn" | "check-proto"
+            | "check-sni" | "proto" | "namespace" | "pool-max-conn" | "pool-purge-delay"
+            | "pool-low-conn" | "source" | "usesrc" | "redir" | "tcp-ut" | "ws" | "max-reuse"
+            | "init-addr" | "resolve-prefer" | "resolve-opts" | "resolve-net" | "proxy-v2-options"
+            | "socks4" | "curves" | "sigalgs" | "npn" | "shard" | "log-proto" | "hash-key" => {
+                value()?;
+                i += 1;
+            }
+            _ => d.warn(
+                at,
+                format!("unknown server keyword `{kw}`: not modelled (if it takes a value, that value is read as a keyword too)"),
+            ),
+        }
+        i += 1;
+    }
+    Ok(p)
+}
+
+fn int(v: &str, at: &Loc, what: &str) -> Result<u32, Error> {
+    v.parse::<u32>()
+        .map_err(|_| at.error(format!("{what}: expected a whole number, found \"{v}\"")))
+}
+
+/// An HAProxy time: a number and an optional unit (`us ms s m h d`), milliseconds by default.
+pub(crate) fn time(v: &str, at: &Loc) -> Result<SimDuration, Error> {
+    let n = v.find(|c: char| !c.is_ascii_digit()).unwrap_or(v.len());
+    let bad = || {
+        at.error(format!(
+            "invalid time \"{v}\": expected a number with an optional unit (us, ms, s, m, h, d; default ms)"
+        ))
+    };
+    if n == 0 {
+        return Err(bad());
+    }
+    let value: u64 = v[..n].parse().map_err(|_| bad())?;
+    let micros: u64 = match &v[n..] {
+        "" | "ms" => 1_000,
+        "us" => 1,
+        "s" => 1_000_000,
+        "m" => 60_000_000,
+        "h" => 3_600_000_000,
+        "d" => 86_400_000_000,
+        _ => return Err(bad()),
+    };
+    value
+        .checked_mul(micros)
+        .map(SimDuration::from_micros)
+        .ok_or_else(bad)
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,234 @@
+//! Istio `DestinationRule` documents: `trafficPolicy.outlierDetection`
+//! (hcsim's `istio` policy, which maps Istio's names onto Envoy's as
+//! istiod does), `connectionPool.tcp.connectTimeout` and `loadBalancer`.
+//! The target is the rule's `host`; the endpoints are not in the rule, so
+//! the model gets `--nodes N` (default 3) nodes. The sidecar's route
+//! defaults apply (Istio's default retry policy: 2 retries on connect
+//! failures and 503, on another host).
+
+use super::yaml::{self, Lines};
+use super::{Draft, Format, Options, choose};
+use crate::error::Error;
+use serde_json::{Map, Value, json};
+use std::path::Path;
+
+const OD_FIELDS: [&str; 8] = [
+    "consecutive5xxErrors",
+    "consecutiveGatewayErrors",
+    "splitExternalLocalOriginErrors",
+    "consecutiveLocalOriginFailures",
+    "interval",
+    "baseEjectionTime",
+    "maxEjectionPercent",
+    "minHealthPercent",
+];
+
+pub fn import(path: &Path, text: &str, opts: &Options) -> Result<(Draft, String), Error> {
+    let docs = yaml::documents(path, text)?;
+    let lines = Lines::new(path, text);
+    let rules: Vec<&yaml::Doc> = docs
+        .iter()
+        .filter(|d| d.value.get("kind").and_then(Value::as_str) == Some("DestinationRule"))
+        .collect();
+    let mut names = vec![];
+    for r in &rules {
+        let host = r
+            .value
+            .pointer("/spec/host")
+            .and_then(Value::as_str)
+            .unwrap_or("");
+        names.push((
+            host.to_string(),
+            lines.at(lines.key_value(r.line, "host", host)),
+        ));
+    }
+    let i = choose(&names, opts.target.as_deref(), Format::Istio, path)?;
+    let (rule, host) = (rules[i], names[i].0.clone());
+    let anchor = rule.line;
+    let at = |keys: &[&str]| lines.at(lines.path(anchor, keys));
+    let mut d = Draft::default();
+    for other in docs
+        .iter()
+        .filter(|x| x.value.get("kind").and_then(Value::as_str) == Some("VirtualService"))
+    {
+        d.warn(&lines.at(other.line), "VirtualService documents are not read: the model takes Istio's default route (no timeout, 2 retries)");
+    }
+    d.default_nodes(
+        opts.nodes.unwrap_or(3),
+        &names[i].1,
+        "a DestinationRule does not list endpoints",
+    );
+    let root = at(&[]);
+    // Istio's default route: retries 2 on connect-failure, refused-stream,
+    // unavailable, cancelled and 503, on other hosts; no timeout.
+    d.gateway(
+        "proxy_next_upstream",
+        json!(["error", "http_503", "non_idempotent"]),
+        &root,
+    );
+    d.gateway("proxy_next_upstream_tries", json!(3), &root);
+    d.gateway("proxy_connect_timeout", json!("10s"), &root);
+    d.notes.push("Route settings are Istio's defaults (2 retries on connect failures and 503, no timeout: hcsim's 60s proxy_read_timeout stands in).".into());
+    let tp = rule
+        .value
+        .pointer("/spec/trafficPolicy")
+        .cloned()
+        .unwrap_or(Value::Null);
+    let lb = tp.pointer("/loadBalancer/simple").and_then(Value::as_str);
+    match lb {
+        None | Some("LEAST_REQUEST" | "LEAST_CONN") => {
+            let a = if lb.is_some() {
+                at(&["loadBalancer", "simple"])
+            } else {
+                root.clone()
+            };
+            d.gateway("balancer", json!("random_two"), &a);
+        }
+        Some("ROUND_ROBIN") => d.gateway(
+            "balancer",
+            json!("round_robin"),
+            &at(&["loadBalancer", "simple"]),
+        ),
+        Some(other) => d.warn(
+            &at(&["loadBalancer", "simple"]),
+            format!("loadBalancer {other} is not modelled: the model keeps round_robin"),
+        ),
+    }
+    if let Some(lbm) = tp.get("loadBalancer").and_then(Value::as_object) {
+        for k in lbm.keys().filter(|k| *k != "simple") {
+            d.warn(
+                &at(&["loadBalancer", k]),
+                format!("loadBalancer.{k} is not modelled"),
+            );
+        }
+    }
+    if let Some(t) = tp.pointer("/connectionPool/tcp/connectTimeout") {
+        let a = at(&["connectionPool", "tcp", "connectTimeout"]);
+        let t = yaml::duration(t).map_err(|e| a.error(format!("connectTimeout: {e}")))?;
+        d.gateway("proxy_connect_timeout", json!(t), &a);
+    }
+    for (section, inner) in [
+        (
+            "tcp",
+            vec![
+                "maxConnections",
+                "tcpKeepalive",
+                "maxConnectionDuration",
+                "idleTimeout",
+            ],
+        ),
+        (
+            "http",
+            vec![
+                "http1MaxPendingRequests",
+                "http2MaxRequests",
+                "maxRequestsPerConnection",
+                "maxRetries",
+                "idleTimeout",
+                "h2UpgradePolicy",
+                "useClientProtocol",
+                "maxConcurrentStreams",
+            ],
+        ),
+    ] {
+        for k in inner {
+            if tp
+                .pointer(&format!("/connectionPool/{section}/{k}"))
+                .is_some()
+            {
+                d.warn(
+                    &at(&["connectionPool", section, k]),
+                    format!("connectionPool.{section}.{k} is not modelled"),
+                );
+            }
+        }
+    }
+    outlier_detection(&tp, &at, &root, &mut d)?;
+    for k in ["subsets", "trafficPolicy/portLevelSettings"] {
+        if rule.value.pointer(&format!("/spec/{k}")).is_some() {
+            let last = k.rsplit('/').next().unwrap_or(k);
+            d.warn(
+                &at(&[last]),
+                format!("{last} are not imported: the model follows the top-level trafficPolicy"),
+            );
+        }
+    }
+    Ok((d, host))
+}
+
+/// `trafficPolicy.outlierDetection` → the `istio` policy (`none` without it).
+fn outlier_detection(
+    tp: &Value,
+    at: &dyn Fn(&[&str]) -> crate::config::Loc,
+    root: &crate::config::Loc,
+    d: &mut Draft,
+) -> Result<(), Error> {
+    let root = root.clone();
+    match tp.get("outlierDetection").and_then(Value::as_object) {
+        Some(od) => {
+            let oat = at(&["outlierDetection"]);
+            let mut p = Map::new();
+            p.insert("kind".into(), json!("istio"));
+            for (k, v) in od {
+                let kat = at(&["outlierDetection", k]);
+                match k.as_str() {
+                    "consecutiveErrors" => d.warn(&kat, "consecutiveErrors is ignored by istiod since Istio 1.7: Envoy's consecutive_5xx default (5) applies"),
+                    "interval" | "baseEjectionTime" => {
+                        let t = yaml::duration(v).map_err(|e| kat.error(format!("outlierDetection.{k}: {e}")))?;
+                        p.insert(k.clone(), json!(t));
+                    }
+                    "splitExternalLocalOriginErrors" => {
+                        let b = v.as_bool().ok_or_else(|| kat.error(format!("outlierDetection.{k}: expected true or false, found {v}")))?;
+                        p.insert(k.clone(), json!(b));
+                    }
+                    k if OD_FIELDS.contains(&k) => {
+                        let n = yaml::uint(v).ok_or_else(|| kat.error(format!("outlierDetection.{k}: expected a whole number, found {v}")))?;
+                        p.insert(k.into(), json!(n));
+                    }
+                    _ => d.warn(&kat, format!("outlierDetection.{k} is not modelled")),
+                }
+            }
+            d.policy(Value::Object(p), &oat);
+        }
+        None => d.policy(json!({"kind": "none"}), &root),
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::{Options, Workload, read};
+    use std::path::PathBuf;
+
+    fn import(text: &str) -> super::super::Imported {
+        let dir = std::env::temp_dir().join(format!("hcsim-istio-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let p: PathBuf = dir.join("dr.yaml");
+        std::fs::write(&p, text).unwrap();
+        read(&p, &Options::default(), &Workload::default()).unwrap()
+    }
+
+    #[test]
+    fn a_destination_rule_maps_onto_the_istio_policy() {
+        let im = import(
+            "apiVersion: networking.istio.io/v1\nkind: DestinationRule\nmetadata:\n  name: reviews\nspec:\n  host: reviews.prod.svc.cluster.local\n  trafficPolicy:\n    loadBalancer:\n      simple: ROUND_ROBIN\n    connectionPool:\n      tcp:\n        maxConnections: 100\n        connectTimeout: 30ms\n    outlierDetection:\n      consecutive5xxErrors: 7\n      interval: 5m\n      baseEjectionTime: 15m\n      minHealthPercent: 30\n",
+        );
+        let m = im.model().unwrap().effective_spec();
+        let v = serde_json::to_value(&m).unwrap();
+        assert_eq!(v["policy"]["kind"], "istio");
+        assert_eq!(v["policy"]["consecutive5xxErrors"], 7);
+        assert_eq!(v["policy"]["interval"], "300s");
+        assert_eq!(v["policy"]["baseEjectionTime"], "900s");
+        assert_eq!(v["policy"]["minHealthPercent"], 30);
+        assert_eq!(v["gateway"]["balancer"], "round_robin");
+        assert_eq!(v["gateway"]["proxy_connect_timeout"], "30ms");
+        assert_eq!(v["nodes"].as_array().unwrap().len(), 3);
+        let w: Vec<String> = im.warnings.iter().map(|w| w.to_string()).collect();
+        assert!(
+            w.iter().any(
+                |w| w.contains("dr.yaml:12: connectionPool.tcp.maxConnections is not modelled")
+            ),
+            "{w:?}"
+        );
+    }
+}

@@ -1,0 +1,499 @@
+//! `hcsim import`: a gateway config → a model document. One file per
+//! format; each fills a [`Draft`] (the gateway, the nodes, the policies,
+//! where each came from and the warnings), which becomes the model with a
+//! plain workload ([`Workload`]) that the command line can change.
+//!
+//! | format | reads | target |
+//! |---|---|---|
+//! | nginx | `nginx.conf` and its includes: an `upstream`, `worker_processes`, the `proxy_*` settings reaching the `location` that proxies to it, tengine `check` | the upstream |
+//! | HAProxy | `haproxy.cfg`: `defaults` inherited into a `backend`/`listen`, its servers, timeouts, retries, checks, `observe` | the backend |
+//! | Envoy | a bootstrap (YAML or JSON) or one cluster: endpoints, `lb_policy`, `outlier_detection`, `health_checks`, panic threshold, the route's timeout and retries | the cluster |
+//! | Istio | `DestinationRule` documents: `outlierDetection`, `connectionPool`, `loadBalancer` | the `host` |
+//! | Kubernetes | `Deployment`/`StatefulSet`/`Pod`: replicas and the `readinessProbe` | the workload's name |
+
+mod envoy;
+mod haproxy;
+mod istio;
+mod kubernetes;
+mod nginx;
+mod nginx_syntax;
+mod yaml;
+
+use super::source::{Loc, Warning, read_text};
+use crate::engine::SimDuration;
+use crate::error::Error;
+use crate::spec::{FaultSpec, Model};
+use serde_json::{Map, Value, json};
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+/// The config formats hcsim reads.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Format {
+    Nginx,
+    Haproxy,
+    Envoy,
+    Istio,
+    Kubernetes,
+}
+
+impl Format {
+    pub fn name(self) -> &'static str {
+        match self {
+            Format::Nginx => "nginx",
+            Format::Haproxy => "haproxy",
+            Format::Envoy => "envoy",
+            Format::Istio => "istio",
+            Format::Kubernetes => "kubernetes",
+        }
+    }
+
+    /// What `--target` names in this format.
+    fn target_noun(self) -> &'static str {
+        match self {
+            Format::Nginx => "upstream",
+            Format::Haproxy => "backend",
+            Format::Envoy => "cluster",
+            Format::Istio => "DestinationRule host",
+            Format::Kubernetes => "workload",
+        }
+    }
+}
+
+impl fmt::Display for Format {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// Guesses the format from the content: YAML/JSON documents by their
+/// `kind` or Envoy's keys, nginx by its braces and semicolons, HAProxy by
+/// its section keywords.
+pub fn detect(text: &str) -> Option<Format> {
+    let lines: Vec<&str> = text
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty() && !l.starts_with('#'))
+        .collect();
+    let kind_is = |kinds: &[&str]| {
+        lines.iter().any(|l| {
+            let l = l.trim_start_matches("- ");
+            let v = l
+                .strip_prefix("kind:")
+                .or_else(|| l.strip_prefix("\"kind\":"))
+                .map(|v| v.trim().trim_end_matches(',').trim_matches(['"', '\'']));
+            v.is_some_and(|v| kinds.contains(&v))
+        })
+    };
+    if kind_is(&["DestinationRule"]) {
+        return Some(Format::Istio);
+    }
+    if kind_is(&[
+        "Deployment",
+        "StatefulSet",
+        "Pod",
+        "ReplicaSet",
+        "DaemonSet",
+    ]) {
+        return Some(Format::Kubernetes);
+    }
+    let has_key = |k: &str| {
+        lines.iter().any(|l| {
+            let l = l.trim_start_matches("- ");
+            l.starts_with(&format!("{k}:")) || l.starts_with(&format!("\"{k}\":"))
+        })
+    };
+    let envoy_keys = [
+        "static_resources",
+        "clusters",
+        "load_assignment",
+        "lb_policy",
+        "outlier_detection",
+    ];
+    let json = text.trim_start().starts_with('{');
+    if envoy_keys
+        .iter()
+        .any(|k| has_key(k) || (json && text.contains(&format!("\"{k}\""))))
+    {
+        return Some(Format::Envoy);
+    }
+    fn first_word<'a>(l: &&'a str) -> &'a str {
+        l.split_whitespace().next().unwrap_or("")
+    }
+    let haproxy_sections = ["global", "defaults", "frontend", "backend", "listen"];
+    let nginx_like = lines
+        .iter()
+        .any(|l| l.ends_with('{') || l.ends_with(';') || l.ends_with('}'));
+    if lines
+        .iter()
+        .any(|l| haproxy_sections.contains(&first_word(l)) && !l.ends_with('{'))
+        && !lines.iter().any(|l| l.ends_with(';'))
+    {
+        return Some(Format::Haproxy);
+    }
+    nginx_like.then_some(Format::Nginx)
+}
+
+/// How to import.
+#[derive(Clone, Debug, Default)]
+pub struct Options {
+    /// The format; detected from the content when `None`.
+    pub format: Option<Format>,
+    /// The upstream / backend / cluster / host / workload, when the file has several.
+    pub target: Option<String>,
+    /// Nodes to create when the config does not list them (Istio, an
+    /// Envoy cluster fed by EDS). Default 3.
+    pub nodes: Option<u32>,
+}
+
+/// What a config does not say: the load and the faults.
+#[derive(Clone, Debug)]
+pub struct Workload {
+    /// Open-loop Poisson arrivals. Default 100 req/s.
+    pub rate_per_s: f64,
+    /// Default 60s.
+    pub duration: SimDuration,
+    pub faults: Vec<FaultSpec>,
+}
+
+impl Default for Workload {
+    fn default() -> Self {
+        Workload {
+            rate_per_s: 100.0,
+            duration: SimDuration::from_secs(60),
+            faults: vec![],
+        }
+    }
+}
+
+/// An imported config: the model document and what could not be carried.
+#[derive(Clone, Debug)]
+pub struct Imported {
+    pub format: Format,
+    /// The upstream / backend / cluster / host / workload imported.
+    pub target: String,
+    /// A complete model document (`hcsim check` fills in the defaults).
+    pub doc: Value,
+    pub warnings: Vec<Warning>,
+    /// Model field → the config line it came from.
+    pub origins: Vec<(String, Loc)>,
+}
+
+impl Imported {
+    /// Validates the document (after `--set` overrides, if any). An error
+    /// in a field read from the config names the config line.
+    pub fn model_of(&self, doc: &Value, path: &Path) -> Result<Model, Error> {
+        Model::from_document(doc, path).map_err(|e| self.locate(e))
+    }
+
+    /// The validated model.
+    pub fn model(&self) -> Result<Model, Error> {
+        self.model_of(&self.doc, Path::new("imported model"))
+    }
+
+    fn locate(&self, e: Error) -> Error {
+        let (field, msg) = match &e {
+            Error::Invalid { field, reason, .. } => (field, reason),
+            Error::Parse { field, msg, .. } => (field, msg),
+            _ => return e,
+        };
+        let under = |f: &str| {
+            field == f
+                || field
+                    .strip_prefix(f)
+                    .is_some_and(|r| r.starts_with(['.', '[']))
+        };
+        match self
+            .origins
+            .iter()
+            .filter(|(f, _)| under(f))
+            .max_by_key(|(f, _)| f.len())
+        {
+            Some((_, at)) => at.error(format!("{field}: {msg}")),
+            None => e,
+        }
+    }
+}
+
+/// What a format's reader fills in.
+#[derive(Debug, Default)]
+pub(crate) struct Draft {
+    /// `gateway` fields (absent ones take hcsim's defaults).
+    pub gateway: Map<String, Value>,
+    /// Each node's document, with `name`.
+    pub nodes: Vec<Value>,
+    /// Policy documents, with `kind`.
+    pub policies: Vec<Value>,
+    pub warnings: Vec<Warning>,
+    pub origins: Vec<(String, Loc)>,
+    /// Lines of the description: where the settings came from, what is approximate.
+    pub notes: Vec<String>,
+}
+
+impl Draft {
+    pub fn warn(&mut self, at: &Loc, msg: impl Into<String>) {
+        self.warnings.push(at.warning(msg));
+    }
+
+    /// Sets `gateway.<key>` from the line `at`.
+    pub fn gateway(&mut self, key: &str, value: Value, at: &Loc) {
+        self.gateway.insert(key.into(), value);
+        self.origin(&format!("gateway.{key}"), at);
+    }
+
+    pub fn origin(&mut self, field: &str, at: &Loc) {
+        self.origins.retain(|(f, _)| f != field);
+        self.origins.push((field.to_string(), at.clone()));
+    }
+
+    /// Adds a policy; its fields' origins are `policies[i]`.
+    pub fn policy(&mut self, doc: Value, at: &Loc) {
+        let i = self.policies.len();
+        self.policies.push(doc);
+        self.origin(&format!("policies[{i}]"), at);
+    }
+
+    /// `n` nodes named `node-1`…, for a config that does not list them.
+    pub fn default_nodes(&mut self, n: u32, at: &Loc, why: &str) {
+        for i in 1..=n {
+            self.nodes.push(json!({ "name": format!("node-{i}") }));
+        }
+        self.warn(
+            at,
+            format!(
+                "{why}: the model gets {n} nodes named node-1… (change with --nodes N or --set)"
+            ),
+        );
+    }
+
+    fn into_imported(
+        self,
+        format: Format,
+        file: &Path,
+        target: String,
+        workload: &Workload,
+    ) -> Imported {
+        let one = self.policies.len() == 1;
+        let origins: Vec<(String, Loc)> = self
+            .origins
+            .into_iter()
+            .map(|(f, at)| match f.strip_prefix("policies[0]") {
+                Some(rest) if one => (format!("policy{rest}"), at),
+                _ => (f, at),
+            })
+            .collect();
+        let mut sources: Vec<String> = origins
+            .iter()
+            .map(|(f, at)| format!("{f} ← {}:{}", file_name(&at.file), at.line))
+            .collect();
+        sources.dedup();
+        let mut description = format!(
+            "Imported by `hcsim import` from {} ({} {} `{target}`).",
+            file.display(),
+            format,
+            format.target_noun()
+        );
+        if !sources.is_empty() {
+            description.push_str(&format!(" Read: {}.", sources.join("; ")));
+        }
+        for n in &self.notes {
+            description.push(' ');
+            description.push_str(n);
+        }
+        description.push_str(&format!(
+            " Not in the config, hcsim's defaults: {} req/s (Poisson) for {}, {}, the nodes' \
+             service times and workers.",
+            workload.rate_per_s,
+            workload.duration,
+            if workload.faults.is_empty() {
+                "no faults".to_string()
+            } else {
+                format!(
+                    "{} fault(s) given on the command line",
+                    workload.faults.len()
+                )
+            }
+        ));
+        let name: String = target
+            .chars()
+            .map(|c| {
+                if matches!(c, '/' | '\\' | '\0') {
+                    '_'
+                } else {
+                    c
+                }
+            })
+            .collect();
+        let mut doc = json!({
+            "name": name,
+            "description": description,
+            "duration": workload.duration,
+            "clients": {"kind": "open", "rate_per_s": workload.rate_per_s},
+            "gateway": Value::Object(self.gateway),
+            "nodes": self.nodes,
+            "faults": workload.faults,
+        });
+        match self.policies.len() {
+            0 => {}
+            1 => {
+                doc["policy"] = self.policies[0].clone();
+            }
+            _ => {
+                doc["policies"] = Value::Array(self.policies);
+            }
+        }
+        Imported {
+            format,
+            target,
+            doc,
+            warnings: self.warnings,
+            origins,
+        }
+    }
+}
+
+fn file_name(p: &Path) -> String {
+    p.file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| p.display().to_string())
+}
+
+/// Reads `path` and imports its target.
+pub fn read(path: &Path, opts: &Options, workload: &Workload) -> Result<Imported, Error> {
+    let text = read_text(path)?;
+    let format = match opts.format {
+        Some(f) => f,
+        None => detect(&text).ok_or_else(|| {
+            Loc::new(path, 1).error(
+                "cannot tell the format (nginx, haproxy, envoy, istio or kubernetes) from the \
+                 content: give it with --format",
+            )
+        })?,
+    };
+    let (draft, target) = match format {
+        Format::Nginx => nginx::import(path, &text, opts)?,
+        Format::Haproxy => haproxy::import(path, &text, opts)?,
+        Format::Envoy => envoy::import(path, &text, opts)?,
+        Format::Istio => istio::import(path, &text, opts)?,
+        Format::Kubernetes => kubernetes::import(path, &text, opts)?,
+    };
+    Ok(draft.into_imported(format, path, target, workload))
+}
+
+/// Picks the target among `names` (with where each is defined): the one
+/// `--target` names, or the only one.
+pub(crate) fn choose(
+    names: &[(String, Loc)],
+    target: Option<&str>,
+    format: Format,
+    file: &Path,
+) -> Result<usize, Error> {
+    let noun = format.target_noun();
+    let list = || {
+        names
+            .iter()
+            .map(|(n, at)| format!("{n} ({at})"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    match target {
+        Some(t) => names.iter().position(|(n, _)| n == t).ok_or_else(|| {
+            if names.is_empty() {
+                Loc::new(file, 1).error(format!("no {noun} in this file, so none named \"{t}\""))
+            } else {
+                Loc::new(file, 1).error(format!("no {noun} named \"{t}\"; there are: {}", list()))
+            }
+        }),
+        None => match names.len() {
+            0 => Err(Loc::new(file, 1).error(format!("no {noun} in this file: nothing to import"))),
+            1 => Ok(0),
+            _ => Err(Error::Usage(format!(
+                "{}: {} {noun}s, pick one with --target NAME: {}",
+                file.display(),
+                names.len(),
+                list()
+            ))),
+        },
+    }
+}
+
+/// Parses `KIND:NODE@AT[+FOR]` (`crash:a@10s+30s`), KIND one of crash,
+/// hang, stop, partition.
+pub fn parse_fault(text: &str) -> Result<FaultSpec, String> {
+    let bad = || {
+        format!(
+            "expected KIND:NODE@AT[+FOR], e.g. crash:a@10s+30s (KIND: crash, hang, stop or partition), found \"{text}\""
+        )
+    };
+    let (kind, rest) = text.split_once(':').ok_or_else(bad)?;
+    let (node, window) = rest.rsplit_once('@').ok_or_else(bad)?;
+    let (at, for_) = match window.split_once('+') {
+        Some((a, f)) => (a, Some(f)),
+        None => (window, None),
+    };
+    if !matches!(kind, "crash" | "hang" | "stop" | "partition") || node.is_empty() {
+        return Err(bad());
+    }
+    let mut doc = json!({"kind": kind, "node": node, "at": at});
+    if let Some(f) = for_ {
+        doc["for"] = json!(f);
+    }
+    serde_json::from_value(doc).map_err(|e| format!("{e} in \"{text}\""))
+}
+
+/// A config file included by another, or the file itself.
+pub(crate) fn display_path(base: &Path, rel: &str) -> PathBuf {
+    let p = Path::new(rel);
+    if p.is_absolute() {
+        p.to_path_buf()
+    } else {
+        base.join(p)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn detects_each_format_from_its_content() {
+        let cases = [
+            ("upstream b {\n server 10.0.0.1;\n}\n", Some(Format::Nginx)),
+            ("http {\n}\n", Some(Format::Nginx)),
+            (
+                "global\n  daemon\nbackend b\n  server s1 10.0.0.1:80 check\n",
+                Some(Format::Haproxy),
+            ),
+            (
+                "static_resources:\n  clusters:\n  - name: x\n",
+                Some(Format::Envoy),
+            ),
+            ("{\"static_resources\": {}}", Some(Format::Envoy)),
+            (
+                "apiVersion: networking.istio.io/v1\nkind: DestinationRule\n",
+                Some(Format::Istio),
+            ),
+            (
+                "apiVersion: apps/v1\nkind: Deployment\n",
+                Some(Format::Kubernetes),
+            ),
+            ("hello\n", None),
+        ];
+        for (text, want) in cases {
+            assert_eq!(detect(text), want, "{text}");
+        }
+    }
+
+    #[test]
+    fn faults_parse_from_the_short_form() {
+        let f = parse_fault("crash:10.0.0.1:80@10s+30s").unwrap();
+        let v = serde_json::to_value(&f).unwrap();
+        assert_eq!(v["node"], "10.0.0.1:80");
+        assert_eq!(v["at"], "10s");
+        assert_eq!(v["for"], "30s");
+        assert!(parse_fault("hang:a@5s").is_ok());
+        assert!(parse_fault("melt:a@5s").is_err());
+        assert!(parse_fault("crash:a").is_err());
+        assert!(parse_fault("crash:a@soon").is_err());
+    }
+}

@@ -1,0 +1,442 @@
+//! nginx's configuration syntax, as `ngx_conf_read_token` and
+//! `ngx_conf_parse` (src/core/ngx_conf_file.c) read it: words separated by
+//! whitespace, `"…"` and `'…'` strings with backslash escapes, `#` comments
+//! at the start of a word, `;` ending a directive and `{ … }` a block; and
+//! `include` (a path relative to the main file's directory, nginx's
+//! configuration prefix, with `*` wildcards in the file name).
+
+use super::Loc;
+use crate::config::source::{Warning, read_text};
+use crate::error::Error;
+use std::path::{Path, PathBuf};
+
+/// One directive: `name args… ;` or `name args… { block }`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Directive {
+    pub name: String,
+    pub args: Vec<String>,
+    pub at: Loc,
+    pub block: Option<Vec<Directive>>,
+}
+
+impl Directive {
+    /// The children of a block directive (none for a simple one).
+    pub fn children(&self) -> &[Directive] {
+        self.block.as_deref().unwrap_or(&[])
+    }
+}
+
+#[derive(Clone, Debug, PartialEq)]
+enum Token {
+    Word(String),
+    Semicolon,
+    Open,
+    Close,
+}
+
+/// Splits `text` into tokens with their line.
+fn tokens(text: &str, file: &Path) -> Result<Vec<(Token, usize)>, Error> {
+    let mut out = vec![];
+    let chars: Vec<char> = text.chars().collect();
+    let mut i = 0;
+    let mut line = 1;
+    let at = |line| Loc::new(file, line);
+    while i < chars.len() {
+        let c = chars[i];
+        match c {
+            '\n' => {
+                line += 1;
+                i += 1;
+            }
+            c if c.is_whitespace() => i += 1,
+            '#' => {
+                while i < chars.len() && chars[i] != '\n' {
+                    i += 1;
+                }
+            }
+            ';' => {
+                out.push((Token::Semicolon, line));
+                i += 1;
+            }
+            '{' => {
+                out.push((Token::Open, line));
+                i += 1;
+            }
+            '}' => {
+                out.push((Token::Close, line));
+                i += 1;
+            }
+            '"' | '\'' => {
+                let start = line;
+                let quote = c;
+                let mut word = String::new();
+                i += 1;
+                loop {
+                    let Some(&ch) = chars.get(i) else {
+                        return Err(at(start).error(format!(
+                            "unexpected end of file: the string opened here has no closing {quote}"
+                        )));
+                    };
+                    i += 1;
+                    match ch {
+                        '\\' if i < chars.len() => {
+                            let next = chars[i];
+                            i += 1;
+                            match next {
+                                'n' => word.push('\n'),
+                                't' => word.push('\t'),
+                                'r' => word.push('\r'),
+                                '"' | '\'' | '\\' => word.push(next),
+                                other => {
+                                    word.push('\\');
+                                    word.push(other);
+                                }
+                            }
+                            if next == '\n' {
+                                line += 1;
+                            }
+                        }
+                        ch if ch == quote => break,
+                        '\n' => {
+                            line += 1;
+                            word.push('\n');
+                        }
+                        ch => word.push(ch),
+                    }
+                }
+                if let Some(&next) = chars.get(i)
+                    && !(next.is_whitespace() || next == ';' || next == '{')
+                {
+                    return Err(at(line).error(format!(
+                        "unexpected \"{next}\" after a quoted string: expected a space, \";\" or \"{{\""
+                    )));
+                }
+                out.push((Token::Word(word), start));
+            }
+            _ => {
+                let mut word = String::new();
+                while let Some(&ch) = chars.get(i) {
+                    if ch.is_whitespace() || ch == ';' || (ch == '{' && !word.ends_with('$')) {
+                        break;
+                    }
+                    let open_var = word.contains("${") && !word.ends_with('}');
+                    if ch == '}' && !open_var {
+                        break;
+                    }
+                    if ch == '\\' && i + 1 < chars.len() {
+                        word.push(chars[i + 1]);
+                        i += 2;
+                        continue;
+                    }
+                    word.push(ch);
+                    i += 1;
+                }
+                out.push((Token::Word(word), line));
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// Include nesting beyond this is a cycle (nginx has no limit of its own
+/// and would loop until it runs out of file descriptors).
+const MAX_INCLUDE_DEPTH: usize = 16;
+
+/// A parsed configuration: its directives (includes spliced in) and the
+/// warnings of reading it (missing includes).
+pub struct Parsed {
+    pub directives: Vec<Directive>,
+    pub warnings: Vec<Warning>,
+}
+
+/// Parses the file `path` whose text is `text`, following its includes.
+pub fn parse(path: &Path, text: &str) -> Result<Parsed, Error> {
+    let base = path.parent().unwrap_or(Path::new("")).to_path_buf();
+    let mut p = Parser {
+        base,
+        warnings: vec![],
+    };
+    let directives = p.file(path, text, 0)?;
+    Ok(Parsed {
+        directives,
+        warnings: p.warnings,
+    })
+}
+
+struct Parser {
+    /// nginx's configuration prefix: the main file's directory.
+    base: PathBuf,
+    warnings: Vec<Warning>,
+}
+
+impl Parser {
+    fn file(&mut self, path: &Path, text: &str, depth: usize) -> Result<Vec<Directive>, Error> {
+        let toks = tokens(text, path)?;
+        let mut pos = 0;
+        let out = self.block(path, &toks, &mut pos, None, depth)?;
+        Ok(out)
+    }
+
+    /// Directives until `}` (when `open` is the line of its `{`) or the end.
+    fn block(
+        &mut self,
+        path: &Path,
+        toks: &[(Token, usize)],
+        pos: &mut usize,
+        open: Option<usize>,
+        depth: usize,
+    ) -> Result<Vec<Directive>, Error> {
+        let mut out = vec![];
+        let mut words: Vec<String> = vec![];
+        let mut first_line = 0;
+        loop {
+            let Some((tok, line)) = toks.get(*pos) else {
+                if let Some(open) = open {
+                    return Err(Loc::new(path, toks.last().map_or(open, |t| t.1)).error(format!(
+                        "unexpected end of file: expected \"}}\" to close the block opened at line {open}"
+                    )));
+                }
+                if let Some(w) = words.first() {
+                    return Err(Loc::new(path, first_line).error(format!(
+                        "unexpected end of file: expected \";\" or \"{{\" after \"{w}\""
+                    )));
+                }
+                return Ok(out);
+            };
+            let line = *line;
+            *pos += 1;
+            let at = Loc::new(path, if words.is_empty() { line } else { first_line });
+            match tok {
+                Token::Word(w) => {
+                    if words.is_empty() {
+                        first_line = line;
+                    }
+                    words.push(w.clone());
+                }
+                Token::Semicolon => {
+                    if words.is_empty() {
+                        return Err(at.error("unexpected \";\": expected a directive name"));
+                    }
+                    let name = words.remove(0);
+                    let args = std::mem::take(&mut words);
+                    if name == "include" {
+                        out.extend(self.include(&at, &args, depth)?);
+                    } else {
+                        out.push(Directive {
+                            name,
+                            args,
+                            at,
+                            block: None,
+                        });
+                    }
+                }
+                Token::Open => {
+                    if words.is_empty() {
+                        return Err(
+                            at.error("unexpected \"{\": expected a directive name before it")
+                        );
+                    }
+                    let name = words.remove(0);
+                    let args = std::mem::take(&mut words);
+                    let children = self.block(path, toks, pos, Some(line), depth)?;
+                    out.push(Directive {
+                        name,
+                        args,
+                        at,
+                        block: Some(children),
+                    });
+                }
+                Token::Close => {
+                    if let Some(w) = words.first() {
+                        return Err(at.error(format!(
+                            "unexpected \"}}\": expected \";\" or \"{{\" after \"{w}\""
+                        )));
+                    }
+                    if open.is_none() {
+                        return Err(at.error("unexpected \"}\": no block is open"));
+                    }
+                    return Ok(out);
+                }
+            }
+        }
+    }
+
+    fn include(
+        &mut self,
+        at: &Loc,
+        args: &[String],
+        depth: usize,
+    ) -> Result<Vec<Directive>, Error> {
+        let [pattern] = args else {
+            return Err(at.error(format!(
+                "`include` takes one file (or a pattern), found {} arguments",
+                args.len()
+            )));
+        };
+        if depth >= MAX_INCLUDE_DEPTH {
+            return Err(at.error(format!(
+                "includes nested more than {MAX_INCLUDE_DEPTH} deep: does \"{pattern}\" include itself?"
+            )));
+        }
+        let full = super::display_path(&self.base, pattern);
+        let files = expand(&full);
+        if files.is_empty() {
+            if !pattern.contains(['*', '?', '[']) {
+                self.warnings.push(at.warning(format!(
+                    "include \"{pattern}\": {} not found; its directives are not imported",
+                    full.display()
+                )));
+            }
+            return Ok(vec![]);
+        }
+        let mut out = vec![];
+        for f in files {
+            let text = read_text(&f)?;
+            out.extend(self.file(&f, &text, depth + 1)?);
+        }
+        Ok(out)
+    }
+}
+
+/// The files a path with `*`/`?` wildcards in its file name names, sorted
+/// (as glob(3) sorts them); the path itself if it has none and exists.
+fn expand(path: &Path) -> Vec<PathBuf> {
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    if !name.contains(['*', '?']) {
+        return if path.is_file() {
+            vec![path.to_path_buf()]
+        } else {
+            vec![]
+        };
+    }
+    let dir = path.parent().unwrap_or(Path::new("."));
+    let dir = if dir.as_os_str().is_empty() {
+        Path::new(".")
+    } else {
+        dir
+    };
+    let mut out: Vec<PathBuf> = std::fs::read_dir(dir)
+        .map(|rd| {
+            rd.flatten()
+                .map(|e| e.path())
+                .filter(|p| {
+                    p.is_file()
+                        && p.file_name().is_some_and(|n| {
+                            let n = n.to_string_lossy();
+                            !n.starts_with('.') && wildcard(&name, &n)
+                        })
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    out.sort();
+    out
+}
+
+/// Shell wildcard match: `*` any run, `?` one character.
+fn wildcard(pattern: &str, name: &str) -> bool {
+    let p: Vec<char> = pattern.chars().collect();
+    let n: Vec<char> = name.chars().collect();
+    let (mut pi, mut ni) = (0, 0);
+    let (mut star, mut mark) = (None, 0);
+    while ni < n.len() {
+        if pi < p.len() && (p[pi] == '?' || p[pi] == n[ni]) {
+            pi += 1;
+            ni += 1;
+        } else if pi < p.len() && p[pi] == '*' {
+            star = Some(pi);
+            mark = ni;
+            pi += 1;
+        } else if let Some(s) = star {
+            pi = s + 1;
+            mark += 1;
+            ni = mark;
+        } else {
+            return false;
+        }
+    }
+    while pi < p.len() && p[pi] == '*' {
+        pi += 1;
+    }
+    pi == p.len()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse_str(text: &str) -> Result<Vec<Directive>, String> {
+        parse(Path::new("t.conf"), text)
+            .map(|p| p.directives)
+            .map_err(|e| e.to_string())
+    }
+
+    #[test]
+    fn reads_directives_blocks_strings_and_comments() {
+        let d = parse_str(
+            "worker_processes 4; # four\nhttp {\n  upstream u {\n    server \"10.0.0.1:80\" weight=2;\n  }\n  log_format x '$remote_addr \\'q\\'';\n}\n",
+        )
+        .unwrap();
+        assert_eq!(d[0].name, "worker_processes");
+        assert_eq!(d[0].args, ["4"]);
+        assert_eq!(d[0].at.line, 1);
+        let http = d[1].children();
+        assert_eq!(http[0].name, "upstream");
+        assert_eq!(http[0].at.line, 3);
+        let server = &http[0].children()[0];
+        assert_eq!(server.args, ["10.0.0.1:80", "weight=2"]);
+        assert_eq!(server.at.line, 4);
+        assert_eq!(http[1].args, ["x", "$remote_addr 'q'"]);
+    }
+
+    #[test]
+    fn variables_in_braces_stay_one_word() {
+        let d = parse_str("set $a ${b}c;\nreturn 200 \"${a}\";\n").unwrap();
+        assert_eq!(d[0].args, ["$a", "${b}c"]);
+    }
+
+    #[test]
+    fn malformed_syntax_names_the_line_and_what_was_expected() {
+        let cases = [
+            (
+                "http {\n  server {\n",
+                "t.conf:2: unexpected end of file: expected \"}\" to close the block opened at line 2",
+            ),
+            (
+                "worker_processes 4\n",
+                "t.conf:1: unexpected end of file: expected \";\" or \"{\" after \"worker_processes\"",
+            ),
+            ("a b;\n}\n", "t.conf:2: unexpected \"}\": no block is open"),
+            (
+                "http {\n  server\n}\n",
+                "t.conf:2: unexpected \"}\": expected \";\" or \"{\" after \"server\"",
+            ),
+            (
+                ";\n",
+                "t.conf:1: unexpected \";\": expected a directive name",
+            ),
+            (
+                "a \"b;\n",
+                "t.conf:1: unexpected end of file: the string opened here has no closing \"",
+            ),
+            (
+                "a \"b\"c;\n",
+                "t.conf:1: unexpected \"c\" after a quoted string: expected a space, \";\" or \"{\"",
+            ),
+        ];
+        for (text, want) in cases {
+            assert_eq!(parse_str(text).unwrap_err(), want, "{text}");
+        }
+    }
+
+    #[test]
+    fn wildcards_match_like_glob() {
+        assert!(wildcard("*.conf", "a.conf"));
+        assert!(wildcard("a?.conf", "ab.conf"));
+        assert!(!wildcard("*.conf", "a.conf.bak"));
+        assert!(wildcard("*", "x"));
+    }
+}

@@ -1,0 +1,631 @@
+//! `hcsim import` and `hcsim export`: the config corpus and its golden
+//! models (`tests/configs/`), the malformed configs (`tests/bad-configs/`),
+//! round trips of the shipped models through nginx and HAProxy config, the
+//! exported configs checked by the real `nginx -t` and `haproxy -c`, and
+//! mutated configs that must never panic.
+
+use crate::{hcsim, root, tmp};
+use hcsim::config::export;
+use hcsim::config::import::{self, Format, Options, Workload};
+use hcsim::policy::PolicySpec;
+use hcsim::policy::active_probe::ActiveProbeSpec;
+use hcsim::spec::{GatewayFlavor, Model};
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// Corpus files and the target each imports.
+const CASES: &[(&str, Option<&str>)] = &[
+    ("nginx-acceptance/nginx.conf", Some("api_backend")),
+    ("nginx-acceptance/nginx.conf", Some("static_backend")),
+    ("nginx-docs-upstream.conf", None),
+    ("haproxy-acceptance.cfg", None),
+    ("kubeadm-haproxy.cfg", None),
+    ("envoy-acceptance.yaml", Some("api")),
+    ("envoy-front-proxy.yaml", Some("service1")),
+    ("istio-acceptance.yaml", None),
+    ("istio-bookinfo-destination-rule-all.yaml", Some("reviews")),
+    ("k8s-deployment.yaml", None),
+    ("k8s-tcp-liveness-readiness.yaml", None),
+];
+
+#[test]
+fn corpus_configs_import_to_their_golden_models() {
+    let bless = std::env::var_os("HCSIM_BLESS").is_some();
+    let mut failures = vec![];
+    for (file, target) in CASES {
+        let path = format!("tests/configs/{file}");
+        let mut args = vec!["import", path.as_str()];
+        if let Some(t) = target {
+            args.extend(["--target", t]);
+        }
+        let o = hcsim(&args);
+        let stderr = String::from_utf8_lossy(&o.stderr);
+        if o.status.code() != Some(0) || stderr.contains("panicked") {
+            failures.push(format!("{file}: exit {:?}: {stderr}", o.status.code()));
+            continue;
+        }
+        let golden = root().join(format!(
+            "tests/configs/{}{}.model.json",
+            file.trim_end_matches(|c| c != '.').trim_end_matches('.'),
+            target.map(|t| format!("-{t}")).unwrap_or_default()
+        ));
+        let got = String::from_utf8_lossy(&o.stdout).into_owned();
+        if bless {
+            std::fs::write(&golden, &got).unwrap();
+        }
+        let want = std::fs::read_to_string(&golden)
+            .unwrap_or_else(|e| panic!("{}: {e}", golden.display()));
+        if got != want {
+            failures.push(format!("{file}: differs from {}", golden.display()));
+        }
+    }
+    assert!(failures.is_empty(), "\n{}", failures.join("\n"));
+}
+
+#[test]
+fn the_nginx_acceptance_case_has_exactly_its_settings() {
+    let o = hcsim(&[
+        "import",
+        "tests/configs/nginx-acceptance/nginx.conf",
+        "--target",
+        "api_backend",
+    ]);
+    assert_eq!(o.status.code(), Some(0));
+    let m: Value = serde_json::from_slice(&o.stdout).unwrap();
+    let g = &m["gateway"];
+    assert_eq!(g["balancer"], "least_conn");
+    assert_eq!(g["zone"], true);
+    assert_eq!(g["workers"], 2);
+    assert_eq!(
+        g["proxy_next_upstream"],
+        serde_json::json!(["error", "timeout", "http_502", "http_503"])
+    );
+    assert_eq!(g["proxy_next_upstream_tries"], 2);
+    assert_eq!(g["proxy_read_timeout"], "2s"); // the location's, not the server's 30s
+    assert_eq!(g["proxy_connect_timeout"], "3s"); // from http
+    let weights: Vec<u64> = m["nodes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|n| n["weight"].as_u64().unwrap())
+        .collect();
+    assert_eq!(weights, [3, 2, 1]);
+    assert_eq!(m["nodes"][2]["backup"], true);
+    assert_eq!(m["policy"]["max_fails"], 2);
+    assert_eq!(m["policy"]["fail_timeout"], "5s");
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        stderr.contains(
+            "warning: tests/configs/nginx-acceptance/nginx.conf:13: keepalive is not modelled"
+        ),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn several_targets_without_target_list_their_names() {
+    let o = hcsim(&["import", "tests/configs/envoy-acceptance.yaml"]);
+    assert_eq!(o.status.code(), Some(2));
+    let e = String::from_utf8_lossy(&o.stderr);
+    assert!(e.contains("2 clusters, pick one with --target NAME: api (tests/configs/envoy-acceptance.yaml:25), other"), "{e}");
+    let o = hcsim(&[
+        "import",
+        "tests/configs/haproxy-acceptance.cfg",
+        "--target",
+        "nope",
+    ]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("no backend named \"nope\"; there are: app")
+    );
+}
+
+#[test]
+fn bad_configs_fail_with_their_expected_message() {
+    let bless = std::env::var_os("HCSIM_BLESS").is_some();
+    let dir = root().join("tests/bad-configs");
+    let mut cases: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|x| x != "expected"))
+        .collect();
+    cases.sort();
+    assert!(cases.len() >= 15, "only {} bad configs", cases.len());
+    let mut failures = vec![];
+    for c in &cases {
+        let rel = c
+            .strip_prefix(root())
+            .unwrap()
+            .to_str()
+            .unwrap()
+            .to_string();
+        let o = hcsim(&["import", &rel]);
+        let stderr = String::from_utf8_lossy(&o.stderr).replace(&rel, "FILE");
+        let first = stderr
+            .lines()
+            .find(|l| l.starts_with("error:"))
+            .unwrap_or("")
+            .to_string();
+        let expected = c.with_extension("expected");
+        if bless {
+            std::fs::write(&expected, format!("{first}\n")).unwrap();
+        }
+        let want = std::fs::read_to_string(&expected).unwrap_or_default();
+        if stderr.contains("panicked") || o.status.code() != Some(2) {
+            failures.push(format!("{rel}: exit {:?}: {stderr}", o.status.code()));
+        } else if !first.starts_with("error: FILE:") {
+            failures.push(format!("{rel}: does not name FILE:LINE: {first}"));
+        } else if first != want.trim_end() {
+            failures.push(format!(
+                "{rel}:\n  got  {first}\n  want {}",
+                want.trim_end()
+            ));
+        }
+    }
+    assert!(failures.is_empty(), "\n{}", failures.join("\n"));
+}
+
+/// The shipped models with their gateway written as `format`, each with its path.
+fn exported(format: Format) -> Vec<(PathBuf, Model, String)> {
+    let mut out = vec![];
+    let mut files: Vec<PathBuf> = std::fs::read_dir(root().join("models"))
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|x| x == "json"))
+        .collect();
+    files.sort();
+    for f in files {
+        let Ok(m) = Model::load(&f) else { continue };
+        let text = match format {
+            Format::Nginx => export::nginx::write(&m),
+            Format::Haproxy => export::haproxy::write(&m),
+            _ => unreachable!(),
+        };
+        if let Ok(t) = text {
+            out.push((f, m, t));
+        }
+    }
+    out
+}
+
+/// The gateway part of a model as HAProxy and nginx see it: what a config
+/// can carry, with the settings that are not in any config (rtt, clock
+/// phase, node names and service) left out, and the equivalences of the
+/// formats applied (no nginx policy = `max_fails=0`; HAProxy checks use
+/// the backend's `timeout connect`; tengine polls with every nginx worker).
+fn gateway_part(m: &Model) -> Value {
+    let mut policies = vec![];
+    for p in &m.policies {
+        let mut p = p.clone();
+        match &mut p {
+            PolicySpec::None if m.gateway.flavor == GatewayFlavor::Nginx => {
+                p = PolicySpec::MaxFails(hcsim::policy::MaxFailsParams {
+                    max_fails: 0,
+                    ..Default::default()
+                });
+            }
+            PolicySpec::None => continue,
+            PolicySpec::ActiveProbe(ActiveProbeSpec::Haproxy(h)) => {
+                h.timeout_connect = h.timeout_connect.or(m.gateway.haproxy().timeout_connect);
+                h.version = Default::default();
+                h.threads = None;
+            }
+            PolicySpec::ActiveProbe(ActiveProbeSpec::Tengine(t)) => {
+                t.workers = m.gateway.workers;
+                t.threads = None;
+            }
+            _ => {}
+        }
+        policies.push(serde_json::to_value(&p).unwrap());
+    }
+    let mut g = serde_json::to_value(&m.gateway).unwrap();
+    g["rtt"] = Value::Null;
+    g["clock_phase"] = Value::Null;
+    if m.gateway.flavor == GatewayFlavor::Haproxy {
+        g["haproxy"] = serde_json::to_value(m.gateway.haproxy()).unwrap();
+    }
+    let nodes: Vec<Value> = m
+        .nodes
+        .iter()
+        .map(|n| serde_json::json!([n.weight, n.backup, n.down, n.max_conns]))
+        .collect();
+    serde_json::json!({"gateway": g, "nodes": nodes, "policies": policies})
+}
+
+fn reimport(dir: &Path, name: &str, text: &str, format: Format) -> Model {
+    let p = dir.join(name);
+    std::fs::write(&p, text).unwrap();
+    let opts = Options {
+        format: Some(format),
+        ..Options::default()
+    };
+    let im =
+        import::read(&p, &opts, &Workload::default()).unwrap_or_else(|e| panic!("{e}\n{text}"));
+    im.model().unwrap_or_else(|e| panic!("{e}\n{text}"))
+}
+
+#[test]
+fn shipped_models_round_trip_through_nginx_and_haproxy_config() {
+    let dir = tmp("roundtrip");
+    for (format, min) in [(Format::Nginx, 20), (Format::Haproxy, 1)] {
+        let models = exported(format);
+        assert!(
+            models.len() >= min,
+            "only {} models export as {format}",
+            models.len()
+        );
+        for (f, m, text) in &models {
+            let back = reimport(&dir, "exported.conf", text, format);
+            assert_eq!(
+                gateway_part(&back),
+                gateway_part(m),
+                "{} through {format}:\n{text}",
+                f.display()
+            );
+        }
+    }
+}
+
+/// Runs a checker, or says why it cannot: `None` when the binary is absent.
+fn check_with(bin: &str, args: &[&str]) -> Option<std::process::Output> {
+    match Command::new(bin).args(args).output() {
+        Ok(o) => Some(o),
+        Err(_) => {
+            assert!(
+                std::env::var_os("HCSIM_REQUIRE_TOOLS").is_none(),
+                "HCSIM_REQUIRE_TOOLS is set but {bin} is not installed (scripts/test-deps.sh installs it)"
+            );
+            eprintln!("skipped: {bin} is not installed");
+            None
+        }
+    }
+}
+
+fn sbin(name: &str) -> String {
+    for d in ["/usr/sbin", "/usr/local/sbin"] {
+        let p = format!("{d}/{name}");
+        if Path::new(&p).exists() {
+            return p;
+        }
+    }
+    name.to_string()
+}
+
+#[test]
+fn exported_configs_pass_nginx_t_and_haproxy_c() {
+    let dir = tmp("real-binaries");
+    let mut checked = 0;
+    for (f, m, _) in exported(Format::Nginx) {
+        // Stock nginx has no tengine `check`.
+        if m.policies
+            .iter()
+            .any(|p| matches!(p, PolicySpec::ActiveProbe(_)))
+        {
+            continue;
+        }
+        let conf = export::nginx::config(&m, &export::Options::of(&m)).unwrap();
+        let p = dir.join("nginx.conf");
+        std::fs::write(&p, &conf).unwrap();
+        let Some(o) = check_with(
+            &sbin("nginx"),
+            &[
+                "-t",
+                "-q",
+                "-p",
+                dir.to_str().unwrap(),
+                "-c",
+                p.to_str().unwrap(),
+            ],
+        ) else {
+            break;
+        };
+        assert!(
+            o.status.success(),
+            "{}: nginx -t: {}\n{conf}",
+            f.display(),
+            String::from_utf8_lossy(&o.stderr)
+        );
+        checked += 1;
+    }
+    for (f, m, _) in exported(Format::Haproxy) {
+        let conf = export::haproxy::config(&m, &export::Options::of(&m)).unwrap();
+        let p = dir.join("haproxy.cfg");
+        std::fs::write(&p, &conf).unwrap();
+        let Some(o) = check_with(&sbin("haproxy"), &["-c", "-q", "-f", p.to_str().unwrap()]) else {
+            break;
+        };
+        assert!(
+            o.status.success(),
+            "{}: haproxy -c: {}\n{conf}",
+            f.display(),
+            String::from_utf8_lossy(&o.stderr)
+        );
+        checked += 1;
+    }
+    eprintln!("{checked} exported configs checked by the real binaries");
+}
+
+#[test]
+fn an_imported_config_runs_with_a_workload_and_a_fault() {
+    let out = tmp("import-run");
+    let model = out.join("api.json");
+    let o = hcsim(&[
+        "import",
+        "tests/configs/nginx-acceptance/nginx.conf",
+        "--target",
+        "api_backend",
+        "--rps",
+        "50",
+        "--duration",
+        "20s",
+        "--fault",
+        "crash:10.0.0.1:8080@5s+10s",
+        "-o",
+        model.to_str().unwrap(),
+    ]);
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let o = hcsim(&[
+        "run",
+        model.to_str().unwrap(),
+        "--out",
+        out.join("run").to_str().unwrap(),
+        "--no-charts",
+        "--format",
+        "json",
+        "--set",
+        "clients.timeout=5s",
+    ]);
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let s: Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert!(s.to_string().contains("10.0.0.1:8080"));
+}
+
+#[test]
+fn exporting_a_model_a_format_cannot_express_exits_2() {
+    let o = hcsim(&["export", "models/crash-istio.json", "--to", "haproxy"]);
+    assert_eq!(o.status.code(), Some(2));
+    let e = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        e.starts_with(
+            "error: models/crash-istio.json: gateway: cannot be written as haproxy config"
+        ),
+        "{e}"
+    );
+    let o = hcsim(&["export", "models/crash-istio.json", "--to", "istio"]);
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    assert!(String::from_utf8_lossy(&o.stdout).contains("kind: DestinationRule"));
+}
+
+/// Byte mutations of every corpus config: errors are fine, panics are not.
+#[test]
+fn mutated_configs_never_panic() {
+    use rand::rngs::Xoshiro256PlusPlus;
+    use rand::{RngExt, SeedableRng};
+    let dir = tmp("import-fuzz");
+    let mut rng = Xoshiro256PlusPlus::seed_from_u64(16);
+    let pieces = [
+        "{",
+        "}",
+        ";",
+        "\"",
+        "'",
+        "\\",
+        "#",
+        "\n",
+        " ",
+        ":",
+        "- ",
+        "---\n",
+        "=",
+        "0",
+        "999999999999999999999",
+        "ms",
+        "include x;",
+        "server",
+        "check",
+    ];
+    let mut n = 0;
+    for (file, target) in CASES
+        .iter()
+        .chain(&[("../bad-configs/01-nginx-unclosed-block.conf", None)])
+    {
+        let text = std::fs::read_to_string(root().join("tests/configs").join(file)).unwrap();
+        let ext = Path::new(file).extension().unwrap().to_str().unwrap();
+        for _ in 0..60 {
+            let mut t: Vec<char> = text.chars().collect();
+            for _ in 0..rng.random_range(1..4) {
+                let i = rng.random_range(0..=t.len());
+                match rng.random_range(0..3) {
+                    0 if i < t.len() => {
+                        t.remove(i);
+                    }
+                    1 => t.truncate(i),
+                    _ => {
+                        let p = pieces[rng.random_range(0..pieces.len())];
+                        for (k, c) in p.chars().enumerate() {
+                            t.insert((i + k).min(t.len()), c);
+                        }
+                    }
+                }
+            }
+            let p = dir.join(format!("m.{ext}"));
+            std::fs::write(&p, t.iter().collect::<String>()).unwrap();
+            let opts = Options {
+                target: target.map(String::from),
+                ..Options::default()
+            };
+            let r = std::panic::catch_unwind(|| {
+                if let Ok(im) = import::read(&p, &opts, &Workload::default()) {
+                    let _ = im.model();
+                }
+            });
+            assert!(
+                r.is_ok(),
+                "{file} mutated panicked:\n{}",
+                t.iter().collect::<String>()
+            );
+            n += 1;
+        }
+    }
+    assert!(n >= 600);
+}
+
+/// The seed experiment E3 written as nginx config, imported and given the
+/// model's workload and fault, gives the hand-written model's figures.
+#[test]
+fn an_imported_nginx_config_reproduces_the_seed_experiment_e3() {
+    let out = tmp("import-e3");
+    let model = out.join("e3.json");
+    let o = hcsim(&[
+        "import",
+        "tests/configs/e3-nginx.conf",
+        "--rps",
+        "100",
+        "--duration",
+        "20s",
+        "--set",
+        "clients.arrivals=constant",
+        "--set",
+        r#"faults=[{"kind":"flaky","node":"10.0.0.1:8080","at":"1s","for":"3s","p":1.0,"status":503}]"#,
+        "-o",
+        model.to_str().unwrap(),
+    ]);
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let figures = |file: &str, dir: &str| -> Value {
+        let o = hcsim(&[
+            "run",
+            file,
+            "--reps",
+            "5",
+            "--out",
+            out.join(dir).to_str().unwrap(),
+            "--no-charts",
+            "--format",
+            "json",
+        ]);
+        assert_eq!(
+            o.status.code(),
+            Some(0),
+            "{}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+        let s: Value = serde_json::from_slice(&o.stdout).unwrap();
+        let mut nodes = s["nodes"].clone();
+        for n in nodes.as_array_mut().unwrap() {
+            n.as_object_mut().unwrap().remove("name");
+        }
+        serde_json::json!({"client": s["client"], "nodes": nodes, "events": s["events"]})
+    };
+    assert_eq!(
+        figures(model.to_str().unwrap(), "imported"),
+        figures("models/e3-ft05-recovery.json", "hand-written")
+    );
+}
+
+/// A model's Envoy or Istio view: balancer, connect timeout, nodes, the
+/// policies (without the settings of the Envoy version or the simulator),
+/// and the panic threshold in force.
+fn mesh_part(m: &Model, with_nodes: bool) -> Value {
+    let panic = m
+        .gateway
+        .healthy_panic_threshold
+        .or_else(|| m.policies.iter().find_map(|p| p.healthy_panic_threshold()));
+    let policies: Vec<Value> = m
+        .policies
+        .iter()
+        .filter(|p| !matches!(p, PolicySpec::None))
+        .map(|p| {
+            let mut v = serde_json::to_value(p).unwrap();
+            let o = v.as_object_mut().unwrap();
+            for k in [
+                "healthy_panic_threshold",
+                "max_ejection_percent_mode",
+                "always_eject_one_host",
+                "threads",
+                "consecutiveErrors",
+            ] {
+                o.remove(k);
+            }
+            v
+        })
+        .collect();
+    let nodes: Vec<Value> = if with_nodes {
+        m.nodes
+            .iter()
+            .filter(|n| !n.down)
+            .map(|n| serde_json::json!([n.weight, n.backup]))
+            .collect()
+    } else {
+        vec![]
+    };
+    serde_json::json!({
+        "balancer": m.gateway.balancer,
+        "connect": m.gateway.proxy_connect_timeout,
+        "panic": panic,
+        "nodes": nodes,
+        "policies": policies,
+    })
+}
+
+#[test]
+fn shipped_models_round_trip_through_envoy_and_istio_config() {
+    let dir = tmp("roundtrip-mesh");
+    let mut n = (0, 0);
+    for f in std::fs::read_dir(root().join("models"))
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+    {
+        let Ok(m) = Model::load(&f) else { continue };
+        if m.policies.iter().all(|p| matches!(p, PolicySpec::None)) {
+            continue;
+        }
+        if let Ok(text) = export::envoy::write(&m) {
+            let back = reimport(&dir, "cluster.yaml", &text, Format::Envoy);
+            assert_eq!(
+                mesh_part(&back, true),
+                mesh_part(&m, true),
+                "{} through Envoy:\n{text}",
+                f.display()
+            );
+            n.0 += 1;
+        }
+        if let Ok(text) = export::istio::write(&m) {
+            let back = reimport(&dir, "dr.yaml", &text, Format::Istio);
+            assert_eq!(
+                mesh_part(&back, false),
+                mesh_part(&m, false),
+                "{} through Istio:\n{text}",
+                f.display()
+            );
+            n.1 += 1;
+        }
+    }
+    assert!(
+        n.0 >= 10 && n.1 >= 3,
+        "only {n:?} models exported as Envoy / Istio"
+    );
+}
