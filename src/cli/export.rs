@@ -28,7 +28,7 @@ pub fn run(args: ExportArgs) -> Result<ExitCode, Error> {
     })?;
     match &args.out {
         Some(p) => crate::output::write_atomic(p, text.as_bytes())?,
-        None => emit(&text),
+        None => emit(&text)?,
     }
     Ok(ExitCode::SUCCESS)
 }

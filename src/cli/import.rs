@@ -47,7 +47,7 @@ pub fn run(args: ImportArgs) -> Result<ExitCode, Error> {
         .map_err(|e| Error::Usage(e.to_string()))?;
     match &args.out {
         Some(p) => crate::output::write_atomic(p, format!("{json}\n").as_bytes())?,
-        None => emit(&format!("{json}\n")),
+        None => emit(&format!("{json}\n"))?,
     }
     Ok(ExitCode::SUCCESS)
 }
