@@ -143,10 +143,10 @@ impl World<'_> {
     /// The gateway replica a request of `client` (closed loop) reaches,
     /// by `gateway.spread`; 0 with a single gateway (no draw).
     pub(crate) fn pick_replica(&mut self, client: Option<u32>) -> usize {
-        let replicas = self.model.replicas();
-        if replicas <= 1 {
+        if !self.fleet {
             return 0;
         }
+        let replicas = self.model.replicas();
         let in_turn = |w: &mut Self| {
             let r = (w.spread_next % replicas as u64) as usize;
             w.spread_next += 1;

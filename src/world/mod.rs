@@ -233,6 +233,8 @@ pub struct World<'s> {
     /// and peer-state scopes per replica (global scope `r × sloc + s`).
     pub(crate) npol: usize,
     pub(crate) sloc: usize,
+    /// More than one replica.
+    pub(crate) fleet: bool,
     /// Spreads requests over the replicas (`gateway.spread: random`), and
     /// the next replica in turn.
     pub(crate) rng_spread: SimRng,
@@ -338,6 +340,7 @@ impl<'s> World<'s> {
             clocks,
             npol,
             sloc: model.scopes_per_replica(),
+            fleet: model.replicas() > 1,
             rng_spread: rng::stream(seed, Stream::Spread),
             spread_next: 0,
             rng_arrivals: rng::stream(seed, Stream::Arrivals),
@@ -474,7 +477,7 @@ impl<'s> World<'s> {
         about: Option<NodeId>,
         f: impl FnOnce(&mut dyn HealthPolicy, &mut PolicyCx) -> R,
     ) -> R {
-        let now = self.clocks[i / self.npol.max(1)].now(self.q.now());
+        let now = self.clocks[self.replica_of_policy(i)].now(self.q.now());
         let mut cx = PolicyCx::new(
             now,
             &mut self.rng_policy,
@@ -515,7 +518,7 @@ impl<'s> World<'s> {
             );
         }
         let mut named = Vec::new();
-        let first_scope = i / self.npol * self.sloc;
+        let first_scope = self.replica_of_policy(i) * self.sloc;
         for n in self.notices_buf.drain(..) {
             self.rec.notice(now, n, first_scope);
             if let policy::Notice::Ejected { node, .. } | policy::Notice::Readmitted { node, .. } =
@@ -524,7 +527,7 @@ impl<'s> World<'s> {
                 named.push(node);
             }
         }
-        let now = self.clocks[i / self.npol].now(now);
+        let now = self.clocks[self.replica_of_policy(i)].now(now);
         if self.gw.direct {
             return;
         }
@@ -533,16 +536,31 @@ impl<'s> World<'s> {
         }
     }
 
-    /// The replica of global scope `s`.
+    /// The replica of global scope `s`. (A single gateway skips the
+    /// division: these are on every attempt's path.)
     #[inline]
     pub(crate) fn replica_of(&self, s: Scope) -> usize {
-        s as usize / self.sloc
+        if self.fleet {
+            s as usize / self.sloc
+        } else {
+            0
+        }
+    }
+
+    /// The replica of policy instance `i`.
+    #[inline]
+    pub(crate) fn replica_of_policy(&self, i: usize) -> usize {
+        if self.fleet { i / self.npol } else { 0 }
     }
 
     /// Global scope `s` within its replica: what that replica's policies call it.
     #[inline]
     pub(crate) fn local(&self, s: Scope) -> Scope {
-        (s as usize % self.sloc) as Scope
+        if self.fleet {
+            (s as usize % self.sloc) as Scope
+        } else {
+            s
+        }
     }
 
     /// The policy instances of the replica of global scope `s`.

@@ -36,6 +36,7 @@ impl Sampler {
         }
     }
 
+    #[inline]
     pub(crate) fn sample(&self, rng: &mut SimRng) -> SimDuration {
         match self {
             Sampler::Constant(d) => *d,

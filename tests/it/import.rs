@@ -224,6 +224,10 @@ fn gateway_part(m: &Model) -> Value {
     let mut g = serde_json::to_value(&m.gateway).unwrap();
     g["rtt"] = Value::Null;
     g["clock_phase"] = Value::Null;
+    // A config is one gateway; how many run (`replicas`) is the deployment's.
+    for k in ["replicas", "spread"] {
+        g.as_object_mut().unwrap().remove(k);
+    }
     if m.gateway.flavor == GatewayFlavor::Haproxy {
         g["haproxy"] = serde_json::to_value(m.gateway.haproxy()).unwrap();
     }

@@ -21,6 +21,7 @@ pub(crate) const DIRECT_MAX_NODES: usize = 3;
 /// Is `node` eligible for this request: not tried, not `down`, not ejected
 /// by any policy (unless in panic), not at `max_conns` (the skip tests of `get_peer`).
 /// `policies`: those of the request's replica, which call its scope `local`.
+#[inline(always)]
 fn direct_eligible(
     gw: &Gateway,
     (policies, local): (&[Box<dyn HealthPolicy>], Scope),
@@ -37,8 +38,13 @@ fn direct_eligible(
 
 impl World<'_> {
     /// The policies of the replica of global scope `s`, and `s` as they call it.
+    #[inline(always)]
     fn replica_policies(&self, s: Scope) -> (&[Box<dyn HealthPolicy>], Scope) {
-        (&self.policies[self.policies_of(s)], self.local(s))
+        if self.fleet {
+            (&self.policies[self.policies_of(s)], self.local(s))
+        } else {
+            (&self.policies, s)
+        }
     }
 
     /// `get_round_robin_peer` (or the configured balancer) with the backup fallback.
@@ -106,6 +112,7 @@ impl World<'_> {
     }
 
     /// The `i`-th peer of the request's current set, if it is eligible.
+    #[inline(always)]
     fn direct_eligible_peer(&self, slot: u32, i: usize, now: Now) -> Option<NodeId> {
         let node = self.direct_set_node(slot, i);
         let r = &self.gw.reqs[slot as usize];

@@ -72,6 +72,13 @@ impl Routing {
         }
     }
 
+    /// Where policy instance `i`'s verdict on global (scope, node) `k` sits
+    /// (`k` is within the instance's replica: one replica's `k < nkl`).
+    #[inline]
+    fn ik(&self, i: usize, k: usize) -> usize {
+        i * self.nkl + if k < self.nkl { k } else { k % self.nkl }
+    }
+
     pub(crate) fn is_member(&self, k: usize) -> bool {
         self.member[k]
     }
@@ -121,13 +128,13 @@ impl World<'_> {
         if node.index() >= self.gw.n {
             return;
         }
-        let first = i / self.npol * self.sloc;
+        let first = self.replica_of_policy(i) * self.sloc;
         for ls in 0..self.sloc {
             let s = (first + ls) as Scope;
             let k = self.gw.k(s, node);
             let out = !self.policies[i].is_routable(ls as Scope, node, now);
             // The common case: routable before and after.
-            if out || self.gw.routing.out[i * self.gw.routing.nkl + k % self.gw.routing.nkl] {
+            if out || self.gw.routing.out[self.gw.routing.ik(i, k)] {
                 self.reconsider(i, s, node, out, now);
             }
         }
@@ -143,14 +150,14 @@ impl World<'_> {
     /// the counts, the panic state and the balancers' members.
     fn reconsider(&mut self, i: usize, scope: Scope, node: NodeId, out: bool, now: Now) {
         let k = self.gw.k(scope, node);
-        let ik = i * self.gw.routing.nkl + k % self.gw.routing.nkl;
+        let ik = self.gw.routing.ik(i, k);
         let readmit = if out {
             self.policies[i].readmits_at(self.local(scope), node, now)
         } else {
             None
         };
         let starts = match readmit {
-            Some(Readmit::WallSecond(s)) => self.clocks[i / self.npol].second_starts(s),
+            Some(Readmit::WallSecond(s)) => self.clocks[self.replica_of_policy(i)].second_starts(s),
             _ => SimTime::ZERO,
         };
         let rt = &mut self.gw.routing;
@@ -215,7 +222,7 @@ impl World<'_> {
             let (k, i) = match (rt.wall.peek(), rt.at.peek()) {
                 (Some(&Reverse((t, s, k, i))), _) if t <= now => {
                     rt.wall.pop();
-                    let ik = i as usize * rt.nkl + k as usize % rt.nkl;
+                    let ik = rt.ik(i as usize, k as usize);
                     if rt.wake[ik] != Some(Readmit::WallSecond(s)) {
                         continue;
                     }
@@ -223,7 +230,7 @@ impl World<'_> {
                 }
                 (_, Some(&Reverse((t, k, i)))) if t <= now => {
                     rt.at.pop();
-                    let ik = i as usize * rt.nkl + k as usize % rt.nkl;
+                    let ik = rt.ik(i as usize, k as usize);
                     if rt.wake[ik] != Some(Readmit::At(t)) {
                         continue;
                     }
@@ -232,12 +239,13 @@ impl World<'_> {
                 _ => return,
             };
             let rt = &mut self.gw.routing;
-            rt.wake[i as usize * rt.nkl + k as usize % rt.nkl] = None;
+            let ik = rt.ik(i as usize, k as usize);
+            rt.wake[ik] = None;
             let (scope, node) = (
                 (k as usize / rt.n) as Scope,
                 NodeId((k as usize % rt.n) as u32),
             );
-            let now = self.clocks[i as usize / self.npol].now(now);
+            let now = self.clocks[self.replica_of_policy(i as usize)].now(now);
             self.refresh(i as usize, scope, node, now);
         }
     }
