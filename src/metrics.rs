@@ -94,6 +94,10 @@ impl ClientSummary {
     }
 }
 
+fn is_zero(x: &f64) -> bool {
+    *x == 0.0
+}
+
 /// One node as a fleet of gateway replicas saw it. `first_ejection_delay_s`
 /// is then the first replica's; each replica keeps its own ejections.
 #[derive(Clone, Debug, Default, Deserialize, Serialize, PartialEq)]
@@ -141,6 +145,10 @@ pub struct NodeSummary {
     pub probes: u64,
     /// `probes` per second of the measurement window: the load probing puts on it.
     pub probe_load_per_s: f64,
+    /// Share of its worker capacity (workers × measurement window) spent
+    /// serving probes (each HTTP probe's service time); absent without probes.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub probe_share: f64,
     /// Busy workers / workers, averaged over the measurement window (a hung
     /// worker is busy): 1 means every worker was always occupied.
     #[serde(default)]
@@ -363,6 +371,8 @@ pub struct Recorder {
     /// Per node: what every request touches, one cache line per node.
     hot: Vec<NodeHot>,
     peak_queue: Vec<u64>,
+    /// Per node: worker-µs spent on probes inside the measurement window.
+    probe_busy_us: Vec<u64>,
     backlog_refused: Vec<u64>,
     /// Gateway replicas, and per (node, replica): its first ejection after
     /// the node's first fault started, and whether it ever ejected the node.
@@ -447,6 +457,7 @@ impl Recorder {
             timeline_latency: Vec::new(),
             hot: vec![NodeHot::default(); n],
             peak_queue: vec![0; n],
+            probe_busy_us: vec![0; n],
             backlog_refused: vec![0; n],
             replicas: 1,
             replica_first: Vec::new(),
@@ -575,6 +586,14 @@ impl Recorder {
     pub fn fault_answered(&mut self, node: NodeId, counted: bool) {
         if counted {
             self.fault_attempts_ok[node.index()] += 1;
+        }
+    }
+
+    /// A worker of `node` serves a probe over `[from, to)`.
+    pub fn probe_work(&mut self, node: NodeId, from: SimTime, to: SimTime) {
+        let (a, b) = (from.max(self.from), to.min(self.to));
+        if b > a {
+            self.probe_busy_us[node.index()] += b.as_micros() - a.as_micros();
         }
     }
 
@@ -862,6 +881,10 @@ impl Recorder {
                 utilization: match u64::from(self.hot[i].workers) * window_us {
                     0 => 0.0,
                     capacity => round6(self.hot[i].busy_us as f64 / capacity as f64),
+                },
+                probe_share: match u64::from(self.hot[i].workers) * window_us {
+                    0 => 0.0,
+                    capacity => round6(self.probe_busy_us[i] as f64 / capacity as f64),
                 },
                 peak_queue: self.peak_queue[i],
                 backlog_refused: self.backlog_refused[i],

@@ -150,7 +150,7 @@ fn node_rows(nodes: &[NodeStats], reps: usize) -> Vec<Vec<String>> {
         headers.push("in fault (ok)");
     }
     if show_probes {
-        headers.push("probes/s");
+        headers.extend(["probes/s", "probe share"]);
     }
     let fleet = nodes.iter().any(|n| n.fleet.is_some());
     if fleet {
@@ -188,6 +188,7 @@ fn node_rows(nodes: &[NodeStats], reps: usize) -> Vec<Vec<String>> {
         }
         if show_probes {
             row.push(cell(&n.probe_load_per_s, "", 2));
+            row.push(share_cell(&n.probe_share));
         }
         if let Some(f) = &n.fleet {
             row.push(delay_cell(&f.last_ejection_delay_s, reps));
