@@ -86,8 +86,8 @@ pub struct NodeStats {
     pub peak_queue: Spread,
     pub probe_load_per_s: Spread,
     /// Absent when no run probed the node.
-    #[serde(default, skip_serializing_if = "Spread::is_zero")]
-    pub probe_share: Spread,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub probe_share: Option<Spread>,
     pub probes: Spread,
     pub recovery_delay_s: Spread,
     pub share: Spread,
@@ -201,7 +201,7 @@ impl NodeStats {
             name: nodes[0].name.clone(),
             peak_queue: count(|n| n.peak_queue),
             probe_load_per_s: over(&nodes, |n| n.probe_load_per_s),
-            probe_share: over(&nodes, |n| n.probe_share),
+            probe_share: Some(over(&nodes, |n| n.probe_share)).filter(|s| !s.is_zero()),
             probes: count(|n| n.probes),
             recovery_delay_s: over_some(&nodes, |n| n.recovery_delay_s),
             share: over(&nodes, |n| n.share),

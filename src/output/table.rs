@@ -188,7 +188,7 @@ fn node_rows(nodes: &[NodeStats], reps: usize) -> Vec<Vec<String>> {
         }
         if show_probes {
             row.push(cell(&n.probe_load_per_s, "", 2));
-            row.push(share_cell(&n.probe_share));
+            row.push(n.probe_share.as_ref().map_or("-".into(), share_cell));
         }
         if let Some(f) = &n.fleet {
             row.push(delay_cell(&f.last_ejection_delay_s, reps));
