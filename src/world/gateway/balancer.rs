@@ -64,10 +64,20 @@ impl World<'_> {
             self.check_routing();
         }
         self.gw.reqs[slot as usize].panic = self.gw.routing.in_panic(scope);
+        self.pick_with_backup(slot, now)
+    }
+
+    /// The configured balancer in the request's set (the single-server path,
+    /// the direct scans or the structures), then, when nothing is eligible,
+    /// the backup set once (nginx's `backup` fallback).
+    #[inline(always)]
+    pub(super) fn pick_with_backup(&mut self, slot: u32, now: Now) -> Option<NodeId> {
         loop {
             let r = &self.gw.reqs[slot as usize];
             let picked = if self.gw.single && !r.in_backup {
                 self.pick_single(slot, now)
+            } else if self.gw.direct {
+                self.direct_pick(slot, now)
             } else {
                 match self.model.gateway.balancer {
                     Balancer::RoundRobin if self.gw.hap.is_some() => self.pick_haproxy_rr(slot),
