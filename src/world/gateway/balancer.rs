@@ -371,6 +371,9 @@ impl World<'_> {
         }
         if charge == Charge::Failed {
             self.rec.failure(now, node, counted);
+            if self.rec.tracks_replicas() {
+                self.rec.replica_failure(scope, node, counted);
+            }
         }
         if charge == Charge::Failed && self.gw.hap.is_none() {
             let w = self.gw.weight[node.index()];
