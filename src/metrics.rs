@@ -9,6 +9,9 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use std::collections::BTreeMap;
 
+mod replicas;
+use replicas::ReplicaTally;
+
 /// Latency percentiles in milliseconds, over every request that ended: an
 /// answer at the time the client got it (errors included), a client timeout
 /// at the client's timeout. Requests still in flight at the end are not in
@@ -94,6 +97,10 @@ impl ClientSummary {
     }
 }
 
+fn is_zero(x: &f64) -> bool {
+    *x == 0.0
+}
+
 /// One node as a fleet of gateway replicas saw it. `first_ejection_delay_s`
 /// is then the first replica's; each replica keeps its own ejections.
 #[derive(Clone, Debug, Default, Deserialize, Serialize, PartialEq)]
@@ -141,6 +148,10 @@ pub struct NodeSummary {
     pub probes: u64,
     /// `probes` per second of the measurement window: the load probing puts on it.
     pub probe_load_per_s: f64,
+    /// Share of its worker capacity (workers × measurement window) spent
+    /// serving probes (each HTTP probe's service time); absent without probes.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub probe_share: f64,
     /// Busy workers / workers, averaged over the measurement window (a hung
     /// worker is busy): 1 means every worker was always occupied.
     #[serde(default)]
@@ -201,6 +212,10 @@ pub struct RunSummary {
     /// Every ejection interval (written to `ejections.csv`).
     #[serde(skip)]
     pub ejection_log: Vec<EjectionRecord>,
+    /// With `--per-replica`: each gateway replica's node table (its own
+    /// attempts, answers, failures and ejections; written to `replicas.csv`).
+    #[serde(skip)]
+    pub replicas: Vec<Vec<NodeSummary>>,
 }
 
 /// Something a reader of the figures must know, as `summary.json` lists it.
@@ -323,7 +338,9 @@ pub struct TimelineRow {
     pub attempts: Vec<u64>,
     /// Per node: attempts charged as failures in the bucket.
     pub failures: Vec<u64>,
-    /// Per node: fraction of the bucket it was ejected (mean over scopes).
+    /// Per node: fraction of the bucket it was ejected, mean over scopes (with
+    /// `gateway.replicas`: the share of replicas, and of their nginx workers,
+    /// that kept it out).
     pub ejected: Vec<f64>,
 }
 
@@ -363,18 +380,25 @@ pub struct Recorder {
     /// Per node: what every request touches, one cache line per node.
     hot: Vec<NodeHot>,
     peak_queue: Vec<u64>,
+    /// Per node: worker-µs spent on probes inside the measurement window.
+    probe_busy_us: Vec<u64>,
     backlog_refused: Vec<u64>,
     /// Gateway replicas, and per (node, replica): its first ejection after
     /// the node's first fault started, and whether it ever ejected the node.
     replicas: usize,
     replica_first: Vec<Option<SimTime>>,
     replica_ejected: Vec<bool>,
+    /// With `--per-replica`: each replica's node table.
+    per_replica: Option<ReplicaTally>,
     /// Per (node, scope): how many policies eject it now, and since when.
     holders: Vec<u16>,
     since: Vec<Option<SimTime>>,
     ejections: Vec<u64>,
     ejected_us: Vec<u64>,
     intervals: Vec<(u32, u16, SimTime, Option<SimTime>)>,
+    /// Per (timeline bucket, node): ejected µs summed over scopes, from
+    /// every interval (the log above keeps at most `MAX_INTERVALS`).
+    ejected_buckets: Vec<u64>,
     fault_first_start: Vec<Option<SimTime>>,
     fault_last_end: Vec<Option<SimTime>>,
     /// Per node: every fault window `[start, end)`.
@@ -447,15 +471,18 @@ impl Recorder {
             timeline_latency: Vec::new(),
             hot: vec![NodeHot::default(); n],
             peak_queue: vec![0; n],
+            probe_busy_us: vec![0; n],
             backlog_refused: vec![0; n],
             replicas: 1,
             replica_first: Vec::new(),
             replica_ejected: Vec::new(),
+            per_replica: None,
             holders: vec![0; n * scopes],
             since: vec![None; n * scopes],
             ejections: vec![0; n],
             ejected_us: vec![0; n],
             intervals: Vec::new(),
+            ejected_buckets: Vec::new(),
             fault_first_start: vec![None; n],
             fault_last_end: vec![None; n],
             fault_windows: vec![Vec::new(); n],
@@ -485,6 +512,49 @@ impl Recorder {
         if self.replicas > 1 {
             self.replica_first = vec![None; self.names.len() * self.replicas];
             self.replica_ejected = vec![false; self.names.len() * self.replicas];
+        }
+    }
+
+    /// Keeps each replica's node table too (`--per-replica`; after [`Self::fleet`]).
+    pub fn track_replicas(&mut self) {
+        let per = self.scopes / self.replicas;
+        self.per_replica = Some(ReplicaTally::new(self.replicas, self.names.len(), per));
+    }
+
+    /// Whether [`Self::track_replicas`] is on: then the gateway also calls
+    /// the `replica_*` methods with the request's global scope.
+    #[inline]
+    pub fn tracks_replicas(&self) -> bool {
+        self.per_replica.is_some()
+    }
+
+    /// [`Self::attempt`], as the replica of `scope` saw it.
+    pub fn replica_attempt(&mut self, scope: u16, node: NodeId, counted: bool, during_fault: bool) {
+        if let (Some(t), true) = (&mut self.per_replica, counted) {
+            t.attempt(scope as usize, node, during_fault);
+        }
+    }
+
+    /// [`Self::failure`], as the replica of `scope` saw it.
+    pub fn replica_failure(&mut self, scope: u16, node: NodeId, counted: bool) {
+        if let (Some(t), true) = (&mut self.per_replica, counted) {
+            t.failure(scope as usize, node);
+        }
+    }
+
+    /// A 2xx answer from `by` through the replica of `scope`; `fault_ok`:
+    /// its attempt started during one of the node's faults.
+    pub fn replica_answered(
+        &mut self,
+        t: SimTime,
+        scope: u16,
+        by: NodeId,
+        counted: bool,
+        fault_ok: bool,
+    ) {
+        let end = self.fault_last_end[by.index()];
+        if let Some(tally) = &mut self.per_replica {
+            tally.answered(t, scope as usize, by, counted, fault_ok, end);
         }
     }
 
@@ -575,6 +645,14 @@ impl Recorder {
     pub fn fault_answered(&mut self, node: NodeId, counted: bool) {
         if counted {
             self.fault_attempts_ok[node.index()] += 1;
+        }
+    }
+
+    /// A worker of `node` serves a probe over `[from, to)`.
+    pub fn probe_work(&mut self, node: NodeId, from: SimTime, to: SimTime) {
+        let (a, b) = (from.max(self.from), to.min(self.to));
+        if b > a {
+            self.probe_busy_us[node.index()] += b.as_micros() - a.as_micros();
         }
     }
 
@@ -762,6 +840,10 @@ impl Recorder {
                     {
                         self.first_ejection_after_fault[i] = Some(t);
                     }
+                    if let Some(tally) = &mut self.per_replica {
+                        let after = self.fault_first_start[i].is_some_and(|f| t >= f);
+                        tally.ejected(t, s, node, in_fault, after);
+                    }
                     if self.replicas > 1 {
                         let rk = i * self.replicas + s / per_replica;
                         self.replica_ejected[rk] = true;
@@ -785,13 +867,35 @@ impl Recorder {
 
     fn close_interval(&mut self, node: NodeId, scope: u16, start: SimTime, end: Option<SimTime>) {
         let stop = end.unwrap_or(self.end);
+        self.add_ejected_buckets(node, start, stop.min(self.end));
         let a = start.max(self.from);
         let b = stop.min(self.to);
         if b > a {
             self.ejected_us[node.index()] += b.as_micros() - a.as_micros();
+            if let Some(tally) = &mut self.per_replica {
+                tally.ejected_time(scope as usize, node, b.as_micros() - a.as_micros());
+            }
         }
         if self.intervals.len() < MAX_INTERVALS {
             self.intervals.push((node.0, scope, start, end));
+        }
+    }
+
+    /// Adds `[start, stop)` to `node`'s ejected time in each timeline bucket.
+    fn add_ejected_buckets(&mut self, node: NodeId, start: SimTime, stop: SimTime) {
+        let (s, e) = (start.as_micros(), stop.as_micros());
+        if e <= s {
+            return;
+        }
+        let n = self.names.len();
+        let last = ((e - 1) / self.bucket_us) as usize;
+        if self.ejected_buckets.len() < (last + 1) * n {
+            self.ejected_buckets.resize((last + 1) * n, 0);
+        }
+        for b in (s / self.bucket_us) as usize..=last {
+            let lo = (b as u64 * self.bucket_us).max(s);
+            let hi = ((b as u64 + 1) * self.bucket_us).min(e);
+            self.ejected_buckets[b * n + node.index()] += hi - lo;
         }
     }
 
@@ -863,6 +967,10 @@ impl Recorder {
                     0 => 0.0,
                     capacity => round6(self.hot[i].busy_us as f64 / capacity as f64),
                 },
+                probe_share: match u64::from(self.hot[i].workers) * window_us {
+                    0 => 0.0,
+                    capacity => round6(self.probe_busy_us[i] as f64 / capacity as f64),
+                },
                 peak_queue: self.peak_queue[i],
                 backlog_refused: self.backlog_refused[i],
                 fleet: (self.replicas > 1).then(|| self.node_fleet(i)),
@@ -914,6 +1022,9 @@ impl Recorder {
             })
             .collect();
         let timeline = self.build_timeline();
+        let replicas = self.per_replica.as_ref().map_or_else(Vec::new, |t| {
+            t.finish(&self.names, &self.fault_first_start, &self.fault_last_end)
+        });
         let mut summary = RunSummary {
             model: model.to_string(),
             seed,
@@ -928,6 +1039,7 @@ impl Recorder {
             warnings: vec![],
             timeline,
             ejection_log,
+            replicas,
         };
         summary.warnings = overload_warnings(std::slice::from_ref(&summary));
         summary
@@ -961,23 +1073,11 @@ impl Recorder {
                 }
             })
             .collect();
-        for &(node, _scope, s, e) in &self.intervals {
-            let e = e.unwrap_or(self.end).as_micros();
-            let s = s.as_micros();
-            let first = (s / self.bucket_us) as usize;
-            let last = (e.saturating_sub(1) / self.bucket_us) as usize;
-            for (b, row) in rows.iter_mut().enumerate().take(last + 1).skip(first) {
-                let lo = (b as u64 * self.bucket_us).max(s);
-                let hi = ((b as u64 + 1) * self.bucket_us).min(e);
-                if hi > lo {
-                    row.ejected[node as usize] +=
-                        (hi - lo) as f64 / self.bucket_us as f64 / self.scopes as f64;
-                }
-            }
-        }
-        for row in &mut rows {
-            for v in &mut row.ejected {
-                *v = round6(*v);
+        let per_bucket = (self.bucket_us * self.scopes as u64) as f64;
+        for (b, row) in rows.iter_mut().enumerate() {
+            for (i, v) in row.ejected.iter_mut().enumerate() {
+                let us = self.ejected_buckets.get(b * n + i).copied().unwrap_or(0);
+                *v = round6(us as f64 / per_bucket);
             }
         }
         Timeline {
@@ -1168,5 +1268,30 @@ mod tests {
         assert_eq!(s.nodes[0].first_ejection_delay_s, Some(0.1));
         assert_eq!(s.timeline.rows[0].ejected[0], 0.4);
         assert_eq!(s.timeline.rows[2].ejected[0], 1.0);
+    }
+
+    /// The ejection log keeps at most `MAX_INTERVALS` intervals; the
+    /// timeline's ejected fraction counts every one (a fleet ejects often).
+    #[test]
+    fn timeline_counts_ejections_beyond_the_log_cap() {
+        let mut r = recorder(1, 200_000);
+        let a = NodeId(0);
+        // 150,000 ejections of 1 ms, one every 4/3 ms over 200 s.
+        let ejections = MAX_INTERVALS + 50_000;
+        for k in 0..ejections as u64 {
+            let t = ms(1 + k * 1000 / 750);
+            let scope = ScopeSel::All;
+            r.notice(t, Notice::Ejected { scope, node: a }, 0);
+            r.notice(
+                t + SimDuration::from_millis(1),
+                Notice::Readmitted { scope, node: a },
+                0,
+            );
+        }
+        let s = r.finish("m", 1, SimDuration::ZERO, 0, 0);
+        assert_eq!(s.ejection_log.len(), MAX_INTERVALS);
+        let total: f64 = s.timeline.rows.iter().map(|row| row.ejected[0]).sum();
+        // 1 ms each, in 1 s buckets: the total of fractions is ejections / 1000.
+        assert!((total - ejections as f64 / 1000.0).abs() < 1e-3, "{total}");
     }
 }

@@ -57,6 +57,11 @@ pub struct Spread {
 }
 
 impl Spread {
+    /// Every value was 0 (or there was none): a metric that did not apply.
+    pub fn is_zero(&self) -> bool {
+        self.max.is_none_or(|m| m == 0.0) && self.min.is_none_or(|m| m == 0.0)
+    }
+
     pub fn of(xs: &[f64]) -> Spread {
         let mut v = xs.to_vec();
         v.sort_by(f64::total_cmp);

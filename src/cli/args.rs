@@ -250,6 +250,10 @@ pub struct RunArgs {
     /// Also write attempts.csv: every upstream attempt (an access log).
     #[arg(long)]
     pub trace: bool,
+    /// With gateway.replicas: also each replica's own node table (stdout,
+    /// summary.json `per_replica`, replicas.csv).
+    #[arg(long)]
+    pub per_replica: bool,
     /// Replications run in parallel on this many threads (default: all cores).
     #[arg(long, short = 'j')]
     pub jobs: Option<usize>,

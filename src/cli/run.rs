@@ -30,7 +30,8 @@ pub fn run(args: RunArgs) -> Result<ExitCode, Error> {
         .seed(base)
         .reps(args.reps as u64)
         .max_events(args.max_events)
-        .trace(args.trace);
+        .trace(args.trace)
+        .per_replica(args.per_replica);
     let (jobs, note) = crate::run::clamp_jobs(args.jobs, args.reps as usize);
     if let Some(note) = note
         && !args.quiet

@@ -62,20 +62,5 @@ impl fmt::Display for Warning {
 
 /// Reads a config file (a regular file of a sane size).
 pub fn read_text(path: &Path) -> Result<String, Error> {
-    let err = |source| Error::ReadFile {
-        path: path.to_path_buf(),
-        source,
-    };
-    let meta = std::fs::metadata(path).map_err(err)?;
-    if !meta.is_file() {
-        return Err(err(std::io::Error::other("not a regular file")));
-    }
-    if meta.len() > crate::spec::MAX_FILE_BYTES {
-        return Err(err(std::io::Error::other(format!(
-            "{} MiB is more than the {} MiB a config file may have",
-            meta.len() / (1 << 20),
-            crate::spec::MAX_FILE_BYTES >> 20
-        ))));
-    }
-    std::fs::read_to_string(path).map_err(err)
+    crate::spec::document::read_capped(path, "a config file")
 }

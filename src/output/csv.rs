@@ -96,6 +96,54 @@ pub fn ejections_csv(runs: &[RunSummary]) -> Result<Vec<u8>, csv::Error> {
     w.into_inner().map_err(|e| e.into_error().into())
 }
 
+/// `replicas.csv` (`--per-replica`): one row per (replication, gateway
+/// replica, node), each replica's own view of the node.
+pub fn replicas_csv(runs: &[RunSummary]) -> Result<Vec<u8>, csv::Error> {
+    let mut w = csv::Writer::from_writer(vec![]);
+    w.write_record([
+        "rep",
+        "seed",
+        "replica",
+        "node",
+        "attempts",
+        "answered",
+        "share",
+        "failures",
+        "ejections",
+        "false_ejections",
+        "ejected_time_s",
+        "first_ejection_delay_s",
+        "recovery_delay_s",
+        "fault_attempts",
+        "fault_attempts_ok",
+    ])?;
+    let opt = |x: Option<f64>| x.map(fmt_num).unwrap_or_default();
+    for (rep, run) in runs.iter().enumerate() {
+        for (r, nodes) in run.replicas.iter().enumerate() {
+            for n in nodes {
+                w.write_record([
+                    rep.to_string(),
+                    run.seed.to_string(),
+                    r.to_string(),
+                    n.name.clone(),
+                    n.attempts.to_string(),
+                    n.answered.to_string(),
+                    fmt_num(n.share),
+                    n.failures.to_string(),
+                    n.ejections.to_string(),
+                    n.false_ejections.to_string(),
+                    fmt_num(n.ejected_time_s),
+                    opt(n.first_ejection_delay_s),
+                    opt(n.recovery_delay_s),
+                    n.fault_attempts.to_string(),
+                    n.fault_attempts_ok.to_string(),
+                ])?;
+            }
+        }
+    }
+    w.into_inner().map_err(|e| e.into_error().into())
+}
+
 fn fmt_num(x: f64) -> String {
     let s = format!("{x:.6}");
     let s = s.trim_end_matches('0').trim_end_matches('.');

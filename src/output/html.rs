@@ -187,12 +187,23 @@ pub fn run_report(dir: &Path, drawn: &[Drawn]) -> Result<(), Error> {
     ];
     let mut head = vec!["node".to_string()];
     head.extend(metrics.iter().map(|(m, ..)| m.to_string()));
+    // A fleet of gateways: when the last replica ejected the node, and how many did.
+    let fleet = summary.nodes.iter().any(|n| n.fleet.is_some());
+    if fleet {
+        head.extend(["last_ejection_delay_s".into(), "replicas_ejected".into()]);
+    }
     let rows = summary
         .nodes
         .iter()
         .map(|n| {
             let mut r = vec![n.name.clone()];
             r.extend(metrics.iter().map(|(_, f, d)| stat_cell(f(n), *d)));
+            if let Some(f) = &n.fleet {
+                r.push(stat_cell(&f.last_ejection_delay_s, 2));
+                r.push(stat_cell(&f.replicas_ejected, 3));
+            } else if fleet {
+                r.extend(["–".to_string(), "–".to_string()]);
+            }
             r
         })
         .collect();

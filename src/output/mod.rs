@@ -33,11 +33,12 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), Error> {
 /// Files only a run writes, and files only a sweep writes: writing one kind
 /// into a directory removes the other's, so that a reused `--out` never
 /// mixes the outputs of two models (`plot` would take the stale kind).
-const RUN_FILES: [&str; 4] = [
+const RUN_FILES: [&str; 5] = [
     "summary.json",
     "timeline.csv",
     "ejections.csv",
     "attempts.csv",
+    "replicas.csv",
 ];
 const SWEEP_FILES: [&str; 4] = ["results.json", "runs.csv", "points.csv", "runs.jsonl"];
 
@@ -80,7 +81,8 @@ pub fn prepare_dir(dir: &Path) -> Result<(), Error> {
 }
 
 /// Writes a run's files into `dir`: `summary.json`, `timeline.csv`,
-/// `ejections.csv`, and `attempts.csv` when the runs were traced. All are
+/// `ejections.csv`, `attempts.csv` when the runs were traced and
+/// `replicas.csv` when they kept each gateway replica's node table. All are
 /// written before any replaces its predecessor, so a failure (a full disk)
 /// leaves the previous set, not a mix; a sweep's files left in `dir` are
 /// removed.
@@ -106,6 +108,11 @@ pub fn write_run(
         let p = dir.join("attempts.csv");
         files.push((p.clone(), csv::trace_csv(runs, traces).map_err(csv_err(p))?));
     }
+    let per_replica = runs.iter().any(|r| !r.replicas.is_empty());
+    if per_replica {
+        let p = dir.join("replicas.csv");
+        files.push((p.clone(), csv::replicas_csv(runs).map_err(csv_err(p))?));
+    }
     let mut staged = Vec::with_capacity(files.len());
     for (path, bytes) in &files {
         let mut f = crate::atomic::Staged::create(path).map_err(|source| Error::Write {
@@ -121,6 +128,9 @@ pub fn write_run(
     crate::atomic::commit_all(staged).map_err(|(path, source)| Error::Write { path, source })?;
     if traces.is_none() {
         remove_stale(dir, &["attempts.csv"])?;
+    }
+    if !per_replica {
+        remove_stale(dir, &["replicas.csv"])?;
     }
     remove_stale(dir, &SWEEP_FILES)
 }

@@ -26,6 +26,10 @@ pub struct Summary {
     pub set: Vec<String>,
     pub client: ClientStats,
     pub nodes: Vec<NodeStats>,
+    /// With `--per-replica`: per gateway replica, its node table over the
+    /// replications (that replica's own attempts, answers and ejections).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub per_replica: Vec<Vec<NodeStats>>,
     pub clock_phase_s: Spread,
     pub events: Spread,
     /// Fault windows, for charts.
@@ -85,6 +89,9 @@ pub struct NodeStats {
     #[serde(default)]
     pub peak_queue: Spread,
     pub probe_load_per_s: Spread,
+    /// Absent when no run probed the node.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub probe_share: Option<Spread>,
     pub probes: Spread,
     pub recovery_delay_s: Spread,
     pub share: Spread,
@@ -183,25 +190,31 @@ impl NodeStats {
     /// Node `i` over the runs.
     fn of(runs: &[RunSummary], i: usize) -> Self {
         let nodes: Vec<&NodeSummary> = runs.iter().map(|r| &r.nodes[i]).collect();
-        let count = |f: fn(&NodeSummary) -> u64| over(&nodes, |n| f(n) as f64);
+        Self::over(&nodes)
+    }
+
+    /// One node's summaries (one per run) over the runs.
+    fn over(nodes: &[&NodeSummary]) -> Self {
+        let count = |f: fn(&NodeSummary) -> u64| over(nodes, |n| f(n) as f64);
         NodeStats {
             answered: count(|n| n.answered),
             attempts: count(|n| n.attempts),
             backlog_refused: count(|n| n.backlog_refused),
-            ejected_time_s: over(&nodes, |n| n.ejected_time_s),
+            ejected_time_s: over(nodes, |n| n.ejected_time_s),
             ejections: count(|n| n.ejections),
             failures: count(|n| n.failures),
             false_ejections: count(|n| n.false_ejections),
             fault_attempts: count(|n| n.fault_attempts),
             fault_attempts_ok: count(|n| n.fault_attempts_ok),
-            first_ejection_delay_s: over_some(&nodes, |n| n.first_ejection_delay_s),
+            first_ejection_delay_s: over_some(nodes, |n| n.first_ejection_delay_s),
             name: nodes[0].name.clone(),
             peak_queue: count(|n| n.peak_queue),
-            probe_load_per_s: over(&nodes, |n| n.probe_load_per_s),
+            probe_load_per_s: over(nodes, |n| n.probe_load_per_s),
+            probe_share: Some(over(nodes, |n| n.probe_share)).filter(|s| !s.is_zero()),
             probes: count(|n| n.probes),
-            recovery_delay_s: over_some(&nodes, |n| n.recovery_delay_s),
-            share: over(&nodes, |n| n.share),
-            utilization: over(&nodes, |n| n.utilization),
+            recovery_delay_s: over_some(nodes, |n| n.recovery_delay_s),
+            share: over(nodes, |n| n.share),
+            utilization: over(nodes, |n| n.utilization),
             fleet: nodes[0].fleet.is_some().then(|| {
                 let fleets: Vec<_> = nodes.iter().filter_map(|n| n.fleet.as_ref()).collect();
                 FleetStats {
@@ -245,6 +258,17 @@ impl Summary {
             client: ClientStats::of(&runs),
             nodes: (0..runs[0].nodes.len())
                 .map(|i| NodeStats::of(&runs, i))
+                .collect(),
+            per_replica: (0..runs[0].replicas.len())
+                .map(|r| {
+                    (0..runs[0].replicas[r].len())
+                        .map(|i| {
+                            let nodes: Vec<&NodeSummary> =
+                                runs.iter().map(|run| &run.replicas[r][i]).collect();
+                            NodeStats::over(&nodes)
+                        })
+                        .collect()
+                })
                 .collect(),
             clock_phase_s: over(&runs, |r| r.clock_phase_s),
             events: over(&runs, |r| r.events as f64),

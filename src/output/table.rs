@@ -104,7 +104,14 @@ pub fn table(report: &Summary) -> String {
         );
     }
     out.push('\n');
-    out.push_str(&align(&node_rows(&report.nodes, report.reps)));
+    out.push_str(&align(&node_rows(&report.nodes, report.reps, true)));
+    for (r, nodes) in report.per_replica.iter().enumerate() {
+        let _ = writeln!(
+            out,
+            "\nreplica {r} (its own attempts, answers and ejections)"
+        );
+        out.push_str(&align(&node_rows(nodes, report.reps, false)));
+    }
     if !report.warnings.is_empty() {
         out.push('\n');
     }
@@ -117,7 +124,8 @@ pub fn table(report: &Summary) -> String {
 /// The node table: a header row, then one row per node. Columns that only
 /// some models need (false ejections, attempts in a fault, probes) appear
 /// only when a node has a non-zero value.
-fn node_rows(nodes: &[NodeStats], reps: usize) -> Vec<Vec<String>> {
+/// `busy`: the nodes' own columns (busy workers); a replica's view has none.
+fn node_rows(nodes: &[NodeStats], reps: usize, busy: bool) -> Vec<Vec<String>> {
     let any =
         |f: fn(&NodeStats) -> &Spread| nodes.iter().any(|n| f(n).max.is_some_and(|x| x > 0.0));
     let show_false = any(|n| &n.false_ejections);
@@ -135,8 +143,10 @@ fn node_rows(nodes: &[NodeStats], reps: usize) -> Vec<Vec<String>> {
         "ejected",
         "first ejection",
         "recovery",
-        "busy",
     ];
+    if busy {
+        headers.push("busy");
+    }
     if show_queue {
         headers.push("peak queue");
     }
@@ -150,7 +160,7 @@ fn node_rows(nodes: &[NodeStats], reps: usize) -> Vec<Vec<String>> {
         headers.push("in fault (ok)");
     }
     if show_probes {
-        headers.push("probes/s");
+        headers.extend(["probes/s", "probe share"]);
     }
     let fleet = nodes.iter().any(|n| n.fleet.is_some());
     if fleet {
@@ -168,8 +178,10 @@ fn node_rows(nodes: &[NodeStats], reps: usize) -> Vec<Vec<String>> {
             cell(&n.ejected_time_s, "s", 2),
             delay_cell(&n.first_ejection_delay_s, reps),
             delay_cell(&n.recovery_delay_s, reps),
-            share_cell(&n.utilization),
         ];
+        if busy {
+            row.push(share_cell(&n.utilization));
+        }
         if show_queue {
             row.push(cell(&n.peak_queue, "", 0));
         }
@@ -188,6 +200,7 @@ fn node_rows(nodes: &[NodeStats], reps: usize) -> Vec<Vec<String>> {
         }
         if show_probes {
             row.push(cell(&n.probe_load_per_s, "", 2));
+            row.push(n.probe_share.as_ref().map_or("-".into(), share_cell));
         }
         if let Some(f) = &n.fleet {
             row.push(delay_cell(&f.last_ejection_delay_s, reps));

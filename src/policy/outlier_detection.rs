@@ -42,12 +42,12 @@ use serde::{Deserialize, Serialize};
 #[derive(Copy, Clone, Debug, Default, Deserialize, Serialize, PartialEq, Eq, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum MaxEjectionPercentMode {
-    /// Envoy ≥ 1.27 (PRs #27624, #27909): allowed iff
+    /// Envoy ≥ 1.28 (PRs #27624, #27909): allowed iff
     /// `100 × (active + 1) / hosts ≤ max_ejection_percent`. With the default
     /// 10 %, no host of a cluster of fewer than 10 can ever be ejected.
     #[default]
     Strict,
-    /// Envoy ≤ 1.26: allowed iff `100 × active / hosts < max_ejection_percent`:
+    /// Envoy ≤ 1.27: allowed iff `100 × active / hosts < max_ejection_percent`:
     /// the first ejection always passes and the cap can be overshot by one
     /// host (3 hosts at 50 % → 2 ejected, issue #26877).
     Legacy,
@@ -84,7 +84,7 @@ pub struct OutlierDetectionParams {
     pub max_ejection_time_jitter: SimDuration,
     /// Cap on simultaneously ejected hosts, percent of all hosts. Default 10.
     pub max_ejection_percent: u32,
-    /// `strict` (Envoy ≥ 1.27, default) or `legacy` (≤ 1.26).
+    /// `strict` (Envoy ≥ 1.28, default) or `legacy` (≤ 1.27).
     pub max_ejection_percent_mode: MaxEjectionPercentMode,
     /// Envoy ≥ 1.31: the first ejection is allowed whatever the cap. Default false.
     pub always_eject_one_host: bool,

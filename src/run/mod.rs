@@ -25,6 +25,7 @@ pub struct Replications<'m> {
     reps: u64,
     max_events: u64,
     trace: bool,
+    per_replica: bool,
 }
 
 /// What the replications produced, in replication order.
@@ -46,6 +47,7 @@ impl<'m> Replications<'m> {
             reps: 1,
             max_events: u64::MAX,
             trace: false,
+            per_replica: false,
         }
     }
     /// The seed of the first replication (the others derive from it).
@@ -65,6 +67,12 @@ impl<'m> Replications<'m> {
     /// Record every upstream attempt (`--trace`).
     pub fn trace(mut self, trace: bool) -> Self {
         self.trace = trace;
+        self
+    }
+
+    /// Keep each gateway replica's node table (`--per-replica`).
+    pub fn per_replica(mut self, on: bool) -> Self {
+        self.per_replica = on;
         self
     }
 
@@ -95,10 +103,17 @@ impl<'m> Replications<'m> {
         if self.trace {
             let mut lines = Vec::new();
             let mut sink = |l: &TraceLine| lines.push(l.clone());
-            let (s, cut) = world::run_budgeted(self.model, seed, self.max_events, Some(&mut sink));
+            let (s, cut) = world::run_with(
+                self.model,
+                seed,
+                self.max_events,
+                Some(&mut sink),
+                self.per_replica,
+            );
             (s, lines, cut)
         } else {
-            let (s, cut) = world::run_budgeted(self.model, seed, self.max_events, None);
+            let (s, cut) =
+                world::run_with(self.model, seed, self.max_events, None, self.per_replica);
             (s, Vec::new(), cut)
         }
     }

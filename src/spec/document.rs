@@ -28,26 +28,31 @@ pub fn shorten(text: &str) -> String {
     format!("{head}… ({} characters)", text.chars().count())
 }
 
-/// Reads a JSON document, reporting syntax errors with line and column.
-pub fn read_document(path: &Path) -> Result<Value, Error> {
+/// Reads a text file that is `what` (named in the error). A device or a
+/// pipe (`/dev/zero`) would never end, a huge file would fill memory: only
+/// regular files of at most [`MAX_FILE_BYTES`] are read.
+pub fn read_capped(path: &Path, what: &str) -> Result<String, Error> {
     let err = |source| Error::ReadFile {
         path: path.to_path_buf(),
         source,
     };
-    // A device or a pipe (`/dev/zero`) would never end, a huge file would
-    // fill memory: only regular files of a sane size are models.
     let meta = std::fs::metadata(path).map_err(err)?;
     if !meta.is_file() {
         return Err(err(std::io::Error::other("not a regular file")));
     }
     if meta.len() > MAX_FILE_BYTES {
         return Err(err(std::io::Error::other(format!(
-            "{} MiB is more than the {} MiB a model or sweep file may have",
+            "{} MiB is more than the {} MiB {what} may have",
             meta.len() / (1 << 20),
             MAX_FILE_BYTES >> 20
         ))));
     }
-    let text = std::fs::read_to_string(path).map_err(err)?;
+    std::fs::read_to_string(path).map_err(err)
+}
+
+/// Reads a JSON document, reporting syntax errors with line and column.
+pub fn read_document(path: &Path) -> Result<Value, Error> {
+    let text = read_capped(path, "a model or sweep file")?;
     diagnostics::parse_json(&text).map_err(|e| Error::Json {
         path: path.to_path_buf(),
         line: e.line(),

@@ -195,8 +195,8 @@ pub struct GatewaySpec {
     /// Envoy's `healthy_panic_threshold`, percent: while fewer than this
     /// share of the non-`down` primary nodes is routable, selection ignores
     /// the policies (ejected nodes get traffic again). Default: the policy's
-    /// own (50 with `outlier_detection`, `minHealthPercent` with `istio`),
-    /// else 0 = off, as in nginx.
+    /// own (50 with `outlier_detection` and Envoy active health checks,
+    /// `minHealthPercent` with `istio`), else 0 = off, as in nginx.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub healthy_panic_threshold: Option<f64>,
 }

@@ -295,8 +295,23 @@ pub fn run_budgeted<'s>(
     max_events: u64,
     trace: Option<TraceSink<'s>>,
 ) -> (RunSummary, Option<Truncated>) {
+    run_with(model, seed, max_events, trace, false)
+}
+
+/// Like [`run_budgeted`]; `per_replica`: also keep each gateway replica's
+/// node table ([`RunSummary::replicas`], `--per-replica`).
+pub fn run_with<'s>(
+    model: &'s Model,
+    seed: u64,
+    max_events: u64,
+    trace: Option<TraceSink<'s>>,
+    per_replica: bool,
+) -> (RunSummary, Option<Truncated>) {
     let mut w = World::new(model, seed, trace);
     w.max_events = max_events;
+    if per_replica {
+        w.rec.track_replicas();
+    }
     let (summary, cut) = w.run_to_end_or_budget();
     (summary, cut.map(|at| Truncated { max_events, at }))
 }

@@ -223,6 +223,10 @@ impl World<'_> {
             svc = svc.mul_f64(factor) + extra;
         }
         let done_at = now + svc;
+        if let Job::Probe { .. } = job {
+            self.rec.probe_work(node, now, done_at);
+        }
+        let n = &mut self.nodes[node.index()];
         n.busy[w as usize] = Some(InService {
             job,
             done_at,

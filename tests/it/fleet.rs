@@ -189,3 +189,93 @@ fn bad_fleets_exit_2_naming_the_field() {
         "{err}"
     );
 }
+
+/// `--per-replica`: each replica's node table adds up to the fleet's, and
+/// its first ejections span the fleet's first and last.
+#[test]
+fn per_replica_tables_add_up_to_the_fleet() {
+    let m = with_replicas(model_file("crash-10s-of-3.json"), 6);
+    let (plain, _) = world::run_with(&m, 3, u64::MAX, None, false);
+    let (s, _) = world::run_with(&m, 3, u64::MAX, None, true);
+    assert!(plain.replicas.is_empty());
+    assert_eq!(
+        plain.nodes, s.nodes,
+        "tracking replicas changes nothing else"
+    );
+    assert_eq!(s.replicas.len(), 6);
+    for (i, node) in s.nodes.iter().enumerate() {
+        let views: Vec<_> = s.replicas.iter().map(|r| &r[i]).collect();
+        let sum =
+            |f: fn(&hcsim::metrics::NodeSummary) -> u64| views.iter().map(|v| f(v)).sum::<u64>();
+        assert_eq!(sum(|n| n.attempts), node.attempts, "{}", node.name);
+        assert_eq!(sum(|n| n.answered), node.answered, "{}", node.name);
+        assert_eq!(sum(|n| n.failures), node.failures, "{}", node.name);
+        assert_eq!(sum(|n| n.ejections), node.ejections, "{}", node.name);
+        assert_eq!(
+            sum(|n| n.fault_attempts),
+            node.fault_attempts,
+            "{}",
+            node.name
+        );
+        let ejected: f64 = views.iter().map(|v| v.ejected_time_s).sum();
+        let fleet = node.fleet.as_ref().unwrap();
+        assert!(
+            (ejected - fleet.ejected_replica_s).abs() < 1e-4,
+            "{ejected} vs {fleet:?}"
+        );
+        let firsts: Vec<f64> = views
+            .iter()
+            .filter_map(|v| v.first_ejection_delay_s)
+            .collect();
+        if node.name == "A" {
+            assert_eq!(firsts.len(), 6, "every replica ejects the crashed node");
+            let min = firsts.iter().copied().fold(f64::MAX, f64::min);
+            let max = firsts.iter().copied().fold(0.0, f64::max);
+            assert_eq!(Some(min), node.first_ejection_delay_s);
+            assert_eq!(Some(max), fleet.last_ejection_delay_s);
+        } else {
+            assert!(firsts.is_empty());
+        }
+    }
+}
+
+#[test]
+fn per_replica_flag_writes_a_table_per_replica_and_replicas_csv() {
+    let out = tmp("per-replica");
+    let o = hcsim(&[
+        "run",
+        "models/crash-10s-of-3.json",
+        "--set",
+        "gateway.replicas=3",
+        "--per-replica",
+        "--reps",
+        "2",
+        "--no-charts",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let table = String::from_utf8_lossy(&o.stdout);
+    for r in 0..3 {
+        assert!(table.contains(&format!("\nreplica {r} (")), "{table}");
+    }
+    let csv = std::fs::read_to_string(out.join("replicas.csv")).unwrap();
+    // a header, then 2 reps × 3 replicas × 3 nodes
+    assert_eq!(csv.lines().count(), 1 + 2 * 3 * 3);
+    let summary: Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("summary.json")).unwrap()).unwrap();
+    assert_eq!(summary["per_replica"].as_array().map(Vec::len), Some(3));
+    // Without the flag: neither the tables nor the file.
+    let o = hcsim(&[
+        "run",
+        "models/crash-10s-of-3.json",
+        "--set",
+        "gateway.replicas=3",
+        "--no-charts",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert!(o.status.success());
+    assert!(!String::from_utf8_lossy(&o.stdout).contains("\nreplica 0 ("));
+    assert!(!Path::new(&out.join("replicas.csv")).exists());
+}

@@ -240,3 +240,39 @@ fn the_new_policies_are_deterministic() {
         assert_eq!(world::run(&sc, 7), world::run(&sc, 7), "{name}");
     }
 }
+
+/// Envoy applies its panic threshold (default 50 %) to every cluster, also
+/// one with only active health checking (`recalculatePerPriorityPanic`):
+/// with 3 of 4 hosts failing their checks, traffic goes to all four again.
+#[test]
+fn envoy_active_checks_alone_panic_below_half_healthy() {
+    let doc = |panic: Option<f64>| {
+        let mut d = serde_json::json!({
+            "name": "hc-panic", "duration": "20s",
+            "clients": {"kind": "open", "rate_per_s": 100.0, "arrivals": "constant"},
+            "gateway": {"proxy_next_upstream": ["off"]},
+            "nodes": [{"name": "A"}, {"name": "B"}, {"name": "C"}, {"name": "D"}],
+            "faults": [{"kind": "crash", "node": "A", "at": "5s"}, {"kind": "crash", "node": "B", "at": "5s"},
+                       {"kind": "crash", "node": "C", "at": "5s"}],
+            "policies": [{"kind": "active_probe", "flavor": "envoy", "probe": "http",
+                          "interval": "1s", "timeout": "500ms",
+                          "unhealthy_threshold": 1, "healthy_threshold": 1,
+                          "no_traffic_interval": "1s"}]
+        });
+        if let Some(p) = panic {
+            d["gateway"]["healthy_panic_threshold"] = serde_json::json!(p);
+        }
+        crate::scenario(d)
+    };
+    let default = hcsim::world::run(&doc(None), 1);
+    let off = hcsim::world::run(&doc(Some(0.0)), 1);
+    // After the checks mark A–C down (by ~7 s), panic routing keeps sending
+    // them three quarters of the traffic; without it D takes everything.
+    assert!(
+        default.nodes[0].fault_attempts > 3 * off.nodes[0].fault_attempts + 100,
+        "panic: {} attempts to crashed A, threshold 0: {}",
+        default.nodes[0].fault_attempts,
+        off.nodes[0].fault_attempts
+    );
+    assert!(default.client.errors > off.client.errors + 500);
+}

@@ -81,6 +81,14 @@ impl ActiveProbeSpec {
 }
 
 impl PolicyParams for ActiveProbeSpec {
+    /// Envoy's load balancer applies `common_lb_config.healthy_panic_threshold`
+    /// (default 50 %) to every cluster, whatever marks its hosts unhealthy:
+    /// `LoadBalancerBase::recalculatePerPriorityPanic` knows nothing of the
+    /// detector. A cluster with only active health checking panics too.
+    fn healthy_panic_threshold(&self) -> Option<f64> {
+        matches!(self, ActiveProbeSpec::Envoy(_)).then_some(50.0)
+    }
+
     fn label(&self) -> String {
         match self {
             ActiveProbeSpec::Generic(p) => format!(

@@ -25,14 +25,24 @@ pub(super) fn panic_threshold(model: &Model) -> f64 {
     })
 }
 
-/// Envoy's `isHostSetInPanic`: `100 × healthy / hosts < threshold` (strict).
+/// Envoy's panic decision for one priority (`LoadBalancerBase`):
+/// `recalculatePerPriorityState` takes the priority's health as
+/// `min(100, 140 × healthy / hosts)` in integers (the default
+/// overprovisioning factor, 140 %), and `recalculatePerPriorityPanic` never
+/// sets panic while that is 100, i.e. while at least 5 of 7 hosts are healthy,
+/// whatever the threshold; below it, `isHostSetInPanic`:
+/// `100 × healthy / hosts < threshold` (strict), the threshold a whole
+/// percent (`PROTOBUF_PERCENT_TO_ROUNDED_INTEGER_OR_DEFAULT`).
 pub(super) fn in_panic(healthy: usize, hosts: usize, threshold: f64) -> bool {
+    if hosts > 0 && 140 * healthy / hosts >= 100 {
+        return false;
+    }
     let pct = if hosts == 0 {
         0.0
     } else {
         100.0 * healthy as f64 / hosts as f64
     };
-    pct < threshold
+    pct < threshold.round()
 }
 
 /// `max_conns` reached (0 means unlimited).
@@ -54,10 +64,20 @@ impl World<'_> {
             self.check_routing();
         }
         self.gw.reqs[slot as usize].panic = self.gw.routing.in_panic(scope);
+        self.pick_with_backup(slot, now)
+    }
+
+    /// The configured balancer in the request's set (the single-server path,
+    /// the direct scans or the structures), then, when nothing is eligible,
+    /// the backup set once (nginx's `backup` fallback).
+    #[inline(always)]
+    pub(super) fn pick_with_backup(&mut self, slot: u32, now: Now) -> Option<NodeId> {
         loop {
             let r = &self.gw.reqs[slot as usize];
             let picked = if self.gw.single && !r.in_backup {
                 self.pick_single(slot, now)
+            } else if self.gw.direct {
+                self.direct_pick(slot, now)
             } else {
                 match self.model.gateway.balancer {
                     Balancer::RoundRobin if self.gw.hap.is_some() => self.pick_haproxy_rr(slot),
@@ -351,6 +371,9 @@ impl World<'_> {
         }
         if charge == Charge::Failed {
             self.rec.failure(now, node, counted);
+            if self.rec.tracks_replicas() {
+                self.rec.replica_failure(scope, node, counted);
+            }
         }
         if charge == Charge::Failed && self.gw.hap.is_none() {
             let w = self.gw.weight[node.index()];
@@ -382,6 +405,18 @@ mod tests {
         assert!(in_panic(1, 4, 50.0));
         // 0 turns panic off, even with nothing healthy.
         assert!(!in_panic(0, 4, 0.0));
+        // The overprovisioning factor: 3 of 4 healthy (75 %, health
+        // min(100, 140 × 3 / 4) = 100) is no panic even at a threshold of 80,
+        // which the strict comparison alone would call panic.
+        assert!(!in_panic(3, 4, 80.0));
+        assert!(!in_panic(5, 7, 100.0));
+        assert!(
+            in_panic(4, 6, 80.0),
+            "140 × 4 / 6 = 93 < 100, and 66.7 % < 80"
+        );
+        // The threshold is a whole percent: 66.6 rounds to 67, above 2 of 3.
+        assert!(in_panic(2, 3, 66.6));
+        assert!(!in_panic(2, 3, 66.4));
     }
 
     fn threshold_of(doc: serde_json::Value) -> f64 {

@@ -62,36 +62,17 @@ impl World<'_> {
             in_panic(healthy, total, self.gw.panic_threshold)
         };
         self.gw.reqs[slot as usize].panic = panic;
-        loop {
-            let r = &self.gw.reqs[slot as usize];
-            let picked = if self.gw.single && !r.in_backup {
-                self.pick_single(slot, now)
-            } else {
-                match self.model.gateway.balancer {
-                    Balancer::RoundRobin if self.gw.hap.is_some() => {
-                        self.direct_pick_haproxy_rr(slot, now)
-                    }
-                    Balancer::RoundRobin => self.direct_pick_round_robin(slot, now),
-                    Balancer::LeastConn => self.direct_pick_least_conn(slot, now),
-                    Balancer::RandomTwo => self.direct_pick_random_two(slot, now),
-                }
-            };
-            match picked {
-                Some(node) => {
-                    self.debug_check_pick(slot, node, now);
-                    self.take_peer(slot, node);
-                    return Some(node);
-                }
-                None => {
-                    let r = &mut self.gw.reqs[slot as usize];
-                    if !r.in_backup && !self.gw.backup.is_empty() {
-                        r.in_backup = true;
-                        r.clear_tried();
-                        continue;
-                    }
-                    return None;
-                }
-            }
+        self.pick_with_backup(slot, now)
+    }
+
+    /// One pick of the configured balancer by direct scans.
+    #[inline(always)]
+    pub(super) fn direct_pick(&mut self, slot: u32, now: Now) -> Option<NodeId> {
+        match self.model.gateway.balancer {
+            Balancer::RoundRobin if self.gw.hap.is_some() => self.direct_pick_haproxy_rr(slot, now),
+            Balancer::RoundRobin => self.direct_pick_round_robin(slot, now),
+            Balancer::LeastConn => self.direct_pick_least_conn(slot, now),
+            Balancer::RandomTwo => self.direct_pick_random_two(slot, now),
         }
     }
 

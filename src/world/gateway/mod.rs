@@ -370,6 +370,9 @@ impl World<'_> {
         let generation = r.att_gen;
         let counted = r.counted;
         self.rec.attempt(now, node, counted, faulty);
+        if self.rec.tracks_replicas() {
+            self.rec.replica_attempt(scope, node, counted, faulty);
+        }
         let g = &self.model.gateway;
         let (connect_timeout, read_timeout) = match &self.gw.hap {
             None => (g.proxy_connect_timeout, Some(g.proxy_read_timeout)),
@@ -590,6 +593,13 @@ impl World<'_> {
         let (start, counted, client, faulty) = (r.start, r.counted, r.client, r.att_faulty);
         self.rec
             .answered(now, status, now.saturating_since(start), by, counted);
+        if self.rec.tracks_replicas()
+            && let Some(n) = by
+            && (200..300).contains(&status)
+        {
+            let scope = self.gw.reqs[slot as usize].scope;
+            self.rec.replica_answered(now, scope, n, counted, faulty);
+        }
         if let Some(n) = by
             && faulty
             && (200..300).contains(&status)
