@@ -1,15 +1,22 @@
-//! The future-event list: a timing wheel for near events, a binary heap for
-//! far ones, and FIFO lanes for timers whose delay is a constant; all ordered
-//! by `(time, insertion sequence)`.
+//! The future-event list: a two-level timing wheel, a binary heap for what
+//! lies beyond both, and FIFO lanes for timers whose delay is a constant; all
+//! ordered by `(time, insertion sequence)`.
 //!
 //! Most events of a busy model are a few milliseconds ahead (a service
 //! completion, a network hop). They go into a wheel of [`BUCKETS`] buckets of
-//! `2^BUCKET_SHIFT` µs each: pushing one is a `Vec::push`, and the bucket
+//! `2^BUCKET_SHIFT` µs each: pushing one is a list push, and the bucket
 //! about to run is sorted once when the wheel reaches it (a handful of
-//! entries). Events beyond the wheel's horizon (policy timers, faults, a
-//! timeout armed on the fly) wait in a binary heap and move into the wheel as
-//! it turns. Unlike a heap, the wheel does no unpredictable comparisons per
+//! entries). Unlike a heap, the wheel does no unpredictable comparisons per
 //! push or pop, which is where a heap of a few dozen events spends its time.
+//!
+//! Events beyond the first level's horizon (policy timers, probe timeouts,
+//! faults) go into a second level of [`L2_SLOTS`] slots of `2^L2_SHIFT` µs,
+//! unsorted too. Once a second-level slot's whole range lies within the first
+//! level's horizon, its entries move down into the first level's buckets (a
+//! relink of each list node, no copy). A fleet of gateway replicas arms
+//! thousands of probe timers a second 1 to 5 s ahead; in a heap each of them
+//! would cost a push and a pop of `log n` cache misses. Only events beyond the
+//! second level's horizon (268 s) wait in the heap.
 //!
 //! A timer armed with the same delay every time (a read timeout, a client
 //! timeout, a one-way network delay) fires in the order it was armed, so a
@@ -30,6 +37,13 @@ pub const BUCKET_SHIFT: u32 = 8;
 /// Buckets in the wheel: its horizon is `BUCKETS << BUCKET_SHIFT` µs (262 ms).
 pub const BUCKETS: usize = 1024;
 const SLOT_MASK: usize = BUCKETS - 1;
+/// A second-level slot spans `2^L2_SHIFT` µs (65.5 ms, 256 buckets).
+pub const L2_SHIFT: u32 = 16;
+/// Second-level slots: their horizon is `L2_SLOTS << L2_SHIFT` µs (268 s).
+pub const L2_SLOTS: usize = 4096;
+const L2_MASK: usize = L2_SLOTS - 1;
+/// Buckets per second-level slot, as a shift.
+const PER_SLOT: u32 = L2_SHIFT - BUCKET_SHIFT;
 
 struct Entry<E> {
     /// `(time << 64) | seq`: one comparison orders by time, then FIFO.
@@ -48,6 +62,29 @@ fn time_of(key: u128) -> SimTime {
 /// The wheel bucket (absolute, not modulo the wheel) holding `key`.
 fn bucket(key: u128) -> u64 {
     ((key >> 64) as u64) >> BUCKET_SHIFT
+}
+
+/// The second-level slot (absolute) holding `key`.
+fn slot2(key: u128) -> u64 {
+    ((key >> 64) as u64) >> L2_SHIFT
+}
+
+/// The first set bit at or after position `start` of a ring of bits,
+/// counted from `start` on as an absolute number. Requires a set bit.
+#[inline]
+fn next_set<const N: usize>(bits: &[u64; N], start: u64) -> u64 {
+    let mask = N * 64 - 1;
+    let mut s = start as usize & mask;
+    let mut off = 0u64;
+    loop {
+        let word = bits[s / 64] >> (s % 64);
+        if word != 0 {
+            return start + off + word.trailing_zeros() as u64;
+        }
+        let step = 64 - s % 64;
+        off += step as u64;
+        s = (s + step) & mask;
+    }
 }
 
 impl<E> PartialEq for Entry<E> {
@@ -70,20 +107,26 @@ impl<E> Ord for Entry<E> {
 }
 
 /// Events at arbitrary times: a timing wheel over the next [`BUCKETS`]
-/// buckets, its current bucket kept sorted, and a heap beyond the horizon.
+/// buckets, its current bucket kept sorted, a second level of coarser slots
+/// beyond it, and a heap beyond both.
 ///
-/// Invariant (in key order): `run` ≤ every slot entry ≤ every `far` entry.
-/// `run` holds the entries of buckets up to `cur`, sorted; slot
-/// `b % BUCKETS` holds those of bucket `b` for `cur < b < cur + BUCKETS`,
-/// unsorted, as a list linked through `nodes`; `far` holds the rest.
+/// Invariant (in time order, each strictly before the next): `run`, the
+/// first-level slots, the second-level slots, `far`. `run` holds the
+/// entries of buckets up to `cur`, sorted; slot `b % BUCKETS` holds those of
+/// bucket `b` for `cur < b < l2_next << PER_SLOT` (within `BUCKETS` of
+/// `cur`); second-level slot `c % L2_SLOTS` holds those of slot `c` for
+/// `l2_next <= c < l2_next + L2_SLOTS`; `far` holds the rest. `l2_next` is
+/// `(cur + BUCKETS) >> PER_SLOT`: the first second-level slot not wholly
+/// within the first level's horizon. Slots are unsorted lists linked
+/// through `nodes`.
 struct Wheel<E> {
     /// Absolute bucket number of `run`.
     cur: u64,
     run: VecDeque<Entry<E>>,
     /// First node of each slot's list, or `NIL`.
     heads: Vec<u32>,
-    /// Slot entries. Freed nodes are reused last-in first-out, so the few
-    /// dozen a busy run keeps pending stay in cache.
+    /// Slot entries of both levels. Freed nodes are reused last-in
+    /// first-out, so the few dozen a busy run keeps pending stay in cache.
     nodes: Vec<Node<E>>,
     /// First free node, or `NIL`.
     free: u32,
@@ -91,6 +134,14 @@ struct Wheel<E> {
     occupied: [u64; BUCKETS / 64],
     /// Entries in the slots.
     in_slots: usize,
+    /// Absolute number of the first second-level slot not moved down.
+    l2_next: u64,
+    /// First node of each second-level slot's list, or `NIL`.
+    heads2: Vec<u32>,
+    /// Bit `s` set: second-level slot `s` is not empty.
+    occupied2: [u64; L2_SLOTS / 64],
+    /// Entries in the second-level slots.
+    in_l2: usize,
     far: BinaryHeap<Entry<E>>,
 }
 
@@ -114,12 +165,22 @@ impl<E> Wheel<E> {
             free: NIL,
             occupied: [0; BUCKETS / 64],
             in_slots: 0,
+            l2_next: (BUCKETS >> PER_SLOT) as u64,
+            heads2: vec![NIL; L2_SLOTS],
+            occupied2: [0; L2_SLOTS / 64],
+            in_l2: 0,
             far: BinaryHeap::new(),
         }
     }
 
     fn len(&self) -> usize {
-        self.run.len() + self.in_slots + self.far.len()
+        self.run.len() + self.in_slots + self.in_l2 + self.far.len()
+    }
+
+    /// The first bucket the first level does not cover.
+    #[inline]
+    fn limit(&self) -> u64 {
+        self.l2_next << PER_SLOT
     }
 
     /// Adds `e`; `now` is the queue's clock.
@@ -128,45 +189,61 @@ impl<E> Wheel<E> {
         let b = bucket(e.key);
         if b <= self.cur {
             self.insert_into_run(e);
-        } else if b - self.cur < BUCKETS as u64 {
+        } else if b < self.limit() {
             self.put_in_slot(b, e);
         } else {
-            self.push_far(e, now);
+            self.push_beyond(e, now);
         }
     }
 
-    /// Beyond the horizon. An empty wheel does not turn by itself (lane
-    /// events may have moved the clock on), so first bring it to `now`.
-    #[cold]
-    fn push_far(&mut self, e: Entry<E>, now: SimTime) {
+    /// Beyond the first level's horizon. An empty first level does not turn
+    /// by itself (lane events may have moved the clock on), so first bring
+    /// it to `now`.
+    fn push_beyond(&mut self, e: Entry<E>, now: SimTime) {
         let now_b = bucket(key(now, 0));
         if self.run.is_empty() && self.in_slots == 0 && now_b > self.cur {
             self.rebase(now_b);
             self.push(e, now);
+        } else if slot2(e.key) < self.l2_next + L2_SLOTS as u64 {
+            self.put_in_l2(slot2(e.key), e);
         } else {
             self.far.push(e);
         }
     }
 
-    #[inline]
-    fn put_in_slot(&mut self, b: u64, e: Entry<E>) {
-        let s = b as usize & SLOT_MASK;
+    /// A node holding `key` and `event`, followed by `next`.
+    #[inline(always)]
+    fn alloc(&mut self, key: u128, event: E, next: u32) -> u32 {
         let node = Node {
-            key: e.key,
-            next: self.heads[s],
-            event: Some(e.event),
+            key,
+            next,
+            event: Some(event),
         };
         let i = self.free;
         if i == NIL {
-            self.heads[s] = self.nodes.len() as u32;
             self.nodes.push(node);
+            (self.nodes.len() - 1) as u32
         } else {
             self.free = self.nodes[i as usize].next;
             self.nodes[i as usize] = node;
-            self.heads[s] = i;
+            i
         }
+    }
+
+    #[inline(always)]
+    fn put_in_slot(&mut self, b: u64, e: Entry<E>) {
+        let s = b as usize & SLOT_MASK;
+        self.heads[s] = self.alloc(e.key, e.event, self.heads[s]);
         self.occupied[s / 64] |= 1 << (s % 64);
         self.in_slots += 1;
+    }
+
+    #[inline]
+    fn put_in_l2(&mut self, c: u64, e: Entry<E>) {
+        let s = c as usize & L2_MASK;
+        self.heads2[s] = self.alloc(e.key, e.event, self.heads2[s]);
+        self.occupied2[s / 64] |= 1 << (s % 64);
+        self.in_l2 += 1;
     }
 
     /// Inserts into the sorted run; a same-time burst appends at O(1).
@@ -186,11 +263,22 @@ impl<E> Wheel<E> {
         if let Some(e) = self.run.front() {
             return Some(e.key);
         }
-        if self.in_slots > 0 {
-            self.advance();
+        if self.in_slots > 0 || self.in_l2 > 0 {
+            self.refill();
             return self.run.front().map(|e| e.key);
         }
         self.far.peek().map(|e| e.key)
+    }
+
+    /// The smallest key of the list starting at node `i`.
+    fn list_min(&self, mut i: u32) -> Option<u128> {
+        let mut min = None;
+        while i != NIL {
+            let node = &self.nodes[i as usize];
+            min = Some(min.map_or(node.key, |m: u128| m.min(node.key)));
+            i = node.next;
+        }
+        min
     }
 
     /// Like `front_key`, without turning the wheel.
@@ -199,15 +287,12 @@ impl<E> Wheel<E> {
             return Some(e.key);
         }
         if self.in_slots > 0 {
-            let s = self.next_occupied() as usize & SLOT_MASK;
-            let mut i = self.heads[s];
-            let mut min = None;
-            while i != NIL {
-                let node = &self.nodes[i as usize];
-                min = Some(min.map_or(node.key, |m: u128| m.min(node.key)));
-                i = node.next;
-            }
-            return min;
+            let s = next_set(&self.occupied, self.cur + 1) as usize & SLOT_MASK;
+            return self.list_min(self.heads[s]);
+        }
+        if self.in_l2 > 0 {
+            let s = next_set(&self.occupied2, self.l2_next) as usize & L2_MASK;
+            return self.list_min(self.heads2[s]);
         }
         self.far.peek().map(|e| e.key)
     }
@@ -218,8 +303,8 @@ impl<E> Wheel<E> {
         if let Some(e) = self.run.pop_front() {
             return Some(e);
         }
-        if self.in_slots > 0 {
-            self.advance();
+        if self.in_slots > 0 || self.in_l2 > 0 {
+            self.refill();
             return self.run.pop_front();
         }
         // Wheel empty: the earliest entry is in the heap.
@@ -228,29 +313,27 @@ impl<E> Wheel<E> {
         Some(e)
     }
 
-    /// The absolute number of the first non-empty bucket after `cur`.
-    /// Requires `in_slots > 0`.
-    fn next_occupied(&self) -> u64 {
-        let start = self.cur + 1;
-        let mut s = start as usize & SLOT_MASK;
-        let mut off = 0u64;
-        loop {
-            let bits = self.occupied[s / 64] >> (s % 64);
-            if bits != 0 {
-                return start + off + bits.trailing_zeros() as u64;
-            }
-            let step = 64 - s % 64;
-            off += step as u64;
-            s = (s + step) & SLOT_MASK;
+    /// The run is used up and a slot of either level is not: turn the
+    /// wheel to the next non-empty bucket. With the first level empty, first
+    /// jump to where the first non-empty second-level slot `c` moves down:
+    /// bucket `c << PER_SLOT` less the first level's reach beyond one slot,
+    /// which is after `cur` (`c >= l2_next`) and before every entry of `c`.
+    #[cold]
+    fn refill(&mut self) {
+        if self.in_slots == 0 {
+            let c = next_set(&self.occupied2, self.l2_next);
+            self.turn_to((c << PER_SLOT) - (BUCKETS as u64 - (1 << PER_SLOT)));
         }
+        self.advance();
     }
 
     /// The run is used up: move to the next non-empty bucket and sort it.
-    #[cold]
+    /// Requires `in_slots > 0`.
     fn advance(&mut self) {
-        let b = self.next_occupied();
+        let b = next_set(&self.occupied, self.cur + 1);
         let s = b as usize & SLOT_MASK;
-        self.cur = b;
+        // Entries moved down from the second level are after `b`.
+        self.turn_to(b);
         self.occupied[s / 64] &= !(1 << (s % 64));
         let mut i = std::mem::replace(&mut self.heads[s], NIL);
         while i != NIL {
@@ -270,35 +353,93 @@ impl<E> Wheel<E> {
         if self.run.len() > 1 {
             self.run.make_contiguous().sort_unstable_by_key(|e| e.key);
         }
+    }
+
+    /// The wheel's first level (run and slots) is empty and time has reached
+    /// bucket `b`: move the horizon there.
+    #[inline]
+    fn rebase(&mut self, b: u64) {
+        debug_assert!(self.run.is_empty() && self.in_slots == 0);
+        if b > self.cur {
+            self.turn_to(b);
+        }
+    }
+
+    /// Makes `b` (after `cur`, before every pending bucket but the run's)
+    /// the current bucket, and moves down what the horizon now covers.
+    #[inline]
+    fn turn_to(&mut self, b: u64) {
+        debug_assert!(b > self.cur);
+        self.cur = b;
+        let next = (b + BUCKETS as u64) >> PER_SLOT;
+        if next > self.l2_next {
+            self.cascade(next);
+        }
+    }
+
+    /// Moves the second-level slots before `next` into the first level, and
+    /// the heap entries the second level now covers into the wheel.
+    #[cold]
+    fn cascade(&mut self, next: u64) {
+        while self.in_l2 > 0 {
+            let c = next_set(&self.occupied2, self.l2_next);
+            if c >= next {
+                break;
+            }
+            self.move_down(c);
+        }
+        self.l2_next = next;
         if !self.far.is_empty() {
             self.pull_far();
         }
     }
 
-    /// The wheel (run and slots) is empty and time has reached bucket `b`:
-    /// move the horizon there.
-    #[inline]
-    fn rebase(&mut self, b: u64) {
-        debug_assert!(self.run.is_empty() && self.in_slots == 0);
-        if b > self.cur {
-            self.cur = b;
-            self.pull_far();
+    /// Relinks the nodes of second-level slot `c` (now wholly within the
+    /// first level's horizon) into the first level's slots, or into the run
+    /// for those at or before `cur` (only after a rebase).
+    fn move_down(&mut self, c: u64) {
+        let s2 = c as usize & L2_MASK;
+        self.occupied2[s2 / 64] &= !(1 << (s2 % 64));
+        let mut i = std::mem::replace(&mut self.heads2[s2], NIL);
+        while i != NIL {
+            let node = &mut self.nodes[i as usize];
+            let next = node.next;
+            let b = bucket(node.key);
+            self.in_l2 -= 1;
+            if b > self.cur {
+                let s = b as usize & SLOT_MASK;
+                node.next = self.heads[s];
+                self.heads[s] = i;
+                self.occupied[s / 64] |= 1 << (s % 64);
+                self.in_slots += 1;
+            } else {
+                let key = node.key;
+                let event = node.event.take();
+                node.next = self.free;
+                self.free = i;
+                if let Some(event) = event {
+                    self.insert_into_run(Entry { key, event });
+                }
+            }
+            i = next;
         }
     }
 
-    /// Moves heap entries that the horizon now covers into the wheel.
+    /// Moves heap entries that the second level now covers into the wheel.
     fn pull_far(&mut self) {
+        let end = self.l2_next + L2_SLOTS as u64;
         while let Some(e) = self.far.peek() {
-            let b = bucket(e.key);
-            if b.saturating_sub(self.cur) >= BUCKETS as u64 {
+            if slot2(e.key) >= end {
                 return;
             }
             let Some(e) = self.far.pop() else { return };
+            let b = bucket(e.key);
             if b <= self.cur {
-                // Heap order: the run stays sorted.
-                self.run.push_back(e);
-            } else {
+                self.insert_into_run(e);
+            } else if b < self.limit() {
                 self.put_in_slot(b, e);
+            } else {
+                self.put_in_l2(slot2(e.key), e);
             }
         }
     }
@@ -639,5 +780,112 @@ mod tests {
             }
             assert_eq!(q.pop(), None);
         }
+    }
+
+    /// A time for the two-level test: around the first level's horizon, on
+    /// and beside second-level slot boundaries, 0.3 s to 300 s ahead, and
+    /// beyond the second level's horizon.
+    fn far_time(rng: &mut rand::rngs::Xoshiro256PlusPlus, now: u64) -> u64 {
+        let edge = |x: u64, d: u64| (x + d).saturating_sub(2).max(now);
+        match rng.random_range(0..9) {
+            0 => now,
+            1 => now + rng.random_range(0..300),
+            2 => now + rng.random_range(0..300_000),
+            3 | 4 => now + rng.random_range(300_000..300_000_000),
+            5 => now + rng.random_range(260_000_000..2_000_000_000),
+            6 => {
+                // Near a second-level slot boundary, up to past its horizon.
+                let c = (now >> L2_SHIFT) + rng.random_range(0..L2_SLOTS as u64 + 8);
+                edge(c << L2_SHIFT, rng.random_range(0..5))
+            }
+            7 => {
+                // Near the first level's reach, bucket-aligned or not.
+                let b = (now >> BUCKET_SHIFT) + rng.random_range(700..1100);
+                edge(b << BUCKET_SHIFT, rng.random_range(0..260))
+            }
+            _ => now + rng.random_range(0..5) * 1_000_000 + rng.random_range(0..3),
+        }
+    }
+
+    /// Random pushes over both wheel levels and the heap, lanes that move
+    /// the clock on while the wheel is idle, and pops, `pop_before` and
+    /// `peek_time`: exactly the reference order.
+    #[test]
+    fn matches_a_single_heap_across_both_levels_and_the_heap() {
+        for seed in 0..200u64 {
+            let mut rng = rand::rngs::Xoshiro256PlusPlus::seed_from_u64(seed);
+            let mut q = EventQueue::new();
+            let mut reference = Reference(BinaryHeap::new(), 0);
+            let mut lane_last = [0u64; 3];
+            let lane_delay = [1_000_000u64, 5_000_000, 0];
+            // Some seeds mostly push, some drain the queue now and then.
+            let push_pct = rng.random_range(35..75);
+            let mut id = 0u64;
+            for _ in 0..4_000 {
+                let now = q.now().as_micros();
+                if rng.random_range(0..100) < push_pct || q.is_empty() {
+                    id += 1;
+                    let (t, lane) = if rng.random_range(0..5) == 0 {
+                        let l = rng.random_range(0..3);
+                        let d = match l {
+                            2 => rng.random_range(100_000..70_000_000),
+                            _ => lane_delay[l],
+                        };
+                        ((now + d).max(lane_last[l]), Some(l))
+                    } else {
+                        (far_time(&mut rng, now), None)
+                    };
+                    match lane {
+                        Some(l) => {
+                            lane_last[l] = t;
+                            q.schedule_in_lane(l, SimTime::from_micros(t), id);
+                        }
+                        _ => q.schedule(SimTime::from_micros(t), id),
+                    }
+                    reference.1 += 1;
+                    reference.0.push(Entry {
+                        key: key(SimTime::from_micros(t), reference.1),
+                        event: id,
+                    });
+                } else if rng.random_range(0..3) == 0 {
+                    let end = SimTime::from_micros(now + rng.random_range(0..400_000_000));
+                    let want = match reference.0.peek() {
+                        Some(e) if time_of(e.key) < end => {
+                            reference.0.pop().map(|e| (time_of(e.key), e.event))
+                        }
+                        _ => None,
+                    };
+                    assert_eq!(q.pop_before(end), want, "seed {seed}");
+                } else {
+                    let want = reference.0.pop().map(|e| (time_of(e.key), e.event));
+                    assert_eq!(q.peek_time(), want.map(|w| w.0), "seed {seed}");
+                    assert_eq!(q.pop(), want, "seed {seed}");
+                }
+                assert_eq!(q.len(), reference.0.len(), "seed {seed}");
+            }
+            while let Some(e) = reference.0.pop() {
+                assert_eq!(q.peek_time(), Some(time_of(e.key)), "seed {seed}");
+                assert_eq!(q.pop(), Some((time_of(e.key), e.event)), "seed {seed}");
+            }
+            assert_eq!(q.pop(), None);
+        }
+    }
+
+    /// Entries pushed into the second level, moved down when a lane event
+    /// before them is popped, then joined by pushes into their own bucket
+    /// and the next: one order by time, then by push.
+    #[test]
+    fn pushes_after_a_move_down_join_the_moved_entries_in_order() {
+        let mut q = EventQueue::new();
+        let slot = 1u64 << L2_SHIFT;
+        q.schedule(SimTime::from_micros(10 * slot + 300), "c");
+        q.schedule(SimTime::from_micros(10 * slot + 5), "b");
+        q.schedule(SimTime::from_micros(10 * slot + 5000), "e");
+        q.schedule_in_lane(0, SimTime::from_micros(10 * slot), "a");
+        assert_eq!(q.pop(), Some((SimTime::from_micros(10 * slot), "a")));
+        q.schedule(SimTime::from_micros(10 * slot + 400), "d");
+        q.schedule(SimTime::from_micros(10 * slot + 5), "b2");
+        let order: Vec<_> = std::iter::from_fn(|| q.pop().map(|(_, e)| e)).collect();
+        assert_eq!(order, ["b", "b2", "c", "d", "e"]);
     }
 }
