@@ -27,7 +27,6 @@
 //!   `ASSERT`): the active-ejection count then stays one too high.
 //! - Active health checking and runtime overrides are not modelled.
 
-use super::support::window::PairWindow;
 use super::{
     AttemptReport, AttemptResult, HealthPolicy, Now, PolicyCx, PolicyParams, PolicyTimer, Scope,
     ScopeSel,
@@ -378,22 +377,49 @@ pub struct DetectorStats {
     pub overflow: u64,
 }
 
-/// One host's detector state. What every response touches (the external
-/// success-rate buckets, the consecutive counters, `ejected`) comes first, in
-/// one cache line: a large cluster reads each host rarely, so each read is a
-/// miss.
-#[derive(Clone, Debug)]
-#[repr(C, align(64))]
-struct Host {
-    /// External-origin success rate: one bucket per interval, the current and the previous.
-    ext: PairWindow,
+/// What every response touches in one host's detector state: the external
+/// success-rate bucket being written and the consecutive counters, 16 bytes,
+/// four hosts per cache line. A large cluster (or a fleet of sidecars, each with its own
+/// detector) reads each host rarely, so each read is a miss, and the fewer
+/// lines these take, the more of them stay cached.
+#[derive(Clone, Copy, Debug, Default)]
+#[repr(C, align(16))]
+struct HostHot {
+    /// External-origin success rate: the interval being written
+    /// (`SuccessRateAccumulator::current_success_rate_bucket_`).
+    ext: Counts,
     c5: u32,
     gw: u32,
+}
+
+/// Calls and failures of one host in one interval (a
+/// `SuccessRateAccumulatorBucket`, as total and failed requests).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+struct Counts {
+    calls: u32,
+    failures: u32,
+}
+
+impl Counts {
+    #[inline]
+    fn add(&mut self, failed: bool) {
+        self.calls += 1;
+        self.failures += failed as u32;
+    }
+}
+
+/// The rest of one host's detector state.
+#[derive(Clone, Debug)]
+struct Host {
     ejected: bool,
     clo: u32,
     backoff: u32,
-    /// Local-origin success rate (split mode).
-    lo: PairWindow,
+    /// External-origin counts of the interval that ended last
+    /// (`backup_success_rate_bucket_`, what the analysis reads).
+    ext_prev: Counts,
+    /// Local-origin success rate (split mode): the current and the last interval.
+    lo: Counts,
+    lo_prev: Counts,
     last_ejection: SimTime,
     last_unejection: Option<SimTime>,
     jitter: SimDuration,
@@ -413,10 +439,9 @@ pub struct OutlierDetection {
     p: OutlierDetectionParams,
     max_ejection_time: SimDuration,
     hosts: Vec<Host>,
+    hot: Vec<HostHot>,
     /// `ejections_active`.
     active: u32,
-    /// Number of ticks so far: the index of the bucket being written.
-    interval_no: i64,
     stats: DetectorStats,
     /// Scratch lists of (host, success rate) for the analysis, kept to avoid allocating.
     sr_hosts: Vec<(usize, f64)>,
@@ -426,11 +451,10 @@ pub struct OutlierDetection {
 impl OutlierDetection {
     pub fn new(p: &OutlierDetectionParams, nodes: usize) -> Self {
         let host = Host {
-            c5: 0,
-            gw: 0,
             clo: 0,
-            ext: PairWindow::default(),
-            lo: PairWindow::default(),
+            ext_prev: Counts::default(),
+            lo: Counts::default(),
+            lo_prev: Counts::default(),
             ejected: false,
             backoff: 0,
             last_ejection: SimTime::ZERO,
@@ -441,8 +465,8 @@ impl OutlierDetection {
             max_ejection_time: p.max_ejection_time(),
             p: p.clone(),
             hosts: vec![host; nodes],
+            hot: vec![HostHot::default(); nodes],
             active: 0,
-            interval_no: 0,
             stats: DetectorStats::default(),
             sr_hosts: Vec::with_capacity(nodes),
             fp_hosts: Vec::with_capacity(nodes),
@@ -465,8 +489,8 @@ impl OutlierDetection {
 
     /// The consecutive counters of a host: (5xx, gateway, local origin).
     pub fn counters(&self, node: NodeId) -> (u32, u32, u32) {
-        let h = &self.hosts[node.index()];
-        (h.c5, h.gw, h.clo)
+        let (h, hot) = (&self.hosts[node.index()], &self.hot[node.index()]);
+        (hot.c5, hot.gw, h.clo)
     }
 
     fn enforcing(&self, t: EjectionType) -> u32 {
@@ -489,10 +513,9 @@ impl OutlierDetection {
     /// `DetectorHostMonitorImpl::putHttpResponseCode`.
     fn put_http_code(&mut self, cx: &mut PolicyCx, i: usize, code: u16) {
         let (c5_thr, gw_thr) = (self.p.consecutive_5xx, self.p.consecutive_gateway_failure);
-        let bucket = self.interval_no;
-        let h = &mut self.hosts[i];
+        let h = &mut self.hot[i];
         let is_5xx = (500..600).contains(&code);
-        h.ext.record(bucket, is_5xx, false);
+        h.ext.add(is_5xx);
         if !is_5xx {
             h.c5 = 0;
             h.gw = 0;
@@ -518,9 +541,8 @@ impl OutlierDetection {
 
     /// `localOriginFailure` (split mode).
     fn local_origin_failure(&mut self, cx: &mut PolicyCx, i: usize) {
-        let bucket = self.interval_no;
         let h = &mut self.hosts[i];
-        h.lo.record(bucket, true, false);
+        h.lo.add(true);
         h.clo += 1;
         if h.clo == self.p.consecutive_local_origin_failure {
             self.on_consecutive(cx, i, EjectionType::ConsecutiveLocalOriginFailure);
@@ -529,9 +551,8 @@ impl OutlierDetection {
 
     /// `localOriginNoFailure` (split mode).
     fn local_origin_success(&mut self, i: usize) {
-        let bucket = self.interval_no;
         let h = &mut self.hosts[i];
-        h.lo.record(bucket, false, false);
+        h.lo.add(false);
         h.clo = 0;
     }
 
@@ -543,11 +564,10 @@ impl OutlierDetection {
         }
         self.stats.detected[t as usize] += 1;
         self.eject_host(cx, i, t);
-        let h = &mut self.hosts[i];
         match t {
-            EjectionType::Consecutive5xx => h.c5 = 0,
-            EjectionType::ConsecutiveGatewayFailure => h.gw = 0,
-            _ => h.clo = 0,
+            EjectionType::Consecutive5xx => self.hot[i].c5 = 0,
+            EjectionType::ConsecutiveGatewayFailure => self.hot[i].gw = 0,
+            _ => self.hosts[i].clo = 0,
         }
     }
 
@@ -603,9 +623,9 @@ impl OutlierDetection {
         if time <= now.saturating_since(h.last_ejection) {
             self.active -= 1;
             h.ejected = false;
-            h.c5 = 0;
-            h.gw = 0;
             h.clo = 0;
+            self.hot[i].c5 = 0;
+            self.hot[i].gw = 0;
             h.last_unejection = Some(now);
             cx.readmitted(ScopeSel::All, NodeId(i as u32));
         }
@@ -626,7 +646,6 @@ impl OutlierDetection {
         if n < sr_min && n < fp_min {
             return;
         }
-        let prev = self.interval_no - 1;
         self.sr_hosts.clear();
         self.fp_hosts.clear();
         let mut sum = 0.0;
@@ -635,13 +654,13 @@ impl OutlierDetection {
                 continue;
             }
             let b = match origin {
-                Origin::External => h.ext.bucket(prev),
-                Origin::Local => h.lo.bucket(prev),
+                Origin::External => h.ext_prev,
+                Origin::Local => h.lo_prev,
             };
             if b.calls == 0 {
                 continue;
             }
-            let sr = b.successes() as f64 * 100.0 / b.calls as f64;
+            let sr = (b.calls - b.failures) as f64 * 100.0 / b.calls as f64;
             let vol = b.calls as u64;
             if vol >= sr_vol {
                 self.sr_hosts.push((i, sr));
@@ -691,10 +710,11 @@ impl OutlierDetection {
         for i in 0..self.hosts.len() {
             self.check_uneject(cx, i, now);
         }
-        self.interval_no += 1;
-        for h in &mut self.hosts {
-            h.ext.advance(self.interval_no);
-            h.lo.advance(self.interval_no);
+        // `updateCurrentSuccessRateBucket`: every host's current bucket
+        // becomes the one the analysis reads, and a new one starts.
+        for (h, hot) in self.hosts.iter_mut().zip(&mut self.hot) {
+            h.ext_prev = std::mem::take(&mut hot.ext);
+            h.lo_prev = std::mem::take(&mut h.lo);
         }
         self.analyse(cx, Origin::External);
         self.analyse(cx, Origin::Local);
@@ -792,6 +812,12 @@ impl HealthPolicy for OutlierDetection {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Two hosts' response-path state per 64-byte cache line.
+    #[test]
+    fn the_response_path_state_of_a_host_is_a_quarter_cache_line() {
+        assert_eq!(std::mem::size_of::<HostHot>(), 16);
+    }
     use crate::policy::testkit::{Harness, ms};
 
     const OK: AttemptResult = AttemptResult::Status(200);

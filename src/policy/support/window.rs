@@ -195,71 +195,6 @@ impl BucketWindow {
     }
 }
 
-/// The two newest buckets of a [`BucketWindow`] of length 2, inline: Envoy's
-/// outlier detector keeps one per host and origin (the interval being written
-/// and the one before), and a per-host heap allocation costs a cache miss on
-/// every response of a large cluster. Same results as `BucketWindow::new(2)`.
-#[derive(Clone, Copy, Debug)]
-pub struct PairWindow {
-    newest: i64,
-    cur: Tally,
-    prev: Tally,
-    /// Whether bucket `newest - 1` is in the window (not after a gap).
-    has_prev: bool,
-}
-
-impl Default for PairWindow {
-    fn default() -> Self {
-        PairWindow {
-            newest: NO_BUCKET,
-            cur: Tally::default(),
-            prev: Tally::default(),
-            has_prev: false,
-        }
-    }
-}
-
-impl PairWindow {
-    /// Makes `bucket` the newest; an older index is a no-op.
-    pub fn advance(&mut self, bucket: i64) {
-        if bucket <= self.newest {
-            return;
-        }
-        self.has_prev = self.newest != NO_BUCKET && bucket - self.newest == 1;
-        self.prev = if self.has_prev {
-            self.cur
-        } else {
-            Tally::default()
-        };
-        self.cur = Tally::default();
-        self.newest = bucket;
-    }
-
-    /// Records one outcome in `bucket` (advancing to it first); an outcome
-    /// for a bucket that has left the window is dropped.
-    pub fn record(&mut self, bucket: i64, failed: bool, slow: bool) {
-        self.advance(bucket);
-        if bucket == self.newest {
-            self.cur.add(failed, slow);
-        } else if bucket == self.newest - 1 && self.has_prev {
-            self.prev.add(failed, slow);
-        }
-    }
-
-    /// Counts of one bucket (zero if it is not in the window).
-    pub fn bucket(&self, bucket: i64) -> Tally {
-        if self.newest == NO_BUCKET {
-            Tally::default()
-        } else if bucket == self.newest {
-            self.cur
-        } else if bucket == self.newest - 1 {
-            self.prev
-        } else {
-            Tally::default()
-        }
-    }
-}
-
 /// A count- or time-based sliding window, as Resilience4j and the ratio
 /// ejector configure them. The caller names the time bucket of each record
 /// (epoch second for Resilience4j, `t / width` for the ratio ejector).
@@ -289,30 +224,6 @@ impl SlidingWindow {
 mod tests {
     use super::*;
     use proptest::prelude::*;
-
-    proptest! {
-        #[test]
-        fn pair_window_is_a_bucket_window_of_two(
-            ops in prop::collection::vec((-3i64..12, 0u8..3, any::<bool>()), 1..100)
-        ) {
-            let (mut pair, mut full) = (PairWindow::default(), BucketWindow::new(2));
-            for (b, op, failed) in ops {
-                match op {
-                    0 => pair.advance(b),
-                    _ => pair.record(b, failed, !failed),
-                }
-                match op {
-                    0 => full.advance(b),
-                    _ => {
-                        full.record(b, failed, !failed);
-                    }
-                }
-                for q in -4..13 {
-                    prop_assert_eq!(pair.bucket(q), full.bucket(q));
-                }
-            }
-        }
-    }
 
     #[test]
     fn count_window_evicts_the_oldest_outcome() {
