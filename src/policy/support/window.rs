@@ -223,7 +223,6 @@ impl SlidingWindow {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use proptest::prelude::*;
 
     #[test]
     fn count_window_evicts_the_oldest_outcome() {
