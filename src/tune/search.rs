@@ -243,3 +243,41 @@ fn read_back(
         simulated_now,
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::rng::rep_seed;
+
+    #[test]
+    fn verification_seeds_are_never_the_searchs() {
+        let stage = |k: usize, reps: u32| Stage {
+            id: format!("search-{k}"),
+            candidates: vec![0],
+            seed: rung_seed(7, k),
+            reps,
+        };
+        let search = [stage(0, 1), stage(1, 3), stage(2, 9)];
+        assert_eq!(
+            search[0].seed, 7,
+            "the first rung is `hcsim run --seed 7`'s"
+        );
+        let v = verify_seed(7, &search, 10);
+        for s in &search {
+            for r in 0..s.reps as u64 {
+                for q in 0..10 {
+                    assert_ne!(rep_seed(s.seed, r), rep_seed(v, q));
+                }
+            }
+        }
+        // A search that used the verification's first seed moves it on.
+        let clash = [Stage {
+            id: "search-0".into(),
+            candidates: vec![0],
+            seed: v,
+            reps: 1,
+        }];
+        assert_ne!(verify_seed(7, &clash, 10), v);
+        assert_eq!(verify_seed(7, &search, 10), v, "deterministic");
+    }
+}

@@ -643,3 +643,36 @@ fn point_models(
     }
     Ok(models)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn set_args_read_back_as_the_values_they_stand_for() {
+        for (path, value) in [
+            ("policy.fail_timeout", json!("5s")),
+            ("policy.max_fails", json!(3)),
+            ("nodes.A.weight", json!(2.5)),
+            ("description", json!("1")),
+            ("description", json!("{not json")),
+            (
+                "policy",
+                json!({"kind": "outlier_detection", "interval": "1s"}),
+            ),
+            ("faults", json!([{"kind": "crash", "node": "A"}])),
+            ("gateway.zone", json!(true)),
+        ] {
+            let arg = set_arg(path, &value);
+            let (p, v) = arg.split_once('=').unwrap();
+            assert_eq!(p, path);
+            assert_eq!(spec::parse_set_value(v), value, "{arg}");
+        }
+        assert_eq!(
+            set_arg("policy.fail_timeout", &json!("5s")),
+            "policy.fail_timeout=5s"
+        );
+        assert_eq!(set_arg("description", &json!("1")), "description=\"1\"");
+    }
+}
