@@ -62,6 +62,9 @@
 //!   on how many threads or machines ran them.
 //! - [`output`]: the typed [`output::summary::Summary`] (`summary.json`),
 //!   the CSV files, the table, charts and report.html.
+//! - [`tune`]: settings recommended from simulation: candidates × scenarios
+//!   run through the sweep engine, the Pareto set of those meeting the
+//!   constraints, one recommendation, verified on fresh seeds.
 //!
 //! ## Ordering and seeding contract
 //! Events are processed in `(time, insertion sequence)` order, so events at the
@@ -104,6 +107,7 @@ pub mod run;
 pub mod spec;
 pub mod stats;
 pub mod sweep;
+pub mod tune;
 pub mod world;
 
 pub use error::Error;

@@ -29,6 +29,11 @@ pub enum Command {
     Sweep(SweepArgs),
     /// Combine the outputs of `hcsim sweep --shard K/N` into those of the whole sweep.
     Merge(MergeArgs),
+    /// Recommend health-check settings: run a tune file's candidates through
+    /// its scenarios, keep those meeting its constraints, and write the Pareto
+    /// set, one recommendation verified on fresh seeds, a frontier chart and
+    /// the settings as config.
+    Tune(TuneArgs),
     /// Redraw the charts and report.html of a finished run from its output files.
     Plot(PlotArgs),
     /// Run the seed experiments' models and compare hcsim with the figures
@@ -212,6 +217,8 @@ pub enum SchemaKind {
     Model,
     /// A sweep file (`sweeps/*.json`).
     Sweep,
+    /// A tune file (`sweeps/tune-*.json`).
+    Tune,
 }
 
 #[derive(Args, Debug)]
@@ -313,6 +320,24 @@ pub struct SweepArgs {
     /// Skip the charts and report.html.
     #[arg(long)]
     pub no_charts: bool,
+}
+
+#[derive(Args, Debug)]
+pub struct TuneArgs {
+    /// The tune file (JSON), e.g. sweeps/tune-nginx-max-fails.json.
+    pub file: PathBuf,
+    /// Runs in parallel on this many threads (default: all cores). Outputs do not depend on it.
+    #[arg(long, short = 'j')]
+    pub jobs: Option<usize>,
+    /// Output directory (default: output/<tune name>/).
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+    /// Print nothing but errors.
+    #[arg(long, short = 'q')]
+    pub quiet: bool,
+    /// Finish an interrupted tune: keep the stages and runs it finished.
+    #[arg(long)]
+    pub resume: bool,
 }
 
 #[derive(Args, Debug)]

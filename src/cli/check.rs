@@ -1,4 +1,4 @@
-//! `hcsim check FILE`: validate a model or a sweep and print it as it will
+//! `hcsim check FILE`: validate a model, a sweep or a tune file and print it as it will
 //! run, every default filled in (as `nginx -T` prints its configuration).
 
 use super::{CheckArgs, emit, print_warnings};
@@ -28,10 +28,47 @@ pub fn run(args: CheckArgs) -> Result<ExitCode, Error> {
             print_warnings(&args.file, &warnings);
             serde_json::to_string_pretty(&plan)
         }
+        FileKind::Tune => {
+            if !args.set.is_empty() {
+                return Err(Error::Usage(
+                    "--set applies to models; a tune file's scenarios set their own fields".into(),
+                ));
+            }
+            serde_json::to_string_pretty(&tune(&args.file)?)
+        }
     }
     .map_err(|e| Error::Usage(e.to_string()))?;
     emit(&format!("{json}\n"))?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// Checks a tune file as `hcsim tune` does before it runs anything, and
+/// describes it: the candidates, scenarios, the search's rungs and runs.
+fn tune(path: &Path) -> Result<Value, Error> {
+    let setup = crate::tune::Setup::load(path)?;
+    let rungs = crate::tune::schedule(&setup);
+    let candidates: Vec<Value> = setup
+        .candidates
+        .iter()
+        .map(|c| serde_json::json!({"index": c.index, "label": c.label, "set": c.set_args()}))
+        .collect();
+    let scenarios: Vec<Value> = setup
+        .scenarios
+        .iter()
+        .map(|s| serde_json::json!({"name": s.name, "set": s.set}))
+        .collect();
+    Ok(serde_json::json!({
+        "name": setup.name,
+        "model_file": setup.model_file,
+        "seed": setup.seed,
+        "rungs_reps": rungs,
+        "first_rung_runs": setup.candidates.len() * setup.scenarios.len() * rungs[0] as usize,
+        "verify_reps": setup.verify_reps,
+        "candidates": candidates,
+        "scenarios": scenarios,
+        "objectives": setup.objectives.iter().map(|o| o.name.clone()).collect::<Vec<_>>(),
+        "constraints": setup.constraints.iter().map(|c| c.text.clone()).collect::<Vec<_>>(),
+    }))
 }
 
 /// Checks a sweep file as `hcsim sweep` would before running it (every point

@@ -16,6 +16,7 @@ mod reproduce;
 mod run;
 mod schema;
 mod sweep;
+mod tune;
 
 pub use args::*;
 
@@ -31,6 +32,7 @@ pub fn run(cli: Cli) -> Result<ExitCode, Error> {
         Command::Schema(args) => schema::run(args),
         Command::Sweep(args) => sweep::run(args),
         Command::Merge(args) => merge::run(args),
+        Command::Tune(args) => tune::run(args),
         Command::Plot(args) => plot::run(args),
         Command::Reproduce(args) => reproduce::run(args),
         Command::Compare(args) => compare::run(args),

@@ -173,7 +173,7 @@ fn complete(out: &Path, h: &PlanHeader, shard: Shard, mine: usize) -> bool {
 }
 
 /// A test hook's number of runs, if its variable is set.
-fn test_hook(var: &str) -> Result<Option<usize>, Error> {
+pub(super) fn test_hook(var: &str) -> Result<Option<usize>, Error> {
     match std::env::var(var) {
         Ok(v) => Ok(Some(v.trim().parse::<usize>().map_err(|_| {
             Error::Usage(format!("{var} must be a number of runs, found \"{v}\""))

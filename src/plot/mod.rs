@@ -1,4 +1,4 @@
-//! Charts for hcsim reports (heatmap, lines, timeline, distribution) as PNG + SVG, embedded font.
+//! Charts for hcsim reports (heatmap, lines, timeline, distribution, scatter) as PNG + SVG, embedded font.
 //!
 //! Every chart function takes a plain spec struct and an output path *stem* and writes
 //! `<stem>.png` and `<stem>.svg` (parent directories are created). Text is drawn with
@@ -14,6 +14,7 @@ mod heatmap;
 mod lines;
 mod output;
 mod raster;
+mod scatter;
 mod timeline;
 
 #[cfg(test)]
@@ -26,4 +27,5 @@ pub use error::PlotError;
 pub use heatmap::{HeatmapSpec, heatmap};
 pub use lines::{LinesSpec, Point, Series, XValue, lines};
 pub use output::DEFAULT_SIZE;
+pub use scatter::{PointKind, ScatterPoint, ScatterSpec, scatter};
 pub use timeline::{NodeTrack, TimelineSpec, timeline};

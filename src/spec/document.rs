@@ -99,12 +99,16 @@ pub enum FileKind {
     Model,
     /// A sweep: names a `model` file and the `axes` to vary.
     Sweep,
+    /// A tune file: names a `model` file, the `space` to search and the `scenarios`.
+    Tune,
 }
 
-/// A sweep names its model and axes; anything else is read as a model (and
+/// A tune file names its space and scenarios, a sweep its model and axes;
+/// anything else is read as a model (and
 /// a malformed one gets the model's error messages).
 pub fn file_kind(doc: &Value) -> FileKind {
     match doc.as_object() {
+        Some(m) if m.contains_key("scenarios") && m.contains_key("space") => FileKind::Tune,
         Some(m) if m.contains_key("axes") || m.get("model").is_some_and(Value::is_string) => {
             FileKind::Sweep
         }
@@ -116,6 +120,16 @@ pub fn file_kind(doc: &Value) -> FileKind {
 /// in a field that a `--set` changed says so.
 pub fn load_with_overrides(path: &Path, sets: &[String]) -> Result<Model, Error> {
     let mut doc = read_document(path)?;
+    if file_kind(&doc) == FileKind::Tune {
+        return Err(Error::Parse {
+            path: path.to_path_buf(),
+            field: String::new(),
+            msg: format!(
+                "this is a tune file (it names a `space` and `scenarios`), not a model: use `hcsim tune {}`",
+                path.display()
+            ),
+        });
+    }
     if file_kind(&doc) == FileKind::Sweep {
         return Err(Error::Parse {
             path: path.to_path_buf(),

@@ -1,4 +1,4 @@
-//! What is read from files: model files (`models/*.json`) and sweep files
+//! What is read from files: model files (`models/*.json`), sweep and tune files
 //! (`sweeps/*.json`) as written (`*Spec` types), the dotted paths that
 //! `--set` and sweep axes patch, the size limits, and the validation that
 //! turns a [`ModelSpec`] into the [`Model`] a run simulates.
@@ -9,6 +9,7 @@ pub mod limits;
 pub mod model;
 pub mod schema;
 pub mod sweep;
+pub mod tune;
 pub mod validate;
 
 pub use charts::ChartSpec;
@@ -19,4 +20,5 @@ pub use document::{
 };
 pub use model::*;
 pub use sweep::{AxisSpec, RangeSpec, SeedMode, SweepSpec};
+pub use tune::TuneSpec;
 pub use validate::{Clients, Fault, FaultKind, Model, NextUpstreamMask};

@@ -148,7 +148,7 @@ impl PlanHeader {
 }
 
 /// A word of a shell command, quoted when the shell would read it otherwise.
-fn shell_word(w: &str) -> String {
+pub fn shell_word(w: &str) -> String {
     let plain = !w.is_empty()
         && w.chars()
             .all(|c| c.is_ascii_alphanumeric() || "-_./=,:+@%".contains(c));
@@ -280,6 +280,11 @@ impl Plan {
                 path.display()
             ))),
             (spec::FileKind::Model, false) => Plan::from_params(path, doc, params, overrides),
+            (spec::FileKind::Tune, _) => Err(Error::Usage(format!(
+                "{} is a tune file: run it with `hcsim tune {}`",
+                path.display(),
+                path.display()
+            ))),
         }
     }
 
@@ -455,6 +460,15 @@ impl Plan {
         Ok(Plan { header, models })
     }
 
+    /// A plan made elsewhere (`hcsim tune` makes one per rung of its search):
+    /// `header` without its fingerprint, which is computed here, and one
+    /// validated model per point.
+    pub fn assemble(mut header: PlanHeader, models: Vec<Model>) -> Plan {
+        debug_assert_eq!(header.points.len(), models.len());
+        header.fingerprint = header.compute_fingerprint();
+        Plan { header, models }
+    }
+
     /// Runs run `run` and returns its checkpoint line (without the newline).
     pub fn run_line(&self, run: usize) -> String {
         let (point, rep) = self.header.point_rep(run);
@@ -599,7 +613,7 @@ fn check_axes(
 /// The metric columns a run of `model` has: those of a run stopped before
 /// its first event (every field is there, counting nothing). Status codes
 /// (`client.status.503`) appear only once seen, so they are not listed.
-fn metric_names(model: &Model) -> Vec<String> {
+pub fn metric_names(model: &Model) -> Vec<String> {
     let (summary, _) = crate::world::run_budgeted(model, model.seed, 0, None);
     let doc = serde_json::to_value(&summary).expect("a run summary serializes");
     let mut set = super::table::ColumnSet::default();
@@ -780,7 +794,7 @@ fn add_default_parents(doc: &mut Value, normalized: &Value, path: &str) {
 
 /// Why a path is not in a document: the first segment that is missing, and
 /// `how` an optional field left out can be given a value.
-fn missing_reason(doc: &Value, path: &str, how: &str) -> String {
+pub fn missing_reason(doc: &Value, path: &str, how: &str) -> String {
     let segs: Vec<&str> = path.split('.').collect();
     for i in 0..segs.len() {
         let prefix = segs[..=i].join(".");
@@ -804,7 +818,7 @@ fn missing_reason(doc: &Value, path: &str, how: &str) -> String {
 
 /// Removes `.` and `name/..` pairs without touching the file system, so that
 /// outputs show `models/x.json` rather than `sweeps/../models/x.json`.
-fn normalize(p: &Path) -> PathBuf {
+pub fn normalize(p: &Path) -> PathBuf {
     let mut out: Vec<Component> = Vec::new();
     for c in p.components() {
         match c {

@@ -20,6 +20,7 @@ mod scenarios;
 mod schema;
 mod seeds;
 mod sweep;
+mod tune;
 mod whatif;
 
 use hcsim::metrics::RunSummary;

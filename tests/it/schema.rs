@@ -44,6 +44,43 @@ fn every_shipped_model_validates_against_the_schema() {
     }
 }
 
+/// Whether a file of `sweeps/` is a tune file (`hcsim tune`), not a sweep.
+fn is_tune(doc: &Value) -> bool {
+    spec::file_kind(doc) == spec::FileKind::Tune
+}
+
+#[test]
+fn every_shipped_tune_file_validates_against_the_tune_schema_and_checks() {
+    let v = jsonschema::validator_for(&hcsim::spec::schema::tune()).expect("the schema compiles");
+    let mut files = json_files("sweeps");
+    files.extend(json_files("tests/tune"));
+    let mut n = 0;
+    for path in files {
+        let doc = spec::read_document(&path).unwrap();
+        if !is_tune(&doc) {
+            continue;
+        }
+        n += 1;
+        let errs = errors(&v, &doc);
+        assert!(errs.is_empty(), "{}: {errs:?}", path.display());
+        let o = hcsim(&["check", path.to_str().unwrap()]);
+        assert_eq!(
+            o.status.code(),
+            Some(0),
+            "{}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+    }
+    assert!(n >= 3, "only {n} tune files");
+    // The schema sees a misspelt field and a missing one.
+    let mut doc = spec::read_document(&root().join("tests/tune/tiny.json")).unwrap();
+    doc["objective"] = json!([]);
+    assert!(!v.is_valid(&doc));
+    doc.as_object_mut().unwrap().remove("objective");
+    doc.as_object_mut().unwrap().remove("scenarios");
+    assert!(!v.is_valid(&doc));
+}
+
 #[test]
 fn every_shipped_sweep_validates_against_the_sweep_schema() {
     let v = jsonschema::validator_for(&hcsim::spec::schema::sweep()).expect("the schema compiles");
@@ -51,6 +88,9 @@ fn every_shipped_sweep_validates_against_the_sweep_schema() {
     assert!(!sweeps.is_empty());
     for path in sweeps {
         let doc = spec::read_document(&path).unwrap();
+        if is_tune(&doc) {
+            continue;
+        }
         let errs = errors(&v, &doc);
         assert!(errs.is_empty(), "{}: {errs:?}", path.display());
         let o = hcsim(&["check", path.to_str().unwrap()]);
@@ -126,6 +166,7 @@ fn the_published_schemas_are_current() {
     for (kind, schema) in [
         ("model", hcsim::spec::schema::model()),
         ("sweep", hcsim::spec::schema::sweep()),
+        ("tune", hcsim::spec::schema::tune()),
     ] {
         let path = root().join(format!("docs/{kind}.schema.json"));
         let now = serde_json::to_string_pretty(&schema).unwrap() + "\n";

@@ -1,0 +1,283 @@
+//! Running the tune's stages through the sweep engine: each rung of the
+//! search and the verification is a sweep plan (candidates × scenarios as
+//! points, replications with common seeds) run by [`Session`] — in
+//! parallel, checkpointed run by run, resumable after a kill. A finished
+//! stage's runs are kept in `runs/<stage>.jsonl` (in run order, so the file
+//! does not depend on `--jobs`); `--resume` takes them from there.
+
+use super::pareto::Values;
+use super::setup::Setup;
+use crate::engine::rng::derive_seed;
+use crate::error::Error;
+use crate::spec::SeedMode;
+use crate::sweep::journal::{self, read_journal};
+use crate::sweep::{DirLock, Plan, PlanHeader, RunSource, Session, Shard};
+use serde_json::{Value, json};
+use std::path::{Path, PathBuf};
+
+/// Where finished stages' runs are kept, under the output directory.
+pub const RUNS_DIR: &str = "runs";
+/// Where stages in progress keep their checkpoint, under the output directory.
+const STAGES_DIR: &str = ".stages";
+/// The stream of the search's later rungs' seeds.
+const SEARCH_STREAM: u64 = 0x7475_6e65;
+/// The stream of the verification's seeds: never those of the search.
+const VERIFY_STREAM: u64 = 0x7665_7269;
+
+/// One stage: some candidates, every scenario, `reps` replications seeded
+/// from `seed` as `hcsim run --seed SEED --reps REPS` seeds them.
+#[derive(Clone, Debug)]
+pub struct Stage {
+    /// `search-0`, `search-1`, …, `verify`.
+    pub id: String,
+    pub candidates: Vec<usize>,
+    pub seed: u64,
+    pub reps: u32,
+}
+
+/// A stage's results: per candidate of the stage (in its order), the values
+/// of each measure in each replication; and the simulated seconds.
+pub struct StageRuns {
+    pub values: Vec<Values>,
+    pub simulated_s: f64,
+    pub runs: usize,
+    /// Runs simulated now (not taken from a finished stage or a checkpoint).
+    pub simulated_now: usize,
+}
+
+/// The base seed of rung `k` of the search: the tune file's seed for the
+/// first (so a grid's runs are `hcsim run --seed SEED`'s), a derived one after.
+pub fn rung_seed(seed: u64, k: usize) -> u64 {
+    if k == 0 {
+        seed
+    } else {
+        derive_seed(seed, &[SEARCH_STREAM, k as u64])
+    }
+}
+
+/// The verification's base seed: derived from the tune file's seed on a
+/// stream of its own, and moved on until none of its replications' seeds
+/// is one the search used.
+pub fn verify_seed(seed: u64, search: &[Stage], reps: u32) -> u64 {
+    let used: std::collections::BTreeSet<u64> = search
+        .iter()
+        .flat_map(|s| (0..s.reps as u64).map(|r| crate::engine::rng::rep_seed(s.seed, r)))
+        .collect();
+    let mut v = derive_seed(seed, &[VERIFY_STREAM]);
+    let mut k = 0;
+    while (0..reps as u64).any(|r| used.contains(&crate::engine::rng::rep_seed(v, r))) {
+        k += 1;
+        v = derive_seed(seed, &[VERIFY_STREAM, k]);
+    }
+    v
+}
+
+/// What a stage's runs need besides the stage.
+pub struct RunOpts<'a> {
+    pub out: &'a Path,
+    pub resume: bool,
+    pub pool: &'a rayon::ThreadPool,
+    /// Called as each run is checkpointed.
+    pub on_run: &'a mut dyn FnMut(),
+    /// Test hook: stop as if killed after this many more runs.
+    pub stop_after: Option<usize>,
+}
+
+/// The sweep plan of a stage: its candidates × the scenarios, candidate-major.
+pub fn plan(setup: &Setup, stage: &Stage) -> Plan {
+    let ns = setup.scenarios.len();
+    let mut points = Vec::with_capacity(stage.candidates.len() * ns);
+    let mut models = Vec::with_capacity(stage.candidates.len() * ns);
+    for &c in &stage.candidates {
+        for (s, sc) in setup.scenarios.iter().enumerate() {
+            points.push(vec![json!(c), json!(sc.name)]);
+            models.push(setup.model(c, s).clone());
+        }
+    }
+    let header = PlanHeader {
+        hcsim_version: env!("CARGO_PKG_VERSION").to_string(),
+        name: setup.name.clone(),
+        sweep_file: setup.file.display().to_string(),
+        definition: json!({"tune": setup.definition, "stage": stage.id}),
+        model_file: setup.model_file.display().to_string(),
+        model: setup.base.clone(),
+        seed: stage.seed,
+        seeds: SeedMode::Common,
+        reps: stage.reps,
+        axes: vec!["candidate".into(), "scenario".into()],
+        points,
+        args: vec![],
+        fingerprint: String::new(),
+    };
+    Plan::assemble(header, models)
+}
+
+/// The file a finished stage's runs are kept in.
+pub fn stage_file(out: &Path, id: &str) -> PathBuf {
+    out.join(RUNS_DIR).join(format!("{id}.jsonl"))
+}
+
+/// Fails if an interrupted tune left a checkpoint in `out` and `--resume`
+/// was not given: its runs would otherwise be thrown away.
+pub fn refuse_stale_checkpoints(out: &Path) -> Result<(), Error> {
+    let Ok(dirs) = std::fs::read_dir(out.join(STAGES_DIR)) else {
+        return Ok(());
+    };
+    let mut found: Vec<PathBuf> = dirs
+        .flatten()
+        .map(|d| d.path().join(".checkpoint").join(crate::sweep::RUNS_FILE))
+        .filter(|p| p.exists())
+        .collect();
+    found.sort();
+    if let Some(path) = found.into_iter().next() {
+        return Err(Error::Checkpoint {
+            path,
+            reason: format!(
+                "an interrupted tune left its runs here: pass --resume to finish it, or remove {} to start over",
+                out.join(STAGES_DIR).display()
+            ),
+        });
+    }
+    Ok(())
+}
+
+/// Removes what an earlier tune wrote in `out` (its stages' runs and
+/// snippets), so a new tune never mixes them with its own.
+pub fn clear_previous(out: &Path) -> Result<(), Error> {
+    let runs = out.join(RUNS_DIR);
+    match std::fs::remove_dir_all(&runs) {
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+            return Err(Error::Write {
+                path: runs,
+                source: e,
+            });
+        }
+        _ => {}
+    }
+    for name in super::page::SNIPPETS {
+        let p = out.join(name);
+        match std::fs::remove_file(&p) {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+                return Err(Error::Write { path: p, source: e });
+            }
+            _ => {}
+        }
+    }
+    Ok(())
+}
+
+/// Runs a stage (or, with `--resume`, takes what a previous process did of
+/// it) and reads its results back.
+pub fn run_stage(setup: &Setup, stage: &Stage, opts: &mut RunOpts) -> Result<StageRuns, Error> {
+    let plan = plan(setup, stage);
+    let file = stage_file(opts.out, &stage.id);
+    if opts.resume
+        && let Ok(j) = read_journal(&file)
+        && j.head.header.fingerprint == plan.header.fingerprint
+        && j.done.len() == plan.header.runs()
+    {
+        let runs = RunSource::new(std::slice::from_ref(&j), |_| true)?;
+        return read_back(setup, stage, &plan, &runs, 0);
+    }
+    let dir = opts.out.join(STAGES_DIR).join(&stage.id);
+    let lock = DirLock::acquire(&dir)?;
+    let mut session = Session::open(&plan, &dir, Shard::WHOLE, opts.resume, lock)?;
+    let todo = session.todo().len();
+    if opts.stop_after == Some(0) {
+        return Err(Error::Interrupted {
+            done: session.resumed(),
+            total: plan.header.runs(),
+            checkpoint: dir.join(".checkpoint").join(crate::sweep::RUNS_FILE),
+        });
+    }
+    let runs = session.run(&plan, opts.pool, opts.on_run, opts.stop_after)?;
+    if let Some(n) = opts.stop_after.as_mut() {
+        *n -= todo.min(*n);
+    }
+    std::fs::create_dir_all(opts.out.join(RUNS_DIR)).map_err(|source| Error::Write {
+        path: opts.out.join(RUNS_DIR),
+        source,
+    })?;
+    journal::write_shard_file(&file, &plan.header, Shard::WHOLE, &runs)?;
+    let result = read_back(setup, stage, &plan, &runs, todo);
+    drop(runs);
+    drop(session.finish());
+    let _ = std::fs::remove_dir_all(&dir);
+    // Gone once no stage is in progress (fails, harmlessly, while one is).
+    let _ = std::fs::remove_dir(opts.out.join(STAGES_DIR));
+    result
+}
+
+/// Reduces every run of a stage to the values of the measures.
+fn read_back(
+    setup: &Setup,
+    stage: &Stage,
+    plan: &Plan,
+    runs: &RunSource,
+    simulated_now: usize,
+) -> Result<StageRuns, Error> {
+    let ns = setup.scenarios.len();
+    let reps = stage.reps as usize;
+    let blank: Values = vec![vec![None; reps]; setup.measures.len()];
+    let mut values = vec![blank; stage.candidates.len()];
+    let mut simulated_s = 0.0;
+    for i in 0..runs.len() {
+        let rec = runs.record(i)?;
+        let (point, rep) = plan.header.point_rep(rec.run);
+        let (pos, scenario) = (point / ns, point % ns);
+        simulated_s += rec
+            .summary
+            .get("duration_s")
+            .and_then(Value::as_f64)
+            .unwrap_or(0.0);
+        for (m, measure) in setup.measures.iter().enumerate() {
+            if measure.scenario == scenario {
+                values[pos][m][rep as usize] = measure.metric.value(&rec.summary);
+            }
+        }
+    }
+    Ok(StageRuns {
+        values,
+        simulated_s,
+        runs: runs.len(),
+        simulated_now,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::rng::rep_seed;
+
+    #[test]
+    fn verification_seeds_are_never_the_searchs() {
+        let stage = |k: usize, reps: u32| Stage {
+            id: format!("search-{k}"),
+            candidates: vec![0],
+            seed: rung_seed(7, k),
+            reps,
+        };
+        let search = [stage(0, 1), stage(1, 3), stage(2, 9)];
+        assert_eq!(
+            search[0].seed, 7,
+            "the first rung is `hcsim run --seed 7`'s"
+        );
+        let v = verify_seed(7, &search, 10);
+        for s in &search {
+            for r in 0..s.reps as u64 {
+                for q in 0..10 {
+                    assert_ne!(rep_seed(s.seed, r), rep_seed(v, q));
+                }
+            }
+        }
+        // A search that used the verification's first seed moves it on.
+        let clash = [Stage {
+            id: "search-0".into(),
+            candidates: vec![0],
+            seed: v,
+            reps: 1,
+        }];
+        assert_ne!(verify_seed(7, &clash, 10), v);
+        assert_eq!(verify_seed(7, &search, 10), v, "deterministic");
+    }
+}
