@@ -115,6 +115,15 @@ pub struct ExportArgs {
     /// Write to FILE instead of stdout.
     #[arg(long, short = 'o', value_name = "FILE")]
     pub out: Option<PathBuf>,
+    /// Where the gateway listens (nginx `listen`, the HAProxy frontend's
+    /// `bind`), e.g. `127.0.0.1:8080` (the default).
+    #[arg(long, value_name = "HOST:PORT")]
+    pub listen: Option<String>,
+    /// A node's address, `NODE=HOST:PORT`, instead of its default (its name
+    /// if that is an address, else 127.0.0.1:8001, :8002… in model order).
+    /// Repeatable.
+    #[arg(long = "address", value_name = "NODE=HOST:PORT")]
+    pub address: Vec<String>,
 }
 
 #[derive(Copy, Clone, Debug, PartialEq, Eq, ValueEnum)]

@@ -9,7 +9,7 @@ use std::process::ExitCode;
 pub fn run(args: ExportArgs) -> Result<ExitCode, Error> {
     let (model, warnings) = crate::run::load_checked(&args.model, &args.set, None)?;
     print_warnings(&args.model, &warnings);
-    let opts = Options::of(&model);
+    let opts = options(&args, &model)?;
     let text = match (args.to, args.full) {
         (ExportFormat::Nginx, false) => export::nginx::write_with(&model, &opts),
         (ExportFormat::Nginx, true) => export::nginx::config(&model, &opts),
@@ -31,4 +31,42 @@ pub fn run(args: ExportArgs) -> Result<ExitCode, Error> {
         None => emit(&text)?,
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// The default addresses, with `--listen` and `--address` applied.
+fn options(args: &ExportArgs, model: &crate::spec::Model) -> Result<Options, Error> {
+    let mut opts = Options::of(model);
+    let bad = |field: &str, reason: String| Error::Invalid {
+        path: args.model.clone(),
+        field: field.into(),
+        reason,
+    };
+    if let Some(l) = &args.listen {
+        if !export::is_address(l) {
+            return Err(bad("--listen", format!("expected HOST:PORT, found `{l}`")));
+        }
+        opts.listen = l.clone();
+    }
+    for a in &args.address {
+        let Some((node, addr)) = a.split_once('=') else {
+            return Err(bad(
+                "--address",
+                format!("expected NODE=HOST:PORT, found `{a}`"),
+            ));
+        };
+        let Some(i) = model.nodes.iter().position(|n| n.name == node) else {
+            return Err(bad(
+                "--address",
+                format!("the model has no node named `{node}`"),
+            ));
+        };
+        if !export::is_address(addr) {
+            return Err(bad(
+                "--address",
+                format!("expected HOST:PORT for node `{node}`, found `{addr}`"),
+            ));
+        }
+        opts.addresses[i] = addr.to_string();
+    }
+    Ok(opts)
 }

@@ -108,11 +108,23 @@ pub struct ProbeRequest {
     pub connect_timeout: SimDuration,
     /// The whole probe must finish within this, from the start.
     pub timeout: SimDuration,
-    /// Once connected, the deadline becomes connect time + this instead of
-    /// `timeout` (HAProxy's `timeout check` as documented and fixed in 2025).
-    pub timeout_after_connect: Option<SimDuration>,
+    /// Once connected, how the deadline moves (HAProxy's `timeout check`).
+    pub timeout_after_connect: Option<AfterConnect>,
     /// Returned unchanged in the [`ProbeOutcome`].
     pub tag: u32,
+}
+
+/// How the deadline of a probe that connected moves (HAProxy's `timeout check`).
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum AfterConnect {
+    /// Connect time + this, instead of `timeout` (as documented, and as
+    /// HAProxy does since "BUG/MEDIUM: check: Requeue healthchecks on I/O
+    /// events to handle check timeout", 2025).
+    Replace(SimDuration),
+    /// The later of `timeout` from the start and connect time + this
+    /// (stock HAProxy 2.6: the lowered deadline is not requeued, a later
+    /// one is honoured when the old one fires).
+    Later(SimDuration),
 }
 
 /// How a probe ended, as the prober saw it.

@@ -7,7 +7,7 @@
 use super::node::Job;
 use super::{Event, NodeId, World};
 use crate::engine::SimTime;
-use crate::policy::{ProbeKind, ProbeOutcome, ProbeRequest, ProbeResult};
+use crate::policy::{AfterConnect, ProbeKind, ProbeOutcome, ProbeRequest, ProbeResult};
 
 #[derive(Clone, Copy, Debug)]
 struct Slot {
@@ -87,7 +87,8 @@ impl World<'_> {
                         Event::ProbeAtNode { probe, generation },
                     );
                     let deadline = match req.timeout_after_connect {
-                        Some(d) => connected + d,
+                        Some(AfterConnect::Replace(d)) => connected + d,
+                        Some(AfterConnect::Later(d)) => (connected + d).max(now + req.timeout),
                         None => now + req.timeout,
                     };
                     self.q.schedule(deadline, done(ProbeResult::Timeout));

@@ -170,3 +170,50 @@ fn nginx_settings_stay_nginx() {
         .to_string();
     assert!(e.contains("gateway.haproxy: HAProxy settings need"), "{e}");
 }
+
+/// An HTTP check of A every 2 s with `timeout connect 1s` (the connect
+/// window) and `timeout check CHECK`; A's answers take `service`.
+fn checked(service: &str, fault: Value, check: &str) -> Value {
+    let mut doc = base(
+        json!([
+            {"name": "A", "service_time": {"dist": "constant", "value": service}},
+            {"name": "B"}
+        ]),
+        json!([fault]),
+        json!({"retries": 3, "timeout_connect": "1s"}),
+    );
+    doc["duration"] = json!("30s");
+    doc["policies"] = json!([{
+        "kind": "active_probe", "flavor": "haproxy", "probe": "http",
+        "inter": "2s", "timeout_connect": "1s", "timeout_check": check
+    }]);
+    doc
+}
+
+#[test]
+fn a_timeout_check_longer_than_the_connect_window_is_honoured_in_2_6() {
+    // tcpcheck_eval_connect / process_chk_conn; measured on 2.6.12
+    // (docs/calibration.md): a server answering checks in 1.5 s stays UP with
+    // `timeout check 5s`, and a hung one fails each check at 3 s with
+    // `timeout check 3s`, not at the 1 s connect window.
+    let slow = scenario(checked(
+        "1500ms",
+        json!({"kind": "slow", "node": "B", "at": "0s", "factor": 1.0}),
+        "5s",
+    ));
+    let r = world::run(&slow, 1);
+    assert_eq!(r.nodes[0].ejections, 0, "slow but healthy: stays UP");
+    assert!(r.nodes[0].probes >= 8);
+    let hung = scenario(checked(
+        "1ms",
+        json!({"kind": "hang", "node": "A", "at": "10s"}),
+        "3s",
+    ));
+    let r = world::run(&hung, 1);
+    let a = &r.nodes[0];
+    assert_eq!(a.ejections, 1);
+    let d = a.first_ejection_delay_s.unwrap();
+    // From full health (fall 3): three checks of 3 s, 2 s apart, the first
+    // starting within 2 s of the hang.
+    assert!((13.0..=15.1).contains(&d), "first ejection after {d} s");
+}

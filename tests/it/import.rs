@@ -4,7 +4,7 @@
 //! exported configs checked by the real `nginx -t` and `haproxy -c`, and
 //! mutated configs that must never panic.
 
-use crate::{hcsim, root, tmp};
+use crate::{hcsim, root, sbin, tmp};
 use hcsim::config::export;
 use hcsim::config::import::{self, Format, Options, Workload};
 use hcsim::policy::PolicySpec;
@@ -286,16 +286,6 @@ fn check_with(bin: &str, args: &[&str]) -> Option<std::process::Output> {
             None
         }
     }
-}
-
-fn sbin(name: &str) -> String {
-    for d in ["/usr/sbin", "/usr/local/sbin"] {
-        let p = format!("{d}/{name}");
-        if Path::new(&p).exists() {
-            return p;
-        }
-    }
-    name.to_string()
 }
 
 #[test]
@@ -632,4 +622,38 @@ fn shipped_models_round_trip_through_envoy_and_istio_config() {
         n.0 >= 10 && n.1 >= 3,
         "only {n:?} models exported as Envoy / Istio"
     );
+}
+
+#[test]
+fn export_takes_the_listen_address_and_node_addresses() {
+    // calibration/harness.py writes real configs this way.
+    let out = hcsim(&[
+        "export",
+        "models/e1a-refused.json",
+        "--to",
+        "nginx",
+        "--listen",
+        "127.0.0.1:9090",
+        "--address",
+        "B=127.0.0.1:9102",
+    ]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{text}");
+    assert!(text.contains("listen 127.0.0.1:9090;"), "{text}");
+    assert!(text.contains("server 127.0.0.1:9102 "), "{text}");
+    assert!(
+        text.contains("server 127.0.0.1:8001 "),
+        "A keeps its default: {text}"
+    );
+    let bad = hcsim(&[
+        "export",
+        "models/e1a-refused.json",
+        "--to",
+        "nginx",
+        "--address",
+        "Z=127.0.0.1:1",
+    ]);
+    assert_eq!(bad.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&bad.stderr);
+    assert!(err.contains("no node named `Z`"), "{err}");
 }

@@ -1,5 +1,6 @@
 //! One integration-test binary (faster to build than one per file).
 
+mod calibration;
 mod cli;
 mod corpus;
 mod determinism;
@@ -49,6 +50,32 @@ pub fn hcsim(args: &[&str]) -> Output {
         .current_dir(root())
         .output()
         .expect("run hcsim")
+}
+
+/// Where a system binary is: `/usr/sbin/NAME` or `/usr/local/sbin/NAME`,
+/// else the bare name (looked up in `PATH`).
+pub fn sbin(name: &str) -> String {
+    for d in ["/usr/sbin", "/usr/local/sbin"] {
+        let p = format!("{d}/{name}");
+        if Path::new(&p).exists() {
+            return p;
+        }
+    }
+    name.to_string()
+}
+
+/// Whether `bin` runs (`bin ARG`); when it does not and the environment sets
+/// HCSIM_REQUIRE_TOOLS, fails the test, else says the test is skipped.
+pub fn tool_present(bin: &str, arg: &str) -> bool {
+    let ok = Command::new(bin).arg(arg).output().is_ok();
+    if !ok {
+        assert!(
+            std::env::var_os("HCSIM_REQUIRE_TOOLS").is_none(),
+            "HCSIM_REQUIRE_TOOLS is set but {bin} is not installed (scripts/test-deps.sh installs it)"
+        );
+        eprintln!("skipped: {bin} is not installed");
+    }
+    ok
 }
 
 /// Builds a scenario from an inline JSON model.

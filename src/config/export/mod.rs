@@ -58,7 +58,7 @@ impl Options {
 }
 
 /// `HOST:PORT` with a numeric port.
-fn is_address(name: &str) -> bool {
+pub fn is_address(name: &str) -> bool {
     name.rsplit_once(':').is_some_and(|(h, p)| {
         !h.is_empty()
             && p.parse::<u16>().is_ok()

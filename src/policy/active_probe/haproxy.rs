@@ -17,22 +17,33 @@
 //! - The first check of the server at position `i` of `n` runs at
 //!   `max(mininter, own interval) · i / n` ms after start.
 //! - A check must finish within `inter` of its start; with `timeout check`
-//!   and `timeout connect`, the connect within `min(inter, timeout connect)`,
-//!   then (fixed versions) `timeout check` from the connection; stock 2.6
-//!   never applies the lowered deadline, so the check fails at
-//!   `min(inter, timeout connect)`.
+//!   and `timeout connect`, the connect within `min(inter, timeout connect)`
+//!   (the connect window), then `timeout check` from the connection. Stock
+//!   2.6 moves the task's deadline to connect + `timeout check` from the I/O
+//!   callback without requeueing the task, so the task wakes at the connect
+//!   window's end; `process_chk_conn` then sees the moved deadline: past (a
+//!   shorter `timeout check`) it fails the check there, later (a longer one)
+//!   the task is requeued and the check lasts to connect + `timeout check`.
+//!   Measured on 2.6.12 (docs/calibration.md): a check ends at the later of
+//!   the two, the first failing check and the later ones alike.
 //! - `observe layer4|layer7` counts consecutive errors of real traffic; at
 //!   `error_limit` the `on_error` action runs.
 //!
 //! Not modelled: an `on_error` reschedule while a check is running (HAProxy
-//! then cuts the running check short as a timeout); agent checks; slowstart;
-//! `disable-on-404`.
+//! then cuts the running check short as a timeout); with several threads
+//! (`nbthread` > 1, the default on a multi-core machine), a check overdue on
+//! its shorter `timeout check` that another thread's wake-up reaches first
+//! ends then, between connect + `timeout check` and the connect window's end
+//! (2.6.12 ended about half of such checks at another server's check time);
+//! agent checks; slowstart; `disable-on-404`.
 
 use super::defaults::{tcp, ten, three, two, two_s};
 use super::{Flavor, Prober, TAG_CHECK, at_least_one, positive, threads_valid};
 use crate::engine::{SimDuration, SimTime};
 use crate::ids::NodeId;
-use crate::policy::{AttemptReport, AttemptResult, PolicyCx, PolicyTimer, ProbeKind, ProbeOutcome};
+use crate::policy::{
+    AfterConnect, AttemptReport, AttemptResult, PolicyCx, PolicyTimer, ProbeKind, ProbeOutcome,
+};
 use rand::RngExt;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -40,7 +51,8 @@ use serde::{Deserialize, Serialize};
 /// Which HAProxy behaviour of `timeout check` to reproduce.
 #[derive(Copy, Clone, Debug, Default, Deserialize, Serialize, PartialEq, Eq, JsonSchema)]
 pub enum HaproxyVersion {
-    /// Stock 2.6.x: a hung check fails at `min(inter, timeout connect)`.
+    /// Stock 2.6.x: a check ends at the later of `min(inter, timeout
+    /// connect)` from its start and `timeout check` from its connection.
     #[default]
     #[serde(rename = "2.6")]
     V2_6,
@@ -286,10 +298,15 @@ impl Flavor for HaproxyCheck {
             (Some(_), Some(tc)) => p.inter.min(tc),
             _ => p.inter,
         };
-        let after_connect = match p.version {
-            HaproxyVersion::V2_6 => None,
-            HaproxyVersion::Fixed => p.timeout_check,
-        };
+        // tcpcheck_eval_connect sets the connect window; once connected,
+        // tcpcheck_main moves t->expire to now + timeout check. 2.6 does not
+        // requeue the task: process_chk_conn runs when the old deadline
+        // fires, fails the check if the moved one has passed, and otherwise
+        // returns the task, which the scheduler queues at the later deadline.
+        let after_connect = p.timeout_check.map(|d| match p.version {
+            HaproxyVersion::V2_6 => AfterConnect::Later(d),
+            HaproxyVersion::Fixed => AfterConnect::Replace(d),
+        });
         pr.send(cx, NodeId(timer.node), connect, connect, after_connect, 0);
     }
 
@@ -501,7 +518,12 @@ mod tests {
     }
 
     #[test]
-    fn timeout_check_is_ignored_by_stock_2_6_and_honoured_when_fixed() {
+    fn timeout_check_in_2_6_ends_a_check_at_the_later_deadline() {
+        // tcpcheck_eval_connect (window min(inter, timeout connect)) and
+        // process_chk_conn (the moved deadline, seen when the old one
+        // fires); measured on 2.6.12 with an HTTP check of a hung server:
+        // inter 1s, timeout check 300ms: 1002 ms (D11); inter 2s, timeout
+        // connect 500ms, timeout check 3s: 3002 ms, every check.
         let mut p = params();
         p.probe = ProbeKind::Http;
         p.inter = SimDuration::from_secs(1);
@@ -510,24 +532,31 @@ mod tests {
         h.fire_next(at_ms(0));
         let req = h.in_flight()[0].req;
         assert_eq!(req.timeout, SimDuration::from_secs(1), "D11: 1002 ms");
-        assert_eq!(req.timeout_after_connect, None);
+        assert_eq!(
+            req.timeout_after_connect,
+            Some(AfterConnect::Later(SimDuration::from_millis(300)))
+        );
+        p.inter = SimDuration::from_secs(2);
         p.timeout_connect = Some(SimDuration::from_millis(500));
+        p.timeout_check = Some(SimDuration::from_secs(3));
         let mut h = harness(p.clone(), 1);
         h.fire_next(at_ms(0));
         let req = h.in_flight()[0].req;
         assert_eq!(req.connect_timeout, SimDuration::from_millis(500));
+        assert_eq!(req.timeout, SimDuration::from_millis(500), "the window");
         assert_eq!(
-            req.timeout,
-            SimDuration::from_millis(500),
-            "min(inter, timeout connect)"
+            req.timeout_after_connect,
+            Some(AfterConnect::Later(SimDuration::from_secs(3))),
+            "a longer timeout check is honoured: 3002 ms, not 500"
         );
         p.version = HaproxyVersion::Fixed;
+        p.timeout_check = Some(SimDuration::from_millis(300));
         let mut h = harness(p, 1);
         h.fire_next(at_ms(0));
         let req = h.in_flight()[0].req;
         assert_eq!(
             req.timeout_after_connect,
-            Some(SimDuration::from_millis(300))
+            Some(AfterConnect::Replace(SimDuration::from_millis(300)))
         );
     }
 

@@ -235,7 +235,7 @@ impl Prober {
         node: NodeId,
         timeout: SimDuration,
         connect_timeout: SimDuration,
-        timeout_after_connect: Option<SimDuration>,
+        timeout_after_connect: Option<crate::policy::AfterConnect>,
         tag: u32,
     ) {
         let req = ProbeRequest {

@@ -1,0 +1,196 @@
+"""The real gateway's logs and the client's view as the figures hcsim's
+summary.json reports (same names, same definitions):
+
+- client: `requests`, `status.<code>` and `timeouts` of the requests sent in
+  the measure window, `latency_ms.p50` of those answered;
+- per node: `attempts` (nginx: every address in `$upstream_addr`), `answered`
+  (2xx answers from it that reached the client), `share` (of all 2xx),
+  `ejections` (nginx "upstream server temporarily disabled" lines that start
+  an episode, see `episodes`; HAProxy
+  "Server be/X is DOWN"), `first_ejection_delay_s` (from the start of its
+  first fault to its first ejection after it; nginx: the end of the attempt
+  whose failure disabled it, HAProxy: when the DOWN line was written),
+  `recovery_delay_s` (from the end of its last fault to its first 2xx answer).
+"""
+
+import re
+
+from harness import dur
+
+ACCESS = re.compile(r'^(\S+) (\S+) "GET /r/(\d+) [^"]*" (\d+) "([^"]*)" "([^"]*)" "([^"]*)"$')
+DISABLED = re.compile(r'upstream server temporarily disabled.*upstream: "http://127\.0\.0\.1:(\d+)/r/(\d+)"')
+HA_STATE = re.compile(r'^Server \S+/(\S+) is (DOWN|UP)')
+HA_REQ = re.compile(r'^REQ /r/(\d+) (\S+) (-?\d+) (\S+) (-?\d+) (\S+)')
+
+
+def fault_windows(model, t0, done=None):
+    """node -> (first fault start, last fault end or None), wall-clock: when
+    the harness's actions took effect (a restart when the new process
+    listened, some 50 ms after it was asked), else as the model says."""
+    if done:
+        w = {}
+        for what, node, t in done:
+            s, e = w.get(node, (t, None))
+            w[node] = (min(s, t), t if what == "end" else e)
+        return w
+    w = {}
+    for f in model.get("faults", []):
+        at = t0 + dur(f.get("at", "0s"))
+        end = dur(f.get("for"))
+        end = None if end is None else at + end
+        s, e = w.get(f["node"], (at, end))
+        w[f["node"]] = (min(s, at), end if e is None or end is None else max(e, end))
+    return w
+
+
+def measure_window(model):
+    m = model.get("measure") or {}
+    lo = dur(m.get("from", "0s"))
+    hi = dur(m["to"]) if m.get("to") else dur(model["duration"])
+    return lo, hi
+
+
+def percentile(xs, q):
+    if not xs:
+        return None
+    xs = sorted(xs)
+    k = max(0, min(len(xs) - 1, int(round(q * (len(xs) - 1)))))
+    return xs[k]
+
+
+def real_figures(model, t0, client, rec):
+    rate = float(model["clients"]["rate_per_s"])
+    lo, hi = measure_window(model)
+    names = [n["name"] for n in model["nodes"]]
+    inwin = lambda i: lo <= i / rate < hi  # noqa: E731
+    fig = {}
+    # Client.
+    statuses, lat, timeouts, unfinished = {}, [], 0, 0
+    end_of_run = t0 + dur(model["duration"])
+    for i, (sent, ended, st) in sorted(client.results.items()):
+        if not inwin(i):
+            continue
+        if ended > end_of_run:
+            # Still in flight when hcsim's run ends.
+            unfinished += 1
+            continue
+        if st == "timeout":
+            timeouts += 1
+            continue
+        statuses[str(st)] = statuses.get(str(st), 0) + 1
+        lat.append(1000.0 * (ended - sent))
+    fig["client.requests"] = sum(1 for i in client.results if inwin(i))
+    fig["client.timeouts"] = timeouts
+    fig["client.unfinished"] = unfinished
+    for k, v in statuses.items():
+        fig["client.status." + k] = v
+    fig["client.latency_ms.p50"] = percentile(lat, 0.5)
+    node = {n: {"attempts": 0, "answered": 0, "ejections": 0, "eject_times": [], "ok_times": []}
+            for n in names}
+    ports = rec["ports"]
+    if rec["flavor"] == "nginx":
+        entries = {}
+        with open(rec["dir"] + "/access.log") as f:
+            for line in f:
+                m = ACCESS.match(line.strip())
+                if not m:
+                    continue
+                msec, rt, i, st, addrs, _ust, times = m.groups()
+                i, st, end = int(i), int(st), float(msec)
+                addrs = [a.strip() for a in addrs.split(",") if a.strip() not in ("", "-")]
+                nodes_tried = [ports.get(int(a.rsplit(":", 1)[1])) if ":" in a else None for a in addrs]
+                rts = []
+                for x in times.split(","):
+                    x = x.strip()
+                    rts.append(float(x) if re.fullmatch(r"[0-9.]+", x) else 0.0)
+                entries[i] = (end - float(rt), nodes_tried, rts)
+                if inwin(i):
+                    for n in nodes_tried:
+                        if n is not None:
+                            node[n]["attempts"] += 1
+                last = nodes_tried[-1] if nodes_tried else None
+                if last is not None and 200 <= st < 300:
+                    node[last]["ok_times"].append(end)
+                    if inwin(i) and end <= end_of_run:
+                        node[last]["answered"] += 1
+        with open(rec["dir"] + "/error.log") as f:
+            for line in f:
+                m = DISABLED.search(line)
+                if not m:
+                    continue
+                n, i = ports.get(int(m.group(1))), int(m.group(2))
+                if n is None:
+                    continue
+                if i in entries:
+                    start, tried, rts = entries[i]
+                    k = tried.index(n) if n in tried else len(tried) - 1
+                    node[n]["eject_times"].append(start + sum(rts[: k + 1]))
+    else:
+        for t, line in rec["gw_lines"]:
+            m = HA_STATE.match(line)
+            if m and m.group(1) in node and m.group(2) == "DOWN":
+                node[m.group(1)]["ejections"] += 1
+                node[m.group(1)]["eject_times"].append(t)
+                continue
+            m = HA_REQ.match(line)
+            if m:
+                i, srv, st = int(m.group(1)), m.group(2), int(m.group(3))
+                if srv in node and 200 <= st < 300:
+                    node[srv]["ok_times"].append(t)
+                    if inwin(i) and t <= end_of_run:
+                        node[srv]["answered"] += 1
+    if rec["flavor"] == "nginx":
+        for v in node.values():
+            v["ejections"] = episodes(v["eject_times"], v["ok_times"])
+    total_ok = sum(v["answered"] for v in node.values())
+    windows = fault_windows(model, t0, rec.get("faults_done"))
+    for n in names:
+        v = node[n]
+        pre = "nodes.%s." % n
+        if rec["flavor"] == "nginx":
+            fig[pre + "attempts"] = v["attempts"]
+        fig[pre + "answered"] = v["answered"]
+        fig[pre + "share"] = round(v["answered"] / total_ok, 4) if total_ok else 0.0
+        fig[pre + "ejections"] = v["ejections"]
+        if n in windows:
+            start, end = windows[n]
+            after = [t for t in v["eject_times"] if t >= start - 0.002]
+            fig[pre + "first_ejection_delay_s"] = round(min(after) - start, 4) if after else None
+            if end is not None:
+                ok = [t for t in v["ok_times"] if t >= end]
+                fig[pre + "recovery_delay_s"] = round(min(ok) - end, 4) if ok else None
+    return fig
+
+
+def episodes(disabled, ok):
+    """nginx writes "temporarily disabled" at every failure while `fails >=
+    max_fails`, also at each re-try after fail_timeout; hcsim's `ejections`
+    counts episodes (`fails` reaching max_fails). A line starts an episode
+    when the node answered 2xx since the previous line (which reset
+    `fails`)."""
+    n, prev = 0, None
+    for t in sorted(disabled):
+        if prev is None or any(prev < o < t for o in ok):
+            n += 1
+        prev = t
+    return n
+
+
+def hcsim_figures(run, flavor):
+    """The same figures from one run of hcsim's summary.json (`runs[k]`)."""
+    fig = {}
+    c = run["client"]
+    fig["client.requests"] = c["requests"]
+    fig["client.timeouts"] = c["timeouts"]
+    fig["client.unfinished"] = c["unfinished"]
+    for k, v in c["status"].items():
+        fig["client.status." + k] = v
+    fig["client.latency_ms.p50"] = c["latency_ms"].get("p50")
+    for n in run["nodes"]:
+        pre = "nodes.%s." % n["name"]
+        for k in ("attempts", "answered", "share", "ejections", "first_ejection_delay_s",
+                  "recovery_delay_s"):
+            if k == "attempts" and flavor != "nginx":
+                continue  # HAProxy's log names only the last server
+            fig[pre + k] = n.get(k)
+    return fig
