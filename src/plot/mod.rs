@@ -19,7 +19,7 @@ mod timeline;
 #[cfg(test)]
 mod tests;
 
-pub use axis::fmt_sig;
+pub use axis::{AxisScale, ValueFormat, finite_bounds as finite_bounds_of, fmt_sig};
 pub use common::palette;
 pub use distribution::{DistributionSpec, distribution, distribution_cdf};
 pub use error::PlotError;
