@@ -287,11 +287,7 @@ pub fn run_report(dir: &Path, drawn: &[Drawn]) -> Result<(), Error> {
             vec!["seeds".into(), seeds.join(", ")],
         ],
     ));
-    write_reports(
-        dir,
-        &format!("hcsim report: {}", summary.model),
-        &blocks,
-    )
+    write_reports(dir, &format!("hcsim report: {}", summary.model), &blocks)
 }
 
 /// The clients' figures: requests by outcome, latency percentiles.
@@ -428,7 +424,12 @@ pub fn sweep_report(dir: &Path, drawn: &[Drawn]) -> Result<(), Error> {
             .map(|p| p.stats.get(m).map(|s| s.spread()).unwrap_or_default())
             .collect();
         let (_, cells) = spread_column(&t.name, t.unit, &spreads.iter().collect::<Vec<_>>());
-        let shown = t.unit.shown(spreads.iter().flat_map(|s| [s.median, s.min, s.max]).flatten());
+        let shown = t.unit.shown(
+            spreads
+                .iter()
+                .flat_map(|s| [s.median, s.min, s.max])
+                .flatten(),
+        );
         head.push(t.full_label(&shown));
         columns.push(cells);
     }

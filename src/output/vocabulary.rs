@@ -192,7 +192,7 @@ const CLIENT_METRICS: &[(&str, &str, Unit)] = &[
     ("errors", "errors (non-2xx answers)", Unit::Count),
     ("ok", "2xx answers", Unit::Count),
     ("requests", "requests", Unit::Count),
-    ("timeouts", "client timeouts", Unit::Count),
+    ("timeouts", "timeouts", Unit::Count),
     ("unfinished", "unfinished requests", Unit::Count),
 ];
 

@@ -33,7 +33,10 @@ pub fn palette(i: usize) -> RGBColor {
 
 /// Neutral colours for things that are not a series (text, grid, "no data").
 pub(crate) const TEXT: RGBColor = RGBColor(0x20, 0x20, 0x20);
-pub(crate) const MUTED: RGBColor = GREY_700;
+/// Secondary text inside a chart (sample counts, reference-line labels).
+pub(crate) const MUTED: RGBColor = RGBColor(0x55, 0x55, 0x55);
+/// The footer (provenance) only, so that readers of the SVG can tell it apart.
+pub const FOOTER: RGBColor = GREY_700;
 pub(crate) const GRID: RGBColor = GREY_200;
 pub(crate) const NO_DATA: RGBColor = GREY_500;
 pub(crate) const AXIS: RGBColor = GREY_800;
@@ -208,7 +211,7 @@ pub(crate) fn frame<DB: DrawingBackend>(
         top += draw_legend(root, theme, legend, top)? + pad / 2;
     }
 
-    let caption_style = text(theme.caption, MUTED, HPos::Left, VPos::Bottom);
+    let caption_style = text(theme.caption, FOOTER, HPos::Left, VPos::Bottom);
     let caption_h = text_size(root, "Ag", &caption_style).1 as i32 + theme.px(4.0);
     let lines = if caption.is_empty() {
         vec![]

@@ -33,6 +33,8 @@ pub struct DistributionSpec {
     pub clusters: Vec<(String, usize)>,
     /// The value axis (`Auto`: logarithmic when the samples span more than two decades).
     pub scale: AxisScale,
+    /// The samples are counts: ticks at whole numbers only.
+    pub integer: bool,
     /// Image size in pixels; `None` = [`super::DEFAULT_SIZE`].
     pub size: Option<(u32, u32)>,
 }
@@ -166,7 +168,12 @@ impl Chart for BoxStrip<'_> {
             y_desc: &y_desc,
             ..MeshOpts::default()
         };
-        let axes = (Axis::cat(&names), Axis::linear_or_log(y_range.clone(), log));
+        let y_axis = if spec.integer && !log {
+            Axis::int(y_range.clone())
+        } else {
+            Axis::linear_or_log(y_range.clone(), log)
+        };
+        let axes = (Axis::cat(&names), y_axis);
         let (chart, _) = plot(&body, theme, &layout, axes, mesh)?;
 
         let area = chart.plotting_area();
@@ -277,7 +284,12 @@ impl Chart for Cdf<'_> {
             y_labels: 6,
             ..MeshOpts::default()
         };
-        let axes = (Axis::linear_or_log(x_range, log), Axis::percent(y_range));
+        let x_axis = if spec.integer && !log {
+            Axis::int(x_range)
+        } else {
+            Axis::linear_or_log(x_range, log)
+        };
+        let axes = (x_axis, Axis::percent(y_range));
         let (chart, _) = plot(&body, theme, &layout, axes, mesh)?;
         let area = chart.plotting_area();
         if groups.iter().all(Vec::is_empty) {

@@ -20,7 +20,7 @@ mod timeline;
 mod tests;
 
 pub use axis::{AxisScale, ValueFormat, finite_bounds as finite_bounds_of, fmt_sig};
-pub use common::palette;
+pub use common::{FOOTER, palette};
 pub use distribution::{DistributionSpec, distribution, distribution_cdf};
 pub use error::PlotError;
 pub use heatmap::{HeatmapSpec, heatmap};

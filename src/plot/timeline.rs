@@ -585,8 +585,9 @@ impl TimelineSpec {
         draw_band(&chart, &self.t, &self.latency_p99_band, p.bucket, P99, log)?;
         let p50 = centred(&self.t, &self.latency_p50_ms, p.bucket, log);
         let p99 = centred(&self.t, &self.latency_p99_ms, p.bucket, log);
-        draw_runs(&chart, &p50, P50, 2.0, p.theme, 1)?;
+        // The median over the p99: where they coincide, its dashes stay visible.
         draw_runs(&chart, &p99, P99, 2.0, p.theme, 0)?;
+        draw_runs(&chart, &p50, P50, 2.0, p.theme, 1)?;
         let r = p.theme.px(6.0);
         for (t, n) in self.t.iter().zip(&self.timeouts) {
             if *n > 0.0 && t.is_finite() {

@@ -1,5 +1,6 @@
 //! One integration-test binary (faster to build than one per file).
 
+mod charts;
 mod cli;
 mod corpus;
 mod determinism;

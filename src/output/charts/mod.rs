@@ -98,6 +98,10 @@ fn draw_distribution(
     metric: &str,
 ) -> Result<Drawn, Error> {
     let stem = charts_dir.join(format!("distribution-{}", slug(metric)));
+    let d = DistributionSpec {
+        integer: vocabulary::metric(metric).unit == vocabulary::Unit::Count,
+        ..d
+    };
     match style {
         DistStyle::Box => plot::distribution(&d, &stem),
         DistStyle::Cdf => plot::distribution_cdf(&d, &stem),

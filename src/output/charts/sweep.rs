@@ -519,7 +519,7 @@ impl<'a> Sweep<'a> {
             groups,
             clusters,
             scale: axis_scale(scale),
-            size: None,
+            ..DistributionSpec::default()
         };
         draw_distribution(d, style, &self.charts_dir, metric)
     }
