@@ -1,9 +1,13 @@
 //! `report.html`: one self-contained page per run or sweep (charts inline as
-//! SVG, no external assets, works offline) to attach to a design document.
+//! SVG, no external assets, works offline) to attach to a design document;
+//! and `report.md`, the same page in Markdown with the charts' PNGs beside
+//! it, to paste into docs and wikis. Metrics and parameters are named as
+//! [`super::vocabulary`] does.
 
 use super::charts::Drawn;
 use super::summary::Summary;
 use super::sweep::SweepResults;
+use super::vocabulary::{self, Shown};
 use crate::error::Error;
 use crate::stats::Spread;
 use std::fmt::Write as _;
@@ -17,8 +21,10 @@ pub enum Block {
     Pre(String),
     /// A table: header row, then rows.
     Table(Vec<String>, Vec<Vec<String>>),
-    /// A chart: its title and its SVG document.
-    Chart(String, String),
+    /// A bulleted list.
+    List(Vec<String>),
+    /// A chart: its title, its SVG document and its PNG's path relative to the page.
+    Chart(String, String, String),
 }
 
 pub fn escape(s: &str) -> String {
@@ -32,7 +38,7 @@ const STYLE: &str = "body{font-family:'DejaVu Sans',Verdana,Arial,sans-serif;mar
 h1{font-size:1.6em;margin-bottom:.2em}h2{font-size:1.25em;margin-top:1.6em;border-bottom:1px solid #ddd}\
 table{border-collapse:collapse;margin:.6em 0;font-size:.92em}th,td{border:1px solid #ccc;padding:.25em .6em;text-align:right}\
 th:first-child,td:first-child{text-align:left}th{background:#f3f3f3}\
-pre{background:#f7f7f7;padding:.8em;overflow:auto;font-size:.85em;border:1px solid #e3e3e3}\
+pre{background:#f7f7f7;padding:.8em;overflow:auto;font-size:.85em;border:1px solid #e3e3e3;white-space:pre-wrap;overflow-wrap:anywhere}\
 figure{margin:1em 0}figure svg{width:100%;height:auto;border:1px solid #eee}figcaption{font-size:.9em;color:#555}";
 
 /// Counts charts that rendered with a non-empty box and records script
@@ -77,7 +83,14 @@ pub fn render(title: &str, blocks: &[Block]) -> String {
                 }
                 out.push_str("</tbody></table>\n");
             }
-            Block::Chart(caption, svg) => {
+            Block::List(items) => {
+                out.push_str("<ul>");
+                for i in items {
+                    let _ = write!(out, "<li>{}</li>", escape(i));
+                }
+                out.push_str("</ul>\n");
+            }
+            Block::Chart(caption, svg, _) => {
                 let body = svg
                     .trim_start()
                     .strip_prefix("<?xml")
@@ -96,7 +109,60 @@ pub fn render(title: &str, blocks: &[Block]) -> String {
     out
 }
 
-/// Reads each drawn chart's SVG into a block.
+/// `|` and line breaks would end a Markdown table cell.
+fn md_cell(s: &str) -> String {
+    s.replace('|', "\\|").replace('\n', " ")
+}
+
+/// Renders the same blocks as Markdown, charts as their PNGs.
+pub fn render_markdown(title: &str, blocks: &[Block]) -> String {
+    let mut out = format!("# {title}\n\n");
+    for b in blocks {
+        match b {
+            Block::Heading(h) => {
+                let _ = writeln!(out, "## {h}\n");
+            }
+            Block::Paragraph(p) => {
+                let _ = writeln!(out, "{p}\n");
+            }
+            Block::Pre(p) => {
+                let _ = writeln!(out, "```json\n{p}\n```\n");
+            }
+            Block::List(items) => {
+                for i in items {
+                    let _ = writeln!(out, "- {i}");
+                }
+                out.push('\n');
+            }
+            Block::Table(head, rows) => {
+                let head: Vec<String> = head.iter().map(|h| md_cell(h)).collect();
+                let _ = writeln!(out, "| {} |", head.join(" | "));
+                let _ = writeln!(out, "|{}", "---|".repeat(head.len().max(1)));
+                for r in rows {
+                    let r: Vec<String> = r.iter().map(|c| md_cell(c)).collect();
+                    let _ = writeln!(out, "| {} |", r.join(" | "));
+                }
+                out.push('\n');
+            }
+            Block::Chart(caption, _, png) => {
+                let _ = writeln!(out, "![{}]({png})\n\n*{}*\n", md_cell(caption), caption);
+            }
+        }
+    }
+    out
+}
+
+/// Writes `report.html` and `report.md` of `blocks` into `dir`.
+fn write_reports(dir: &Path, title: &str, blocks: &[Block]) -> Result<(), Error> {
+    super::write_atomic(&dir.join("report.html"), render(title, blocks).as_bytes())?;
+    super::write_atomic(
+        &dir.join("report.md"),
+        render_markdown(title, blocks).as_bytes(),
+    )
+}
+
+/// Reads each drawn chart's SVG into a block (its PNG named relative to the
+/// directory above `charts/`).
 pub fn chart_blocks(drawn: &[Drawn]) -> Result<Vec<Block>, Error> {
     drawn
         .iter()
@@ -106,22 +172,62 @@ pub fn chart_blocks(drawn: &[Drawn]) -> Result<Vec<Block>, Error> {
                 path: p.clone(),
                 source,
             })?;
-            Ok(Block::Chart(d.title.clone(), svg))
+            let name = d
+                .stem
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_default();
+            Ok(Block::Chart(
+                d.title.clone(),
+                svg,
+                format!("charts/{name}.png"),
+            ))
         })
         .collect()
 }
 
-fn stat_cell(s: &Spread, digits: usize) -> String {
+/// The list of the charts, so that a reader sees every slice at a glance.
+fn chart_list(drawn: &[Drawn]) -> Block {
+    Block::List(drawn.iter().map(|d| d.title.clone()).collect())
+}
+
+/// A cell: the median over the replications, with [min–max] when they
+/// differ, shown in the column's unit (counts as whole numbers).
+fn stat_cell(s: &Spread, shown: &Shown) -> String {
+    // The unit is in the header: no `%` after every number.
+    let format = match shown.format {
+        crate::plot::ValueFormat::Percent => crate::plot::ValueFormat::Sig,
+        f => f,
+    };
+    let f = |v: f64| format.format(Some(v * shown.factor));
     match (s.median, s.min, s.max) {
         (Some(m), Some(lo), Some(hi)) if (hi - lo).abs() > 1e-9 => {
-            format!("{m:.digits$} [{lo:.digits$}–{hi:.digits$}]")
+            format!("{} [{}–{}]", f(m), f(lo), f(hi))
         }
-        (Some(m), _, _) => format!("{m:.digits$}"),
+        (Some(m), _, _) => f(m),
         _ => "–".into(),
     }
 }
 
-/// The page of a run output directory.
+/// A column of spreads: its header (name and unit) and its cells.
+fn spread_column(name: &str, unit: vocabulary::Unit, spreads: &[&Spread]) -> (String, Vec<String>) {
+    let shown = unit.shown(
+        spreads
+            .iter()
+            .flat_map(|s| [s.median, s.min, s.max])
+            .flatten(),
+    );
+    let head = vocabulary::Term {
+        subject: String::new(),
+        name: name.to_string(),
+        unit,
+        known: true,
+    }
+    .label(&shown);
+    (head, spreads.iter().map(|s| stat_cell(s, &shown)).collect())
+}
+
+/// The page of a run output directory (and its Markdown twin).
 pub fn run_report(dir: &Path, drawn: &[Drawn]) -> Result<(), Error> {
     let summary = Summary::read(&dir.join("summary.json"))?;
     let mut blocks = vec![];
@@ -134,84 +240,24 @@ pub fn run_report(dir: &Path, drawn: &[Drawn]) -> Result<(), Error> {
             summary.set.join(" --set ")
         )));
     }
+    blocks.push(Block::Paragraph(format!(
+        "From: {}.",
+        super::charts::run_provenance(&summary)
+    )));
     blocks.push(Block::Heading("Key figures".into()));
-    let c = &summary.client;
-    blocks.push(Block::Table(
-        vec![
-            "clients".into(),
-            "requests".into(),
-            "ok".into(),
-            "errors".into(),
-            "timeouts".into(),
-            "unfinished".into(),
-            "p50 (ms)".into(),
-            "p99 (ms)".into(),
-            "p99.9 (ms)".into(),
-            "max (ms)".into(),
-        ],
-        vec![vec![
-            "all".into(),
-            stat_cell(&c.requests, 0),
-            stat_cell(&c.ok, 0),
-            stat_cell(&c.errors, 0),
-            stat_cell(&c.timeouts, 0),
-            stat_cell(&c.unfinished, 0),
-            stat_cell(&c.latency_ms.p50, 1),
-            stat_cell(&c.latency_ms.p99, 1),
-            stat_cell(&c.latency_ms.p999, 1),
-            stat_cell(&c.latency_ms.max, 1),
-        ]],
-    ));
+    blocks.push(client_table(&summary));
     if !summary.warnings.is_empty() {
         blocks.push(Block::Heading("Warnings".into()));
         for w in &summary.warnings {
             blocks.push(Block::Paragraph(format!("{}: {}", w.code, w.message)));
         }
     }
-    type Column = (
-        &'static str,
-        fn(&super::summary::NodeStats) -> &Spread,
-        usize,
-    );
-    let metrics: [Column; 10] = [
-        ("attempts", |n| &n.attempts, 0),
-        ("answered", |n| &n.answered, 0),
-        ("share", |n| &n.share, 3),
-        ("failures", |n| &n.failures, 0),
-        ("ejections", |n| &n.ejections, 0),
-        ("ejected_time_s", |n| &n.ejected_time_s, 2),
-        ("first_ejection_delay_s", |n| &n.first_ejection_delay_s, 2),
-        ("recovery_delay_s", |n| &n.recovery_delay_s, 2),
-        ("utilization", |n| &n.utilization, 3),
-        ("backlog_refused", |n| &n.backlog_refused, 0),
-    ];
-    let mut head = vec!["node".to_string()];
-    head.extend(metrics.iter().map(|(m, ..)| m.to_string()));
-    // A fleet of gateways: when the last replica ejected the node, and how many did.
-    let fleet = summary.nodes.iter().any(|n| n.fleet.is_some());
-    if fleet {
-        head.extend(["last_ejection_delay_s".into(), "replicas_ejected".into()]);
-    }
-    let rows = summary
-        .nodes
-        .iter()
-        .map(|n| {
-            let mut r = vec![n.name.clone()];
-            r.extend(metrics.iter().map(|(_, f, d)| stat_cell(f(n), *d)));
-            if let Some(f) = &n.fleet {
-                r.push(stat_cell(&f.last_ejection_delay_s, 2));
-                r.push(stat_cell(&f.replicas_ejected, 3));
-            } else if fleet {
-                r.extend(["–".to_string(), "–".to_string()]);
-            }
-            r
-        })
-        .collect();
-    blocks.push(Block::Table(head, rows));
+    blocks.push(node_table(&summary));
     blocks.push(Block::Paragraph(
         "Each cell: median over the replications, with [min–max] when they differ; – means it did not happen or does not apply.".into(),
     ));
     blocks.push(Block::Heading("Charts".into()));
+    blocks.push(chart_list(drawn));
     blocks.extend(chart_blocks(drawn)?);
     blocks.push(Block::Heading("What was simulated".into()));
     blocks.push(Block::Paragraph(
@@ -241,11 +287,94 @@ pub fn run_report(dir: &Path, drawn: &[Drawn]) -> Result<(), Error> {
             vec!["seeds".into(), seeds.join(", ")],
         ],
     ));
-    let page = render(&format!("hcsim report: {}", summary.model), &blocks);
-    super::write_atomic(&dir.join("report.html"), page.as_bytes())
+    write_reports(dir, &format!("hcsim report: {}", summary.model), &blocks)
 }
 
-/// The page of a sweep output directory (from `results.json`).
+/// The clients' figures: requests by outcome, latency percentiles.
+fn client_table(summary: &Summary) -> Block {
+    use vocabulary::Unit::{Count, Millis};
+    let c = &summary.client;
+    let l = &c.latency_ms;
+    let columns = [
+        ("requests", Count, &c.requests),
+        ("2xx answers", Count, &c.ok),
+        ("errors", Count, &c.errors),
+        ("client timeouts", Count, &c.timeouts),
+        ("unfinished", Count, &c.unfinished),
+        ("median latency", Millis, &l.p50),
+        ("p99 latency", Millis, &l.p99),
+        ("p99.9 latency", Millis, &l.p999),
+        ("max latency", Millis, &l.max),
+    ];
+    let mut head = vec!["clients".to_string()];
+    let mut row = vec!["all".to_string()];
+    for (name, unit, s) in columns {
+        let (h, cells) = spread_column(name, unit, &[s]);
+        head.push(h);
+        row.extend(cells);
+    }
+    Block::Table(head, vec![row])
+}
+
+/// One row per node, one column per metric, named and in units.
+fn node_table(summary: &Summary) -> Block {
+    type Column = (&'static str, fn(&super::summary::NodeStats) -> &Spread);
+    let metrics: [Column; 10] = [
+        ("attempts", |n| &n.attempts),
+        ("answered", |n| &n.answered),
+        ("share", |n| &n.share),
+        ("failures", |n| &n.failures),
+        ("ejections", |n| &n.ejections),
+        ("ejected_time_s", |n| &n.ejected_time_s),
+        ("first_ejection_delay_s", |n| &n.first_ejection_delay_s),
+        ("recovery_delay_s", |n| &n.recovery_delay_s),
+        ("utilization", |n| &n.utilization),
+        ("backlog_refused", |n| &n.backlog_refused),
+    ];
+    let mut head = vec!["node".to_string()];
+    let mut columns: Vec<Vec<String>> = vec![];
+    let column = |key: &str, spreads: Vec<&Spread>| {
+        let t = vocabulary::metric(key);
+        spread_column(&t.name, t.unit, &spreads)
+    };
+    for (key, f) in metrics {
+        let (h, cells) = column(key, summary.nodes.iter().map(f).collect());
+        head.push(h);
+        columns.push(cells);
+    }
+    // A fleet of gateways: when the last replica ejected the node, and how many did.
+    if summary.nodes.iter().any(|n| n.fleet.is_some()) {
+        let none = Spread::default();
+        let fleet = |f: fn(&super::summary::FleetStats) -> &Spread| -> Vec<&Spread> {
+            summary
+                .nodes
+                .iter()
+                .map(|n| n.fleet.as_ref().map_or(&none, f))
+                .collect()
+        };
+        for (key, spreads) in [
+            ("last_ejection_delay_s", fleet(|f| &f.last_ejection_delay_s)),
+            ("replicas_ejected", fleet(|f| &f.replicas_ejected)),
+        ] {
+            let (h, cells) = column(key, spreads);
+            head.push(h);
+            columns.push(cells);
+        }
+    }
+    let rows = summary
+        .nodes
+        .iter()
+        .enumerate()
+        .map(|(i, n)| {
+            let mut r = vec![n.name.clone()];
+            r.extend(columns.iter().map(|c| c[i].clone()));
+            r
+        })
+        .collect();
+    Block::Table(head, rows)
+}
+
+/// The page of a sweep output directory (from `results.json`), and its Markdown twin.
 pub fn sweep_report(dir: &Path, drawn: &[Drawn]) -> Result<(), Error> {
     let results = SweepResults::read(&dir.join("results.json"))?;
     let axes = &results.axes;
@@ -253,15 +382,18 @@ pub fn sweep_report(dir: &Path, drawn: &[Drawn]) -> Result<(), Error> {
     if let Some(d) = results.definition["description"].as_str() {
         blocks.push(Block::Paragraph(d.to_string()));
     }
+    blocks.push(Block::Paragraph(format!(
+        "From: {}.",
+        super::charts::sweep_provenance(&results)
+    )));
     blocks.push(Block::Heading("Charts".into()));
+    blocks.push(chart_list(drawn));
     blocks.extend(chart_blocks(drawn)?);
     // The key table: each point's axis values and the charted metrics.
     let mut metrics: Vec<String> = vec![];
-    for d in drawn {
-        for m in &results.metrics {
-            if d.title.contains(m.as_str()) && !metrics.contains(m) {
-                metrics.push(m.clone());
-            }
+    for m in drawn.iter().filter_map(|d| d.metric.as_ref()) {
+        if results.metrics.contains(m) && !metrics.contains(m) {
+            metrics.push(m.clone());
         }
     }
     blocks.push(Block::Heading("Key table".into()));
@@ -281,22 +413,37 @@ pub fn sweep_report(dir: &Path, drawn: &[Drawn]) -> Result<(), Error> {
             overloaded.join(", ")
         )));
     }
-    let mut head = axes.clone();
+    let mut head: Vec<String> = axes.iter().map(|a| vocabulary::param(a).name).collect();
     head.push("overloaded".into());
-    head.extend(metrics.iter().cloned());
+    let mut columns: Vec<Vec<String>> = vec![];
+    for m in &metrics {
+        let t = vocabulary::metric(m);
+        let spreads: Vec<Spread> = results
+            .points
+            .iter()
+            .map(|p| p.stats.get(m).map(|s| s.spread()).unwrap_or_default())
+            .collect();
+        let (_, cells) = spread_column(&t.name, t.unit, &spreads.iter().collect::<Vec<_>>());
+        let shown = t.unit.shown(
+            spreads
+                .iter()
+                .flat_map(|s| [s.median, s.min, s.max])
+                .flatten(),
+        );
+        head.push(t.full_label(&shown));
+        columns.push(cells);
+    }
     let rows = results
         .points
         .iter()
-        .map(|p| {
+        .enumerate()
+        .map(|(i, p)| {
             let mut r: Vec<String> = axes.iter().map(|a| p.value_text(a)).collect();
             r.push(match p.overloaded {
                 0 => "no".into(),
                 k => format!("{k}/{}", results.reps),
             });
-            r.extend(metrics.iter().map(|m| match p.stats.get(m) {
-                Some(s) => stat_cell(&s.spread(), 3),
-                None => "–".into(),
-            }));
+            r.extend(columns.iter().map(|c| c[i].clone()));
             r
         })
         .collect();
@@ -341,6 +488,9 @@ pub fn sweep_report(dir: &Path, drawn: &[Drawn]) -> Result<(), Error> {
             vec!["fingerprint".into(), results.fingerprint.clone()],
         ],
     ));
-    let page = render(&format!("hcsim sweep report: {}", results.sweep), &blocks);
-    super::write_atomic(&dir.join("report.html"), page.as_bytes())
+    write_reports(
+        dir,
+        &format!("hcsim sweep report: {}", results.sweep),
+        &blocks,
+    )
 }

@@ -13,6 +13,7 @@ pub mod summary;
 pub mod sweep;
 pub mod sweep_summary;
 pub mod table;
+pub mod vocabulary;
 pub mod whatif;
 
 use crate::error::Error;

@@ -12,9 +12,93 @@ pub(crate) enum NumFmt {
     Plain,
     /// `0.25` -> `25%`
     Percent,
-    /// Values are base-10 logarithms; ticks at whole powers of ten, labelled
+    /// Values are base-10 logarithms; ticks at whole powers of ten (and at 2
+    /// and 5 times them when the axis spans under three decades), labelled
     /// with the value itself (`2` -> `100`): a log-scale axis.
     Log10,
+    /// Counts: ticks only at whole numbers.
+    Int,
+}
+
+/// How a numeric axis is scaled: linear, logarithmic, or logarithmic when the
+/// values span more than two decades (and are all positive).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum AxisScale {
+    #[default]
+    Auto,
+    Linear,
+    Log,
+}
+
+impl AxisScale {
+    /// Whether `values` are drawn on a log axis: only positive values can be,
+    /// `Auto` when the largest is over 100 times the smallest.
+    pub fn is_log(self, values: impl IntoIterator<Item = f64>) -> bool {
+        let mut any = false;
+        let mut bounds = None;
+        for v in values.into_iter().filter(|v| v.is_finite()) {
+            if v <= 0.0 {
+                return false;
+            }
+            any = true;
+            bounds = Some(match bounds {
+                None => (v, v),
+                Some((lo, hi)) => (v.min(lo), v.max(hi)),
+            });
+        }
+        match (self, bounds) {
+            (AxisScale::Linear, _) | (_, None) => false,
+            (AxisScale::Log, _) => any,
+            (AxisScale::Auto, Some((lo, hi))) => hi / lo > 100.0,
+        }
+    }
+}
+
+/// Ticks of a log axis from `lo` to `hi` (base-10 logarithms): the whole
+/// powers of ten, with 2× and 5× when there are fewer than three.
+pub(crate) fn log_ticks(lo: f64, hi: f64) -> Vec<f64> {
+    let decades: Vec<f64> = (lo.ceil() as i32..=hi.floor() as i32)
+        .map(f64::from)
+        .collect();
+    if decades.len() >= 3 {
+        return decades;
+    }
+    let mut out = vec![];
+    for d in (lo.floor() as i32)..=(hi.ceil() as i32) {
+        for m in [1.0f64, 2.0, 5.0] {
+            let v = f64::from(d) + m.log10();
+            if v >= lo - 1e-9 && v <= hi + 1e-9 {
+                out.push(v);
+            }
+        }
+    }
+    out
+}
+
+/// Round linear ticks (steps of 1, 2 or 5 × 10^k) from `lo` to `hi`, about `n` of them.
+pub(crate) fn nice_ticks(lo: f64, hi: f64, n: usize) -> Vec<f64> {
+    if !(lo.is_finite() && hi.is_finite()) || hi <= lo {
+        return vec![lo];
+    }
+    let raw = (hi - lo) / n.max(1) as f64;
+    let mag = 10f64.powf(raw.log10().floor());
+    // The round step nearest the raw one.
+    let step = [1.0, 2.0, 5.0, 10.0]
+        .iter()
+        .map(|m| m * mag)
+        .min_by(|a, b| (a / raw).ln().abs().total_cmp(&(b / raw).ln().abs()))
+        .unwrap_or(mag);
+    let first = (lo / step).ceil() as i64;
+    let last = (hi / step).floor() as i64;
+    (first..=last)
+        .map(|k| {
+            let v = k as f64 * step;
+            // Round away float noise (0.30000000000000004).
+            let digits = (-step.log10().floor()).max(0.0) as i32 + 1;
+            let f = 10f64.powi(digits);
+            (v * f).round() / f
+        })
+        .collect()
 }
 
 /// One chart axis. Both variants use `f64` values so chart code is written once:
@@ -45,6 +129,23 @@ impl Axis {
         Axis::Num {
             range,
             fmt: NumFmt::Log10,
+        }
+    }
+
+    /// A count axis: ticks at whole numbers only.
+    pub(crate) fn int(range: Range<f64>) -> Self {
+        Axis::Num {
+            range,
+            fmt: NumFmt::Int,
+        }
+    }
+
+    /// A numeric axis, logarithmic (`range` in base-10 logarithms) or not.
+    pub(crate) fn linear_or_log(range: Range<f64>, log: bool) -> Self {
+        if log {
+            Axis::log10(range)
+        } else {
+            Axis::num(range)
         }
     }
 
@@ -92,11 +193,29 @@ impl Ranged for Axis {
                 range,
                 fmt: NumFmt::Log10,
             } => {
-                let (lo, hi) = (range.start.ceil() as i32, range.end.floor() as i32);
-                if hi > lo && hint.max_num_points() > 1 {
-                    (lo..=hi).map(f64::from).collect()
+                let ticks = log_ticks(range.start, range.end);
+                if ticks.len() >= 2 && hint.max_num_points() > 1 {
+                    ticks
                 } else {
                     RangedCoordf64::from(range.clone()).key_points(hint)
+                }
+            }
+            Axis::Num {
+                range,
+                fmt: NumFmt::Int,
+            } => {
+                let points: Vec<f64> = RangedCoordf64::from(range.clone())
+                    .key_points(hint)
+                    .into_iter()
+                    .filter(|v| v.fract() == 0.0)
+                    .collect();
+                if points.len() >= 2 {
+                    points
+                } else {
+                    nice_ticks(range.start, range.end, 4)
+                        .into_iter()
+                        .map(f64::round)
+                        .collect()
                 }
             }
             Axis::Num { range, .. } => RangedCoordf64::from(range.clone()).key_points(hint),
@@ -123,7 +242,8 @@ impl ValueFormatter<f64> for Axis {
     fn format_ext(&self, value: &f64) -> String {
         match self {
             Axis::Num {
-                fmt: NumFmt::Plain, ..
+                fmt: NumFmt::Plain | NumFmt::Int,
+                ..
             } => fmt_tick(*value),
             Axis::Num {
                 fmt: NumFmt::Percent,
@@ -189,8 +309,41 @@ pub fn fmt_sig(v: Option<f64>) -> String {
     format!("{scaled:.decimals$}{suffix}")
 }
 
+/// How a value printed in a chart (a heatmap cell, a colour-bar tick) reads.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum ValueFormat {
+    /// About three significant digits ([`fmt_sig`]).
+    #[default]
+    Sig,
+    /// Counts: whole numbers without decimals (a median of two counts may be `.5`).
+    Integer,
+    /// Values already in percent: `42.3` -> `42.3%`.
+    Percent,
+}
+
+impl ValueFormat {
+    pub fn format(self, v: Option<f64>) -> String {
+        match (self, v.filter(|v| v.is_finite())) {
+            (_, None) => fmt_sig(None),
+            (ValueFormat::Integer, Some(v)) if v.fract() == 0.0 && v.abs() < 1e4 => {
+                format!("{v:.0}")
+            }
+            (ValueFormat::Percent, Some(v)) => format!("{}%", fmt_sig(Some(v))),
+            (_, v) => fmt_sig(v),
+        }
+    }
+
+    /// A tick label: the shortest exact form of a round value (`0.04`, `25%`).
+    pub fn tick(self, v: f64) -> String {
+        match self {
+            ValueFormat::Percent => format!("{}%", fmt_tick(v)),
+            _ => fmt_tick(v),
+        }
+    }
+}
+
 /// Finite min/max of the values, or `None` if there is none.
-pub(crate) fn finite_bounds(values: impl IntoIterator<Item = f64>) -> Option<(f64, f64)> {
+pub fn finite_bounds(values: impl IntoIterator<Item = f64>) -> Option<(f64, f64)> {
     values
         .into_iter()
         .filter(|v| v.is_finite())
@@ -252,6 +405,24 @@ mod tests {
         let log = Axis::log10(-0.3..3.2);
         assert_eq!(log.format_ext(&2.0), "100");
         assert_eq!(log.key_points(5), [0.0, 1.0, 2.0, 3.0]);
+        // Under three decades: 1, 2 and 5 times the powers of ten.
+        let short = Axis::log10(-3.0..-0.3);
+        let labels: Vec<String> = short
+            .key_points(10)
+            .iter()
+            .map(|v| short.format_ext(v))
+            .collect();
+        assert_eq!(labels, ["0.001", "0.01", "0.1"]);
+        let two = log_ticks(0.0, 1.5);
+        let labels: Vec<String> = two.iter().map(|v| fmt_tick(10f64.powf(*v))).collect();
+        assert_eq!(labels, ["1", "2", "5", "10", "20"]);
+        // Counts never get a 0.5 tick.
+        let counts = Axis::int(0.0..1.12);
+        assert!(counts.key_points(6).iter().all(|v| v.fract() == 0.0));
+        assert_eq!(nice_ticks(0.0, 0.0822, 4), [0.0, 0.02, 0.04, 0.06, 0.08]);
+        assert!(AxisScale::Auto.is_log([0.001, 0.5]));
+        assert!(!AxisScale::Auto.is_log([0.01, 0.5]));
+        assert!(!AxisScale::Log.is_log([0.0, 0.5]));
     }
 
     #[test]

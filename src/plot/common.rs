@@ -33,7 +33,10 @@ pub fn palette(i: usize) -> RGBColor {
 
 /// Neutral colours for things that are not a series (text, grid, "no data").
 pub(crate) const TEXT: RGBColor = RGBColor(0x20, 0x20, 0x20);
-pub(crate) const MUTED: RGBColor = GREY_700;
+/// Secondary text inside a chart (sample counts, reference-line labels).
+pub(crate) const MUTED: RGBColor = RGBColor(0x55, 0x55, 0x55);
+/// The footer (provenance) only, so that readers of the SVG can tell it apart.
+pub const FOOTER: RGBColor = GREY_700;
 pub(crate) const GRID: RGBColor = GREY_200;
 pub(crate) const NO_DATA: RGBColor = GREY_500;
 pub(crate) const AXIS: RGBColor = GREY_800;
@@ -50,6 +53,8 @@ pub(crate) struct Theme {
     pub caption: f64,
     pub small: f64,
     pub pad: i32,
+    /// Drawing the SVG (true) or the PNG: the colour bar is a gradient in SVG.
+    pub vector: bool,
 }
 
 impl Theme {
@@ -67,6 +72,7 @@ impl Theme {
             caption: 15.0 * scale,
             small: 14.0 * scale,
             pad: (14.0 * scale).round() as i32,
+            vector: false,
         }
     }
 
@@ -109,6 +115,8 @@ pub(crate) fn text_size<DB: DrawingBackend>(
 pub(crate) enum Swatch {
     /// A line with the marker of the given shape index.
     Line(RGBColor, Option<usize>),
+    /// A line in dash pattern `.1` ([`dash`]), with a marker of that shape if `Some`.
+    Dashed(RGBColor, usize, Option<usize>),
     /// A solid filled box.
     Solid(RGBColor),
     /// A translucent box with an outline, for shaded spans/bands.
@@ -130,8 +138,54 @@ impl LegendItem {
     }
 }
 
-/// Draws the common frame — white background, title on top, optional legend row(s) under it,
-/// caption at the bottom — and returns the remaining area for the chart body.
+/// Splits `s` into lines no wider than `max_w` pixels in `style`: at `sep` first
+/// (e.g. `" · "` between the parts of a caption), then at spaces.
+pub(crate) fn wrap<DB: DrawingBackend>(
+    area: &DrawingArea<DB, Shift>,
+    s: &str,
+    style: &TextStyle,
+    max_w: i32,
+    sep: &str,
+) -> Vec<String> {
+    let fits = |t: &str| text_size(area, t, style).0 as i32 <= max_w;
+    let mut pieces: Vec<String> = vec![];
+    for part in s.split(sep) {
+        if fits(part) {
+            pieces.push(part.to_string());
+            continue;
+        }
+        // A part too wide by itself: its words, joined back greedily below.
+        let mut line = String::new();
+        for word in part.split(' ') {
+            let candidate = if line.is_empty() {
+                word.to_string()
+            } else {
+                format!("{line} {word}")
+            };
+            if fits(&candidate) || line.is_empty() {
+                line = candidate;
+            } else {
+                pieces.push(std::mem::replace(&mut line, word.to_string()));
+            }
+        }
+        pieces.push(line);
+    }
+    let mut lines: Vec<String> = vec![];
+    for piece in pieces {
+        match lines.last_mut() {
+            Some(last) if fits(&format!("{last}{sep}{piece}")) => {
+                last.push_str(sep);
+                last.push_str(&piece);
+            }
+            _ => lines.push(piece),
+        }
+    }
+    lines
+}
+
+/// Draws the common frame — white background, title on top (wrapped when it is
+/// wider than the image), optional legend row(s) under it, caption at the bottom
+/// (wrapped at its ` · ` separators) — and returns the remaining area for the chart body.
 pub(crate) fn frame<DB: DrawingBackend>(
     root: &DrawingArea<DB, Shift>,
     theme: &Theme,
@@ -142,25 +196,95 @@ pub(crate) fn frame<DB: DrawingBackend>(
     root.fill(&WHITE)?;
     let (w, h) = root.dim_in_pixel();
     let pad = theme.pad;
+    let max_w = w as i32 - 2 * pad;
 
     let title_style = text(theme.title, TEXT, HPos::Center, VPos::Top);
     let title_h = text_size(root, "Ag", &title_style).1 as i32;
-    root.draw_text(title, &title_style, (w as i32 / 2, pad))?;
-    let mut top = pad + title_h + pad;
+    let mut top = pad;
+    for line in wrap(root, title, &title_style, max_w, " \u{2014} ") {
+        root.draw_text(&line, &title_style, (w as i32 / 2, top))?;
+        top += title_h + pad / 2;
+    }
+    top += pad / 2;
 
     if !legend.is_empty() {
         top += draw_legend(root, theme, legend, top)? + pad / 2;
     }
 
-    let caption_style = text(theme.caption, MUTED, HPos::Left, VPos::Bottom);
-    let caption_h = text_size(root, "Ag", &caption_style).1 as i32;
-    let bottom = if caption.is_empty() {
+    let caption_style = text(theme.caption, FOOTER, HPos::Left, VPos::Bottom);
+    let caption_h = text_size(root, "Ag", &caption_style).1 as i32 + theme.px(4.0);
+    let lines = if caption.is_empty() {
+        vec![]
+    } else {
+        wrap(root, caption, &caption_style, max_w, " \u{b7} ")
+    };
+    let mut y = h as i32 - pad;
+    for line in lines.iter().rev() {
+        root.draw_text(line, &caption_style, (pad, y))?;
+        y -= caption_h;
+    }
+    let bottom = if lines.is_empty() {
         pad
     } else {
-        root.draw_text(caption, &caption_style, (pad, h as i32 - pad))?;
-        pad + caption_h + pad
+        pad + caption_h * lines.len() as i32 + pad
     };
     Ok(root.margin(top, bottom, pad, pad))
+}
+
+/// The dash pattern of series `i` as `(dash, gap)` in unscaled pixels: solid for
+/// the first, then patterns that stay apart where lines coincide.
+pub(crate) fn dash(i: usize) -> Option<(f64, f64)> {
+    const DASHES: [Option<(f64, f64)>; 5] = [
+        None,
+        Some((16.0, 8.0)),
+        Some((5.0, 5.0)),
+        Some((26.0, 6.0)),
+        Some((10.0, 4.0)),
+    ];
+    DASHES[i % DASHES.len()]
+}
+
+/// Draws a polyline solid or with series `i`'s dash pattern.
+pub(crate) fn draw_line<DB, CT>(
+    area: &DrawingArea<DB, CT>,
+    points: Vec<CT::From>,
+    style: ShapeStyle,
+    theme: &Theme,
+    i: usize,
+) -> DResult
+where
+    DB: DrawingBackend,
+    CT: CoordTranslate,
+    CT::From: Clone + 'static,
+{
+    match dash(i) {
+        None => area.draw(&PathElement::new(points, style))?,
+        Some((d, g)) => area.draw(&plotters::element::DashedPathElement::new(
+            points,
+            theme.px(d),
+            theme.px(g),
+            style,
+        ))?,
+    }
+    Ok(())
+}
+
+/// Spreads label positions (pixels, any order) so that neighbours are at
+/// least `gap` apart, moving each as little as possible; returns them in the
+/// input order.
+pub(crate) fn spread_labels(ys: &[i32], gap: i32) -> Vec<i32> {
+    let mut order: Vec<usize> = (0..ys.len()).collect();
+    order.sort_by_key(|&i| ys[i]);
+    let mut placed = vec![0; ys.len()];
+    let mut prev: Option<i32> = None;
+    for &i in &order {
+        let y = prev.map_or(ys[i], |p| ys[i].max(p + gap));
+        placed[i] = y;
+        prev = Some(y);
+    }
+    // Centre the pushed groups back on their wanted positions.
+    let shift = order.iter().map(|&i| placed[i] - ys[i]).max().unwrap_or(0) / 2;
+    placed.iter().map(|y| y - shift).collect()
 }
 
 /// Lays legend entries out in centred rows starting at `top`; returns the height used.
@@ -225,11 +349,18 @@ fn draw_swatch<DB: DrawingBackend>(
 ) -> DResult {
     let half = theme.px(7.0);
     match swatch {
-        Swatch::Line(c, marker) => {
-            root.draw(&PathElement::new(
+        Swatch::Line(c, marker) | Swatch::Dashed(c, _, marker) => {
+            let i = match swatch {
+                Swatch::Dashed(_, pattern, _) => pattern,
+                _ => 0,
+            };
+            draw_line(
+                root,
                 vec![(x, cy), (x + width, cy)],
                 c.stroke_width(theme.upx(3.0)),
-            ))?;
+                theme,
+                i,
+            )?;
             if let Some(shape) = marker {
                 draw_marker(root, (x + width / 2, cy), shape, c, theme.px(5.0))?;
             }

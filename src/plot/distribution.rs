@@ -6,10 +6,10 @@ use plotters::coord::Shift;
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, VPos};
 
-use super::axis::{Axis, finite_bounds, padded_range};
+use super::axis::{Axis, AxisScale, finite_bounds, padded_range};
 use super::common::{
-    LegendItem, MUTED, MeshOpts, NO_DATA, PlotLayout, Swatch, TEXT, Theme, XLabels, frame, no_data,
-    num_y_area_width, palette, plot, text, y_area_width,
+    LegendItem, MUTED, MeshOpts, NO_DATA, PlotLayout, Swatch, TEXT, Theme, XLabels, draw_line,
+    frame, no_data, num_y_area_width, palette, plot, text, text_size, y_area_width,
 };
 use super::error::PlotError;
 use super::output::{Chart, DResult, render};
@@ -26,6 +26,15 @@ pub struct DistributionSpec {
     pub value_label: String,
     /// `(group name, samples)`; non-finite samples are ignored, empty groups say "no data".
     pub groups: Vec<(String, Vec<f64>)>,
+    /// Consecutive runs of groups that belong together, `(label, how many groups)`
+    /// (e.g. the points of a sweep sharing the values of all axes but the last):
+    /// each cluster has one colour, named in the legend, with a gap between
+    /// clusters. Empty: every group its own colour.
+    pub clusters: Vec<(String, usize)>,
+    /// The value axis (`Auto`: logarithmic when the samples span more than two decades).
+    pub scale: AxisScale,
+    /// The samples are counts: ticks at whole numbers only.
+    pub integer: bool,
     /// Image size in pixels; `None` = [`super::DEFAULT_SIZE`].
     pub size: Option<(u32, u32)>,
 }
@@ -71,6 +80,46 @@ fn jitter(k: usize) -> f64 {
 
 struct BoxStrip<'a>(&'a DistributionSpec);
 
+impl BoxStrip<'_> {
+    /// The categories along the x axis: each group's index, with an empty
+    /// slot between clusters; and each group's colour.
+    fn slots(&self) -> (Vec<String>, Vec<Option<usize>>, Vec<RGBColor>) {
+        let spec = self.0;
+        let n = spec.groups.len();
+        let mut cluster_of = vec![None; n];
+        let mut k = 0;
+        for (c, (_, len)) in spec.clusters.iter().enumerate() {
+            for slot in cluster_of.iter_mut().skip(k).take(*len) {
+                *slot = Some(c);
+            }
+            k += len;
+        }
+        let mut names = vec![];
+        let mut slots = vec![];
+        for (i, (name, _)) in spec.groups.iter().enumerate() {
+            if i > 0 && cluster_of[i].is_some() && cluster_of[i] != cluster_of[i - 1] {
+                names.push(String::new());
+                slots.push(None);
+            }
+            names.push(name.clone());
+            slots.push(Some(i));
+        }
+        let colors = (0..n)
+            .map(|i| palette(cluster_of[i].unwrap_or(i)))
+            .collect();
+        (names, slots, colors)
+    }
+
+    fn legend(&self) -> Vec<LegendItem> {
+        self.0
+            .clusters
+            .iter()
+            .enumerate()
+            .map(|(c, (label, _))| LegendItem::new(label, Swatch::Solid(palette(c))))
+            .collect()
+    }
+}
+
 impl Chart for BoxStrip<'_> {
     fn size(&self) -> Option<(u32, u32)> {
         self.0.size
@@ -78,34 +127,67 @@ impl Chart for BoxStrip<'_> {
 
     fn draw<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>, theme: &Theme) -> DResult {
         let spec = self.0;
-        let body = frame(root, theme, &spec.title, &spec.caption, &[])?;
-        let names: Vec<String> = spec.groups.iter().map(|(n, _)| n.clone()).collect();
+        let mut groups = sorted_groups(spec);
+        let log = spec.scale.is_log(groups.iter().flatten().copied());
+        // The sample sizes, said once in the caption when they are all the same.
+        let sizes: Vec<usize> = groups.iter().map(Vec::len).collect();
+        let same_n = sizes.windows(2).all(|w| w[0] == w[1]);
+        let caption = match (same_n, sizes.first()) {
+            (true, Some(n)) if *n > 0 && !spec.caption.is_empty() => {
+                format!("{} · {n} samples per box", spec.caption)
+            }
+            (true, Some(n)) if *n > 0 => format!("{n} samples per box"),
+            _ => spec.caption.clone(),
+        };
+        let body = frame(root, theme, &spec.title, &caption, &self.legend())?;
+        let (names, slots, colors) = self.slots();
         if names.is_empty() {
             return no_data(&body, theme);
         }
-        let groups = sorted_groups(spec);
+        if log {
+            for s in &mut groups {
+                s.iter_mut().for_each(|v| *v = v.log10());
+            }
+        }
         let bounds = finite_bounds(groups.iter().flatten().copied());
         let mut y_range = padded_range(bounds, false, 0.06);
-        // Head room for the "n = …" labels.
-        y_range.end += (y_range.end - y_range.start) * 0.06;
+        if !same_n {
+            // Head room for the "n = …" labels.
+            y_range.end += (y_range.end - y_range.start) * 0.06;
+        }
 
         let y_area = num_y_area_width(&body, theme, &y_range);
         let layout = PlotLayout::single(theme, y_area, XLabels::Names(&names));
+        let y_desc = if log {
+            format!("{} (log scale)", spec.value_label)
+        } else {
+            spec.value_label.clone()
+        };
         let mesh = MeshOpts {
             x_desc: &spec.group_label,
-            y_desc: &spec.value_label,
+            y_desc: &y_desc,
             ..MeshOpts::default()
         };
-        let axes = (Axis::cat(&names), Axis::num(y_range.clone()));
+        let y_axis = if spec.integer && !log {
+            Axis::int(y_range.clone())
+        } else {
+            Axis::linear_or_log(y_range.clone(), log)
+        };
+        let axes = (Axis::cat(&names), y_axis);
         let (chart, _) = plot(&body, theme, &layout, axes, mesh)?;
 
         let area = chart.plotting_area();
         let mid_y = (y_range.start + y_range.end) / 2.0;
         let half = 0.28;
         let n_style = text(theme.small, MUTED, HPos::Center, VPos::Top);
-        for (i, s) in groups.iter().enumerate() {
-            let x = i as f64;
-            let color = palette(i);
+        // Per-box "n = …" only where they differ and fit side by side.
+        let slot_px = area.dim_in_pixel().0 as i32 / names.len().max(1) as i32;
+        let n_fits = text_size(&area.strip_coord_spec(), "n = 000", &n_style).0 as i32 <= slot_px;
+        for (x, i) in slots.iter().enumerate() {
+            let Some(i) = *i else { continue };
+            let s = &groups[i];
+            let x = x as f64;
+            let color = colors[i];
             if s.is_empty() {
                 let style = text(theme.label, NO_DATA, HPos::Center, VPos::Center);
                 area.draw(&Text::new("no data", (x, mid_y), style))?;
@@ -141,11 +223,13 @@ impl Chart for BoxStrip<'_> {
                 vec![(x - half, med), (x + half, med)],
                 TEXT.stroke_width(theme.upx(3.0)),
             ))?;
-            area.draw(&Text::new(
-                format!("n = {}", s.len()),
-                (x, y_range.end),
-                n_style.clone(),
-            ))?;
+            if !same_n && n_fits {
+                area.draw(&Text::new(
+                    format!("n = {}", s.len()),
+                    (x, y_range.end),
+                    n_style.clone(),
+                ))?;
+            }
         }
         Ok(())
     }
@@ -160,7 +244,13 @@ impl Chart for Cdf<'_> {
 
     fn draw<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>, theme: &Theme) -> DResult {
         let spec = self.0;
-        let groups = sorted_groups(spec);
+        let mut groups = sorted_groups(spec);
+        let log = spec.scale.is_log(groups.iter().flatten().copied());
+        if log {
+            for s in &mut groups {
+                s.iter_mut().for_each(|v| *v = v.log10());
+            }
+        }
         let legend: Vec<LegendItem> = if spec.groups.len() > 1 {
             spec.groups
                 .iter()
@@ -172,7 +262,7 @@ impl Chart for Cdf<'_> {
                     } else {
                         name.clone()
                     };
-                    LegendItem::new(label, Swatch::Line(palette(i), None))
+                    LegendItem::new(label, Swatch::Dashed(palette(i), i, None))
                 })
                 .collect()
         } else {
@@ -183,13 +273,23 @@ impl Chart for Cdf<'_> {
         let y_range = 0.0..1.02;
         let y_area = y_area_width(&body, theme, &["100%".into()]);
         let layout = PlotLayout::single(theme, y_area, XLabels::Ticks);
+        let x_desc = if log {
+            format!("{} (log scale)", spec.value_label)
+        } else {
+            spec.value_label.clone()
+        };
         let mesh = MeshOpts {
-            x_desc: &spec.value_label,
+            x_desc: &x_desc,
             y_desc: "share of samples ≤ x (%)",
             y_labels: 6,
             ..MeshOpts::default()
         };
-        let axes = (Axis::num(x_range), Axis::percent(y_range));
+        let x_axis = if spec.integer && !log {
+            Axis::int(x_range)
+        } else {
+            Axis::linear_or_log(x_range, log)
+        };
+        let axes = (x_axis, Axis::percent(y_range));
         let (chart, _) = plot(&body, theme, &layout, axes, mesh)?;
         let area = chart.plotting_area();
         if groups.iter().all(Vec::is_empty) {
@@ -203,10 +303,13 @@ impl Chart for Cdf<'_> {
                 path.push((*v, k as f64 / n));
                 path.push((*v, (k + 1) as f64 / n));
             }
-            area.draw(&PathElement::new(
+            draw_line(
+                area,
                 path,
                 palette(i).stroke_width(theme.upx(3.0)),
-            ))?;
+                theme,
+                i,
+            )?;
         }
         Ok(())
     }

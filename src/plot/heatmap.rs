@@ -6,7 +6,7 @@ use plotters::coord::Shift;
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, VPos};
 
-use super::axis::{Axis, finite_bounds, fmt_sig};
+use super::axis::{Axis, AxisScale, ValueFormat, finite_bounds, log_ticks, nice_ticks};
 use super::common::{
     MeshOpts, NO_DATA, Plot, PlotLayout, TEXT, Theme, XLabels, frame, line_height, no_data, plot,
     text, text_size, text_up, y_area_width,
@@ -33,9 +33,11 @@ pub struct HeatmapSpec {
     pub cells: Vec<Vec<Option<f64>>>,
     /// Fixed colour-scale range `(min, max)`, to compare several heatmaps; `None` = data range.
     pub range: Option<(f64, f64)>,
-    /// Logarithmic colour scale (for values spanning decades); used only if the scale range
-    /// is entirely positive, otherwise linear.
-    pub log_scale: bool,
+    /// The colour scale: `Auto` is logarithmic when the values span more than two
+    /// decades; a log scale is used only if the scale range is entirely positive.
+    pub scale: AxisScale,
+    /// How cell values and colour-bar ticks print.
+    pub format: ValueFormat,
     /// Image size in pixels; `None` = [`super::DEFAULT_SIZE`].
     pub size: Option<(u32, u32)>,
 }
@@ -115,11 +117,38 @@ struct Scale {
 }
 
 impl Scale {
-    fn new((lo, hi): (f64, f64), log: bool) -> Self {
+    fn new((lo, hi): (f64, f64), scale: AxisScale) -> Self {
         Scale {
             lo,
             hi,
-            log: log && lo > 0.0,
+            log: scale.is_log([lo, hi]),
+        }
+    }
+
+    /// Nothing to scale: every value is the same.
+    fn is_constant(self) -> bool {
+        self.hi <= self.lo
+    }
+
+    /// Round values along the scale, each with its position in `0..=1`.
+    fn ticks(self) -> Vec<(f64, f64)> {
+        let values: Vec<f64> = if self.log {
+            log_ticks(self.lo.log10(), self.hi.log10())
+                .into_iter()
+                .map(|t| 10f64.powf(t))
+                .collect()
+        } else {
+            nice_ticks(self.lo, self.hi, 4)
+        };
+        let ticks: Vec<(f64, f64)> = values
+            .into_iter()
+            .map(|v| (self.to_unit(v), v))
+            .filter(|(u, _)| (-1e-9..=1.0 + 1e-9).contains(u))
+            .collect();
+        if ticks.len() >= 2 {
+            ticks
+        } else {
+            vec![(0.0, self.lo), (1.0, self.hi)]
         }
     }
 
@@ -127,14 +156,6 @@ impl Scale {
         let f = |x: f64| if self.log { x.max(self.lo).ln() } else { x };
         let (a, b) = (f(self.lo), f(self.hi));
         if b > a { (f(v) - a) / (b - a) } else { 0.5 }
-    }
-
-    fn value_at(self, u: f64) -> f64 {
-        if self.log {
-            (self.lo.ln() + (self.hi.ln() - self.lo.ln()) * u).exp()
-        } else {
-            self.lo + (self.hi - self.lo) * u
-        }
     }
 }
 
@@ -155,11 +176,16 @@ impl ColourBar {
         body: &DrawingArea<DB, Shift>,
         theme: &Theme,
         scale: Option<Scale>,
+        format: ValueFormat,
     ) -> Self {
         let ticks: Vec<(f64, String)> = match scale {
-            Some(sc) => [1.0, 0.75, 0.5, 0.25, 0.0]
-                .iter()
-                .map(|&f| (f, fmt_sig(Some(sc.value_at(f)))))
+            Some(sc) if sc.is_constant() => {
+                vec![(0.5, format!("all {}", format.format(Some(sc.lo))))]
+            }
+            Some(sc) => sc
+                .ticks()
+                .into_iter()
+                .map(|(u, v)| (u, format.tick(v)))
                 .collect(),
             None => vec![(0.5, "no data".to_string())],
         };
@@ -201,7 +227,19 @@ impl ColourBar {
         let x0 = theme.px(16.0);
         let x1 = x0 + self.bar_w;
         let span = (bottom - top).max(1);
-        if self.scale.is_some() {
+        let constant = self.scale.is_some_and(Scale::is_constant);
+        if constant {
+            area.draw(&Rectangle::new(
+                [(x0, top), (x1, bottom)],
+                colormap(0.5).filled(),
+            ))?;
+        } else if self.scale.is_some() && theme.vector {
+            // One rectangle the SVG writer turns into a smooth gradient.
+            area.draw(&Rectangle::new(
+                [(x0, top), (x1, bottom)],
+                super::output::GRADIENT_FILL.filled(),
+            ))?;
+        } else if self.scale.is_some() {
             for py in top..bottom {
                 let f = f64::from(bottom - py) / f64::from(span);
                 area.draw(&Rectangle::new(
@@ -220,7 +258,21 @@ impl ColourBar {
             TEXT.stroke_width(1),
         ))?;
         let label_style = Self::label_style(theme);
-        for (f, label) in &self.ticks {
+        let ticks: &[(f64, String)] = if constant { &[] } else { &self.ticks };
+        if constant {
+            // No scale to read: say that every cell has the same value.
+            let note = text_up(theme.label, TEXT, HPos::Center, VPos::Center);
+            let label = self.ticks.first().map_or("", |t| t.1.as_str());
+            area.draw_text(
+                &format!("constant: {}", label.trim_start_matches("all ")),
+                &note,
+                (
+                    x1 + theme.px(9.0) + self.tick_w as i32 / 2,
+                    (top + bottom) / 2,
+                ),
+            )?;
+        }
+        for (f, label) in ticks {
             let py = bottom - (f * f64::from(span)).round() as i32;
             area.draw(&PathElement::new(
                 vec![(x1, py), (x1 + theme.px(5.0), py)],
@@ -244,7 +296,7 @@ impl HeatmapSpec {
         (0..self.y.len())
             .map(|yi| {
                 (0..self.x.len())
-                    .map(|xi| fmt_sig(self.value(yi, xi)))
+                    .map(|xi| self.format.format(self.value(yi, xi)))
                     .collect()
             })
             .collect()
@@ -309,8 +361,8 @@ impl Chart for HeatmapSpec {
 
     fn draw<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>, theme: &Theme) -> DResult {
         let body = frame(root, theme, &self.title, &self.caption, &[])?;
-        let scale = self.bounds().map(|b| Scale::new(b, self.log_scale));
-        let bar = ColourBar::measure(&body, theme, scale);
+        let scale = self.bounds().map(|b| Scale::new(b, self.scale));
+        let bar = ColourBar::measure(&body, theme, scale, self.format);
         let (body_w, _) = body.dim_in_pixel();
         let (plot_area, bar_area) =
             body.split_horizontally(body_w.saturating_sub(bar.width(theme)));

@@ -5,10 +5,10 @@ use std::path::Path;
 use plotters::coord::Shift;
 use plotters::prelude::*;
 
-use super::axis::{Axis, finite_bounds, fmt_tick, padded_range};
+use super::axis::{Axis, AxisScale, finite_bounds, fmt_tick, padded_range};
 use super::common::{
-    LegendItem, MeshOpts, NO_DATA, PlotLayout, Swatch, Theme, XLabels, draw_marker, frame, no_data,
-    num_y_area_width, palette, plot,
+    LegendItem, MeshOpts, NO_DATA, PlotLayout, Swatch, Theme, XLabels, draw_line, draw_marker,
+    frame, no_data, num_y_area_width, palette, plot,
 };
 use super::error::PlotError;
 use super::output::{Chart, DResult, render};
@@ -87,8 +87,14 @@ pub struct LinesSpec {
     pub x_label: String,
     pub y_label: String,
     pub series: Vec<Series>,
-    /// Start the y axis at zero (for counts and rates).
+    /// Start the y axis at zero (for counts and rates; not on a log axis).
     pub y_from_zero: bool,
+    /// Scales of a numeric x axis and of the y axis (`Auto`: logarithmic when the
+    /// values span more than two decades).
+    pub x_scale: AxisScale,
+    pub y_scale: AxisScale,
+    /// The y values are counts: ticks at whole numbers only.
+    pub y_integer: bool,
     /// What the shaded band shows, for the legend, e.g. `"p5–p95"`; empty = `"lo–hi range"`.
     pub band_label: String,
     /// Image size in pixels; `None` = [`super::DEFAULT_SIZE`].
@@ -156,7 +162,10 @@ impl LinesSpec {
         let mut legend = Vec::new();
         if self.series.len() > 1 {
             for (i, s) in self.series.iter().enumerate() {
-                legend.push(LegendItem::new(&s.name, Swatch::Line(palette(i), Some(i))));
+                legend.push(LegendItem::new(
+                    &s.name,
+                    Swatch::Dashed(palette(i), i, Some(i)),
+                ));
             }
             if has_band {
                 let label = if self.band_label.is_empty() {
@@ -178,7 +187,7 @@ impl Chart for LinesSpec {
 
     fn draw<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>, theme: &Theme) -> DResult {
         let cats = self.categories();
-        let resolved: Vec<Vec<Resolved>> = self
+        let mut resolved: Vec<Vec<Resolved>> = self
             .series
             .iter()
             .map(|s| self.resolve(s, cats.as_deref()))
@@ -187,29 +196,69 @@ impl Chart for LinesSpec {
         let legend = self.legend(has_band);
         let body = frame(root, theme, &self.title, &self.caption, &legend)?;
 
+        let x_log = cats.is_none() && self.x_scale.is_log(resolved.iter().flatten().map(|r| r.x));
+        let y_values = |rs: &[Vec<Resolved>]| -> Vec<f64> {
+            rs.iter()
+                .flatten()
+                .flat_map(|r| {
+                    let (lo, hi) = r.band.unwrap_or((r.median, r.median));
+                    [r.median, lo, hi]
+                })
+                .collect()
+        };
+        let y_log = self.y_scale.is_log(y_values(&resolved));
+        for r in resolved.iter_mut().flatten() {
+            if x_log {
+                r.x = r.x.log10();
+            }
+            if y_log {
+                r.median = r.median.log10();
+                r.band = r.band.map(|(lo, hi)| (lo.log10(), hi.log10()));
+            }
+        }
         let x_axis = match &cats {
             Some(c) => Axis::cat(c),
-            None => Axis::num(padded_range(
-                finite_bounds(resolved.iter().flatten().map(|r| r.x)),
-                false,
-                0.03,
-            )),
+            None => Axis::linear_or_log(
+                padded_range(
+                    finite_bounds(resolved.iter().flatten().map(|r| r.x)),
+                    false,
+                    0.03,
+                ),
+                x_log,
+            ),
         };
-        let y_values = resolved.iter().flatten().flat_map(|r| {
-            let (lo, hi) = r.band.unwrap_or((r.median, r.median));
-            [r.median, lo, hi]
-        });
-        let y_range = padded_range(finite_bounds(y_values), self.y_from_zero, 0.06);
+        let y_range = padded_range(
+            finite_bounds(y_values(&resolved)),
+            self.y_from_zero && !y_log,
+            0.06,
+        );
 
         let x_labels = cats.as_deref().map_or(XLabels::Ticks, XLabels::Names);
         let y_area = num_y_area_width(&body, theme, &y_range);
         let layout = PlotLayout::single(theme, y_area, x_labels);
+        let x_desc = if x_log {
+            format!("{} (log scale)", self.x_label)
+        } else {
+            self.x_label.clone()
+        };
+        let y_desc = if y_log {
+            format!("{} (log scale)", self.y_label)
+        } else {
+            self.y_label.clone()
+        };
         let mesh = MeshOpts {
-            x_desc: &self.x_label,
-            y_desc: &self.y_label,
+            x_desc: &x_desc,
+            y_desc: &y_desc,
             ..MeshOpts::default()
         };
-        let axes = (x_axis, Axis::num(y_range));
+        let y_axis = if y_log {
+            Axis::log10(y_range)
+        } else if self.y_integer {
+            Axis::int(y_range)
+        } else {
+            Axis::num(y_range)
+        };
+        let axes = (x_axis, y_axis);
         let (chart, _) = plot(&body, theme, &layout, axes, mesh)?;
 
         let area = chart.plotting_area();
@@ -241,10 +290,13 @@ impl Chart for LinesSpec {
             }
         }
         for (i, pts) in resolved.iter().enumerate() {
-            area.draw(&PathElement::new(
+            draw_line(
+                area,
                 pts.iter().map(|r| (r.x, r.median)).collect::<Vec<_>>(),
                 palette(i).stroke_width(theme.upx(3.0)),
-            ))?;
+                theme,
+                i,
+            )?;
         }
         for (i, pts) in resolved.iter().enumerate() {
             for r in pts {

@@ -20,8 +20,8 @@ mod timeline;
 #[cfg(test)]
 mod tests;
 
-pub use axis::fmt_sig;
-pub use common::palette;
+pub use axis::{AxisScale, ValueFormat, finite_bounds as finite_bounds_of, fmt_sig};
+pub use common::{FOOTER, palette};
 pub use distribution::{DistributionSpec, distribution, distribution_cdf};
 pub use error::PlotError;
 pub use heatmap::{HeatmapSpec, heatmap};

@@ -74,6 +74,39 @@ fn write_file(path: &Path, bytes: &[u8]) -> Result<(), PlotError> {
     })
 }
 
+/// The fill that stands for the colour bar's gradient while the SVG is drawn
+/// (plotters has no gradients): [`with_gradient`] replaces it.
+pub(crate) const GRADIENT_FILL: RGBColor = RGBColor(0x01, 0x02, 0x03);
+
+/// Turns rectangles filled with [`GRADIENT_FILL`] into one smooth vertical
+/// gradient of the colour map (bottom = low), defined once in the document.
+fn with_gradient(svg: String) -> String {
+    let marker = "fill=\"#010203\"";
+    if !svg.contains(marker) {
+        return svg;
+    }
+    let id = "hcsim-colour-bar";
+    let mut defs =
+        format!("<defs><linearGradient id=\"{id}\" x1=\"0\" y1=\"1\" x2=\"0\" y2=\"0\">");
+    for k in 0..=16 {
+        let t = f64::from(k) / 16.0;
+        let c = super::heatmap::colormap(t);
+        defs += &format!(
+            "<stop offset=\"{t:.4}\" stop-color=\"#{:02X}{:02X}{:02X}\"/>",
+            c.0, c.1, c.2
+        );
+    }
+    defs += "</linearGradient></defs>";
+    let svg = svg.replace(marker, &format!("fill=\"url(#{id})\""));
+    match svg
+        .find("<svg")
+        .and_then(|i| svg[i..].find('>').map(|j| i + j + 1))
+    {
+        Some(at) => format!("{}\n{defs}{}", &svg[..at], &svg[at..]),
+        None => svg,
+    }
+}
+
 fn encode_png(rgb: &[u8], (w, h): (u32, u32)) -> Result<Vec<u8>, png::EncodingError> {
     let mut out = Vec::new();
     let mut enc = png::Encoder::new(&mut out, w, h);
@@ -130,6 +163,10 @@ pub(crate) fn render<C: Chart>(chart: &C, stem: &Path) -> Result<(), PlotError> 
     let mut svg = String::new();
     {
         let root = SVGBackend::with_string(&mut svg, (w, h)).into_drawing_area();
+        let theme = Theme {
+            vector: true,
+            ..theme
+        };
         chart.draw(&root, &theme).map_err(draw_err(&svg_path))?;
         root.present()
             .map_err(|e| draw_err(&svg_path)(DrawErr::from(e)))?;
@@ -138,5 +175,5 @@ pub(crate) fn render<C: Chart>(chart: &C, stem: &Path) -> Result<(), PlotError> 
         "font-family=\"sans-serif\"",
         &format!("font-family=\"{SVG_FONT_FAMILY}\""),
     );
-    write_file(&svg_path, svg.as_bytes())
+    write_file(&svg_path, with_gradient(svg).as_bytes())
 }

@@ -150,8 +150,13 @@ fn sample_timeline() -> TimelineSpec {
     let nodes = (0..3)
         .map(|k| NodeTrack {
             name: format!("node-{k}"),
-            share: t.iter().map(|_| 1.0 / 3.0).collect(),
+            share: t
+                .iter()
+                .map(|x| (*x != 50.0).then_some(1.0 / 3.0))
+                .collect(),
+            share_band: t.iter().map(|_| Some((0.3, 0.36))).collect(),
             ejections: if k == 1 { vec![(20.0, 35.0)] } else { vec![] },
+            ejected: vec![],
             faults: if k == 1 {
                 vec![(15.0, 30.0, "blackhole".into())]
             } else {
@@ -165,11 +170,11 @@ fn sample_timeline() -> TimelineSpec {
         bucket_s: 1.0,
         errors: t
             .iter()
-            .map(|x| u64::from((15.0..20.0).contains(x)) * 9)
+            .map(|x| f64::from(u8::from((15.0..20.0).contains(x)) * 9))
             .collect(),
         timeouts: t
             .iter()
-            .map(|x| u64::from((15.0..21.0).contains(x)) * 4)
+            .map(|x| f64::from(u8::from((15.0..21.0).contains(x)) * 4))
             .collect(),
         latency_p50_ms: t.iter().map(|_| Some(5.0)).collect(),
         latency_p99_ms: t
@@ -180,9 +185,12 @@ fn sample_timeline() -> TimelineSpec {
                 _ => Some(9.0),
             })
             .collect(),
+        latency_p99_band: t.iter().map(|_| Some((8.0, 12.0))).collect(),
+        client_timeout_ms: Some(1000.0),
+        band_label: "min–max of 5 runs".into(),
         t,
         nodes,
-        size: None,
+        ..TimelineSpec::default()
     }
 }
 
@@ -198,7 +206,8 @@ fn sample_distribution() -> DistributionSpec {
                 (format!("group {g}"), v)
             })
             .collect(),
-        size: None,
+        clusters: vec![("first two".into(), 2), ("last two".into(), 2)],
+        ..DistributionSpec::default()
     }
 }
 
@@ -303,7 +312,7 @@ fn degenerate_inputs_do_not_panic() -> TestResult {
             vec![Some(f64::INFINITY), Some(1.0), Some(1.0)],
         ],
         range: Some((f64::NAN, 0.0)),
-        log_scale: true,
+        scale: AxisScale::Log,
         ..HeatmapSpec::default()
     };
     heatmap(&ragged, dir.join("heatmap_ragged"))?;
@@ -343,18 +352,20 @@ fn degenerate_inputs_do_not_panic() -> TestResult {
         nodes: vec![
             NodeTrack {
                 name: "short".into(),
-                share: vec![0.5, f64::NAN],
+                share: vec![Some(0.5), Some(f64::NAN), None],
+                share_band: vec![Some((f64::NAN, 1.0))],
                 ejections: vec![(2.0, 1.0), (f64::NAN, 3.0), (2.5, f64::INFINITY)],
+                ejected: vec![f64::NAN, 2.0],
                 faults: vec![(f64::NEG_INFINITY, 1.0, String::new())],
             },
             NodeTrack::default(),
         ],
-        errors: vec![1],
+        errors: vec![1.0, f64::NAN],
         timeouts: vec![],
         latency_p50_ms: vec![Some(0.0), Some(f64::NAN), None],
         latency_p99_ms: vec![Some(f64::INFINITY)],
-        size: None,
-        caption: String::new(),
+        client_timeout_ms: Some(-1.0),
+        ..TimelineSpec::default()
     };
     timeline(&odd_timeline, dir.join("timeline_odd"))?;
     let nodes_only = TimelineSpec {

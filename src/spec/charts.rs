@@ -1,6 +1,7 @@
 //! The charts a model or a sweep asks for (`charts` in the file): what to
 //! draw, not how. The output layer draws them (`output::charts`).
 
+use crate::engine::SimDuration;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
@@ -8,12 +9,18 @@ use serde::{Deserialize, Serialize};
 #[derive(Clone, Debug, Deserialize, Serialize, PartialEq, JsonSchema)]
 #[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
 pub enum ChartSpec {
-    /// One replication over time: share per node, fault windows, ejections, client errors.
+    /// A run over time: share per node, ejections against injected faults,
+    /// client latency (p50, p99) and client errors and timeouts, per bucket.
     #[serde(deserialize_with = "chart_body::timeline")]
     Timeline {
-        /// Which replication (0-based). Default 0.
-        #[serde(default)]
-        rep: usize,
+        /// Draw this replication (0-based) alone. Default: the median over
+        /// the replications, with a band.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        rep: Option<usize>,
+        /// Width of a bucket, a multiple of the model's `timeline_bucket`.
+        /// Default: wide enough for about 20 answers per node per bucket.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        bucket: Option<SimDuration>,
     },
     /// A metric over the replications: one box (or CDF curve) per node in a
     /// run, per point in a sweep.
@@ -27,6 +34,10 @@ pub enum ChartSpec {
         /// `box` (default) or `cdf`.
         #[serde(default)]
         style: DistStyle,
+        /// The value axis: `auto` (default: logarithmic when the values span
+        /// more than two decades), `linear` or `log`.
+        #[serde(default, skip_serializing_if = "ScaleName::is_auto")]
+        scale: ScaleName,
     },
     /// Sweeps: a metric over two axes, the value printed in each cell.
     #[serde(deserialize_with = "chart_body::heatmap")]
@@ -39,6 +50,10 @@ pub enum ChartSpec {
         /// Which statistic over the replications. Default `median`.
         #[serde(default)]
         stat: StatName,
+        /// The colour scale: `auto` (default: logarithmic when the values
+        /// span more than two decades), `linear` or `log`.
+        #[serde(default, skip_serializing_if = "ScaleName::is_auto")]
+        scale: ScaleName,
     },
     /// Sweeps: a metric against one axis, one line per value of another, with
     /// a band over the replications.
@@ -52,7 +67,31 @@ pub enum ChartSpec {
         /// `p5_p95` (default) or `min_max`.
         #[serde(default)]
         band: Band,
+        /// The x axis: `auto` (default: logarithmic when the values span
+        /// more than two decades), `linear` or `log`.
+        #[serde(default, skip_serializing_if = "ScaleName::is_auto")]
+        scale: ScaleName,
+        /// The y axis, as `scale`.
+        #[serde(default, skip_serializing_if = "ScaleName::is_auto")]
+        y_scale: ScaleName,
     },
+}
+
+/// How a numeric axis (or a colour scale) is scaled.
+#[derive(Clone, Copy, Debug, Default, Deserialize, Serialize, PartialEq, Eq, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum ScaleName {
+    /// Logarithmic when the values are positive and span more than two decades.
+    #[default]
+    Auto,
+    Linear,
+    Log,
+}
+
+impl ScaleName {
+    pub fn is_auto(&self) -> bool {
+        *self == ScaleName::Auto
+    }
 }
 
 #[derive(Clone, Copy, Debug, Default, Deserialize, Serialize, PartialEq, Eq, JsonSchema)]
@@ -91,15 +130,18 @@ pub enum Band {
 /// The bodies of `ChartSpec`'s variants, read with their own path tracker
 /// (see [`crate::diagnostics`]) so that errors name the field.
 mod chart_body {
-    use super::{Band, DistStyle, StatName};
+    use super::{Band, DistStyle, ScaleName, StatName};
     use crate::diagnostics::tracked;
+    use crate::engine::SimDuration;
     use serde::{Deserialize, Deserializer};
 
     #[derive(Deserialize)]
     #[serde(deny_unknown_fields)]
     struct Timeline {
         #[serde(default)]
-        rep: usize,
+        rep: Option<usize>,
+        #[serde(default)]
+        bucket: Option<SimDuration>,
     }
     #[derive(Deserialize)]
     #[serde(deny_unknown_fields)]
@@ -107,6 +149,8 @@ mod chart_body {
         metric: String,
         #[serde(default)]
         style: DistStyle,
+        #[serde(default)]
+        scale: ScaleName,
     }
 
     #[derive(Deserialize)]
@@ -117,6 +161,8 @@ mod chart_body {
         y: String,
         #[serde(default)]
         stat: StatName,
+        #[serde(default)]
+        scale: ScaleName,
     }
     #[derive(Deserialize)]
     #[serde(deny_unknown_fields)]
@@ -127,23 +173,30 @@ mod chart_body {
         series: Option<String>,
         #[serde(default)]
         band: Band,
+        #[serde(default)]
+        scale: ScaleName,
+        #[serde(default)]
+        y_scale: ScaleName,
     }
 
-    pub fn heatmap<'de, D: Deserializer<'de>>(
+    type HeatmapBody = (String, String, String, StatName, ScaleName);
+    type LinesBody = (String, String, Option<String>, Band, ScaleName, ScaleName);
+
+    pub fn heatmap<'de, D: Deserializer<'de>>(d: D) -> Result<HeatmapBody, D::Error> {
+        tracked::<_, Heatmap>(d).map(|b| (b.metric, b.x, b.y, b.stat, b.scale))
+    }
+    pub fn lines<'de, D: Deserializer<'de>>(d: D) -> Result<LinesBody, D::Error> {
+        tracked::<_, Lines>(d).map(|b| (b.metric, b.x, b.series, b.band, b.scale, b.y_scale))
+    }
+    pub fn timeline<'de, D: Deserializer<'de>>(
         d: D,
-    ) -> Result<(String, String, String, StatName), D::Error> {
-        tracked::<_, Heatmap>(d).map(|b| (b.metric, b.x, b.y, b.stat))
+    ) -> Result<(Option<usize>, Option<SimDuration>), D::Error> {
+        tracked::<_, Timeline>(d).map(|b| (b.rep, b.bucket))
     }
-    pub fn lines<'de, D: Deserializer<'de>>(
+    pub fn distribution<'de, D: Deserializer<'de>>(
         d: D,
-    ) -> Result<(String, String, Option<String>, Band), D::Error> {
-        tracked::<_, Lines>(d).map(|b| (b.metric, b.x, b.series, b.band))
-    }
-    pub fn timeline<'de, D: Deserializer<'de>>(d: D) -> Result<usize, D::Error> {
-        tracked::<_, Timeline>(d).map(|b| b.rep)
-    }
-    pub fn distribution<'de, D: Deserializer<'de>>(d: D) -> Result<(String, DistStyle), D::Error> {
-        tracked::<_, Distribution>(d).map(|b| (b.metric, b.style))
+    ) -> Result<(String, DistStyle, ScaleName), D::Error> {
+        tracked::<_, Distribution>(d).map(|b| (b.metric, b.style, b.scale))
     }
 }
 

@@ -1,6 +1,7 @@
 //! One integration-test binary (faster to build than one per file).
 
 mod calibration;
+mod charts;
 mod cli;
 mod corpus;
 mod determinism;

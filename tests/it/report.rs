@@ -6,7 +6,7 @@ use std::path::Path;
 use std::process::Command;
 
 /// Decodes a PNG and checks it is a real picture (several colours, dark text).
-fn check_png(path: &Path) {
+pub fn check_png(path: &Path) {
     let file = std::fs::File::open(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
     let decoder = png::Decoder::new(std::io::BufReader::new(file));
     let mut reader = decoder
@@ -48,7 +48,7 @@ fn run_e2(dir: &Path) {
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
 }
 
-fn chart_files(dir: &Path) -> Vec<std::path::PathBuf> {
+pub fn chart_files(dir: &Path) -> Vec<std::path::PathBuf> {
     let mut v: Vec<_> = std::fs::read_dir(dir.join("charts"))
         .expect("charts dir")
         .map(|e| e.unwrap().path())
@@ -123,7 +123,7 @@ fn report_is_self_contained() {
     }
 }
 
-fn chromium() -> Option<String> {
+pub fn chromium() -> Option<String> {
     ["chromium", "chromium-browser"].iter().find_map(|c| {
         Command::new(c)
             .arg("--version")
@@ -136,7 +136,7 @@ fn chromium() -> Option<String> {
 
 /// Loads a report in headless Chromium: no script errors, `charts` charts
 /// rendered non-empty, and a screenshot that decodes.
-fn check_in_chromium(dir: &Path, charts: usize) {
+pub fn check_in_chromium(dir: &Path, charts: usize) {
     let Some(browser) = chromium() else {
         assert!(
             std::env::var_os("HCSIM_REQUIRE_TOOLS").is_none(),

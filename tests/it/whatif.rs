@@ -104,7 +104,7 @@ fn a_what_if_gets_its_own_directory_and_records_its_overrides() {
             "What if: this run overrides the model file with --set clients.rate_per_s=400"
         )
     );
-    let svg = std::fs::read_to_string(what_if.join("charts/timeline-rep0.svg")).unwrap();
+    let svg = std::fs::read_to_string(what_if.join("charts/timeline.svg")).unwrap();
     assert!(
         svg.contains("what if: --set clients.rate_per_s=400"),
         "the chart's footer names the overrides"

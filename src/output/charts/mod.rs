@@ -2,17 +2,24 @@
 //! (`summary.json`, `timeline.csv`, `ejections.csv`; `results.json`), so
 //! `hcsim plot DIR` redraws them without re-simulating. The drawing itself
 //! lives in [`crate::plot`]; what to draw is the `charts` of the model or
-//! sweep ([`crate::spec::ChartSpec`]), or the defaults here.
+//! sweep ([`crate::spec::ChartSpec`]), or the defaults here. Every title,
+//! axis and legend names metrics and parameters as
+//! [`super::vocabulary`] does, and every footer says where the chart comes
+//! from (model or sweep, seed, replications, overrides).
 
 mod run;
 mod sweep;
+mod timeline;
 
-pub use run::{default_charts, draw_run};
-pub use sweep::{default_sweep_charts, draw_sweep, sweep_chart_specs};
+pub use run::{default_charts, draw_run, provenance as run_provenance};
+pub use sweep::{
+    default_sweep_charts, draw_sweep, provenance as sweep_provenance, sweep_chart_specs,
+};
 
+use super::vocabulary::{self, Shown};
 use crate::error::Error;
-use crate::plot::{self, DistributionSpec};
-use crate::spec::charts::DistStyle;
+use crate::plot::{self, AxisScale, DistributionSpec};
+use crate::spec::charts::{DistStyle, ScaleName};
 use std::path::{Path, PathBuf};
 
 /// A chart that was drawn: `<stem>.png` and `<stem>.svg`.
@@ -20,6 +27,8 @@ use std::path::{Path, PathBuf};
 pub struct Drawn {
     pub title: String,
     pub stem: PathBuf,
+    /// The metric it shows (a column of `points.csv`, or a run metric), if one.
+    pub metric: Option<String>,
 }
 
 fn plot_err(e: plot::PlotError) -> Error {
@@ -29,37 +38,70 @@ fn plot_err(e: plot::PlotError) -> Error {
     }
 }
 
-/// Units for axis labels.
-fn metric_label(metric: &str) -> String {
-    let unit = if metric.ends_with("_s") {
-        " (s)"
-    } else if metric.contains("latency_ms") {
-        " (ms)"
-    } else if metric == "share" {
-        " (fraction of 2xx answers)"
-    } else {
-        ""
-    };
-    format!("{metric}{unit}")
+fn axis_scale(s: ScaleName) -> AxisScale {
+    match s {
+        ScaleName::Auto => AxisScale::Auto,
+        ScaleName::Linear => AxisScale::Linear,
+        ScaleName::Log => AxisScale::Log,
+    }
 }
 
-/// A sweep metric's label: the whole path, with the unit of its last part.
-fn metric_title(metric: &str) -> String {
-    metric_label(metric.rsplit('.').next().unwrap_or(metric)).replacen(
-        metric.rsplit('.').next().unwrap_or(metric),
-        metric,
-        1,
-    )
+/// `time until ejected` -> `Time until ejected`.
+fn capitalized(s: &str) -> String {
+    let mut c = s.chars();
+    match c.next() {
+        Some(f) => f.to_uppercase().chain(c).collect(),
+        None => String::new(),
+    }
 }
 
-/// Draws a box plot or CDF as `<charts_dir>/distribution-<metric>.{png,svg}`.
+/// `1 run`, `20 runs`.
+fn runs(n: usize) -> String {
+    format!("{n} run{}", if n == 1 { "" } else { "s" })
+}
+
+/// A file name part from free text: `nodes.A.share` -> `nodes-A-share`.
+fn slug(s: &str) -> String {
+    let mut out = String::new();
+    for c in s.chars() {
+        if c.is_ascii_alphanumeric() || c == '_' {
+            out.push(c);
+        } else if !out.ends_with('-') {
+            out.push('-');
+        }
+    }
+    out.trim_matches('-').to_string()
+}
+
+/// Samples of one metric in groups, scaled for display: the value label
+/// with its unit, and the samples multiplied by the unit's factor.
+fn shown_groups(
+    metric: &str,
+    groups: Vec<(String, Vec<f64>)>,
+) -> (String, Shown, Vec<(String, Vec<f64>)>) {
+    let term = vocabulary::metric(metric);
+    let shown = term
+        .unit
+        .shown(groups.iter().flat_map(|g| g.1.iter().copied()));
+    let scaled = groups
+        .into_iter()
+        .map(|(n, v)| (n, v.into_iter().map(|x| x * shown.factor).collect()))
+        .collect();
+    (term.label(&shown), shown, scaled)
+}
+
+/// Draws a box plot or CDF as `<charts_dir>/distribution-<name>.{png,svg}`.
 fn draw_distribution(
     d: DistributionSpec,
     style: DistStyle,
     charts_dir: &Path,
     metric: &str,
 ) -> Result<Drawn, Error> {
-    let stem = charts_dir.join(format!("distribution-{}", metric.replace('.', "-")));
+    let stem = charts_dir.join(format!("distribution-{}", slug(metric)));
+    let d = DistributionSpec {
+        integer: vocabulary::metric(metric).unit == vocabulary::Unit::Count,
+        ..d
+    };
     match style {
         DistStyle::Box => plot::distribution(&d, &stem),
         DistStyle::Cdf => plot::distribution_cdf(&d, &stem),
@@ -68,5 +110,6 @@ fn draw_distribution(
     Ok(Drawn {
         title: d.title,
         stem,
+        metric: Some(metric.to_string()),
     })
 }

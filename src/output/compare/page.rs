@@ -180,13 +180,16 @@ impl Charts<'_> {
                 .collect(),
             y_from_zero: true,
             band_label: "min–max over replications".into(),
-            size: None,
+            x_scale: plot::AxisScale::Linear,
+            y_scale: plot::AxisScale::Linear,
+            ..LinesSpec::default()
         };
         let stem = self.dir.join("charts").join(stem);
         plot::lines(&spec, &stem).map_err(plot_err)?;
         self.drawn.push(Drawn {
             title: spec.title,
             stem,
+            metric: None,
         });
         Ok(())
     }
@@ -198,7 +201,7 @@ impl Charts<'_> {
             group_label: "run".into(),
             value_label: metric.to_string(),
             groups,
-            size: None,
+            ..DistributionSpec::default()
         };
         let stem = self
             .dir
@@ -208,6 +211,7 @@ impl Charts<'_> {
         self.drawn.push(Drawn {
             title: spec.title,
             stem,
+            metric: None,
         });
         Ok(())
     }
