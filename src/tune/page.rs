@@ -231,7 +231,11 @@ fn report(out: &Path, r: &TuneResult, snippet: Option<&str>) -> Result<String, E
         path: svg_path.clone(),
         source,
     })?;
-    blocks.push(Block::Chart("The frontier".into(), svg));
+    blocks.push(Block::Chart(
+        "The frontier".into(),
+        svg,
+        format!("{CHART}.png"),
+    ));
     blocks.push(Block::Heading("Recommendation".into()));
     match (&r.recommended, &r.verification) {
         (Some(rec), Some(v)) => {
