@@ -3,6 +3,7 @@
 mod cli;
 mod corpus;
 mod determinism;
+mod fidelity;
 mod fleet;
 mod fuzz;
 mod golden;

@@ -19,7 +19,7 @@ mod haproxy;
 mod kubernetes;
 mod tengine;
 
-pub use envoy::EnvoyParams;
+pub use envoy::{ClusterStart, EnvoyParams};
 pub use generic::{GenericParams, Schedule};
 pub use haproxy::{HaproxyCheckParams, HaproxyVersion, Observe, OnError};
 pub use kubernetes::ReadinessParams;
@@ -263,6 +263,10 @@ pub(crate) trait Flavor: Send {
     fn on_attempt(&mut self, _pr: &mut Prober, _cx: &mut PolicyCx, _r: &AttemptReport) {}
     /// The gateway selected a node (Envoy: the cluster has carried traffic).
     fn on_selected(&mut self) {}
+    /// The gateway waits for this flavour's first round (Envoy's warming).
+    fn warms(&self) -> bool {
+        false
+    }
 }
 
 /// The active probe policy.
@@ -332,6 +336,10 @@ impl HealthPolicy for ActiveProbe {
 
     fn on_selected(&mut self, _cx: &mut PolicyCx, _scope: Scope, _node: NodeId) {
         self.flavor.on_selected();
+    }
+
+    fn warms(&self) -> bool {
+        self.flavor.warms()
     }
 
     fn on_attempt(&mut self, cx: &mut PolicyCx, report: &AttemptReport) {
