@@ -196,6 +196,15 @@ pub enum Action {
     Probe { node: NodeId, req: ProbeRequest },
     /// Start every node's heartbeat thread; beats arrive in `on_heartbeat`.
     StartHeartbeats(HeartbeatPlan),
+    /// An active health checker completed a check of `node` (Envoy's
+    /// host-check-complete callback): `healthy` if the check passed and the
+    /// checker holds the host healthy (not `FAILED_ACTIVE_HC`). The world
+    /// tells the other policies of the same gateway through
+    /// [`HealthPolicy::on_host_checked`].
+    HostChecked { node: NodeId, healthy: bool },
+    /// A policy whose [`HealthPolicy::warms`] is true finished warming: the
+    /// gateway may take traffic once every such policy has.
+    Warmed,
 }
 
 /// What a policy may do during a callback: read the time, draw random numbers,
@@ -246,6 +255,15 @@ impl<'a> PolicyCx<'a> {
     /// Asks the engine to start every node's heartbeat thread.
     pub fn start_heartbeats(&mut self, plan: HeartbeatPlan) {
         self.actions.push(Action::StartHeartbeats(plan));
+    }
+    /// Tells the gateway's other policies that a check of `node` completed
+    /// (see [`Action::HostChecked`]).
+    pub fn host_checked(&mut self, node: NodeId, healthy: bool) {
+        self.actions.push(Action::HostChecked { node, healthy });
+    }
+    /// Reports that this policy finished warming (see [`HealthPolicy::warms`]).
+    pub fn warmed(&mut self) {
+        self.actions.push(Action::Warmed);
     }
     /// Reports the duration of one probing round (for the metrics).
     pub fn probe_round(&mut self, duration: SimDuration) {
@@ -304,6 +322,20 @@ pub trait HealthPolicy: Send {
     fn on_probe_result(&mut self, _cx: &mut PolicyCx, _node: NodeId, _outcome: &ProbeOutcome) {}
     /// A heartbeat from `node` reached the registry.
     fn on_heartbeat(&mut self, _cx: &mut PolicyCx, _node: NodeId) {}
+    /// An active health checker of the same gateway completed a check of
+    /// `node` (see [`Action::HostChecked`]); only Envoy's outlier detector
+    /// listens.
+    fn on_host_checked(&mut self, _cx: &mut PolicyCx, _node: NodeId, _healthy: bool) {}
+    /// Override with `true` together with `on_host_checked`.
+    fn hears_host_checks(&self) -> bool {
+        false
+    }
+    /// `true` if the gateway takes no traffic until this policy reports
+    /// [`PolicyCx::warmed`] (Envoy's cluster warming): requests that arrive
+    /// before then wait at the gateway.
+    fn warms(&self) -> bool {
+        false
+    }
     /// nginx ignores `max_fails` entirely for a one-server upstream.
     fn bypassed_for_single_server(&self) -> bool {
         false

@@ -87,6 +87,13 @@ pub struct OutlierDetectionParams {
     pub max_ejection_percent_mode: MaxEjectionPercentMode,
     /// Envoy ≥ 1.31: the first ejection is allowed whatever the cap. Default false.
     pub always_eject_one_host: bool,
+    /// With an Envoy active health check (`active_probe`, `flavor: envoy`)
+    /// in the same model, a passing check of an ejected host that the
+    /// checker holds healthy un-ejects it at once, so an ejection lasts about
+    /// one check interval. Default true; set false when the health check does
+    /// not exercise what fails.
+    #[serde(skip_serializing_if = "is_true")]
+    pub successful_active_health_check_uneject_host: bool,
     /// Hosts with enough volume needed for success-rate analysis. Default 5.
     pub success_rate_minimum_hosts: u32,
     /// Requests in the last interval for a host to count in success rate. Default 100.
@@ -131,6 +138,7 @@ impl Default for OutlierDetectionParams {
             max_ejection_percent: 10,
             max_ejection_percent_mode: MaxEjectionPercentMode::Strict,
             always_eject_one_host: false,
+            successful_active_health_check_uneject_host: true,
             success_rate_minimum_hosts: 5,
             success_rate_request_volume: 100,
             success_rate_stdev_factor: 1900,
@@ -144,6 +152,10 @@ impl Default for OutlierDetectionParams {
             healthy_panic_threshold: 50.0,
         }
     }
+}
+
+fn is_true(b: &bool) -> bool {
+    *b
 }
 
 impl OutlierDetectionParams {
@@ -229,10 +241,13 @@ impl PolicyParams for OutlierDetectionParams {
 }
 
 /// Istio's `DestinationRule.trafficPolicy.outlierDetection`, mapped to
-/// Envoy's settings as istiod's `applyOutlierDetection` does: success-rate
-/// ejection is always off, failure percentage is not exposed, and
+/// Envoy's settings as istiod's `applyOutlierDetection`
+/// (`pilot/pkg/networking/core/cluster_traffic_policy.go`) does: success-rate
+/// ejection is always off, failure percentage is not exposed, the deprecated
+/// `consecutiveErrors` is not read at all (since Istio 1.7), and
 /// `minHealthPercent` (default 0) becomes the panic threshold, so panic is
-/// off unless it is set.
+/// off unless it is set — and forced to 0 when the service sends unhealthy
+/// endpoints (`Service.SupportsUnhealthyEndpoints`).
 #[derive(Clone, Debug, Default, Deserialize, Serialize, PartialEq, JsonSchema)]
 #[serde(deny_unknown_fields, default)]
 pub struct IstioParams {
@@ -248,7 +263,9 @@ pub struct IstioParams {
         skip_serializing_if = "Option::is_none"
     )]
     pub consecutive_gateway_errors: Option<u32>,
-    /// Deprecated `consecutiveErrors`: gateway errors only, and consecutive 5xx off.
+    /// Deprecated `consecutiveErrors`: accepted, and ignored as istiod
+    /// ignores it since 1.7 (Envoy's defaults apply: consecutive 5xx 5,
+    /// enforced); a warning says so.
     #[serde(rename = "consecutiveErrors", skip_serializing_if = "Option::is_none")]
     pub consecutive_errors: Option<u32>,
     #[serde(rename = "splitExternalLocalOriginErrors")]
@@ -272,23 +289,42 @@ pub struct IstioParams {
     pub max_ejection_percent_mode: MaxEjectionPercentMode,
     /// Not an Istio field: Envoy ≥ 1.31's switch. Default false.
     pub always_eject_one_host: bool,
+    /// Not an Istio field: istiod sends the service's not-ready endpoints
+    /// (`Service.SupportsUnhealthyEndpoints`: `PILOT_SEND_UNHEALTHY_ENDPOINTS`
+    /// mesh-wide, or a service with `publishNotReadyAddresses` /
+    /// `trafficDistribution` in recent istiod) and then forces the panic
+    /// threshold to 0 whatever `minHealthPercent` says. Default false.
+    #[serde(skip_serializing_if = "is_false")]
+    pub send_unhealthy_endpoints: bool,
+}
+
+fn is_false(b: &bool) -> bool {
+    !*b
 }
 
 impl IstioParams {
+    /// `healthy_panic_threshold` as `applyOutlierDetection` sets it:
+    /// `minHealthPercent`, or 0 if the service supports unhealthy endpoints.
+    fn panic_threshold(&self) -> f64 {
+        if self.send_unhealthy_endpoints {
+            0.0
+        } else {
+            self.min_health_percent as f64
+        }
+    }
+
     /// The Envoy settings istiod generates.
     pub fn to_envoy(&self) -> OutlierDetectionParams {
         let mut p = OutlierDetectionParams {
             enforcing_success_rate: 0,
             max_ejection_percent_mode: self.max_ejection_percent_mode,
             always_eject_one_host: self.always_eject_one_host,
-            healthy_panic_threshold: self.min_health_percent as f64,
+            healthy_panic_threshold: self.panic_threshold(),
             ..Default::default()
         };
-        if let Some(v) = self.consecutive_errors.filter(|&v| v > 0) {
-            p.enforcing_consecutive_gateway_failure = 100;
-            p.enforcing_consecutive_5xx = 0;
-            p.consecutive_gateway_failure = v;
-        }
+        // `consecutiveErrors` is not read: since Istio 1.7
+        // `applyOutlierDetection` maps only `consecutive5xxErrors` and
+        // `consecutiveGatewayErrors`.
         if let Some(v) = self.consecutive_gateway_errors {
             p.consecutive_gateway_failure = v;
             p.enforcing_consecutive_gateway_failure = if v > 0 { 100 } else { 0 };
@@ -325,11 +361,33 @@ impl PolicyParams for IstioParams {
     }
 
     fn healthy_panic_threshold(&self) -> Option<f64> {
-        Some(self.min_health_percent as f64)
+        Some(self.panic_threshold())
     }
 
     fn build(&self, _scopes: usize, nodes: usize) -> Box<dyn HealthPolicy> {
         Box::new(OutlierDetection::new(&self.to_envoy(), nodes))
+    }
+
+    fn warnings(&self) -> Vec<(String, String)> {
+        let mut w = vec![];
+        if self.consecutive_errors.is_some() {
+            w.push((
+                "consecutiveErrors".into(),
+                "is deprecated and ignored by istiod since 1.7: Envoy's defaults apply \
+                 (consecutive 5xx 5, enforced); use consecutive5xxErrors or \
+                 consecutiveGatewayErrors"
+                    .into(),
+            ));
+        }
+        if self.send_unhealthy_endpoints && self.min_health_percent > 0 {
+            w.push((
+                "minHealthPercent".into(),
+                "has no effect: istiod forces the panic threshold to 0 when it sends \
+                 unhealthy endpoints (send_unhealthy_endpoints)"
+                    .into(),
+            ));
+        }
+        w
     }
 
     fn validate(&self) -> Result<(), (String, String)> {
@@ -621,14 +679,21 @@ impl OutlierDetection {
         }
         let time = SimDuration::from_micros((base * h.backoff as u64).min(max)) + h.jitter;
         if time <= now.saturating_since(h.last_ejection) {
-            self.active -= 1;
-            h.ejected = false;
-            h.clo = 0;
-            self.hot[i].c5 = 0;
-            self.hot[i].gw = 0;
-            h.last_unejection = Some(now);
-            cx.readmitted(ScopeSel::All, NodeId(i as u32));
+            self.uneject_host(cx, i, now);
         }
+    }
+
+    /// `unejectHost`: the consecutive counters restart and the un-ejection
+    /// time is kept (the backoff decays from it); the multiplier stays.
+    fn uneject_host(&mut self, cx: &mut PolicyCx, i: usize, now: SimTime) {
+        let h = &mut self.hosts[i];
+        self.active -= 1;
+        h.ejected = false;
+        h.clo = 0;
+        h.last_unejection = Some(now);
+        self.hot[i].c5 = 0;
+        self.hot[i].gw = 0;
+        cx.readmitted(ScopeSel::All, NodeId(i as u32));
     }
 
     /// `processSuccessRateEjections` over the bucket of the interval that just ended.
@@ -768,6 +833,10 @@ impl HealthPolicy for OutlierDetection {
         true
     }
 
+    fn hears_host_checks(&self) -> bool {
+        true
+    }
+
     fn routes_by_notices(&self) -> bool {
         // `ejected` flips only in `ejectHost` and `checkHostForUneject`, each
         // with its notice.
@@ -805,6 +874,18 @@ impl HealthPolicy for OutlierDetection {
     fn on_timer(&mut self, cx: &mut PolicyCx, timer: PolicyTimer) {
         if timer.tag == TICK {
             self.on_tick(cx);
+        }
+    }
+
+    /// The callback `DetectorImpl::initialize` adds to the cluster's health
+    /// checker when `successful_active_health_check_uneject_host` is on: a
+    /// check with result `Healthy` on a host that is not FAILED_ACTIVE_HC
+    /// but is FAILED_OUTLIER_CHECK un-ejects it (`unejectHost`) at once.
+    fn on_host_checked(&mut self, cx: &mut PolicyCx, node: NodeId, healthy: bool) {
+        let i = node.index();
+        if self.p.successful_active_health_check_uneject_host && healthy && self.hosts[i].ejected {
+            let now = cx.now().t;
+            self.uneject_host(cx, i, now);
         }
     }
 }
@@ -960,6 +1041,56 @@ mod tests {
             h.policy.stats().enforced[EjectionType::ConsecutiveLocalOriginFailure as usize],
             1
         );
+    }
+
+    /// `DetectorImpl::initialize`'s host-check-complete callback: a passing
+    /// active check of an ejected host that is not FAILED_ACTIVE_HC
+    /// un-ejects it at once and clears its counters; the multiplier stays,
+    /// so the next ejection is longer.
+    #[test]
+    fn a_passing_active_check_unejects_at_once() {
+        let mut h = od(c5(2), 4);
+        h.attempt(ms(5_000), 0, E503);
+        h.attempt(ms(5_001), 0, E503);
+        assert!(!h.routable(0));
+        h.host_checked(ms(5_500), 0, false);
+        assert!(
+            !h.routable(0),
+            "a failed check (or FAILED_ACTIVE_HC) does not un-eject"
+        );
+        h.host_checked(ms(6_000), 1, true);
+        assert!(
+            !h.routable(0),
+            "a check of another host does nothing to this one"
+        );
+        h.host_checked(ms(6_000), 0, true);
+        assert!(h.routable(0), "un-ejected 1 s after, not at the 40 s tick");
+        assert_eq!(h.history(0), vec![(ms(5_001), true), (ms(6_000), false)]);
+        assert_eq!(h.policy.ejections_active(), 0);
+        assert_eq!(h.policy.counters(NodeId(0)), (0, 0, 0));
+        assert_eq!(
+            h.policy.backoff(NodeId(0)),
+            1,
+            "unejectHost keeps the multiplier"
+        );
+        // A passing check of a host that is not ejected changes nothing.
+        h.host_checked(ms(7_000), 0, true);
+        assert_eq!(h.ejections(0), 1);
+        assert_eq!(h.history(0).len(), 2);
+    }
+
+    #[test]
+    fn the_uneject_on_active_check_can_be_turned_off() {
+        let p = OutlierDetectionParams {
+            successful_active_health_check_uneject_host: false,
+            ..c5(1)
+        };
+        let mut h = od(p, 4);
+        h.attempt(ms(5_000), 0, E503);
+        h.host_checked(ms(6_000), 0, true);
+        assert!(!h.routable(0), "the ejection runs its full time");
+        h.advance_to(ms(40_000));
+        assert!(h.routable(0));
     }
 
     #[test]
@@ -1362,20 +1493,30 @@ mod tests {
         }
         .to_envoy();
         assert_eq!(zero.max_ejection_percent, 10);
-        // Legacy consecutiveErrors: gateway errors only.
+        // Deprecated consecutiveErrors: `applyOutlierDetection` does not read
+        // it (Istio ≥ 1.7), so Envoy's defaults apply, with a warning.
         let legacy = IstioParams {
             consecutive_errors: Some(7),
             ..Default::default()
-        }
-        .to_envoy();
-        assert_eq!(legacy.enforcing_consecutive_5xx, 0);
+        };
+        assert_eq!(legacy.to_envoy(), IstioParams::default().to_envoy());
         assert_eq!(
             (
-                legacy.consecutive_gateway_failure,
-                legacy.enforcing_consecutive_gateway_failure
+                legacy.to_envoy().consecutive_5xx,
+                legacy.to_envoy().enforcing_consecutive_5xx
             ),
-            (7, 100)
+            (5, 100)
         );
+        assert_eq!(legacy.warnings()[0].0, "consecutiveErrors");
+        // `if service.SupportsUnhealthyEndpoints() { minHealthPercent = 0 }`.
+        let unready = IstioParams {
+            min_health_percent: 60,
+            send_unhealthy_endpoints: true,
+            ..Default::default()
+        };
+        assert_eq!(unready.to_envoy().healthy_panic_threshold, 0.0);
+        assert_eq!(unready.healthy_panic_threshold(), Some(0.0));
+        assert_eq!(unready.warnings()[0].0, "minHealthPercent");
         let bad = serde_json::from_value::<IstioParams>(serde_json::json!({"consecutive5xx": 3}));
         assert!(bad.is_err(), "Istio spelling only");
     }

@@ -63,6 +63,10 @@ pub struct Harness<P> {
     notices: Vec<(SimTime, Notice)>,
     in_flight: Vec<InFlight>,
     heartbeats: Vec<HeartbeatPlan>,
+    /// Completed checks the policy reported to the other policies.
+    checked: Vec<(SimTime, NodeId, bool)>,
+    /// When the policy reported it finished warming.
+    warmed: Vec<SimTime>,
 }
 
 impl<P> Harness<P> {
@@ -79,6 +83,8 @@ impl<P> Harness<P> {
             notices: vec![],
             in_flight: vec![],
             heartbeats: vec![],
+            checked: vec![],
+            warmed: vec![],
         }
     }
 
@@ -103,6 +109,8 @@ impl<P> Harness<P> {
                     req,
                 }),
                 Action::StartHeartbeats(plan) => self.heartbeats.push(plan),
+                Action::HostChecked { node, healthy } => self.checked.push((t, node, healthy)),
+                Action::Warmed => self.warmed.push(t),
             }
         }
         for (at, timer) in timers {
@@ -180,6 +188,16 @@ impl<P> Harness<P> {
             .filter(|p| p.node == node)
             .map(|p| p.sent_at)
             .collect()
+    }
+
+    /// The completed checks reported to the other policies: (time, node, healthy).
+    pub fn checked(&self) -> &[(SimTime, NodeId, bool)] {
+        &self.checked
+    }
+
+    /// When the policy reported it finished warming.
+    pub fn warmed(&self) -> &[SimTime] {
+        &self.warmed
     }
 
     /// The heartbeat plans the policy asked the engine to start.
@@ -264,6 +282,13 @@ impl<P: HealthPolicy> Harness<P> {
             elapsed,
         };
         self.report(t, report);
+    }
+
+    /// An active health checker of the same gateway reports at `t` that a
+    /// check of `node` completed (`healthy`: passed, host not failed).
+    pub fn host_checked(&mut self, t: SimTime, node: impl Node, healthy: bool) {
+        self.advance_to(t);
+        self.call(t, |p, cx| p.on_host_checked(cx, node.id(), healthy));
     }
 
     /// Selection and completion at the same instant.

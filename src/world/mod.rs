@@ -252,6 +252,8 @@ pub struct World<'s> {
     pub(crate) policies: Vec<Box<dyn HealthPolicy>>,
     /// The policies that listen to `on_connected`, by index within a replica.
     pub(crate) hear_connections: Vec<usize>,
+    /// The policies that listen to `on_host_checked`, likewise.
+    hear_checks: Vec<usize>,
     /// Per policy: ask it again about a node after every call about that node
     /// (`false`: on its ejection and readmission notices only).
     refresh_after_call: Vec<bool>,
@@ -349,6 +351,9 @@ impl<'s> World<'s> {
             .map(|p| policy::build(p, model.scopes_per_replica(), model.nodes.len()))
             .collect();
         let npol = model.policies.len();
+        let mut gw = gateway::Gateway::new(model, policies.len());
+        let warming = policies[..npol].iter().filter(|p| p.warms()).count() as u32;
+        gw.warming.fill(warming);
         World {
             model,
             q: EventQueue::new(),
@@ -366,9 +371,12 @@ impl<'s> World<'s> {
             rng_probe: rng::stream(seed, Stream::Probe),
             rng_heartbeat: rng::stream(seed, Stream::Heartbeat),
             clients: client::Clients::new(model),
-            gw: gateway::Gateway::new(model, policies.len()),
+            gw,
             hear_connections: (0..npol)
                 .filter(|&i| policies[i].hears_connections())
+                .collect(),
+            hear_checks: (0..npol)
+                .filter(|&i| policies[i].hears_host_checks())
                 .collect(),
             refresh_after_call: policies.iter().map(|p| !p.routes_by_notices()).collect(),
             nodes: model.nodes.iter().map(node::Node::new).collect(),
@@ -515,9 +523,24 @@ impl<'s> World<'s> {
             match a {
                 Action::Probe { node, req } => self.send_probe(i as u16, node, req),
                 Action::StartHeartbeats(plan) => self.start_heartbeats(i as u16, plan),
+                Action::HostChecked { node, healthy } => self.host_checked(i, node, healthy),
+                Action::Warmed => self.on_warmed(self.replica_of_policy(i)),
             }
         }
         r
+    }
+
+    /// Policy `i` completed a check of `node`: the other policies of its
+    /// replica that listen hear it.
+    #[cold]
+    fn host_checked(&mut self, i: usize, node: NodeId, healthy: bool) {
+        let first = self.replica_of_policy(i) * self.npol;
+        for k in 0..self.hear_checks.len() {
+            let j = first + self.hear_checks[k];
+            if j != i {
+                self.with_policy(j, Some(node), |p, cx| p.on_host_checked(cx, node, healthy));
+            }
+        }
     }
 
     /// Turns the timers and notices a policy queued into events and metrics.

@@ -559,7 +559,9 @@ fn mesh_part(m: &Model, with_nodes: bool) -> Value {
                 "max_ejection_percent_mode",
                 "always_eject_one_host",
                 "threads",
+                "cluster_start",
                 "consecutiveErrors",
+                "send_unhealthy_endpoints",
             ] {
                 o.remove(k);
             }

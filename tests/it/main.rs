@@ -5,6 +5,7 @@ mod charts;
 mod cli;
 mod corpus;
 mod determinism;
+mod fidelity;
 mod fleet;
 mod fuzz;
 mod golden;

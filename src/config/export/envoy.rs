@@ -84,6 +84,7 @@ pub fn write_with(model: &Model, opts: &Options) -> Result<String, Unsupported> 
                 let m: &mut Map<String, Value> = v.as_object_mut().expect("an object");
                 let probe = m.remove("probe");
                 m.remove("threads");
+                m.remove("cluster_start");
                 if probe == Some(json!("tcp")) || e.probe == ProbeKind::Tcp {
                     m.insert("tcp_health_check".into(), json!({}));
                 } else {

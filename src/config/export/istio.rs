@@ -40,6 +40,7 @@ pub fn write(model: &Model) -> Result<String, Unsupported> {
                     m.remove("max_ejection_percent_mode");
                     m.remove("always_eject_one_host");
                     m.remove("consecutiveErrors");
+                    m.remove("send_unhealthy_endpoints");
                 }
                 tp["outlierDetection"] = v;
             }

@@ -17,7 +17,7 @@ use serde_json::{Map, Value, json};
 use std::path::Path;
 
 /// `outlier_detection` fields hcsim models (Envoy's own names).
-const OD_FIELDS: [&str; 23] = [
+const OD_FIELDS: [&str; 24] = [
     "consecutive_5xx",
     "enforcing_consecutive_5xx",
     "consecutive_gateway_failure",
@@ -31,6 +31,7 @@ const OD_FIELDS: [&str; 23] = [
     "max_ejection_time_jitter",
     "max_ejection_percent",
     "always_eject_one_host",
+    "successful_active_health_check_uneject_host",
     "success_rate_minimum_hosts",
     "success_rate_request_volume",
     "success_rate_stdev_factor",

@@ -9,6 +9,13 @@
 //! - The next check is armed when the result arrives, after an interval that
 //!   depends on whether the cluster ever carried traffic, the result and
 //!   whether a transition is pending, plus jitter; at least 1 ms.
+//! - Every completed check runs the host-check-complete callbacks: Envoy's
+//!   outlier detector un-ejects a host whose check passed
+//!   (`DetectorImpl::initialize`, see [`crate::policy::OutlierDetection`]),
+//!   and the cluster finishes warming once as many checks completed as it has
+//!   hosts (`ClusterImplBase::onPreInitComplete` counts
+//!   `pending_initialize_health_checks_` down, then `finishInitialization`):
+//!   the gateway takes no traffic before.
 
 use super::defaults::http;
 use super::{Flavor, Prober, TAG_CHECK, at_least_one, positive, threads_valid};
@@ -61,6 +68,31 @@ pub struct EnvoyParams {
     /// Omitted: no limit (Envoy's checks are event-driven).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub threads: Option<u32>,
+    /// `warming` (default): the gateway takes no traffic until every host's
+    /// first check completed, as a starting Envoy; `running`: the run starts
+    /// in a long-running Envoy, traffic flows from the start.
+    #[serde(default, skip_serializing_if = "ClusterStart::is_warming")]
+    pub cluster_start: ClusterStart,
+}
+
+/// How the cluster starts.
+#[derive(Copy, Clone, Debug, Default, Deserialize, Serialize, PartialEq, Eq, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum ClusterStart {
+    /// Envoy's cluster warming: requests wait until the first round of
+    /// checks completed (`ClusterImplBase::onPreInitComplete`); a host that
+    /// failed its first check then gets none.
+    #[default]
+    Warming,
+    /// Already initialised (a long-running Envoy, e.g. a fleet of sidecars
+    /// studied in steady state): no wait.
+    Running,
+}
+
+impl ClusterStart {
+    fn is_warming(&self) -> bool {
+        *self == ClusterStart::Warming
+    }
 }
 
 fn sixty_s() -> SimDuration {
@@ -99,6 +131,9 @@ pub(super) struct EnvoyHc {
     first_check: Vec<bool>,
     /// `upstream_cx_total.used()`: the cluster ever opened a connection.
     had_traffic: bool,
+    /// `pending_initialize_health_checks_`: checks left before the cluster
+    /// finishes warming.
+    pending_init: usize,
 }
 
 impl EnvoyHc {
@@ -111,6 +146,10 @@ impl EnvoyHc {
             num_unhealthy: vec![0; nodes],
             first_check: vec![true; nodes],
             had_traffic: false,
+            pending_init: match p.cluster_start {
+                ClusterStart::Warming => nodes,
+                ClusterStart::Running => 0,
+            },
         }
     }
 
@@ -232,12 +271,28 @@ impl Flavor for EnvoyHc {
             let immediate = matches!(o.result, ProbeResult::Status(_));
             self.set_unhealthy(pr, cx, i, immediate)
         };
+        // The host-check-complete callbacks (`runCallbacks` after
+        // `handleSuccess` / `handleFailure`): `Healthy` only for a passing
+        // check of a host that is not FAILED_ACTIVE_HC after it.
+        cx.host_checked(node, ok && !self.unhealthy[i]);
+        // `ClusterImplBase::onPreInitComplete`'s callback: any completed
+        // check counts, and the last one finishes initialization.
+        if self.pending_init > 0 {
+            self.pending_init -= 1;
+            if self.pending_init == 0 {
+                cx.warmed();
+            }
+        }
         let d = self.interval(cx, ok, t);
         Self::arm(cx, node, d);
     }
 
     fn on_selected(&mut self) {
         self.had_traffic = true;
+    }
+
+    fn warms(&self) -> bool {
+        self.p.cluster_start == ClusterStart::Warming
     }
 }
 
@@ -246,7 +301,7 @@ mod tests {
     use super::*;
     use crate::engine::SimTime;
     use crate::policy::testkit::{Harness, ms as at};
-    use crate::policy::{ActiveProbe, ActiveProbeSpec};
+    use crate::policy::{ActiveProbe, ActiveProbeSpec, HealthPolicy};
 
     const A: NodeId = NodeId(0);
 
@@ -338,5 +393,42 @@ mod tests {
         // base 5000 + U[0, 500) + U[0, 1000)
         assert!(lo >= 5000 && hi < 6500, "{lo}..{hi}");
         assert!(lo < 5200 && hi > 6200, "{lo}..{hi}");
+    }
+
+    /// Every completed check runs the host-check-complete callbacks, with
+    /// `Healthy` only for a pass that leaves the host not FAILED_ACTIVE_HC;
+    /// the cluster warms after as many completed checks as it has hosts
+    /// (`ClusterImplBase::onPreInitComplete`, `finishInitialization`).
+    #[test]
+    fn checks_report_to_the_outlier_detector_and_the_first_round_warms() {
+        let p = params();
+        let mut h = Harness::seeded(ActiveProbe::new(&ActiveProbeSpec::Envoy(p), 3), 1);
+        assert!(h.policy.warms());
+        assert_eq!(h.in_flight().len(), 3, "one check per host at once");
+        h.answer(at(2), NodeId(0), ProbeResult::Status(200));
+        h.answer(at(3), NodeId(1), ProbeResult::Timeout);
+        assert!(h.warmed().is_empty(), "two of three hosts checked");
+        h.answer(at(4), NodeId(2), ProbeResult::Status(200));
+        assert_eq!(
+            h.warmed(),
+            [at(4)],
+            "the third completed check warms the cluster"
+        );
+        assert_eq!(
+            h.checked(),
+            [
+                (at(2), NodeId(0), true),
+                (at(3), NodeId(1), false),
+                (at(4), NodeId(2), true)
+            ]
+        );
+        // Host 1 is FAILED_ACTIVE_HC: with healthy_threshold 2, its first
+        // pass leaves it failed, so the detector hears `Unhealthy`.
+        h.select(at(5), NodeId(0));
+        while h.fire_next(at(200_000)).is_some() && h.sent_to(NodeId(1)).is_empty() {}
+        let t = h.sent_to(NodeId(1))[0];
+        h.answer(t, NodeId(1), ProbeResult::Status(200));
+        assert_eq!(*h.checked().last().unwrap(), (t, NodeId(1), false));
+        assert_eq!(h.warmed().len(), 1, "warming happens once");
     }
 }

@@ -1,10 +1,15 @@
 //! A Kubernetes readiness probe and the endpoint change it drives (reference
 //! §4.2; kubernetes `pkg/kubelet/prober/worker.go`: `run`, `doProbe`).
 //!
-//! - The pod starts NotReady. Each worker sleeps `U[0, period)` (the kubelet
-//!   just started), probes at once, then on every tick of a fixed-rate Go
-//!   ticker; a probe that overruns a tick finds it buffered (one at most) and
-//!   probes again at once.
+//! - The pod starts NotReady. Each worker probes as soon as the container
+//!   runs, then on every tick of a fixed-rate Go ticker; a probe that
+//!   overruns a tick finds it buffered (one at most) and probes again at
+//!   once. `run` sleeps `U[0, period)` first only if the kubelet itself
+//!   started less than a period ago (`kubelet_start: restarted`).
+//! - A Ready → NotReady change makes the kubelet sync the pod, and
+//!   `UpdatePodStatus` (`prober_manager.go`) sends the worker a manual
+//!   trigger for a readiness that is not Success: one extra probe at once,
+//!   off the ticker's grid.
 //! - Before `initial_delay` (whole seconds since the container started) a
 //!   tick does nothing.
 //! - Run-length counting: a result is published once the same result came
@@ -51,6 +56,29 @@ pub struct ReadinessParams {
     /// Omitted: no limit (one goroutine per probe).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub threads: Option<u32>,
+    /// `running` (default): a new pod on a node whose kubelet runs: the
+    /// first probe when the container starts. `restarted`: the kubelet
+    /// started less than a period ago, so each worker first sleeps
+    /// `U[0, period)` (`worker.run`).
+    #[serde(default, skip_serializing_if = "KubeletStart::is_running")]
+    pub kubelet_start: KubeletStart,
+}
+
+/// Whether the kubelet started with the pod (`worker.run`'s initial sleep).
+#[derive(Copy, Clone, Debug, Default, Deserialize, Serialize, PartialEq, Eq, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum KubeletStart {
+    /// The kubelet runs for longer than a period: no initial sleep.
+    #[default]
+    Running,
+    /// The kubelet (re)started less than a period ago: `U[0, period)` sleep.
+    Restarted,
+}
+
+impl KubeletStart {
+    fn is_running(&self) -> bool {
+        *self == KubeletStart::Running
+    }
 }
 
 impl ReadinessParams {
@@ -148,8 +176,14 @@ impl Readiness {
 impl Flavor for Readiness {
     fn start(&mut self, _pr: &mut Prober, cx: &mut PolicyCx) {
         for i in 0..self.nodes {
-            let sleep: f64 = cx.rng().random();
-            let d = SimDuration::from_secs_f64(sleep * self.p.period.as_secs_f64());
+            // `if probeTickerPeriod > time.Since(w.probeManager.start)`.
+            let d = match self.p.kubelet_start {
+                KubeletStart::Running => SimDuration::ZERO,
+                KubeletStart::Restarted => {
+                    let sleep: f64 = cx.rng().random();
+                    SimDuration::from_secs_f64(sleep * self.p.period.as_secs_f64())
+                }
+            };
             let at = cx.now().t + d;
             cx.at(
                 at,
@@ -191,6 +225,21 @@ impl Flavor for Readiness {
         if self.run[i] >= threshold && self.ready[i] != ok {
             self.ready[i] = ok;
             pr.publish(cx, node, ok);
+            if !ok {
+                // The pod sync after the change calls `UpdatePodStatus`,
+                // which triggers the worker (`manualTriggerCh`): the select
+                // in `run` takes it before the next tick.
+                let now = cx.now().t;
+                cx.at(
+                    now,
+                    PolicyTimer {
+                        tag: TAG_CHECK,
+                        node: i as u32,
+                        generation: 0,
+                    },
+                );
+                return;
+            }
         }
         self.wait_for_tick(cx, i);
     }
@@ -222,12 +271,58 @@ mod tests {
         }
     }
 
+    /// `worker.run` sleeps `U[0, period)` only if the kubelet started less
+    /// than a period ago; a new pod on a running node is probed at once.
+    #[test]
+    fn the_first_probe_waits_only_after_a_kubelet_restart() {
+        let mut h = harness(params(serde_json::json!({"propagation_delay": "0s"})));
+        assert_eq!(
+            next_probe(&mut h),
+            SimTime::ZERO,
+            "probed when the container starts"
+        );
+        let mut h = harness(params(
+            serde_json::json!({"propagation_delay": "0s", "kubelet_start": "restarted"}),
+        ));
+        let t0 = next_probe(&mut h);
+        assert!(t0 > SimTime::ZERO && t0 < at(10_000), "U[0, period): {t0}");
+    }
+
+    /// `UpdatePodStatus` triggers an extra probe (`manualTriggerCh`) when
+    /// the pod turns NotReady; the ticker's grid is unchanged after it.
+    #[test]
+    fn turning_not_ready_triggers_an_immediate_probe() {
+        let mut h = harness(params(serde_json::json!({
+            "period": "10s", "failure_threshold": 1, "propagation_delay": "0s"
+        })));
+        let t0 = next_probe(&mut h);
+        h.answer(
+            t0 + SimDuration::from_millis(5),
+            A,
+            ProbeResult::Status(200),
+        );
+        let t1 = next_probe(&mut h);
+        assert_eq!(t1, t0 + SimDuration::from_secs(10));
+        let failed = t1 + SimDuration::from_millis(5);
+        h.answer(failed, A, ProbeResult::Status(503));
+        assert!(!h.routable(A));
+        let t2 = next_probe(&mut h);
+        assert_eq!(t2, failed, "the manual trigger probes at once");
+        h.answer(
+            t2 + SimDuration::from_millis(5),
+            A,
+            ProbeResult::Status(200),
+        );
+        assert!(h.routable(A), "Ready again 10 ms after, not a period later");
+        let t3 = next_probe(&mut h);
+        assert_eq!(t3, t0 + SimDuration::from_secs(20), "back on the grid");
+    }
+
     #[test]
     fn starts_not_ready_then_probes_on_a_fixed_rate_grid() {
         let mut h = harness(params(serde_json::json!({"propagation_delay": "0s"})));
         assert!(!h.routable(A), "readiness starts as Failure");
         let t0 = next_probe(&mut h);
-        assert!(t0 < at(10_000), "random initial sleep within one period");
         h.answer(
             t0 + SimDuration::from_millis(700),
             A,

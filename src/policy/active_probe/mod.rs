@@ -10,7 +10,7 @@
 //! | `haproxy` (`check`) | per server, next check `inter`/`fastinter`/`downinter` after the previous one ends; fixed start offsets | health counter in `[0, rise+fall-1]`, starts at `rise` | up, one failure from down |
 //! | `envoy` (active HC) | per host, next check after the previous one ends; jitter; 60 s while the cluster has no traffic | thresholds; an unexpected HTTP status ejects at once | unhealthy; first success makes it healthy |
 //! | `tengine` (`check`) | per worker, polls every `interval/2` from a random phase; checks when `interval` passed since the last one ended | `fall` / `rise` in a row | down (`default_down`) |
-//! | `kubernetes` (readiness) | fixed-rate ticker after a random initial sleep | run-length: `failure_threshold` / `success_threshold` | NotReady; endpoint change reaches the proxy after `propagation_delay` |
+//! | `kubernetes` (readiness) | fixed-rate ticker from the container's start (a random initial sleep after a kubelet restart); an extra probe when the pod turns NotReady | run-length: `failure_threshold` / `success_threshold` | NotReady; endpoint change reaches the proxy after `propagation_delay` |
 
 mod defaults;
 mod envoy;
@@ -19,10 +19,10 @@ mod haproxy;
 mod kubernetes;
 mod tengine;
 
-pub use envoy::EnvoyParams;
+pub use envoy::{ClusterStart, EnvoyParams};
 pub use generic::{GenericParams, Schedule};
 pub use haproxy::{HaproxyCheckParams, HaproxyVersion, Observe, OnError};
-pub use kubernetes::ReadinessParams;
+pub use kubernetes::{KubeletStart, ReadinessParams};
 pub use tengine::{StatusClass, TengineParams};
 
 use super::{
@@ -263,6 +263,10 @@ pub(crate) trait Flavor: Send {
     fn on_attempt(&mut self, _pr: &mut Prober, _cx: &mut PolicyCx, _r: &AttemptReport) {}
     /// The gateway selected a node (Envoy: the cluster has carried traffic).
     fn on_selected(&mut self) {}
+    /// The gateway waits for this flavour's first round (Envoy's warming).
+    fn warms(&self) -> bool {
+        false
+    }
 }
 
 /// The active probe policy.
@@ -332,6 +336,10 @@ impl HealthPolicy for ActiveProbe {
 
     fn on_selected(&mut self, _cx: &mut PolicyCx, _scope: Scope, _node: NodeId) {
         self.flavor.on_selected();
+    }
+
+    fn warms(&self) -> bool {
+        self.flavor.warms()
     }
 
     fn on_attempt(&mut self, cx: &mut PolicyCx, report: &AttemptReport) {

@@ -165,6 +165,10 @@ pub(crate) struct Gateway {
     pickers: Pickers,
     /// Pick by direct scans (`direct.rs`): no cached verdicts, no structures.
     pub(crate) direct: bool,
+    /// Per replica: policies still warming (Envoy's cluster warming), and
+    /// the requests (slot, generation) waiting for them, in arrival order.
+    pub(crate) warming: Vec<u32>,
+    pub(crate) held: Vec<Vec<(u32, u32)>>,
 }
 
 impl Gateway {
@@ -273,6 +277,8 @@ impl Gateway {
             routing: Routing::new(n, scopes, model.scopes_per_replica(), policies, hosts),
             pickers,
             direct: n <= direct::DIRECT_MAX_NODES,
+            warming: vec![0; model.replicas()],
+            held: vec![Vec::new(); model.replicas()],
         }
     }
 
@@ -339,7 +345,28 @@ impl World<'_> {
         r.retry_same = None;
         let generation = r.req_gen;
         self.arm_client_timeout(slot, generation);
+        if self.gw.warming[replica] > 0 {
+            self.gw.held[replica].push((slot, generation));
+            return;
+        }
         self.connect(slot);
+    }
+
+    /// A policy of `replica` finished warming; once none is left, the
+    /// requests that waited connect, in arrival order (those whose client
+    /// gave up meanwhile are gone).
+    pub(crate) fn on_warmed(&mut self, replica: usize) {
+        let w = &mut self.gw.warming[replica];
+        *w = w.saturating_sub(1);
+        if *w > 0 {
+            return;
+        }
+        for (slot, generation) in std::mem::take(&mut self.gw.held[replica]) {
+            let r = &self.gw.reqs[slot as usize];
+            if r.active && r.req_gen == generation {
+                self.connect(slot);
+            }
+        }
     }
 
     /// `ngx_http_upstream_connect`: select a peer and start an attempt.

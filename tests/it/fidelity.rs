@@ -1,0 +1,128 @@
+//! Behaviours of the real products that change ejection delays, ejection
+//! counts or client errors, each pinned against the source function it
+//! follows and run end to end on inline models.
+
+use crate::scenario;
+use hcsim::world;
+use serde_json::{Value, json};
+
+fn four_nodes() -> Value {
+    json!([{"name": "A"}, {"name": "B"}, {"name": "C"}, {"name": "D"}])
+}
+
+/// Envoy: with outlier detection and active health checking on one cluster,
+/// a passing check un-ejects an ejected host (`DetectorImpl::initialize`
+/// registers the callback, `successful_active_health_check_uneject_host`
+/// defaults to true): a 1 s crash keeps A out for about one check interval,
+/// not for `base_ejection_time` (30 s).
+#[test]
+fn envoy_active_check_unejects_an_outlier_ejected_host() {
+    let doc = |uneject: bool| {
+        scenario(json!({
+            "name": "od-hc", "duration": "60s",
+            "clients": {"kind": "open", "rate_per_s": 200.0, "arrivals": "constant"},
+            "nodes": four_nodes(),
+            "faults": [{"kind": "crash", "node": "A", "at": "5s", "for": "1s"}],
+            "policies": [
+                {"kind": "outlier_detection", "max_ejection_percent": 100,
+                 "successful_active_health_check_uneject_host": uneject},
+                {"kind": "active_probe", "flavor": "envoy", "probe": "http",
+                 "interval": "1s", "timeout": "500ms", "no_traffic_interval": "1s",
+                 "unhealthy_threshold": 3, "healthy_threshold": 2}
+            ]
+        }))
+    };
+    let on = world::run(&doc(true), 1);
+    let off = world::run(&doc(false), 1);
+    let (a_on, a_off) = (&on.nodes[0], &off.nodes[0]);
+    assert_eq!(a_on.ejections, 1, "{a_on:?}");
+    assert!(
+        a_on.ejected_time_s > 0.5 && a_on.ejected_time_s < 2.5,
+        "ejected for about one check interval after the crash: {}",
+        a_on.ejected_time_s
+    );
+    assert!(
+        a_off.ejected_time_s >= 30.0,
+        "without the callback the ejection runs base_ejection_time: {}",
+        a_off.ejected_time_s
+    );
+}
+
+/// Envoy's cluster warming: a cluster with active health checks takes no
+/// traffic until each host's first check completed
+/// (`ClusterImplBase::onPreInitComplete` → `finishInitialization`). A host
+/// down from the start then never gets a request; before, every host
+/// started unhealthy, the cluster was in panic and A took a quarter of the
+/// first requests.
+#[test]
+fn envoy_cluster_warms_before_it_takes_traffic() {
+    let sc = scenario(json!({
+        "name": "warming", "duration": "10s",
+        "clients": {"kind": "open", "rate_per_s": 1000.0, "arrivals": "constant"},
+        "gateway": {"proxy_next_upstream": ["off"]},
+        "nodes": four_nodes(),
+        "faults": [{"kind": "crash", "node": "A", "at": "0s"}],
+        "policies": [{"kind": "active_probe", "flavor": "envoy", "probe": "http",
+                      "interval": "1s", "timeout": "500ms", "no_traffic_interval": "1s",
+                      "initial_jitter": "200ms",
+                      "unhealthy_threshold": 3, "healthy_threshold": 2}]
+    }));
+    let r = world::run(&sc, 1);
+    assert_eq!(r.nodes[0].attempts, 0, "A never passed a check");
+    assert_eq!(r.client.errors, 0, "{:?}", r.client);
+    assert_eq!(r.client.ok + r.client.unfinished, r.client.requests);
+    // The first ~200 ms of requests waited for the first round.
+    let p99 = r.client.latency_ms.p99.expect("latencies");
+    assert!(p99 > 10.0, "requests held during warming: p99 {p99} ms");
+}
+
+/// istiod's `applyOutlierDetection` does not read the deprecated
+/// `consecutiveErrors` (Istio ≥ 1.7): Envoy's defaults apply, so a node
+/// answering 500 is ejected after 5 consecutive 5xx. hcsim used to map it to
+/// gateway errors only (502/503/504) with 5xx detection off: never ejected.
+#[test]
+fn istio_ignores_the_deprecated_consecutive_errors() {
+    let sc = scenario(json!({
+        "name": "istio-legacy", "duration": "20s",
+        "clients": {"kind": "open", "rate_per_s": 100.0, "arrivals": "constant"},
+        "gateway": {"proxy_next_upstream": ["off"]},
+        "nodes": four_nodes(),
+        "faults": [{"kind": "flaky", "node": "A", "at": "5s", "p": 1.0, "status": 500}],
+        "policies": [{"kind": "istio", "consecutiveErrors": 2, "maxEjectionPercent": 100}]
+    }));
+    let r = world::run(&sc, 1);
+    let a = &r.nodes[0];
+    assert!(a.ejections >= 1, "consecutive 5xx (5) ejects A: {a:?}");
+    let d = a.first_ejection_delay_s.expect("ejected");
+    // Round robin over 4 nodes at 100/s: A's 5th request is ~0.2 s in.
+    assert!(d > 0.1 && d < 0.3, "after five 500s, not two: {d}");
+}
+
+/// istiod forces `minHealthPercent` to 0 when the service sends unhealthy
+/// endpoints (`applyOutlierDetection`, `Service.SupportsUnhealthyEndpoints`):
+/// with 3 of 4 nodes ejected, no panic routing to them.
+#[test]
+fn istio_sending_unhealthy_endpoints_turns_panic_off() {
+    let doc = |send: bool| {
+        scenario(json!({
+            "name": "istio-unready", "duration": "20s",
+            "clients": {"kind": "open", "rate_per_s": 100.0, "arrivals": "constant"},
+            "gateway": {"proxy_next_upstream": ["off"]},
+            "nodes": four_nodes(),
+            "faults": [{"kind": "crash", "node": "A", "at": "5s"},
+                       {"kind": "crash", "node": "B", "at": "5s"},
+                       {"kind": "crash", "node": "C", "at": "5s"}],
+            "policies": [{"kind": "istio", "consecutive5xxErrors": 1, "maxEjectionPercent": 100,
+                          "minHealthPercent": 50, "baseEjectionTime": "60s",
+                          "send_unhealthy_endpoints": send}]
+        }))
+    };
+    let panic = world::run(&doc(false), 1);
+    let off = world::run(&doc(true), 1);
+    assert!(
+        panic.nodes[0].fault_attempts > 10 * off.nodes[0].fault_attempts.max(1),
+        "minHealthPercent 50 panics: {} attempts to crashed A; forced to 0: {}",
+        panic.nodes[0].fault_attempts,
+        off.nodes[0].fault_attempts
+    );
+}
