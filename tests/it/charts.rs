@@ -159,7 +159,16 @@ fn no_chart_of_a_shipped_model_or_sweep_shows_an_internal_name() {
         ok(hcsim(&args), &name);
         bad.lock().unwrap().extend(internal_names_in(&out));
     });
-    let sweeps = files("sweeps", "json");
+    // Tune files (`tune-*.json`) are not sweeps; `hcsim tune` draws their frontier.
+    let sweeps: Vec<PathBuf> = files("sweeps", "json")
+        .into_iter()
+        .filter(|p| {
+            !p.file_name()
+                .unwrap()
+                .to_string_lossy()
+                .starts_with("tune-")
+        })
+        .collect();
     on_two_threads(&sweeps, |s| {
         let name = s.file_stem().unwrap().to_string_lossy().to_string();
         let out = dir.join(format!("sweep-{name}"));
