@@ -30,7 +30,7 @@ use hcsim::metrics::RunSummary;
 use hcsim::spec::Model;
 use hcsim::world::{self, TraceLine};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::{Child, Command, Output};
 
 /// The repository root (tests run the binary from there).
 pub fn root() -> &'static Path {
@@ -116,4 +116,29 @@ pub fn assert_conserved(s: &RunSummary) {
             s.model
         );
     }
+}
+
+/// Lines in a file (0 if it is missing).
+pub fn lines(p: &Path) -> usize {
+    std::fs::read(p).map_or(0, |b| b.iter().filter(|&&c| c == b'\n').count())
+}
+
+/// Kills a child started here, by its pid, and reaps it.
+pub fn kill(mut child: Child) {
+    let _ = child.kill();
+    let _ = child.wait();
+}
+
+/// Waits until `journal` has `n` lines and gives `child` back; after `secs`
+/// seconds, kills it and fails with "`what` in `secs` s".
+pub fn await_lines(journal: &Path, n: usize, secs: u64, child: Child, what: &str) -> Child {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(secs);
+    while lines(journal) < n {
+        if std::time::Instant::now() > deadline {
+            kill(child);
+            panic!("{what} in {secs} s");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    child
 }

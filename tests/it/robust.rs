@@ -4,11 +4,11 @@
 //! `--out`, an absurd `--jobs`, and a sweep's memory not growing with its
 //! runs. Every process started here is waited for or killed by its pid.
 
-use crate::tmp;
+use crate::{await_lines, kill, lines, tmp};
 use serde_json::json;
 use std::fs;
 use std::path::Path;
-use std::process::{Child, Command, Output, Stdio};
+use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 const BIN: &str = env!("CARGO_BIN_EXE_hcsim");
@@ -73,17 +73,6 @@ fn assert_same_outputs(a: &Path, b: &Path) {
     }
 }
 
-/// Lines in a file (0 if it is missing).
-fn lines(p: &Path) -> usize {
-    fs::read(p).map_or(0, |b| b.iter().filter(|&&c| c == b'\n').count())
-}
-
-/// Kills a child started here, by its pid, and reaps it.
-fn kill(mut child: Child) {
-    let _ = child.kill();
-    let _ = child.wait();
-}
-
 #[test]
 fn a_second_writer_is_refused_and_a_killed_sweep_resumes_identically() {
     let dir = tmp("lock");
@@ -113,14 +102,13 @@ fn a_second_writer_is_refused_and_a_killed_sweep_resumes_identically() {
         .spawn()
         .unwrap();
     let journal = dir.join("cut/.checkpoint/runs.jsonl");
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while lines(&journal) < 5 {
-        if Instant::now() > deadline {
-            kill(first);
-            panic!("the first sweep did not checkpoint 4 runs in 30 s");
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    let first = await_lines(
+        &journal,
+        5,
+        30,
+        first,
+        "the first sweep did not checkpoint 4 runs",
+    );
     let pid = format!("pid {} on ", first.id());
     let mut resume = args.to_vec();
     resume.push("--resume");
@@ -344,7 +332,7 @@ fn ctrl_c_says_how_many_runs_are_kept_and_how_to_resume() {
     let dir = tmp("ctrl-c");
     tiny(&dir);
     let args = ["sweep", "sweeps/tiny.json", "--jobs", "1", "--out", "cut"];
-    let mut child = Command::new(BIN)
+    let child = Command::new(BIN)
         .args(args)
         .current_dir(&dir)
         .env("HCSIM_HANG_AFTER", "3")
@@ -354,14 +342,13 @@ fn ctrl_c_says_how_many_runs_are_kept_and_how_to_resume() {
         .spawn()
         .unwrap();
     let journal = dir.join("cut/.checkpoint/runs.jsonl");
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while lines(&journal) < 4 {
-        if Instant::now() > deadline {
-            kill(child);
-            panic!("the sweep did not checkpoint 3 runs in 30 s");
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    let mut child = await_lines(
+        &journal,
+        4,
+        30,
+        child,
+        "the sweep did not checkpoint 3 runs",
+    );
     // SIGINT, as Ctrl-C sends it, by pid.
     let sent = Command::new("kill")
         .args(["-INT", &child.id().to_string()])

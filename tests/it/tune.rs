@@ -6,13 +6,12 @@
 //! naming the JSON path before anything runs. Every process started here is
 //! waited for or killed by its pid.
 
-use crate::{root, tmp};
+use crate::{await_lines, kill, root, tmp};
 use hcsim::tune::metric::Metric;
 use serde_json::Value;
 use std::fs;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output, Stdio};
-use std::time::{Duration, Instant};
+use std::process::{Command, Output, Stdio};
 
 const BIN: &str = env!("CARGO_BIN_EXE_hcsim");
 const TINY: &str = "tests/tune/tiny.json";
@@ -256,17 +255,6 @@ fn hcsim_run_at_the_verification_seeds_reproduces_the_recommendation() {
     }
 }
 
-/// Lines in a file (0 if it is missing).
-fn lines(p: &Path) -> usize {
-    fs::read(p).map_or(0, |b| b.iter().filter(|&&c| c == b'\n').count())
-}
-
-/// Kills a child started here, by its pid, and reaps it.
-fn kill(mut child: Child) {
-    let _ = child.kill();
-    let _ = child.wait();
-}
-
 #[test]
 fn a_tune_killed_in_its_second_rung_resumes_to_the_same_bytes() {
     let dir = tmp("tune-resume");
@@ -293,14 +281,13 @@ fn a_tune_killed_in_its_second_rung_resumes_to_the_same_bytes() {
         .spawn()
         .unwrap();
     let journal = cut.join(".stages/search-1/.checkpoint/runs.jsonl");
-    let deadline = Instant::now() + Duration::from_secs(60);
-    while lines(&journal) < 6 {
-        if Instant::now() > deadline {
-            kill(first);
-            panic!("the tune did not checkpoint 5 runs of rung 1 in 60 s");
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    let first = await_lines(
+        &journal,
+        6,
+        60,
+        first,
+        "the tune did not checkpoint 5 runs of rung 1",
+    );
     kill(first); // SIGKILL: the OS drops its locks, the checkpoint stays
     assert!(cut.join("runs/search-0.jsonl").exists(), "rung 0 was kept");
     assert!(!cut.join("tune.json").exists());
