@@ -98,7 +98,7 @@ pub struct Term {
 }
 
 impl Term {
-    fn new(name: &str, unit: Unit) -> Term {
+    pub fn new(name: &str, unit: Unit) -> Term {
         Term {
             subject: String::new(),
             name: name.to_string(),
@@ -274,6 +274,24 @@ fn client_metric(field: &str) -> Term {
     lookup(CLIENT_METRICS, field).unwrap_or_else(|| fallback(field))
 }
 
+/// The run-wide columns of `timeline.csv` (per bucket).
+const TIMELINE_COLUMNS: &[(&str, &str, Unit)] = &[
+    ("errors", "errors (non-2xx answers)", Unit::Count),
+    ("latency_p50_ms", "median latency", Unit::Millis),
+    ("latency_p99_ms", "p99 latency", Unit::Millis),
+    ("ok", "2xx answers", Unit::Count),
+    ("requests", "requests", Unit::Count),
+    ("timeouts", "timeouts", Unit::Count),
+];
+
+/// A run-wide column of `timeline.csv` (`errors`, `latency_p99_ms`): the
+/// clients' per-bucket figures.
+pub fn timeline_column(column: &str) -> Term {
+    let mut t = lookup(TIMELINE_COLUMNS, column).unwrap_or_else(|| fallback(column));
+    t.subject = "Clients".into();
+    t
+}
+
 /// Parameters by path, with `[i]` written as `[]`: `(path, name, unit)`.
 const PARAMS: &[(&str, &str, Unit)] = &[
     ("clients.concurrency", "concurrent clients", Unit::Count),
@@ -390,6 +408,17 @@ pub fn stat(key: &str) -> &'static str {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn timeline_columns_have_names_and_units() {
+        let t = timeline_column("latency_p99_ms");
+        assert_eq!(t.full(), "Clients: p99 latency");
+        assert_eq!(t.label(&t.unit.shown([12.0])), "p99 latency (ms)");
+        assert_eq!(t.label(&t.unit.shown([12_000.0])), "p99 latency (s)");
+        assert!(timeline_column("errors").known);
+        assert_eq!(timeline_column("errors").unit, Unit::Count);
+        assert!(!timeline_column("queue_depth").known);
+    }
 
     #[test]
     fn metrics_have_names_and_units() {

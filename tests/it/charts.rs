@@ -276,6 +276,70 @@ fn a_what_if_timeline_has_a_latency_panel_and_names_its_override() {
     assert!(md.contains("](charts/timeline.png)") && md.contains("clients.rate_per_s=10000"));
 }
 
+/// `hcsim compare` draws in the same words: names and units, not metric
+/// paths; the overrides of each run in the footer.
+#[test]
+fn compare_charts_speak_the_vocabulary() {
+    let dir = tmp("charts-compare");
+    let (a, b, out) = (dir.join("a"), dir.join("b"), dir.join("vs"));
+    let run = |out: &Path, extra: &[&str]| {
+        let mut args = vec![
+            "run",
+            "models/e2-p02-flaky-2pct.json",
+            "--reps",
+            "3",
+            "--set",
+            "duration=20s",
+            "--quiet",
+            "--no-charts",
+            "--out",
+            out.to_str().unwrap(),
+        ];
+        args.extend(extra);
+        ok(hcsim(&args), "run");
+    };
+    run(&a, &[]);
+    run(&b, &["--set", "clients.rate_per_s=300"]);
+    ok(
+        hcsim(&[
+            "compare",
+            a.to_str().unwrap(),
+            b.to_str().unwrap(),
+            "--out",
+            out.to_str().unwrap(),
+        ]),
+        "compare",
+    );
+    let bad = internal_names_in(&out);
+    assert!(bad.is_empty(), "internal names:\n{}", bad.join("\n"));
+    let mut texts = vec![];
+    let mut footers = vec![];
+    for f in chart_files(&out) {
+        if f.extension().is_some_and(|e| e == "svg") {
+            let svg = std::fs::read_to_string(&f).unwrap();
+            texts.extend(svg_texts(&svg));
+            footers.push(svg_footer(&svg));
+        } else {
+            check_png(&f);
+        }
+    }
+    assert!(footers.len() >= 4, "{footers:?}");
+    assert!(
+        footers.iter().all(|f| f.contains("clients.rate_per_s=300")),
+        "{footers:?}"
+    );
+    for want in [
+        "traffic share (%)",
+        "p99 latency (ms)",
+        "Clients: p99 latency per bucket",
+        "time (s)",
+    ] {
+        assert!(texts.iter().any(|t| t == want), "no {want:?} in {texts:?}");
+    }
+    let html = std::fs::read_to_string(out.join("compare.html")).unwrap();
+    assert!(html.contains("Clients: p99 latency") && !html.contains(">client.latency_ms.p99<"));
+}
+
 /// A zipped axis is one axis: every cell of the E5 grid has a value.
 #[test]
 fn a_zipped_axis_fills_every_cell() {

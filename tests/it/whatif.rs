@@ -165,7 +165,10 @@ fn compare_shows_each_metric_with_its_difference_and_noise_verdict() {
     );
     let html =
         std::fs::read_to_string(dir.join("output/m--vs--m--rate_per_s=400/compare.html")).unwrap();
-    assert!(html.contains("share of 2xx answers: node a") && html.matches("<svg").count() >= 4);
+    assert!(
+        html.contains("Node a: traffic share of the 2xx answers per bucket")
+            && html.matches("<svg").count() >= 4
+    );
 
     let json: Value = serde_json::from_str(&ok(hcsim_in(
         &dir,

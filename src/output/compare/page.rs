@@ -9,6 +9,7 @@ use super::{Comparison, RunDir};
 use crate::error::Error;
 use crate::output::charts::Drawn;
 use crate::output::html::{Block, chart_blocks, render};
+use crate::output::vocabulary::{self, Term, Unit};
 use crate::plot::{self, DistributionSpec, LinesSpec, Point, Series};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -152,11 +153,13 @@ impl Charts<'_> {
         format!("[{}] {}", i + 1, self.c.runs[i].label)
     }
 
+    /// Per-bucket series of `term`, shown in the unit that fits their values
+    /// (a share in %, a latency in ms or s); `title` follows the name.
     fn lines(
         &mut self,
         stem: &str,
+        term: &Term,
         title: &str,
-        y_label: &str,
         series: Vec<Vec<Point>>,
     ) -> Result<(), Error> {
         if series
@@ -165,20 +168,30 @@ impl Charts<'_> {
         {
             return Ok(());
         }
+        let shown = term
+            .unit
+            .shown(series.iter().flatten().flat_map(|p| [p.median, p.lo, p.hi]));
+        let scale = |p: Point| Point {
+            median: p.median * shown.factor,
+            lo: p.lo * shown.factor,
+            hi: p.hi * shown.factor,
+            ..p
+        };
         let spec = LinesSpec {
             title: title.to_string(),
             caption: self.caption.clone(),
             x_label: "time (s)".into(),
-            y_label: y_label.to_string(),
+            y_label: term.label(&shown),
             series: series
                 .into_iter()
                 .enumerate()
                 .map(|(i, points)| Series {
                     name: self.series_name(i),
-                    points,
+                    points: points.into_iter().map(scale).collect(),
                 })
                 .collect(),
             y_from_zero: true,
+            y_integer: term.unit == Unit::Count,
             band_label: "min–max over replications".into(),
             x_scale: plot::AxisScale::Linear,
             y_scale: plot::AxisScale::Linear,
@@ -195,12 +208,21 @@ impl Charts<'_> {
     }
 
     fn distribution(&mut self, metric: &str, groups: Vec<(String, Vec<f64>)>) -> Result<(), Error> {
+        let term = vocabulary::metric(metric);
+        let shown = term
+            .unit
+            .shown(groups.iter().flat_map(|(_, v)| v.iter().copied()));
+        let groups = groups
+            .into_iter()
+            .map(|(g, v)| (g, v.into_iter().map(|x| x * shown.factor).collect()))
+            .collect();
         let spec = DistributionSpec {
-            title: format!("{metric} over the replications"),
+            title: format!("{} over the replications", term.full()),
             caption: self.caption.clone(),
             group_label: "run".into(),
-            value_label: metric.to_string(),
+            value_label: term.label(&shown),
             groups,
+            integer: term.unit == Unit::Count,
             ..DistributionSpec::default()
         };
         let stem = self
@@ -281,18 +303,20 @@ fn draw(out: &Path, c: &Comparison, runs: &[RunDir]) -> Result<(Vec<Drawn>, usiz
     }
     for node in nodes.iter().take(MAX_CHARTS) {
         let series = timelines.iter().map(|t| t.share(node)).collect();
+        let term = vocabulary::metric(&format!("nodes.{node}.share"));
         charts.lines(
             &format!("timeline-share-{}", node.replace(['.', '/'], "-")),
-            &format!("share of 2xx answers: node {node}"),
-            "share (fraction of 2xx answers)",
+            &term,
+            &format!("{} of the 2xx answers per bucket", term.full()),
             series,
         )?;
     }
     let series = timelines.iter().map(Timeline::ejected).collect();
+    let ejected = Term::new("nodes ejected", Unit::None);
     charts.lines(
         "timeline-ejected",
-        "nodes ejected (sum over nodes of the time ejected per bucket)",
-        "nodes ejected",
+        &ejected,
+        "Nodes ejected (per bucket, the sum over nodes of the fraction of it ejected)",
         series,
     )?;
     let mut columns: Vec<String> = vec![];
@@ -305,10 +329,11 @@ fn draw(out: &Path, c: &Comparison, runs: &[RunDir]) -> Result<(Vec<Drawn>, usiz
     }
     for col in columns.iter().take(MAX_CHARTS) {
         let series = timelines.iter().map(|t| t.column(col)).collect();
+        let term = vocabulary::timeline_column(col);
         charts.lines(
             &format!("timeline-{}", col.replace(['.', '/'], "-")),
-            &format!("{col} per bucket"),
-            col,
+            &term,
+            &format!("{} per bucket", term.full()),
             series,
         )?;
     }
@@ -371,7 +396,11 @@ pub fn write(out: &Path, c: &Comparison, runs: &[RunDir]) -> Result<PathBuf, Err
     ));
     blocks.push(Block::Heading("Metrics".into()));
     let mut rows = super::render::rows(c);
-    let head = rows.remove(0);
+    let mut head = rows.remove(0);
+    head[0] = "metric (median [min–max])".into();
+    for (row, m) in rows.iter_mut().zip(&c.metrics) {
+        row[0] = vocabulary::metric(&m.metric).full();
+    }
     blocks.push(Block::Table(head, rows));
     blocks.push(Block::Paragraph(format!(
         "Each cell: median [min–max] over the replications; Δ: median minus run [1]'s (shares in percentage points). Noise: {}.",
