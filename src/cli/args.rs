@@ -347,6 +347,11 @@ pub struct TuneArgs {
     /// Finish an interrupted tune: keep the stages and runs it finished.
     #[arg(long)]
     pub resume: bool,
+    /// Run only shard K of N of the first unfinished stage, then stop.
+    /// Gather every shard's runs/*.jsonl into one runs/ directory and run
+    /// again (with --shard for the next stage, or --resume to finish here).
+    #[arg(long, value_name = "K/N")]
+    pub shard: Option<Shard>,
 }
 
 #[derive(Args, Debug)]

@@ -8,7 +8,7 @@ use super::{TuneArgs, emit};
 use crate::error::Error;
 use crate::run::{clamp_jobs, thread_pool};
 use crate::sweep::DirLock;
-use crate::tune::{self, RunOpts, Setup, TuneResult, page, result, search};
+use crate::tune::{self, Progress, RunOpts, Setup, TuneResult, page, result, search};
 use std::path::Path;
 use std::process::ExitCode;
 
@@ -18,15 +18,29 @@ pub const TIMING_FILE: &str = "timing.json";
 
 pub fn run(args: TuneArgs) -> Result<ExitCode, Error> {
     // Everything is checked before anything is simulated.
-    let setup = Setup::load(&args.file)?;
+    let mut setup = Setup::load(&args.file)?;
     let out = args
         .out
         .clone()
         .unwrap_or_else(|| Path::new("output").join(&setup.name));
     let _lock = DirLock::acquire(&out)?;
+    if let Some(imported) = &setup.imported {
+        if !args.quiet {
+            for w in &imported.warnings {
+                super::say(&format!("warning: {}: {w}", imported.config.display()));
+            }
+        }
+        // The imported model is the base every run and command names.
+        let file = out.join(tune::setup::IMPORTED_MODEL);
+        crate::output::write_atomic(&file, imported.json.as_bytes())?;
+        setup.model_file = file;
+    }
+    let shard = args.shard.unwrap_or(crate::sweep::Shard::WHOLE);
     if !args.resume {
         search::refuse_stale_checkpoints(&out)?;
-        search::clear_previous(&out)?;
+        if shard.is_whole() {
+            search::clear_previous(&out)?;
+        }
     }
     let first = setup.candidates.len() * setup.scenarios.len() * tune::schedule(&setup)[0] as usize;
     let (jobs, note) = clamp_jobs(args.jobs, first);
@@ -40,6 +54,7 @@ pub fn run(args: TuneArgs) -> Result<ExitCode, Error> {
         say(&format!("note: {note}"));
     }
     let pool = thread_pool(jobs)?;
+    super::interrupt::hint_resume_tune(&out);
     let stop_after = test_hook(STOP_AFTER_ENV)?;
     let hang_after = test_hook(HANG_AFTER_ENV)?;
     let mut checkpointed = 0;
@@ -58,8 +73,25 @@ pub fn run(args: TuneArgs) -> Result<ExitCode, Error> {
         pool: &pool,
         on_run: &mut on_run,
         stop_after,
+        shard,
     };
-    let outcome = tune::run(&setup, &mut opts, &mut |l| say(l))?;
+    let outcome = match tune::run(&setup, &mut opts, &mut |l| say(l))? {
+        Progress::Finished(outcome) => outcome,
+        Progress::Sharded { stage, file, runs } => {
+            if !quiet {
+                emit(&format!(
+                    "shard {shard} of stage {stage}: {runs} runs simulated now, all of the shard's runs in {}\nwhen every shard's {} is in {}, run again: with --shard K/N for the next stage, or --resume to finish here\n",
+                    file.display(),
+                    file.file_name()
+                        .and_then(|n| n.to_str())
+                        .unwrap_or("")
+                        .replace(&format!(".shard-{}-of-{}", shard.k, shard.n), ".shard-*",),
+                    out.join(search::RUNS_DIR).display(),
+                ))?;
+            }
+            return Ok(ExitCode::SUCCESS);
+        }
+    };
     let result = TuneResult::new(&setup, &outcome);
     let snippet = page::write_outputs(&out, &setup, &result)?;
     let wall = started.elapsed().as_secs_f64();

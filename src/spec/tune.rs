@@ -19,7 +19,14 @@ pub struct TuneSpec {
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub description: String,
     /// The model to start from, relative to the directory of the tune file.
-    pub model: PathBuf,
+    /// Give either `model` or `import`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<PathBuf>,
+    /// A gateway config to start from instead of a model: imported as
+    /// `hcsim import` does, the imported model written to the output
+    /// directory as `model.json`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub import: Option<TuneImportSpec>,
     /// Base seed of the search; the verification's seeds are derived from it
     /// on a stream of their own. Default: the model's `seed`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -56,6 +63,42 @@ pub struct TuneSpec {
 
 fn five() -> u32 {
     5
+}
+
+/// A gateway config as a tune's base: `hcsim import FILE --format F
+/// --target T --nodes N --rps R --duration D`.
+#[derive(Clone, Debug, Deserialize, Serialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct TuneImportSpec {
+    /// The config file (nginx.conf, haproxy.cfg, Envoy or Istio YAML, a
+    /// Kubernetes manifest), relative to the directory of the tune file.
+    pub file: PathBuf,
+    /// Its format; detected from the content when absent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub format: Option<ImportFormat>,
+    /// The upstream / backend / cluster / host / workload, when it has several.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub target: Option<String>,
+    /// Nodes to create when the config does not list them. Default 3.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub nodes: Option<u32>,
+    /// Open-loop request rate. Default 100 req/s.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rate_per_s: Option<f64>,
+    /// Simulated time of each run, e.g. `"60s"`. Default 60s.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub duration: Option<String>,
+}
+
+/// A gateway config's format.
+#[derive(Clone, Copy, Debug, Deserialize, Serialize, PartialEq, Eq, schemars::JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum ImportFormat {
+    Nginx,
+    Haproxy,
+    Envoy,
+    Istio,
+    Kubernetes,
 }
 
 /// How the search space is explored.

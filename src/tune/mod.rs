@@ -26,7 +26,7 @@ pub use setup::Setup;
 
 use crate::error::Error;
 use pareto::{Evaluation, Values};
-use search::{Stage, run_stage, rung_seed, verify_seed};
+use search::{Stage, StageOutcome, run_stage, rung_seed, verify_seed};
 use setup::Method;
 
 /// Successive halving keeps at least this many candidates per rung (or all
@@ -89,8 +89,42 @@ pub struct Verification {
     pub evals: Vec<Evaluation>,
 }
 
+/// How far [`run`] went.
+pub enum Progress {
+    /// Every stage ran: the search's and the verification's results.
+    Finished(Outcome),
+    /// With `--shard K/N`: this shard of `stage` ran (`runs` of its runs
+    /// now) and wrote `file`; the tune goes on once every shard's file of
+    /// the stage is in `runs/`.
+    Sharded {
+        stage: String,
+        file: std::path::PathBuf,
+        runs: usize,
+    },
+}
+
+/// A stage's results, or how far a shard got.
+macro_rules! stage_done {
+    ($got:expr, $stage:expr) => {
+        match $got {
+            StageOutcome::Done(runs) => runs,
+            StageOutcome::Sharded { file, runs } => {
+                return Ok(Progress::Sharded {
+                    stage: $stage.id.clone(),
+                    file,
+                    runs,
+                });
+            }
+        }
+    };
+}
+
 /// Runs the search and the verification; `say` reports progress.
-pub fn run(setup: &Setup, opts: &mut RunOpts, say: &mut dyn FnMut(&str)) -> Result<Outcome, Error> {
+pub fn run(
+    setup: &Setup,
+    opts: &mut RunOpts,
+    say: &mut dyn FnMut(&str),
+) -> Result<Progress, Error> {
     let rungs = schedule(setup);
     let eta = match setup.method {
         Method::Halving { eta, .. } => eta,
@@ -114,7 +148,7 @@ pub fn run(setup: &Setup, opts: &mut RunOpts, say: &mut dyn FnMut(&str)) -> Resu
             setup.scenarios.len(),
             alive.len() * setup.scenarios.len() * reps as usize
         ));
-        let got = run_stage(setup, &stage, opts)?;
+        let got = stage_done!(run_stage(setup, &stage, opts)?, stage);
         simulated_s += got.simulated_s;
         runs += got.runs;
         now += got.simulated_now;
@@ -159,7 +193,7 @@ pub fn run(setup: &Setup, opts: &mut RunOpts, say: &mut dyn FnMut(&str)) -> Resu
             setup.scenarios.len(),
             setup.verify_reps
         ));
-        let got = run_stage(setup, &stage, opts)?;
+        let got = stage_done!(run_stage(setup, &stage, opts)?, stage);
         simulated_s += got.simulated_s;
         runs += got.runs;
         now += got.simulated_now;
@@ -174,7 +208,7 @@ pub fn run(setup: &Setup, opts: &mut RunOpts, say: &mut dyn FnMut(&str)) -> Resu
             evals,
         })
     };
-    Ok(Outcome {
+    Ok(Progress::Finished(Outcome {
         stages,
         judged,
         finalists: alive,
@@ -184,7 +218,7 @@ pub fn run(setup: &Setup, opts: &mut RunOpts, say: &mut dyn FnMut(&str)) -> Resu
         simulated_s,
         runs,
         simulated_now: now,
-    })
+    }))
 }
 
 #[cfg(test)]

@@ -18,7 +18,7 @@ use std::path::{Path, PathBuf};
 /// Where finished stages' runs are kept, under the output directory.
 pub const RUNS_DIR: &str = "runs";
 /// Where stages in progress keep their checkpoint, under the output directory.
-const STAGES_DIR: &str = ".stages";
+pub const STAGES_DIR: &str = ".stages";
 /// The stream of the search's later rungs' seeds.
 const SEARCH_STREAM: u64 = 0x7475_6e65;
 /// The stream of the verification's seeds: never those of the search.
@@ -81,6 +81,18 @@ pub struct RunOpts<'a> {
     pub on_run: &'a mut dyn FnMut(),
     /// Test hook: stop as if killed after this many more runs.
     pub stop_after: Option<usize>,
+    /// `--shard K/N`: run only this shard's runs of the first stage not yet
+    /// finished, then stop.
+    pub shard: Shard,
+}
+
+/// What [`run_stage`] did.
+pub enum StageOutcome {
+    /// The stage is complete: its results.
+    Done(StageRuns),
+    /// This process ran its shard of the stage and wrote its runs to `file`;
+    /// the stage goes on when every shard's file is in `runs/`.
+    Sharded { file: PathBuf, runs: usize },
 }
 
 /// The sweep plan of a stage: its candidates × the scenarios, candidate-major.
@@ -115,6 +127,69 @@ pub fn plan(setup: &Setup, stage: &Stage) -> Plan {
 /// The file a finished stage's runs are kept in.
 pub fn stage_file(out: &Path, id: &str) -> PathBuf {
     out.join(RUNS_DIR).join(format!("{id}.jsonl"))
+}
+
+/// The file one shard's runs of a stage are kept in.
+pub fn shard_file(out: &Path, id: &str, shard: Shard) -> PathBuf {
+    out.join(RUNS_DIR)
+        .join(format!("{id}.shard-{}-of-{}.jsonl", shard.k, shard.n))
+}
+
+/// The shard files of stage `id` in `runs/`, sorted.
+fn shard_files(out: &Path, id: &str) -> Vec<PathBuf> {
+    let prefix = format!("{id}.shard-");
+    let mut found: Vec<PathBuf> = std::fs::read_dir(out.join(RUNS_DIR))
+        .into_iter()
+        .flatten()
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| {
+            p.file_name()
+                .and_then(|n| n.to_str())
+                .is_some_and(|n| n.starts_with(&prefix) && n.ends_with(".jsonl"))
+        })
+        .collect();
+    found.sort();
+    found
+}
+
+/// The stage's runs from its shards' files in `runs/`, if every shard's
+/// file is there: checked as `hcsim merge` checks a sweep's shards, and
+/// kept as the stage's finished file. `None` when there are no shard files
+/// or some shard's is missing (and this process runs a shard: it runs its
+/// own); an error when they belong to another tune or, without `--shard`,
+/// when some are missing.
+fn merged_shards(
+    out: &Path,
+    stage: &Stage,
+    plan: &Plan,
+    shard: Shard,
+) -> Result<Option<RunSource>, Error> {
+    let files = shard_files(out, &stage.id);
+    if files.is_empty() {
+        return Ok(None);
+    }
+    for f in &files {
+        let j = read_journal(f)?;
+        if j.head.header.fingerprint != plan.header.fingerprint {
+            return Err(Error::Checkpoint {
+                path: f.clone(),
+                reason: format!(
+                    "holds runs of stage {} of a different tune (the tune file, its model or hcsim differ): remove it",
+                    stage.id
+                ),
+            });
+        }
+    }
+    match crate::sweep::merge::merge(&files) {
+        Ok((_, runs)) => Ok(Some(runs)),
+        Err(_) if !shard.is_whole() => Ok(None),
+        Err(e) => Err(Error::Usage(format!(
+            "stage {} was run in shards but not all of them are in {}: {e}; copy in the missing shards' runs/ files (or run them with --shard K/N), or remove the shard files to run the stage here",
+            stage.id,
+            out.join(RUNS_DIR).display()
+        ))),
+    }
 }
 
 /// Fails if an interrupted tune left a checkpoint in `out` and `--resume`
@@ -166,22 +241,47 @@ pub fn clear_previous(out: &Path) -> Result<(), Error> {
     Ok(())
 }
 
-/// Runs a stage (or, with `--resume`, takes what a previous process did of
-/// it) and reads its results back.
-pub fn run_stage(setup: &Setup, stage: &Stage, opts: &mut RunOpts) -> Result<StageRuns, Error> {
+/// Runs a stage (or, with `--resume` or `--shard`, takes what a previous
+/// process or every shard did of it) and reads its results back; with
+/// `--shard K/N` and the stage unfinished, runs only that shard's runs.
+pub fn run_stage(setup: &Setup, stage: &Stage, opts: &mut RunOpts) -> Result<StageOutcome, Error> {
     let plan = plan(setup, stage);
     let file = stage_file(opts.out, &stage.id);
-    if opts.resume
+    let keep = opts.resume || !opts.shard.is_whole();
+    if keep
         && let Ok(j) = read_journal(&file)
         && j.head.header.fingerprint == plan.header.fingerprint
         && j.done.len() == plan.header.runs()
     {
         let runs = RunSource::new(std::slice::from_ref(&j), |_| true)?;
-        return read_back(setup, stage, &plan, &runs, 0);
+        return read_back(setup, stage, &plan, &runs, 0).map(StageOutcome::Done);
     }
-    let dir = opts.out.join(STAGES_DIR).join(&stage.id);
+    if keep && let Some(runs) = merged_shards(opts.out, stage, &plan, opts.shard)? {
+        journal::write_shard_file(&file, &plan.header, Shard::WHOLE, &runs)?;
+        return read_back(setup, stage, &plan, &runs, 0).map(StageOutcome::Done);
+    }
+    let shard = opts.shard;
+    let mine = shard_file(opts.out, &stage.id, shard);
+    if !shard.is_whole()
+        && let Ok(j) = read_journal(&mine)
+        && j.head.header.fingerprint == plan.header.fingerprint
+        && j.done.len() == shard.runs(plan.header.runs()).len()
+    {
+        // This shard's part is done; the others' are not in runs/ yet.
+        return Ok(StageOutcome::Sharded {
+            file: mine,
+            runs: 0,
+        });
+    }
+    let dir = if shard.is_whole() {
+        opts.out.join(STAGES_DIR).join(&stage.id)
+    } else {
+        opts.out
+            .join(STAGES_DIR)
+            .join(format!("{}.shard-{}-of-{}", stage.id, shard.k, shard.n))
+    };
     let lock = DirLock::acquire(&dir)?;
-    let mut session = Session::open(&plan, &dir, Shard::WHOLE, opts.resume, lock)?;
+    let mut session = Session::open(&plan, &dir, shard, opts.resume, lock)?;
     let todo = session.todo().len();
     if opts.stop_after == Some(0) {
         return Err(Error::Interrupted {
@@ -198,8 +298,19 @@ pub fn run_stage(setup: &Setup, stage: &Stage, opts: &mut RunOpts) -> Result<Sta
         path: opts.out.join(RUNS_DIR),
         source,
     })?;
+    if !shard.is_whole() {
+        journal::write_shard_file(&mine, &plan.header, shard, &runs)?;
+        drop(runs);
+        drop(session.finish());
+        let _ = std::fs::remove_dir_all(&dir);
+        let _ = std::fs::remove_dir(opts.out.join(STAGES_DIR));
+        return Ok(StageOutcome::Sharded {
+            file: mine,
+            runs: todo,
+        });
+    }
     journal::write_shard_file(&file, &plan.header, Shard::WHOLE, &runs)?;
-    let result = read_back(setup, stage, &plan, &runs, todo);
+    let result = read_back(setup, stage, &plan, &runs, todo).map(StageOutcome::Done);
     drop(runs);
     drop(session.finish());
     let _ = std::fs::remove_dir_all(&dir);

@@ -5,7 +5,9 @@
 
 use super::metric::Metric;
 use crate::error::Error;
-use crate::spec::tune::{Goal, Op, Recommend, SearchMethod, Stat, TuneSpec};
+use crate::spec::tune::{
+    Goal, ImportFormat, Op, Recommend, SearchMethod, Stat, TuneImportSpec, TuneSpec,
+};
 use crate::spec::{self, Model};
 use crate::sweep::axes::{expand_axis, point_indices};
 use crate::sweep::cell_text;
@@ -124,6 +126,81 @@ pub struct Setup {
     pub chart: (usize, usize),
     /// Per point `candidate × scenarios + scenario`, its model.
     pub models: Vec<Model>,
+    /// The gateway config the base model was imported from, if it was.
+    pub imported: Option<Imported>,
+}
+
+/// A tune's base imported from a gateway config.
+pub struct Imported {
+    pub config: PathBuf,
+    /// What `hcsim import` would warn of.
+    pub warnings: Vec<String>,
+    /// The model as `hcsim import` writes it: the bytes of `model.json`.
+    pub json: String,
+}
+
+/// The name of the imported base model in the output directory.
+pub const IMPORTED_MODEL: &str = "model.json";
+
+/// The model a tune file's `import` gives, as `hcsim import` writes it
+/// (every default written out), with the config's path and import warnings.
+fn import_base(
+    path: &Path,
+    dir: &Path,
+    spec: &TuneImportSpec,
+) -> Result<(PathBuf, Value, Imported), Error> {
+    use crate::config::import::{self, Format, Options, Workload};
+    let config = normalize(&dir.join(&spec.file));
+    let invalid = |field: &str, reason: String| Error::Invalid {
+        path: path.to_path_buf(),
+        field: format!("import.{field}"),
+        reason,
+    };
+    let mut workload = Workload::default();
+    if let Some(r) = spec.rate_per_s {
+        if !(r.is_finite() && r > 0.0) {
+            return Err(invalid(
+                "rate_per_s",
+                format!("expected a positive rate, found {r}"),
+            ));
+        }
+        workload.rate_per_s = r;
+    }
+    if let Some(d) = &spec.duration {
+        workload.duration = crate::engine::time::parse_duration(d)
+            .map_err(|e| invalid("duration", format!("{e}, found \"{d}\"")))?;
+    }
+    let opts = Options {
+        format: spec.format.map(|f| match f {
+            ImportFormat::Nginx => Format::Nginx,
+            ImportFormat::Haproxy => Format::Haproxy,
+            ImportFormat::Envoy => Format::Envoy,
+            ImportFormat::Istio => Format::Istio,
+            ImportFormat::Kubernetes => Format::Kubernetes,
+        }),
+        target: spec.target.clone(),
+        nodes: spec.nodes,
+    };
+    let in_tune = |e: Error| Error::InSweep {
+        sweep: path.to_path_buf(),
+        context: "import".into(),
+        source: Box::new(e),
+    };
+    let imported = import::read(&config, &opts, &workload).map_err(in_tune)?;
+    let model = imported.model_of(&imported.doc, &config).map_err(in_tune)?;
+    let spec = model.effective_spec();
+    let base = serde_json::to_value(&spec).expect("a model serializes");
+    let json = serde_json::to_string_pretty(&spec).expect("a model serializes") + "\n";
+    let warnings = imported.warnings.iter().map(ToString::to_string).collect();
+    Ok((
+        config.clone(),
+        base,
+        Imported {
+            config,
+            warnings,
+            json,
+        },
+    ))
 }
 
 impl Setup {
@@ -154,12 +231,35 @@ impl Setup {
                 ));
             }
         }
-        let model_file = normalize(&path.parent().unwrap_or(Path::new("")).join(&tune.model));
-        let base = spec::read_document(&model_file).map_err(|e| Error::InSweep {
-            sweep: path.to_path_buf(),
-            context: "model".into(),
-            source: Box::new(e),
-        })?;
+        let dir = path.parent().unwrap_or(Path::new(""));
+        let (model_file, base, imported) = match (&tune.model, &tune.import) {
+            (Some(model), None) => {
+                let model_file = normalize(&dir.join(model));
+                let base = spec::read_document(&model_file).map_err(|e| Error::InSweep {
+                    sweep: path.to_path_buf(),
+                    context: "model".into(),
+                    source: Box::new(e),
+                })?;
+                (model_file, base, None)
+            }
+            (None, Some(import)) => {
+                let (config, base, imported) = import_base(path, dir, import)?;
+                (config, base, Some(imported))
+            }
+            (Some(_), Some(_)) => {
+                return Err(invalid(
+                    "import".into(),
+                    "give either `model` or `import` (a gateway config), not both".into(),
+                ));
+            }
+            (None, None) => {
+                return Err(invalid(
+                    "model".into(),
+                    "missing: give the model to start from, or `import` with a gateway config"
+                        .into(),
+                ));
+            }
+        };
         let base_model = Model::from_document(&base, &model_file).map_err(|e| Error::InSweep {
             sweep: path.to_path_buf(),
             context: "model".into(),
@@ -171,6 +271,7 @@ impl Setup {
         let models = point_models(path, &base, &model_file, &candidates, &scenarios)?;
         let mut setup = Setup {
             file: path.to_path_buf(),
+            imported,
             name,
             description: tune.description.clone(),
             definition,

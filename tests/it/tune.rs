@@ -196,6 +196,73 @@ fn hcsim_run_at_the_verification_seeds_reproduces_the_recommendation() {
     let dir = tmp("tune-reproduce");
     let out = dir.join("t");
     ok(tune(&out, &["--quiet"]));
+    reproduces_the_recommendation(&dir, &out);
+}
+
+/// A tune may start from a gateway config: the model it imports is
+/// `hcsim import`'s, byte for byte, kept as `model.json` beside tune.json,
+/// and the recorded commands reproduce the recommendation from it.
+#[test]
+fn a_tune_from_an_imported_config_runs_on_hcsim_imports_model() {
+    let dir = tmp("tune-imported");
+    let out = dir.join("t");
+    let file = "tests/tune/imported.json";
+    ok(hcsim_env(
+        &["tune", file, "--quiet", "--out", out.to_str().unwrap()],
+        &[],
+    ));
+    let imported = ok(hcsim_env(
+        &[
+            "import",
+            "tests/configs/e3-nginx.conf",
+            "--rps",
+            "100",
+            "--duration",
+            "20s",
+        ],
+        &[],
+    ));
+    assert_eq!(
+        String::from_utf8_lossy(&imported.stdout),
+        fs::read_to_string(out.join("model.json")).unwrap()
+    );
+    let r = read_json(&out.join("tune.json"));
+    assert_eq!(
+        r["model_file"],
+        out.join("model.json").display().to_string()
+    );
+    assert!(
+        r["pareto"].as_array().unwrap().len() >= 3,
+        "{}",
+        r["pareto"]
+    );
+    let snippet = fs::read_to_string(out.join("recommended.nginx.conf")).unwrap();
+    assert!(
+        snippet.contains("server 10.0.0.1:8080 max_fails="),
+        "{snippet}"
+    );
+    reproduces_the_recommendation(&dir, &out);
+
+    // A config that does not parse: exit 2 naming the config's file and line.
+    let bad_dir = tmp("tune-imported-bad");
+    let conf = bad_dir.join("broken.conf");
+    fs::write(&conf, "upstream b {\n    server 10.0.0.1 max_fail=3;\n}\n").unwrap();
+    let mut doc = read_json(&root().join(file));
+    doc["import"]["file"] = conf.display().to_string().into();
+    let path = bad_dir.join("tune.json");
+    fs::write(&path, doc.to_string()).unwrap();
+    let failed = hcsim_env(&["tune", path.to_str().unwrap()], &[]);
+    assert_eq!(failed.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&failed.stderr);
+    assert!(
+        err.contains(&path.display().to_string()) && err.contains(&format!("{}:2", conf.display())),
+        "{err}"
+    );
+}
+
+/// Runs the commands tune.json records for the recommendation at the
+/// verification seeds and checks they give its figures.
+fn reproduces_the_recommendation(dir: &Path, out: &Path) {
     let r = read_json(&out.join("tune.json"));
     let model = r["model_file"].as_str().unwrap();
     let runs = r["verification"]["recommended_runs"].as_array().unwrap();
@@ -321,6 +388,119 @@ fn a_tune_killed_in_its_second_rung_resumes_to_the_same_bytes() {
     assert_same_files(&whole, &dir.join("stop"));
 }
 
+/// Ctrl-C (SIGINT) in the middle of a tune: exit 130 saying where the
+/// finished work is and the command that finishes it.
+#[test]
+fn ctrl_c_in_a_tune_says_what_is_kept_and_how_to_resume() {
+    let dir = tmp("tune-ctrl-c");
+    let out = dir.join("cut");
+    let child = Command::new(BIN)
+        .args(["tune", TINY, "--jobs", "1", "--out", out.to_str().unwrap()])
+        .current_dir(root())
+        .env_remove("HCSIM_STOP_AFTER")
+        .env("HCSIM_HANG_AFTER", "3")
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let journal = out.join(".stages/search-0/.checkpoint/runs.jsonl");
+    let mut child = await_lines(&journal, 4, 60, child, "the tune did not checkpoint 3 runs");
+    let sent = Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status();
+    if !sent.is_ok_and(|s| s.success()) {
+        kill(child);
+        return; // no kill(1)
+    }
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while child.try_wait().unwrap().is_none() {
+        if std::time::Instant::now() > deadline {
+            kill(child);
+            panic!("the tune did not stop on SIGINT");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let done = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&done.stderr);
+    assert_eq!(done.status.code(), Some(130), "{err}");
+    assert!(
+        err.contains("interrupted: the finished stages are kept in")
+            && err.contains(&format!(
+                "hcsim tune {TINY} --jobs 1 --out {} --resume",
+                out.display()
+            )),
+        "{err}"
+    );
+    assert_eq!(crate::lines(&journal), 4, "the 3 runs are kept");
+}
+
+/// Two machines, each running `--shard K/2` of every stage in turn and
+/// exchanging their `runs/` shard files between rounds, end with the same
+/// bytes as one machine running the whole tune.
+#[test]
+fn a_tune_run_in_shards_ends_with_the_whole_tunes_bytes() {
+    let dir = tmp("tune-shards");
+    let whole = dir.join("whole");
+    ok(tune(&whole, &["--quiet", "--jobs", "2"]));
+    let machines = [dir.join("m1"), dir.join("m2")];
+    let mut stages = vec![];
+    for _round in 0..5 {
+        for (k, m) in machines.iter().enumerate() {
+            let out = ok(tune(
+                m,
+                &["--shard", &format!("{}/2", k + 1), "--jobs", "1"],
+            ));
+            let said = String::from_utf8_lossy(&out.stdout).to_string();
+            if let Some(stage) = said
+                .strip_prefix(&format!("shard {}/2 of stage ", k + 1))
+                .and_then(|r| r.split(':').next())
+            {
+                stages.push(stage.to_string());
+            }
+        }
+        if machines.iter().all(|m| m.join("tune.json").exists()) {
+            break;
+        }
+        // Exchange the shard files, as a shared directory or a copy would.
+        for (from, to) in [(&machines[0], &machines[1]), (&machines[1], &machines[0])] {
+            for e in fs::read_dir(from.join("runs")).unwrap().flatten() {
+                let name = e.file_name().to_string_lossy().to_string();
+                if name.contains(".shard-") && !to.join("runs").join(&name).exists() {
+                    fs::copy(e.path(), to.join("runs").join(&name)).unwrap();
+                }
+            }
+        }
+    }
+    // Both machines name each stage they ran a shard of; once per stage here.
+    stages.dedup();
+    assert_eq!(
+        stages,
+        ["search-0", "search-1", "verify"],
+        "the machines ran their shards of every stage, in turn"
+    );
+    for m in &machines {
+        // The shard files stay beside the merged ones; the rest is the whole tune's.
+        for e in fs::read_dir(m.join("runs")).unwrap().flatten() {
+            if e.file_name().to_string_lossy().contains(".shard-") {
+                fs::remove_file(e.path()).unwrap();
+            }
+        }
+        assert_same_files(&whole, m);
+    }
+
+    // A stage with a shard missing: --resume refuses, naming what is missing.
+    let part = dir.join("part");
+    ok(tune(&part, &["--shard", "1/3", "--quiet"]));
+    let refused = tune(&part, &["--resume", "--quiet"]);
+    assert_eq!(refused.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&refused.stderr);
+    assert!(
+        err.contains("search-0") && err.contains("missing shard 2/3, 3/3"),
+        "{err}"
+    );
+}
+
 /// Writes `tune` (the tiny file with `edit` applied) into `dir` and runs it.
 fn bad(dir: &Path, name: &str, edit: impl Fn(&mut Value)) -> String {
     let mut doc = read_json(&root().join(TINY));
@@ -409,4 +589,15 @@ fn bad_tune_files_exit_2_naming_the_json_path_before_running() {
         d["objective"] = serde_json::json!([])
     });
     assert!(err.contains("unknown field `objective`"), "{err}");
+    let err = bad(&dir, "model-and-import", |d| {
+        d["import"] = serde_json::json!({"file": "nginx.conf"})
+    });
+    assert!(
+        err.contains("import: give either `model` or `import`"),
+        "{err}"
+    );
+    let err = bad(&dir, "no-model", |d| {
+        d.as_object_mut().unwrap().remove("model");
+    });
+    assert!(err.contains("model: missing"), "{err}");
 }
