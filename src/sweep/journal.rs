@@ -216,19 +216,20 @@ impl RunSource {
 /// `--param`, `--set`, `--reps` or `--seed`), else what else changes results.
 fn different_sweep(was: &PlanHeader, now: &PlanHeader, dir: &Path) -> String {
     let (a, b) = (was.command(), now.command());
+    let kind = now.kind();
     if a != b {
         return format!(
-            "belongs to a different sweep: it was written by `{a}`, not `{b}`; finish it with that command and --resume, or remove {} to start over",
+            "belongs to a different {kind}: it was written by `{a}`, not `{b}`; finish it with that command and --resume, or remove {} to start over",
             dir.display()
         );
     }
     let changed = if now.is_command_line() {
-        "the model or hcsim"
+        "the model or hcsim".to_string()
     } else {
-        "the sweep file, its model or hcsim"
+        format!("the {kind} file, its model or hcsim")
     };
     format!(
-        "belongs to a different sweep ({changed} changed since it was written); remove {} to start over",
+        "belongs to a different {kind} ({changed} changed since it was written); remove {} to start over",
         dir.display()
     )
 }

@@ -77,13 +77,23 @@ impl PlanHeader {
 
     /// The command that reproduces the results (`--jobs`, `--shard`,
     /// `--resume` and `--out` do not change them).
+    /// `tune` for a stage of `hcsim tune` (its definition holds the tune
+    /// file), else `sweep`: the command that writes such a plan.
+    pub fn kind(&self) -> &'static str {
+        if self.definition.get("tune").is_some() {
+            "tune"
+        } else {
+            "sweep"
+        }
+    }
+
     pub fn command(&self) -> String {
         let file = if self.is_command_line() {
             &self.model_file
         } else {
             &self.sweep_file
         };
-        ["hcsim", "sweep", file.as_str()]
+        ["hcsim", self.kind(), file.as_str()]
             .into_iter()
             .chain(self.args.iter().map(String::as_str))
             .map(shell_word)

@@ -433,6 +433,35 @@ fn ctrl_c_in_a_tune_says_what_is_kept_and_how_to_resume() {
         "{err}"
     );
     assert_eq!(crate::lines(&journal), 4, "the 3 runs are kept");
+
+    // Resumed with another tune file, the checkpoint is refused in tune's words.
+    let mut doc = read_json(&root().join(TINY));
+    doc["model"] = root()
+        .join("models/nginx-3-nodes.json")
+        .display()
+        .to_string()
+        .into();
+    doc["reps"] = 4.into();
+    let other = dir.join("other.json");
+    fs::write(&other, doc.to_string()).unwrap();
+    let refused = hcsim_env(
+        &[
+            "tune",
+            other.to_str().unwrap(),
+            "--resume",
+            "--out",
+            out.to_str().unwrap(),
+        ],
+        &[],
+    );
+    assert_eq!(refused.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&refused.stderr);
+    assert!(
+        err.contains(
+            "belongs to a different tune: it was written by `hcsim tune tests/tune/tiny.json`"
+        ),
+        "{err}"
+    );
 }
 
 /// Two machines, each running `--shard K/2` of every stage in turn and
