@@ -6,14 +6,31 @@
 /// Not in any heap.
 pub(crate) const NONE: u32 = u32::MAX;
 
+/// A peer's record as the heaps see it: where it sits (`at`). The record
+/// may hold the peer's key and the rest of its state too, so that comparing
+/// and moving a peer touch one cache line.
+pub(crate) trait Slot {
+    fn at(&self) -> u32;
+    fn set_at(&mut self, h: u32);
+}
+
+impl Slot for u32 {
+    fn at(&self) -> u32 {
+        *self
+    }
+    fn set_at(&mut self, h: u32) {
+        *self = h;
+    }
+}
+
 /// Children per node: a 4-ary heap is half as deep as a binary one, and a
 /// pick's sift-down (the winner's key drops to the bottom) is most of its cost.
 const D: usize = 4;
 
-/// One heap; `at[i]` is where position `i` sits in it (shared with the other
-/// heaps of the same structure). `before(a, b)` says whether `a` belongs
-/// above `b`; the caller passes the same order to every call and re-keys a
-/// member (`update`) whenever its key changes.
+/// One heap; `slots[i].at()` is where position `i` sits in it (shared with
+/// the other heaps of the same structure). `before(slots, a, b)` says
+/// whether `a` belongs above `b`; the caller passes the same order to every
+/// call and re-keys a member (`update`) whenever its key changes.
 #[derive(Clone, Debug, Default)]
 pub(crate) struct PosHeap {
     heap: Vec<u32>,
@@ -28,52 +45,77 @@ impl PosHeap {
         self.heap.first().copied()
     }
 
-    pub(crate) fn push(&mut self, at: &mut [u32], i: u32, before: impl Fn(u32, u32) -> bool) {
-        debug_assert!(at[i as usize] == NONE);
+    pub(crate) fn push<S: Slot>(
+        &mut self,
+        at: &mut [S],
+        i: u32,
+        before: impl Fn(&[S], u32, u32) -> bool,
+    ) {
+        debug_assert!(at[i as usize].at() == NONE);
         self.heap.push(i);
         let h = self.heap.len() - 1;
-        at[i as usize] = h as u32;
+        at[i as usize].set_at(h as u32);
         self.up(at, h, &before);
     }
 
-    pub(crate) fn remove(&mut self, at: &mut [u32], i: u32, before: impl Fn(u32, u32) -> bool) {
-        let h = at[i as usize];
+    pub(crate) fn remove<S: Slot>(
+        &mut self,
+        at: &mut [S],
+        i: u32,
+        before: impl Fn(&[S], u32, u32) -> bool,
+    ) {
+        let h = at[i as usize].at();
         debug_assert!(h != NONE && self.heap[h as usize] == i);
         let h = h as usize;
         let last = self.heap.len() - 1;
         self.swap(at, h, last);
         self.heap.pop();
-        at[i as usize] = NONE;
+        at[i as usize].set_at(NONE);
         if h < self.heap.len() {
             self.update_at(at, h, &before);
         }
     }
 
     /// `i`'s key changed: restore the order.
-    pub(crate) fn update(&mut self, at: &mut [u32], i: u32, before: impl Fn(u32, u32) -> bool) {
-        let h = at[i as usize];
+    pub(crate) fn update<S: Slot>(
+        &mut self,
+        at: &mut [S],
+        i: u32,
+        before: impl Fn(&[S], u32, u32) -> bool,
+    ) {
+        let h = at[i as usize].at();
         debug_assert!(h != NONE && self.heap[h as usize] == i);
         self.update_at(at, h as usize, &before);
     }
 
-    fn update_at(&mut self, at: &mut [u32], h: usize, before: &impl Fn(u32, u32) -> bool) {
-        if h > 0 && before(self.heap[h], self.heap[(h - 1) / D]) {
+    fn update_at<S: Slot>(
+        &mut self,
+        at: &mut [S],
+        h: usize,
+        before: &impl Fn(&[S], u32, u32) -> bool,
+    ) {
+        if h > 0 && before(at, self.heap[h], self.heap[(h - 1) / D]) {
             self.up(at, h, before);
         } else {
             self.down(at, h, before);
         }
     }
 
-    fn swap(&mut self, at: &mut [u32], a: usize, b: usize) {
+    fn swap<S: Slot>(&mut self, at: &mut [S], a: usize, b: usize) {
         self.heap.swap(a, b);
-        at[self.heap[a] as usize] = a as u32;
-        at[self.heap[b] as usize] = b as u32;
+        at[self.heap[a] as usize].set_at(a as u32);
+        at[self.heap[b] as usize].set_at(b as u32);
     }
 
-    fn up(&mut self, at: &mut [u32], mut h: usize, before: &impl Fn(u32, u32) -> bool) {
+    fn up<S: Slot>(
+        &mut self,
+        at: &mut [S],
+        mut h: usize,
+        before: &impl Fn(&[S], u32, u32) -> bool,
+    ) {
         while h > 0 {
             let parent = (h - 1) / D;
-            if !before(self.heap[h], self.heap[parent]) {
+            if !before(at, self.heap[h], self.heap[parent]) {
                 break;
             }
             self.swap(at, h, parent);
@@ -81,13 +123,18 @@ impl PosHeap {
         }
     }
 
-    fn down(&mut self, at: &mut [u32], mut h: usize, before: &impl Fn(u32, u32) -> bool) {
+    fn down<S: Slot>(
+        &mut self,
+        at: &mut [S],
+        mut h: usize,
+        before: &impl Fn(&[S], u32, u32) -> bool,
+    ) {
         let n = self.heap.len();
         loop {
             let first = D * h + 1;
             let mut m = h;
             for c in first..(first + D).min(n) {
-                if before(self.heap[c], self.heap[m]) {
+                if before(at, self.heap[c], self.heap[m]) {
                     m = c;
                 }
             }
@@ -124,7 +171,7 @@ mod tests {
                 if op == 0 && !present {
                     side[i as usize] = h;
                 }
-                let before = |a: u32, b: u32| (key[a as usize], a) < (key[b as usize], b);
+                let before = |_: &[u32], a: u32, b: u32| (key[a as usize], a) < (key[b as usize], b);
                 let heap = &mut heaps[side[i as usize] as usize];
                 match (op, present) {
                     (0, false) => heap.push(&mut at, i, before),

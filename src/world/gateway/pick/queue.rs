@@ -15,7 +15,15 @@
 //! member's current one); the queue is compacted when stale entries
 //! outnumber the live ones.
 
+use super::heap::Slot;
 use std::collections::VecDeque;
+
+/// A peer's record as the queues see it: where it sits, and a stamp that
+/// tells its current queue entry from stale ones.
+pub(crate) trait Stamped: Slot {
+    fn stamp(&self) -> u32;
+    fn set_stamp(&mut self, s: u32);
+}
 
 /// `at[i]` of a member that sits in a queue (not in a heap).
 pub(crate) const QUEUED: u32 = u32::MAX - 1;
@@ -35,14 +43,15 @@ impl RotQueue {
         self.live as usize
     }
 
-    fn valid(at: &[u32], stamp: &[u32], (i, s): (u32, u32)) -> bool {
-        at[i as usize] == QUEUED && stamp[i as usize] == s
+    fn valid<S: Stamped>(slots: &[S], (i, s): (u32, u32)) -> bool {
+        let m = &slots[i as usize];
+        m.at() == QUEUED && m.stamp() == s
     }
 
     /// The first live member, dropping stale entries before it.
-    pub(crate) fn front(&mut self, at: &[u32], stamp: &[u32]) -> Option<u32> {
+    pub(crate) fn front<S: Stamped>(&mut self, slots: &[S]) -> Option<u32> {
         while let Some(&e) = self.q.front() {
-            if Self::valid(at, stamp, e) {
+            if Self::valid(slots, e) {
                 return Some(e.0);
             }
             self.q.pop_front();
@@ -51,11 +60,8 @@ impl RotQueue {
     }
 
     /// The first live member, without cleaning.
-    pub(crate) fn peek(&self, at: &[u32], stamp: &[u32]) -> Option<u32> {
-        self.q
-            .iter()
-            .find(|&&e| Self::valid(at, stamp, e))
-            .map(|e| e.0)
+    pub(crate) fn peek<S: Stamped>(&self, slots: &[S]) -> Option<u32> {
+        self.q.iter().find(|&&e| Self::valid(slots, e)).map(|e| e.0)
     }
 
     /// Whether a member with `key` at position `i` may go to the back: it
@@ -69,30 +75,32 @@ impl RotQueue {
     }
 
     /// Appends `i` (the caller checked `fits`).
-    pub(crate) fn push(&mut self, at: &mut [u32], stamp: &mut [u32], i: u32, key: i64) {
+    pub(crate) fn push<S: Stamped>(&mut self, slots: &mut [S], i: u32, key: i64) {
         debug_assert!(self.fits(key, i));
-        let u = i as usize;
-        stamp[u] = stamp[u].wrapping_add(1);
-        at[u] = QUEUED;
-        self.q.push_back((i, stamp[u]));
+        let m = &mut slots[i as usize];
+        let stamp = m.stamp().wrapping_add(1);
+        m.set_stamp(stamp);
+        m.set_at(QUEUED);
+        self.q.push_back((i, stamp));
         self.back = Some((key, i));
         self.live += 1;
     }
 
     /// Removes the front member (the one `front` returned).
-    pub(crate) fn pop_front(&mut self, at: &mut [u32]) {
+    pub(crate) fn pop_front<S: Stamped>(&mut self, slots: &mut [S]) {
         let (i, _) = self.q.pop_front().expect("a live front");
-        at[i as usize] = super::heap::NONE;
+        slots[i as usize].set_at(super::heap::NONE);
         self.live -= 1;
     }
 
     /// Removes live member `i` wherever it is: its entry goes stale.
-    pub(crate) fn remove(&mut self, at: &mut [u32], stamp: &[u32], i: u32) {
-        debug_assert_eq!(at[i as usize], QUEUED);
-        at[i as usize] = super::heap::NONE;
+    pub(crate) fn remove<S: Stamped>(&mut self, slots: &mut [S], i: u32) {
+        debug_assert_eq!(slots[i as usize].at(), QUEUED);
+        slots[i as usize].set_at(super::heap::NONE);
         self.live -= 1;
         if self.q.len() > 2 * self.live as usize + 64 {
-            self.q.retain(|&e| Self::valid(at, stamp, e));
+            let slots = &*slots;
+            self.q.retain(|&e| Self::valid(slots, e));
         }
     }
 }
@@ -102,28 +110,52 @@ mod tests {
     use super::*;
     use crate::world::gateway::pick::heap::NONE;
 
+    #[derive(Clone, Copy)]
+    struct M {
+        at: u32,
+        stamp: u32,
+    }
+
+    impl Slot for M {
+        fn at(&self) -> u32 {
+            self.at
+        }
+        fn set_at(&mut self, h: u32) {
+            self.at = h;
+        }
+    }
+
+    impl Stamped for M {
+        fn stamp(&self) -> u32 {
+            self.stamp
+        }
+        fn set_stamp(&mut self, s: u32) {
+            self.stamp = s;
+        }
+    }
+
     #[test]
     fn stale_entries_are_skipped_and_a_requeued_member_is_not_seen_twice() {
-        let (mut at, mut stamp) = (vec![NONE; 4], vec![0; 4]);
+        let mut m = vec![M { at: NONE, stamp: 0 }; 4];
         let mut q = RotQueue::default();
         for (i, k) in [(0, 9), (1, 8), (2, 8), (3, 1)] {
             assert!(q.fits(k, i));
-            q.push(&mut at, &mut stamp, i, k);
+            q.push(&mut m, i, k);
         }
         assert!(!q.fits(5, 0) && !q.fits(1, 2) && q.fits(1, 3 + 1) && q.fits(0, 0));
-        q.remove(&mut at, &stamp, 1);
-        q.remove(&mut at, &stamp, 0);
+        q.remove(&mut m, 1);
+        q.remove(&mut m, 0);
         // 0 comes back at the back: its old entry at the front is stale.
-        q.push(&mut at, &mut stamp, 0, 0);
+        q.push(&mut m, 0, 0);
         assert_eq!(q.len(), 3);
         let mut order = vec![];
-        while let Some(i) = q.front(&at, &stamp) {
-            assert_eq!(q.peek(&at, &stamp), Some(i));
+        while let Some(i) = q.front(&m) {
+            assert_eq!(q.peek(&m), Some(i));
             order.push(i);
-            q.pop_front(&mut at);
+            q.pop_front(&mut m);
         }
         assert_eq!(order, [2, 3, 0]);
         assert_eq!(q.len(), 0);
-        assert!(at.iter().all(|&a| a == NONE));
+        assert!(m.iter().all(|x| x.at == NONE));
     }
 }

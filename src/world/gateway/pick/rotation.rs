@@ -24,11 +24,11 @@ pub(crate) struct Rotation {
     in_behind: Vec<bool>,
 }
 
-fn by_pos(pos: &[u64]) -> impl Fn(u32, u32) -> bool + '_ {
-    move |a, b| (pos[a as usize], a) < (pos[b as usize], b)
+fn by_pos(pos: &[u64]) -> impl Fn(&[u32], u32, u32) -> bool + '_ {
+    move |_, a, b| (pos[a as usize], a) < (pos[b as usize], b)
 }
 
-fn by_order(a: u32, b: u32) -> bool {
+fn by_order(_: &[u32], a: u32, b: u32) -> bool {
     a < b
 }
 

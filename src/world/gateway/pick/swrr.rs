@@ -27,8 +27,8 @@
 //! weights in a steady cluster; the sequence is the direct loop's, which
 //! `tests` checks on random operations.
 
-use super::heap::{NONE, PosHeap};
-use super::queue::{QUEUED, RotQueue};
+use super::heap::{NONE, PosHeap, Slot};
+use super::queue::{QUEUED, RotQueue, Stamped};
 
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 enum St {
@@ -50,55 +50,87 @@ struct Group {
     members: u32,
 }
 
+/// A peer's hot state: what a steady pick reads and writes (its key and
+/// where it sits), 16 bytes in one cache line, so that a pick touches one
+/// line per member it looks at (a fleet holds thousands of these).
+#[derive(Clone, Copy, Debug)]
+#[repr(align(16))]
+struct Member {
+    /// The current weight; for a steady member, `cw − w × picks` of its group (its key).
+    cw: i64,
+    /// Where it sits in its heap, or `QUEUED`.
+    at: u32,
+    /// Tells a queued member's current entry from stale ones.
+    stamp: u32,
+}
+
+impl Slot for Member {
+    fn at(&self) -> u32 {
+        self.at
+    }
+    fn set_at(&mut self, h: u32) {
+        self.at = h;
+    }
+}
+
+impl Stamped for Member {
+    fn stamp(&self) -> u32 {
+        self.stamp
+    }
+    fn set_stamp(&mut self, s: u32) {
+        self.stamp = s;
+    }
+}
+
 /// Smooth WRR state of the peers `0..n` of one set (positions in list order).
 #[derive(Clone, Debug)]
 pub(crate) struct Swrr {
-    w: Vec<i64>,
-    ew: Vec<i64>,
-    /// The current weight; for a steady member, `cw − w × picks` of its group (its key).
-    cw: Vec<i64>,
+    m: Vec<Member>,
     st: Vec<St>,
     class: Vec<u16>,
-    class_w: Vec<i64>,
     group: Vec<u32>,
-    /// Where each steady member sits in its heap, or `QUEUED`.
-    at: Vec<u32>,
-    /// Tells a queued member's current entry from stale ones.
-    stamp: Vec<u32>,
+    /// Weights and effective weights: read when a member joins, leaves or
+    /// recovers, not on a steady pick.
+    w: Vec<i64>,
+    ew: Vec<i64>,
+    class_w: Vec<i64>,
     groups: Vec<Group>,
     free: Vec<u32>,
 }
 
 /// Heap order within a class: higher key first, then lower position.
-fn before(cw: &[i64]) -> impl Fn(u32, u32) -> bool + '_ {
-    move |a, b| {
-        let (ka, kb) = (cw[a as usize], cw[b as usize]);
-        ka > kb || (ka == kb && a < b)
-    }
+fn before(m: &[Member], a: u32, b: u32) -> bool {
+    let (ka, kb) = (m[a as usize].cw, m[b as usize].cw);
+    ka > kb || (ka == kb && a < b)
 }
 
 impl Swrr {
     /// All peers out, current weights 0, effective weights = weights; one
     /// group (0).
     pub(crate) fn new(weights: &[i64]) -> Self {
-        let n = weights.len();
         let mut distinct: Vec<i64> = weights.to_vec();
         distinct.sort_unstable();
         distinct.dedup();
+        let n = weights.len();
         let class = weights
             .iter()
             .map(|w| distinct.binary_search(w).unwrap() as u16)
             .collect();
         let mut s = Swrr {
-            w: weights.to_vec(),
-            ew: weights.to_vec(),
-            cw: vec![0; n],
+            m: vec![
+                Member {
+                    cw: 0,
+                    at: NONE,
+                    stamp: 0,
+                };
+                n
+            ],
             st: vec![St::Out; n],
             class,
-            class_w: distinct,
             group: vec![0; n],
-            at: vec![NONE; n],
-            stamp: vec![0; n],
+            w: weights.to_vec(),
+            ew: weights.to_vec(),
+            class_w: distinct,
             groups: Vec::new(),
             free: Vec::new(),
         };
@@ -151,7 +183,7 @@ impl Swrr {
             .first()
             .copied()
             .or_else(|| gr.heaps.iter().find_map(PosHeap::top))
-            .or_else(|| gr.queues.iter().find_map(|q| q.peek(&self.at, &self.stamp)))
+            .or_else(|| gr.queues.iter().find_map(|q| q.peek(&self.m)))
     }
 
     /// `i` becomes eligible again, in group `g`.
@@ -165,8 +197,8 @@ impl Swrr {
         gr.members += 1;
         if self.ew[u] >= self.w[u] {
             self.st[u] = St::Steady;
-            self.cw[u] -= self.w[u] * gr.picks;
-            gr.heaps[self.class[u] as usize].push(&mut self.at, i, before(&self.cw));
+            self.m[u].cw -= self.w[u] * gr.picks;
+            gr.heaps[self.class[u] as usize].push(&mut self.m, i, before);
         } else {
             self.st[u] = St::Recovering;
             gr.recovering.push(i);
@@ -181,12 +213,12 @@ impl Swrr {
             St::Out => return,
             St::Steady => {
                 let c = self.class[u] as usize;
-                if self.at[u] == QUEUED {
-                    gr.queues[c].remove(&mut self.at, &self.stamp, i);
+                if self.m[u].at == QUEUED {
+                    gr.queues[c].remove(&mut self.m, i);
                 } else {
-                    gr.heaps[c].remove(&mut self.at, i, before(&self.cw));
+                    gr.heaps[c].remove(&mut self.m, i, before);
                 }
-                self.cw[u] += self.w[u] * gr.picks;
+                self.m[u].cw += self.w[u] * gr.picks;
             }
             St::Recovering => {
                 let k = gr.recovering.iter().position(|&r| r == i).unwrap();
@@ -215,33 +247,32 @@ impl Swrr {
     /// queue's front and the heap's top.
     fn class_best(&mut self, g: u32, c: usize) -> Option<u32> {
         let gr = &mut self.groups[g as usize];
-        let q = gr.queues[c].front(&self.at, &self.stamp);
+        let q = gr.queues[c].front(&self.m);
         match (q, gr.heaps[c].top()) {
-            (Some(a), Some(b)) => Some(if before(&self.cw)(a, b) { a } else { b }),
+            (Some(a), Some(b)) => Some(if before(&self.m, a, b) { a } else { b }),
             (a, b) => a.or(b),
         }
     }
 
     /// Steady member `i` (the best of its class) was picked and its key
     /// lowered: to the back of the class's queue if it fits there, else
-    /// (back) into the heap.
-    fn requeue(&mut self, g: u32, i: u32) {
-        let u = i as usize;
-        let c = self.class[u] as usize;
+    /// (back) into the heap. `c` is its class.
+    fn requeue(&mut self, g: u32, c: usize, i: u32) {
+        let Member { cw, at, .. } = self.m[i as usize];
         let gr = &mut self.groups[g as usize];
-        let fits = gr.queues[c].fits(self.cw[u], i);
-        if self.at[u] == QUEUED {
-            gr.queues[c].pop_front(&mut self.at);
+        let fits = gr.queues[c].fits(cw, i);
+        if at == QUEUED {
+            gr.queues[c].pop_front(&mut self.m);
             if fits {
-                gr.queues[c].push(&mut self.at, &mut self.stamp, i, self.cw[u]);
+                gr.queues[c].push(&mut self.m, i, cw);
             } else {
-                gr.heaps[c].push(&mut self.at, i, before(&self.cw));
+                gr.heaps[c].push(&mut self.m, i, before);
             }
         } else if fits {
-            gr.heaps[c].remove(&mut self.at, i, before(&self.cw));
-            gr.queues[c].push(&mut self.at, &mut self.stamp, i, self.cw[u]);
+            gr.heaps[c].remove(&mut self.m, i, before);
+            gr.queues[c].push(&mut self.m, i, cw);
         } else {
-            gr.heaps[c].update(&mut self.at, i, before(&self.cw));
+            gr.heaps[c].update(&mut self.m, i, before);
         }
     }
 
@@ -254,8 +285,8 @@ impl Swrr {
             // Equal weights, none recovering: the best, then the total back.
             let members = gr.heaps[0].len() + gr.queues[0].len();
             let top = self.class_best(g, 0)?;
-            self.cw[top as usize] -= self.class_w[0] * members as i64;
-            self.requeue(g, top);
+            self.m[top as usize].cw -= self.class_w[0] * members as i64;
+            self.requeue(g, 0, top);
             return Some(top);
         }
         let mut total = 0;
@@ -270,20 +301,20 @@ impl Swrr {
             let gr = &self.groups[g as usize];
             total += w * (gr.heaps[c].len() + gr.queues[c].len()) as i64;
             if let Some(top) = self.class_best(g, c) {
-                consider(self.cw[top as usize] + w * p, top);
+                consider(self.m[top as usize].cw + w * p, top);
             }
         }
         let gr = &mut self.groups[g as usize];
         let mut grown = false;
         for &i in &gr.recovering {
             let u = i as usize;
-            self.cw[u] += self.ew[u];
+            self.m[u].cw += self.ew[u];
             total += self.ew[u];
             if self.ew[u] < self.w[u] {
                 self.ew[u] += 1;
             }
             grown |= self.ew[u] >= self.w[u];
-            consider(self.cw[u], i);
+            consider(self.m[u].cw, i);
         }
         let (_, chosen) = best?;
         if grown {
@@ -300,9 +331,9 @@ impl Swrr {
             }
         }
         let u = chosen as usize;
-        self.cw[u] -= total;
+        self.m[u].cw -= total;
         if self.st[u] == St::Steady {
-            self.requeue(g, chosen);
+            self.requeue(g, self.class[u] as usize, chosen);
         }
         Some(chosen)
     }
@@ -313,10 +344,10 @@ impl Swrr {
         let u = i as usize;
         match self.st[u] {
             St::Steady => (
-                self.cw[u] + self.w[u] * self.groups[self.group[u] as usize].picks,
+                self.m[u].cw + self.w[u] * self.groups[self.group[u] as usize].picks,
                 self.ew[u],
             ),
-            _ => (self.cw[u], self.ew[u]),
+            _ => (self.m[u].cw, self.ew[u]),
         }
     }
 }
