@@ -1,9 +1,11 @@
 //! The CSV files of a run: `timeline.csv` (per bucket), `ejections.csv` (per
-//! ejection interval) and `attempts.csv` (per upstream attempt, with `--trace`).
+//! ejection interval), `attempts.csv` (per upstream attempt, with `--trace`)
+//! and `events.csv` (the gateway's log lines, with `--events`).
 
 use crate::metrics::RunSummary;
 use crate::stats::round6;
 use crate::world::TraceLine;
+use crate::world::events::EventLog;
 
 /// `timeline.csv`: one row per (replication, bucket).
 pub fn timeline_csv(runs: &[RunSummary]) -> Result<Vec<u8>, csv::Error> {
@@ -65,6 +67,44 @@ fn num(buf: &mut String, x: f64) -> &str {
         buf.push_str(&fmt_num(x));
     }
     buf
+}
+
+/// `events.csv`: one row per line the gateway would log, in time order
+/// within each replication; a replication whose log was capped ends with
+/// an `hcsim` line saying how many lines were left out.
+pub fn events_csv(runs: &[RunSummary], logs: &[EventLog]) -> Result<Vec<u8>, csv::Error> {
+    let mut w = csv::Writer::from_writer(vec![]);
+    w.write_record(["rep", "seed", "t_s", "replica", "node", "source", "line"])?;
+    for (rep, (run, log)) in runs.iter().zip(logs).enumerate() {
+        let (rep, seed) = (rep.to_string(), run.seed.to_string());
+        for l in &log.lines {
+            w.write_record([
+                rep.as_str(),
+                seed.as_str(),
+                &fmt_num(l.t_s),
+                &l.replica.to_string(),
+                &l.node,
+                l.source,
+                &l.line,
+            ])?;
+        }
+        if log.dropped > 0 {
+            let last = log.lines.last().map_or(0.0, |l| l.t_s);
+            w.write_record([
+                rep.as_str(),
+                seed.as_str(),
+                &fmt_num(last),
+                "",
+                "",
+                "hcsim",
+                &format!(
+                    "event log capped at {} lines: {} later lines not written",
+                    log.cap, log.dropped
+                ),
+            ])?;
+        }
+    }
+    w.into_inner().map_err(|e| e.into_error().into())
 }
 
 /// `ejections.csv`: one row per ejection interval.

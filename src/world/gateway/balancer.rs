@@ -353,6 +353,9 @@ impl World<'_> {
             self.conns_changed(scope, node);
         }
         self.trace_attempt(id, scope, node, result, charge);
+        if self.events.is_some() && self.gw.hap.is_none() {
+            self.log_attempt_error(scope, node, result);
+        }
         let report = AttemptReport {
             scope: self.local(scope),
             node,
