@@ -280,10 +280,23 @@ impl<'a> PolicyCx<'a> {
             logging: false,
         }
     }
-    /// The same context, queueing log lines if `on` (see [`PolicyCx::log`]).
-    pub fn logging(mut self, on: bool) -> Self {
-        self.logging = on;
-        self
+    /// Like [`PolicyCx::new`], queueing log lines if `logging` (see
+    /// [`PolicyCx::log`]).
+    pub fn logged(
+        now: Now,
+        rng: &'a mut SimRng,
+        timers: &'a mut Vec<(SimTime, PolicyTimer)>,
+        notices: &'a mut Vec<Notice>,
+        logging: bool,
+    ) -> Self {
+        PolicyCx {
+            now,
+            rng,
+            timers,
+            notices,
+            actions: Vec::new(),
+            logging,
+        }
     }
     /// Does the gateway keep an event log? (Build a [`LogEvent`] only then.)
     #[inline]

@@ -125,6 +125,17 @@ impl MaxFails {
     }
 }
 
+/// "upstream server temporarily disabled" for the event log.
+#[cold]
+#[inline(never)]
+fn log_disabled(cx: &mut PolicyCx, r: &AttemptReport) {
+    // (`log` ignores it when no log is kept.)
+    cx.log(LogEvent::NginxDisabled {
+        scope: r.scope,
+        node: r.node,
+    });
+}
+
 impl HealthPolicy for MaxFails {
     fn is_routable(&self, scope: Scope, node: NodeId, now: Now) -> bool {
         let p = self.peer(scope, node);
@@ -157,16 +168,13 @@ impl HealthPolicy for MaxFails {
                 p.fails += 1;
                 p.accessed = now;
                 p.checked = now;
-                if max_fails > 0 && p.fails == max_fails {
-                    cx.ejected(ScopeSel::One(r.scope), r.node);
-                }
-                // ngx_http_upstream_free_round_robin_peer warns at every
-                // failure that leaves `fails >= max_fails`, not only the first.
                 if max_fails > 0 && p.fails >= max_fails {
-                    cx.log(LogEvent::NginxDisabled {
-                        scope: r.scope,
-                        node: r.node,
-                    });
+                    if p.fails == max_fails {
+                        cx.ejected(ScopeSel::One(r.scope), r.node);
+                    }
+                    // ngx_http_upstream_free_round_robin_peer warns at every
+                    // failure that leaves `fails >= max_fails`, not only the first.
+                    log_disabled(cx, r);
                 }
             }
             Charge::Next | Charge::Success => {

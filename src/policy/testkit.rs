@@ -104,8 +104,8 @@ impl<P> Harness<P> {
         );
         self.now = t;
         let (mut timers, mut notices) = (vec![], vec![]);
-        let mut cx = PolicyCx::new(self.clock.now(t), &mut self.rng, &mut timers, &mut notices)
-            .logging(self.logging);
+        let now = self.clock.now(t);
+        let mut cx = PolicyCx::logged(now, &mut self.rng, &mut timers, &mut notices, self.logging);
         let r = f(&mut self.policy, &mut cx);
         for a in cx.take_actions() {
             match a {

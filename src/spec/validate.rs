@@ -33,6 +33,9 @@ pub struct Model {
     /// `latency_thresholds`, validated.
     pub latency_thresholds: Vec<SimDuration>,
     pub clients: Clients,
+    /// `clients.send_jitter` (open loop): each request's delay after its
+    /// scheduled arrival.
+    pub send_jitter: Option<LatencySpec>,
     pub gateway: GatewaySpec,
     pub next_upstream: NextUpstreamMask,
     pub nodes: Vec<NodeSpec>,
@@ -47,8 +50,6 @@ pub enum Clients {
         arrivals: Arrivals,
         timeout: Option<SimDuration>,
         method: Method,
-        /// `send_jitter`: each request's delay after its scheduled arrival.
-        send_jitter: Option<LatencySpec>,
     },
     Closed {
         concurrency: u32,
@@ -208,6 +209,13 @@ impl Model {
         let (measure_from, measure_to) = run_window(&spec)?;
         check_latency_thresholds(&spec.latency_thresholds)?;
         let clients = clients(&spec.clients)?;
+        let send_jitter = match &spec.clients {
+            ClientsSpec::Open(OpenClientsSpec {
+                send_jitter: Some(j),
+                ..
+            }) => Some(drawn(j, "clients.send_jitter", true)?),
+            _ => None,
+        };
         check_gateway(&spec.gateway)?;
         check_nodes(&spec.nodes)?;
         super::limits::check_size(&spec)?;
@@ -223,6 +231,7 @@ impl Model {
             bucket: spec.timeline_bucket,
             latency_thresholds: spec.latency_thresholds.clone(),
             clients,
+            send_jitter,
             gateway: spec.gateway.clone(),
             next_upstream: NextUpstreamMask::from_words(&spec.gateway.proxy_next_upstream),
             nodes: spec.nodes.clone(),
@@ -491,16 +500,11 @@ fn clients(spec: &ClientsSpec) -> Result<Clients, Invalid> {
                     "is above 10,000,000 requests per second",
                 ));
             }
-            let send_jitter = match &c.send_jitter {
-                None => None,
-                Some(j) => Some(drawn(j, "clients.send_jitter", true)?),
-            };
             Clients::Open {
                 rate_per_s: c.rate_per_s,
                 arrivals: c.arrivals,
                 timeout: c.timeout,
                 method: c.method,
-                send_jitter,
             }
         }
         ClientsSpec::Closed(c) => {

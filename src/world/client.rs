@@ -3,7 +3,6 @@
 //! are armed here and handled by the gateway (`on_client_timeout`,
 //! gateway/mod.rs), which sees the client close its connection.
 
-use super::node::Sampler;
 use super::{Event, World, lane};
 use crate::engine::{SimDuration, SimTime};
 use crate::spec::{Arrivals, Clients as ClientsSpec, Model, Spread};
@@ -18,8 +17,6 @@ pub(crate) enum Clients {
         /// Constant spacing: index of the next arrival.
         next_k: u64,
         exp: Option<Exp<f64>>,
-        /// `send_jitter`: each request leaves this long after its arrival.
-        jitter: Option<Sampler>,
     },
     Closed {
         concurrency: u32,
@@ -40,14 +37,12 @@ impl Clients {
             crate::spec::Clients::Open {
                 rate_per_s,
                 arrivals,
-                send_jitter,
                 ..
             } => Clients::Open {
                 arrivals,
                 rate_per_s,
                 next_k: 0,
                 exp: Exp::new(rate_per_s).ok(),
-                jitter: send_jitter.as_ref().map(Sampler::new),
             },
             crate::spec::Clients::Closed {
                 concurrency,
@@ -67,7 +62,11 @@ impl World<'_> {
         match &self.clients {
             Clients::Open { .. } => {
                 if let Some(t) = self.next_arrival_time() {
-                    self.q.schedule_in_lane(lane::ARRIVAL, t, Event::Arrival);
+                    let ev = match self.jitter {
+                        None => Event::Arrival,
+                        Some(_) => Event::JitteredArrival,
+                    };
+                    self.q.schedule_in_lane(lane::ARRIVAL, t, ev);
                 }
             }
             Clients::Closed { concurrency, .. } => {
@@ -106,22 +105,30 @@ impl World<'_> {
     }
 
     /// An open-loop arrival: the next one is scheduled, and the request
-    /// leaves now, or after its drawn `send_jitter` (`Event::Send`; the
-    /// schedule of arrivals is not moved by it, as a load generator's
-    /// timer is not).
+    /// leaves now.
     pub(crate) fn on_arrival(&mut self) {
         if let Some(t) = self.next_arrival_time() {
             self.q.schedule_in_lane(lane::ARRIVAL, t, Event::Arrival);
         }
-        if let Clients::Open {
-            jitter: Some(j), ..
-        } = &self.clients
-        {
-            let at = self.q.now() + j.sample(&mut self.rng_jitter);
-            self.q.schedule(at, Event::Send);
-            return;
-        }
         self.start_request(None);
+    }
+
+    /// An open-loop arrival with `send_jitter`: the next one is scheduled,
+    /// and the request leaves after its drawn delay (`Event::Send`; the
+    /// schedule of arrivals is not moved by it, as a load generator's timer
+    /// is not). A separate event, so that arrivals without jitter pay
+    /// nothing for it.
+    pub(crate) fn on_jittered_arrival(&mut self) {
+        if let Some(t) = self.next_arrival_time() {
+            self.q
+                .schedule_in_lane(lane::ARRIVAL, t, Event::JitteredArrival);
+        }
+        let delay = match &self.jitter {
+            Some(j) => j.sample(&mut self.rng_jitter),
+            None => crate::engine::SimDuration::ZERO,
+        };
+        let at = self.q.now() + delay;
+        self.q.schedule(at, Event::Send);
     }
 
     /// A jittered open-loop request leaves.

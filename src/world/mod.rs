@@ -137,6 +137,8 @@ pub enum Fail {
 pub(crate) enum Event {
     /// The next open-loop request arrives.
     Arrival,
+    /// The next open-loop request arrives; it leaves after its `send_jitter`.
+    JitteredArrival,
     /// An open-loop request leaves after its `send_jitter`.
     Send,
     /// A closed-loop client sends its next request.
@@ -256,8 +258,10 @@ pub struct World<'s> {
     pub(crate) rng_heartbeat: SimRng,
     /// Start-up times of restarted processes (`restart_delay`).
     pub(crate) rng_restart: SimRng,
-    /// Send delays of open-loop requests (`clients.send_jitter`).
+    /// Send delays of open-loop requests (`clients.send_jitter`), and
+    /// their distribution.
     pub(crate) rng_jitter: SimRng,
+    pub(crate) jitter: Option<Box<node::Sampler>>,
     /// Each fault's window in this run (drawn starts included).
     pub(crate) fault_windows: Vec<(SimTime, Option<SimTime>)>,
     pub(crate) clients: client::Clients,
@@ -280,6 +284,8 @@ pub struct World<'s> {
     pub(crate) trace: Option<TraceSink<'s>>,
     /// The gateway's event log (`--events`), if kept.
     pub(crate) events: Option<Box<events::Logger>>,
+    /// A trace or an event log is kept: every attempt is observed.
+    pub(crate) observed: bool,
     pub(crate) seed: u64,
     /// Stop (keeping the metrics so far) once this many events were processed.
     pub(crate) max_events: u64,
@@ -345,6 +351,7 @@ pub fn run_logged<'s>(
         w.rec.track_replicas();
     }
     w.events = events.map(|cap| Box::new(events::Logger::new(model, cap)));
+    w.observed = w.trace.is_some() || w.events.is_some();
     let (summary, cut, log) = w.run_to_end_or_budget();
     (summary, cut.map(|at| Truncated { max_events, at }), log)
 }
@@ -407,6 +414,10 @@ impl<'s> World<'s> {
             rng_heartbeat: rng::stream(seed, Stream::Heartbeat),
             rng_restart: rng::stream(seed, Stream::Restart),
             rng_jitter: rng::stream(seed, Stream::Jitter),
+            jitter: model
+                .send_jitter
+                .as_ref()
+                .map(|j| Box::new(node::Sampler::new(j))),
             fault_windows,
             clients: client::Clients::new(model),
             gw,
@@ -424,8 +435,9 @@ impl<'s> World<'s> {
             timers_buf: Vec::new(),
             notices_buf: Vec::new(),
             rec,
-            trace,
             events: None,
+            observed: trace.is_some(),
+            trace,
             seed,
             max_events: u64::MAX,
         }
@@ -491,6 +503,7 @@ impl<'s> World<'s> {
     fn dispatch(&mut self, ev: Event) {
         match ev {
             Event::Arrival => self.on_arrival(),
+            Event::JitteredArrival => self.on_jittered_arrival(),
             Event::Send => self.on_send(),
             Event::ClientWake(c) => self.on_client_wake(c),
             Event::ClientTimeout { slot, generation } => self.on_client_timeout(slot, generation),
@@ -550,13 +563,13 @@ impl<'s> World<'s> {
         f: impl FnOnce(&mut dyn HealthPolicy, &mut PolicyCx) -> R,
     ) -> R {
         let now = self.clocks[self.replica_of_policy(i)].now(self.q.now());
-        let mut cx = PolicyCx::new(
+        let mut cx = PolicyCx::logged(
             now,
             &mut self.rng_policy,
             &mut self.timers_buf,
             &mut self.notices_buf,
-        )
-        .logging(self.events.is_some());
+            self.events.is_some(),
+        );
         let r = f(self.policies[i].as_mut(), &mut cx);
         let actions = cx.take_actions();
         // Most calls ask for nothing: keep the draining out of the hot path.
@@ -665,8 +678,25 @@ impl<'s> World<'s> {
         self.clocks[self.replica_of(s)].now(self.q.now())
     }
 
+    /// A finished attempt, to the trace and the event log (those kept).
+    #[cold]
+    #[inline(never)]
+    pub(crate) fn observe_attempt(
+        &mut self,
+        request: u64,
+        scope: u16,
+        node: NodeId,
+        result: AttemptResult,
+        charge: Charge,
+    ) {
+        self.trace_attempt(request, scope, node, result, charge);
+        if self.events.is_some() {
+            self.log_attempt_error(scope, node, result);
+        }
+    }
+
     /// Reports a finished attempt to the trace, if any.
-    pub(crate) fn trace_attempt(
+    fn trace_attempt(
         &mut self,
         request: u64,
         scope: u16,

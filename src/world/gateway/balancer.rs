@@ -352,9 +352,8 @@ impl World<'_> {
         if !self.gw.direct {
             self.conns_changed(scope, node);
         }
-        self.trace_attempt(id, scope, node, result, charge);
-        if self.events.is_some() && self.gw.hap.is_none() {
-            self.log_attempt_error(scope, node, result);
+        if self.observed {
+            self.observe_attempt(id, scope, node, result, charge);
         }
         let report = AttemptReport {
             scope: self.local(scope),
