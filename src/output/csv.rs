@@ -216,3 +216,36 @@ pub fn trace_csv(runs: &[RunSummary], traces: &[Vec<TraceLine>]) -> Result<Vec<u
     }
     w.into_inner().map_err(|e| e.into_error().into())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::world::events::EventLine;
+
+    #[test]
+    fn a_capped_event_log_ends_with_a_note() {
+        let doc = serde_json::json!({
+            "name": "t", "duration": "1s",
+            "clients": {"kind": "open", "rate_per_s": 1.0},
+            "nodes": [{"name": "a"}]
+        });
+        let model = crate::spec::Model::from_document(&doc, "t.json".as_ref()).unwrap();
+        let run = crate::world::run(&model, 3);
+        let mut log = EventLog::new(1);
+        log.lines.push(EventLine {
+            t_s: 0.25,
+            replica: 0,
+            node: "a".into(),
+            source: "nginx",
+            line: "[error] x, upstream: \"http://a/\"".into(),
+        });
+        log.dropped = 2;
+        let csv = String::from_utf8(events_csv(&[run], &[log]).unwrap()).unwrap();
+        assert_eq!(
+            csv,
+            "rep,seed,t_s,replica,node,source,line\n\
+             0,3,0.25,0,a,nginx,\"[error] x, upstream: \"\"http://a/\"\"\"\n\
+             0,3,0.25,,,hcsim,event log capped at 1 lines: 2 later lines not written\n"
+        );
+    }
+}

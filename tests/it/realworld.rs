@@ -434,3 +434,89 @@ fn bad_realworld_fields_name_their_path() {
         String::from_utf8_lossy(&o.stderr)
     );
 }
+
+/// A free TCP port on 127.0.0.1 (nothing listens on it once returned).
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+#[test]
+fn haproxy_writes_the_down_line_the_event_log_writes() {
+    use crate::{sbin, tool_present};
+    use std::process::{Command, Stdio};
+    let haproxy = sbin("haproxy");
+    if !tool_present(&haproxy, "-v") {
+        return;
+    }
+    let dir = tmp("events-real-haproxy");
+    // One server on a closed port, HTTP checks: DOWN after two refusals.
+    let (front, dead) = (free_port(), free_port());
+    let cfg = dir.join("h.cfg");
+    std::fs::write(
+        &cfg,
+        format!(
+            "global\n    log stderr format raw local0\ndefaults\n    mode http\n    log global\n    \
+             timeout connect 1s\n    timeout client 5s\n    timeout server 5s\nfrontend fe\n    \
+             bind 127.0.0.1:{front}\n    default_backend be\nbackend be\n    option httpchk\n    \
+             server A 127.0.0.1:{dead} check inter 200ms fall 2 rise 2\n"
+        ),
+    )
+    .unwrap();
+    let child = Command::new(&haproxy)
+        .args(["-db", "-f"])
+        .arg(&cfg)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start haproxy");
+    std::thread::sleep(std::time::Duration::from_millis(1500));
+    // Stopped by its pid, then read to the end.
+    let _ = Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status();
+    let out = child.wait_with_output().expect("haproxy output");
+    let real = String::from_utf8_lossy(&out.stderr).into_owned();
+    let real_down = real
+        .lines()
+        .find(|l| l.starts_with("Server be/A is DOWN"))
+        .unwrap_or_else(|| panic!("no DOWN line from haproxy: {real}"));
+    assert!(
+        real.lines()
+            .any(|l| l == "backend be has no server available!"),
+        "{real}"
+    );
+    // The same backend in hcsim: its node `A` at 127.0.0.1:8001 crashed.
+    let doc = json!({
+        "name": "be", "duration": "3s",
+        "clients": {"kind": "open", "rate_per_s": 1.0},
+        "gateway": {"flavor": "haproxy"},
+        "nodes": [{"name": "A"}],
+        "faults": [{"kind": "crash", "node": "A"}],
+        "policy": {"kind": "active_probe", "flavor": "haproxy", "probe": "http",
+                   "inter": "200ms", "fall": 2, "rise": 2}
+    });
+    run(&model(&dir, "be", &doc), &dir.join("out"), &["--events"]);
+    let ev = events(&dir.join("out"));
+    let sim_down = &ev
+        .iter()
+        .find(|(_, _, l)| l.starts_with("Server be/A is DOWN"))
+        .unwrap()
+        .2;
+    // Equal but for the measured check duration ("0ms" against a closed port).
+    let parts = |l: &str| {
+        let (head, rest) = l.split_once("check duration: ").unwrap();
+        (
+            head.to_string(),
+            rest.split_once("ms.").unwrap().1.to_string(),
+        )
+    };
+    assert_eq!(parts(sim_down), parts(real_down));
+    assert!(
+        ev.iter()
+            .any(|(_, _, l)| l == "backend be has no server available!")
+    );
+}
