@@ -206,6 +206,10 @@ pub struct RunSummary {
     /// What makes the run's figures suspect ([`overload_warnings`]).
     #[serde(default)]
     pub warnings: Vec<Warning>,
+    /// When a model has a fault whose `at` is a distribution: each fault's
+    /// start in this run, seconds (a start past `duration_s` did not happen).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub fault_start_s: Vec<f64>,
     /// Per-bucket counts over the whole run (written to `timeline.csv`).
     #[serde(skip)]
     pub timeline: Timeline,
@@ -1037,6 +1041,7 @@ impl Recorder {
             nodes,
             probe_rounds,
             warnings: vec![],
+            fault_start_s: vec![],
             timeline,
             ejection_log,
             replicas,

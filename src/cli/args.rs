@@ -266,6 +266,11 @@ pub struct RunArgs {
     /// Also write attempts.csv: every upstream attempt (an access log).
     #[arg(long)]
     pub trace: bool,
+    /// Also write events.csv: the lines the real gateway would log (nginx's
+    /// error log, HAProxy's server state changes, Envoy's outlier events),
+    /// at most 1,000,000 over all replications.
+    #[arg(long)]
+    pub events: bool,
     /// With gateway.replicas: also each replica's own node table (stdout,
     /// summary.json `per_replica`, replicas.csv).
     #[arg(long)]

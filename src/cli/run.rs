@@ -31,6 +31,7 @@ pub fn run(args: RunArgs) -> Result<ExitCode, Error> {
         .reps(args.reps as u64)
         .max_events(args.max_events)
         .trace(args.trace)
+        .events(args.events)
         .per_replica(args.per_replica);
     let (jobs, note) = crate::run::clamp_jobs(args.jobs, args.reps as usize);
     if let Some(note) = note
@@ -41,7 +42,16 @@ pub fn run(args: RunArgs) -> Result<ExitCode, Error> {
     let outcome = thread_pool(jobs)?.install(|| reps.run());
     let summary = Summary::new(&model, &args.model, base, &args.set, outcome.runs);
     let traces = args.trace.then_some(outcome.traces.as_slice());
-    output::write_run(&out_dir, &summary, traces)?;
+    let events = args.events.then_some(outcome.events.as_slice());
+    output::write_run(&out_dir, &summary, traces, events)?;
+    let dropped: u64 = outcome.events.iter().map(|l| l.dropped).sum();
+    if dropped > 0 {
+        super::say(&format!(
+            "note: events.csv keeps at most {} lines per replication: {dropped} later line(s) \
+             were not written (each capped replication ends with a line saying how many)",
+            reps.events_cap()
+        ));
+    }
     if !args.no_charts {
         output::plot(&out_dir)?;
     }

@@ -21,6 +21,12 @@ pub enum Stream {
     Probe = 8,
     /// Which gateway replica a request reaches (`gateway.spread`).
     Spread = 9,
+    /// Fault starts drawn per replication (a fault's `at` as a distribution).
+    Phase = 10,
+    /// A crashed process's start-up time (`restart_delay`).
+    Restart = 11,
+    /// Open-loop clients' send delays (`clients.send_jitter`).
+    Jitter = 12,
 }
 
 /// SplitMix64 finaliser: a bijective mix of 64 bits.

@@ -1,9 +1,11 @@
 //! The CSV files of a run: `timeline.csv` (per bucket), `ejections.csv` (per
-//! ejection interval) and `attempts.csv` (per upstream attempt, with `--trace`).
+//! ejection interval), `attempts.csv` (per upstream attempt, with `--trace`)
+//! and `events.csv` (the gateway's log lines, with `--events`).
 
 use crate::metrics::RunSummary;
 use crate::stats::round6;
 use crate::world::TraceLine;
+use crate::world::events::EventLog;
 
 /// `timeline.csv`: one row per (replication, bucket).
 pub fn timeline_csv(runs: &[RunSummary]) -> Result<Vec<u8>, csv::Error> {
@@ -65,6 +67,44 @@ fn num(buf: &mut String, x: f64) -> &str {
         buf.push_str(&fmt_num(x));
     }
     buf
+}
+
+/// `events.csv`: one row per line the gateway would log, in time order
+/// within each replication; a replication whose log was capped ends with
+/// an `hcsim` line saying how many lines were left out.
+pub fn events_csv(runs: &[RunSummary], logs: &[EventLog]) -> Result<Vec<u8>, csv::Error> {
+    let mut w = csv::Writer::from_writer(vec![]);
+    w.write_record(["rep", "seed", "t_s", "replica", "node", "source", "line"])?;
+    for (rep, (run, log)) in runs.iter().zip(logs).enumerate() {
+        let (rep, seed) = (rep.to_string(), run.seed.to_string());
+        for l in &log.lines {
+            w.write_record([
+                rep.as_str(),
+                seed.as_str(),
+                &fmt_num(l.t_s),
+                &l.replica.to_string(),
+                &l.node,
+                l.source,
+                &l.line,
+            ])?;
+        }
+        if log.dropped > 0 {
+            let last = log.lines.last().map_or(0.0, |l| l.t_s);
+            w.write_record([
+                rep.as_str(),
+                seed.as_str(),
+                &fmt_num(last),
+                "",
+                "",
+                "hcsim",
+                &format!(
+                    "event log capped at {} lines: {} later lines not written",
+                    log.cap, log.dropped
+                ),
+            ])?;
+        }
+    }
+    w.into_inner().map_err(|e| e.into_error().into())
 }
 
 /// `ejections.csv`: one row per ejection interval.
@@ -175,4 +215,37 @@ pub fn trace_csv(runs: &[RunSummary], traces: &[Vec<TraceLine>]) -> Result<Vec<u
         }
     }
     w.into_inner().map_err(|e| e.into_error().into())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::world::events::EventLine;
+
+    #[test]
+    fn a_capped_event_log_ends_with_a_note() {
+        let doc = serde_json::json!({
+            "name": "t", "duration": "1s",
+            "clients": {"kind": "open", "rate_per_s": 1.0},
+            "nodes": [{"name": "a"}]
+        });
+        let model = crate::spec::Model::from_document(&doc, "t.json".as_ref()).unwrap();
+        let run = crate::world::run(&model, 3);
+        let mut log = EventLog::new(1);
+        log.lines.push(EventLine {
+            t_s: 0.25,
+            replica: 0,
+            node: "a".into(),
+            source: "nginx",
+            line: "[error] x, upstream: \"http://a/\"".into(),
+        });
+        log.dropped = 2;
+        let csv = String::from_utf8(events_csv(&[run], &[log]).unwrap()).unwrap();
+        assert_eq!(
+            csv,
+            "rep,seed,t_s,replica,node,source,line\n\
+             0,3,0.25,0,a,nginx,\"[error] x, upstream: \"\"http://a/\"\"\"\n\
+             0,3,0.25,,,hcsim,event log capped at 1 lines: 2 later lines not written\n"
+        );
+    }
 }

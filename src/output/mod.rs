@@ -18,6 +18,7 @@ pub mod whatif;
 
 use crate::error::Error;
 use crate::world::TraceLine;
+use crate::world::events::EventLog;
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use summary::Summary;
@@ -34,12 +35,13 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), Error> {
 /// Files only a run writes, and files only a sweep writes: writing one kind
 /// into a directory removes the other's, so that a reused `--out` never
 /// mixes the outputs of two models (`plot` would take the stale kind).
-const RUN_FILES: [&str; 5] = [
+const RUN_FILES: [&str; 6] = [
     "summary.json",
     "timeline.csv",
     "ejections.csv",
     "attempts.csv",
     "replicas.csv",
+    "events.csv",
 ];
 const SWEEP_FILES: [&str; 4] = ["results.json", "runs.csv", "points.csv", "runs.jsonl"];
 
@@ -82,8 +84,9 @@ pub fn prepare_dir(dir: &Path) -> Result<(), Error> {
 }
 
 /// Writes a run's files into `dir`: `summary.json`, `timeline.csv`,
-/// `ejections.csv`, `attempts.csv` when the runs were traced and
-/// `replicas.csv` when they kept each gateway replica's node table. All are
+/// `ejections.csv`, `attempts.csv` when the runs were traced,
+/// `replicas.csv` when they kept each gateway replica's node table and
+/// `events.csv` when they kept the gateway's event log. All are
 /// written before any replaces its predecessor, so a failure (a full disk)
 /// leaves the previous set, not a mix; a sweep's files left in `dir` are
 /// removed.
@@ -91,6 +94,7 @@ pub fn write_run(
     dir: &Path,
     summary: &Summary,
     traces: Option<&[Vec<TraceLine>]>,
+    events: Option<&[EventLog]>,
 ) -> Result<(), Error> {
     let csv_err = |path: PathBuf| {
         move |e: ::csv::Error| Error::Write {
@@ -108,6 +112,13 @@ pub fn write_run(
     if let Some(traces) = traces {
         let p = dir.join("attempts.csv");
         files.push((p.clone(), csv::trace_csv(runs, traces).map_err(csv_err(p))?));
+    }
+    if let Some(events) = events {
+        let p = dir.join("events.csv");
+        files.push((
+            p.clone(),
+            csv::events_csv(runs, events).map_err(csv_err(p))?,
+        ));
     }
     let per_replica = runs.iter().any(|r| !r.replicas.is_empty());
     if per_replica {
@@ -129,6 +140,9 @@ pub fn write_run(
     crate::atomic::commit_all(staged).map_err(|(path, source)| Error::Write { path, source })?;
     if traces.is_none() {
         remove_stale(dir, &["attempts.csv"])?;
+    }
+    if events.is_none() {
+        remove_stale(dir, &["events.csv"])?;
     }
     if !per_replica {
         remove_stale(dir, &["replicas.csv"])?;

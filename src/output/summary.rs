@@ -3,9 +3,10 @@
 //! through [`Summary`], so renaming a field is a compile error, not a silently
 //! empty chart.
 
+use crate::engine::SimDuration;
 use crate::error::Error;
 use crate::metrics::{LatencySummary, NodeSummary, RunSummary, Warning, overload_warnings};
-use crate::spec::{Model, ModelSpec};
+use crate::spec::{Fault, Model, ModelSpec};
 use crate::stats::{Spread, round6};
 use serde::{Deserialize, Serialize, Serializer};
 use std::collections::BTreeMap;
@@ -127,6 +128,37 @@ pub struct FaultWindow {
     pub start_s: f64,
     /// `None`: to the end of the run.
     pub end_s: Option<f64>,
+    /// A fault whose `at` is a distribution: its start over the
+    /// replications, seconds (each run's is in its `fault_start_s`);
+    /// `start_s` and `end_s` are then those of the median start.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub start_drawn_s: Option<Spread>,
+}
+
+/// Fault `i` as `summary.json` lists it: as the model gives it, or with
+/// the median of the starts the runs drew.
+fn fault_window(model: &Model, runs: &[RunSummary], i: usize, f: &Fault) -> FaultWindow {
+    let node = model.nodes[f.node.index()].name.clone();
+    let kind = f.kind.name().to_string();
+    if f.phase.is_none() {
+        return FaultWindow {
+            node,
+            kind,
+            start_s: round6(f.start.as_secs_f64()),
+            end_s: f.end.map(|e| round6(e.as_secs_f64())),
+            start_drawn_s: None,
+        };
+    }
+    let drawn = over_some(runs, |r| r.fault_start_s.get(i).copied());
+    let median = drawn.median.unwrap_or(f.start.as_secs_f64());
+    let (start, end) = f.window_at(SimDuration::from_secs_f64(median), model.end());
+    FaultWindow {
+        node,
+        kind,
+        start_s: round6(start.as_secs_f64()),
+        end_s: end.map(|e| round6(e.as_secs_f64())),
+        start_drawn_s: Some(drawn),
+    }
 }
 
 /// Writes a value as JSON with its object keys sorted, as `serde_json::Value` does.
@@ -275,12 +307,8 @@ impl Summary {
             faults: model
                 .faults
                 .iter()
-                .map(|f| FaultWindow {
-                    node: model.nodes[f.node.index()].name.clone(),
-                    kind: f.kind.name().to_string(),
-                    start_s: round6(f.start.as_secs_f64()),
-                    end_s: f.end.map(|e| round6(e.as_secs_f64())),
-                })
+                .enumerate()
+                .map(|(i, f)| fault_window(model, &runs, i, f))
                 .collect(),
             model_spec: model.spec.clone(),
             probe_rounds: RoundStats {

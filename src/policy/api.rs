@@ -190,7 +190,7 @@ pub enum Readmit {
 }
 
 /// A request a policy queues for the engine during a callback.
-#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+#[derive(Copy, Clone, Debug, PartialEq)]
 pub enum Action {
     /// Send one probe now; its result comes back in `on_probe_result`.
     Probe { node: NodeId, req: ProbeRequest },
@@ -205,6 +205,51 @@ pub enum Action {
     /// A policy whose [`HealthPolicy::warms`] is true finished warming: the
     /// gateway may take traffic once every such policy has.
     Warmed,
+    /// A line the real product writes to its log (`hcsim run --events`).
+    Log(LogEvent),
+}
+
+/// What a policy reports for the gateway's event log, in the terms of the
+/// product it models; the world words it as that product does. Queued only
+/// while the log is on ([`PolicyCx::logs`]).
+#[derive(Copy, Clone, Debug, PartialEq)]
+pub enum LogEvent {
+    /// nginx `ngx_http_upstream_free_round_robin_peer`: a failure left the
+    /// peer with `fails >= max_fails` ("upstream server temporarily
+    /// disabled", at `warn`).
+    NginxDisabled { scope: Scope, node: NodeId },
+    /// HAProxy's check changed a server's state (`srv_set_stopped` /
+    /// `srv_set_running`), with the check that decided it.
+    HaproxyCheck {
+        node: NodeId,
+        up: bool,
+        kind: ProbeKind,
+        result: ProbeResult,
+        duration: SimDuration,
+    },
+    /// HAProxy's `observe` marked a server DOWN (`__health_adjust`) after
+    /// `errors` consecutive errors, the last one `last`.
+    HaproxyAnalyze {
+        node: NodeId,
+        errors: u32,
+        last: AttemptResult,
+    },
+    /// Envoy's outlier detection event (`EventLoggerImpl::logEject`,
+    /// `logUneject`).
+    EnvoyOutlier {
+        node: NodeId,
+        /// `OutlierEjectionType`'s name (`CONSECUTIVE_5XX`, ...).
+        kind: &'static str,
+        eject: bool,
+        enforced: bool,
+        num_ejections: u32,
+        /// Whole seconds since the last un-ejection (eject) or ejection
+        /// (uneject), if there was one.
+        secs_since_last_action: Option<u64>,
+        /// Success-rate ejections: the host's rate, the cluster's average
+        /// and the ejection threshold; failure-percentage: the host's rate.
+        success_rate: Option<(f64, Option<(f64, f64)>)>,
+    },
 }
 
 /// What a policy may do during a callback: read the time, draw random numbers,
@@ -215,6 +260,8 @@ pub struct PolicyCx<'a> {
     pub(crate) timers: &'a mut Vec<(SimTime, PolicyTimer)>,
     pub(crate) notices: &'a mut Vec<Notice>,
     pub(crate) actions: Vec<Action>,
+    /// The gateway keeps an event log: [`PolicyCx::log`] queues lines.
+    pub(crate) logging: bool,
 }
 
 impl<'a> PolicyCx<'a> {
@@ -230,6 +277,36 @@ impl<'a> PolicyCx<'a> {
             timers,
             notices,
             actions: Vec::new(),
+            logging: false,
+        }
+    }
+    /// Like [`PolicyCx::new`], queueing log lines if `logging` (see
+    /// [`PolicyCx::log`]).
+    pub fn logged(
+        now: Now,
+        rng: &'a mut SimRng,
+        timers: &'a mut Vec<(SimTime, PolicyTimer)>,
+        notices: &'a mut Vec<Notice>,
+        logging: bool,
+    ) -> Self {
+        PolicyCx {
+            now,
+            rng,
+            timers,
+            notices,
+            actions: Vec::new(),
+            logging,
+        }
+    }
+    /// Does the gateway keep an event log? (Build a [`LogEvent`] only then.)
+    #[inline]
+    pub fn logs(&self) -> bool {
+        self.logging
+    }
+    /// Reports a line for the gateway's event log (ignored when it is off).
+    pub fn log(&mut self, event: LogEvent) {
+        if self.logging {
+            self.actions.push(Action::Log(event));
         }
     }
     pub fn now(&self) -> Now {

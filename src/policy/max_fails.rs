@@ -10,7 +10,8 @@
 //! excludes the peer again, so exactly one probe attempt passes per window.
 
 use super::{
-    AttemptReport, Charge, HealthPolicy, Now, PolicyCx, PolicyParams, Readmit, Scope, ScopeSel,
+    AttemptReport, Charge, HealthPolicy, LogEvent, Now, PolicyCx, PolicyParams, Readmit, Scope,
+    ScopeSel,
 };
 use crate::engine::SimDuration;
 use crate::ids::NodeId;
@@ -124,6 +125,17 @@ impl MaxFails {
     }
 }
 
+/// "upstream server temporarily disabled" for the event log.
+#[cold]
+#[inline(never)]
+fn log_disabled(cx: &mut PolicyCx, r: &AttemptReport) {
+    // (`log` ignores it when no log is kept.)
+    cx.log(LogEvent::NginxDisabled {
+        scope: r.scope,
+        node: r.node,
+    });
+}
+
 impl HealthPolicy for MaxFails {
     fn is_routable(&self, scope: Scope, node: NodeId, now: Now) -> bool {
         let p = self.peer(scope, node);
@@ -156,8 +168,13 @@ impl HealthPolicy for MaxFails {
                 p.fails += 1;
                 p.accessed = now;
                 p.checked = now;
-                if max_fails > 0 && p.fails == max_fails {
-                    cx.ejected(ScopeSel::One(r.scope), r.node);
+                if max_fails > 0 && p.fails >= max_fails {
+                    if p.fails == max_fails {
+                        cx.ejected(ScopeSel::One(r.scope), r.node);
+                    }
+                    // ngx_http_upstream_free_round_robin_peer warns at every
+                    // failure that leaves `fails >= max_fails`, not only the first.
+                    log_disabled(cx, r);
                 }
             }
             Charge::Next | Charge::Success => {
@@ -187,7 +204,7 @@ mod tests {
     use super::*;
     use crate::engine::SimTime;
     use crate::policy::testkit::{Harness, ms};
-    use crate::policy::{AttemptResult, Notice};
+    use crate::policy::{AttemptResult, LogEvent, Notice};
 
     const A: NodeId = NodeId(0);
     const FAIL: AttemptResult = AttemptResult::Refused;
@@ -214,6 +231,27 @@ mod tests {
             elapsed: SimDuration::ZERO,
         };
         h.report(t, report);
+    }
+
+    #[test]
+    fn every_failure_at_max_fails_logs_temporarily_disabled() {
+        // ngx_http_upstream_free_round_robin_peer: `if (peer->fails >=
+        // peer->max_fails) ngx_log_error(NGX_LOG_WARN, ... "upstream server
+        // temporarily disabled")`, at the failure that reaches max_fails and
+        // at each later one (a failed probe after fail_timeout).
+        let mut h = nginx(2, 1, 0);
+        h.logging = true;
+        h.attempt(ms(1_000), A, FAIL);
+        assert!(h.logs.is_empty());
+        h.attempt(ms(1_100), A, FAIL);
+        h.attempt(ms(3_500), A, FAIL);
+        let at: Vec<SimTime> = h.logs.iter().map(|&(t, _)| t).collect();
+        assert_eq!(at, [ms(1_100), ms(3_500)]);
+        assert_eq!(h.logs[0].1, LogEvent::NginxDisabled { scope: 0, node: A });
+        // No log kept: nothing queued.
+        let mut quiet = nginx(1, 1, 0);
+        quiet.attempt(ms(1_000), A, FAIL);
+        assert!(quiet.logs.is_empty());
     }
 
     #[test]

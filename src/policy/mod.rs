@@ -25,8 +25,8 @@ pub(crate) mod testkit;
 pub use crate::ids::{NodeId, Scope};
 pub use api::{
     Action, AfterConnect, AttemptReport, AttemptResult, Charge, HealthPolicy, HeartbeatPlan,
-    Notice, PolicyCx, PolicyTimer, ProbeKind, ProbeOutcome, ProbeRequest, ProbeResult, Readmit,
-    ScopeSel,
+    LogEvent, Notice, PolicyCx, PolicyTimer, ProbeKind, ProbeOutcome, ProbeRequest, ProbeResult,
+    Readmit, ScopeSel,
 };
 pub use clock::{Now, WallClock};
 pub use spec::{PolicyParams, PolicySpec, build, periodic_events_per_s};

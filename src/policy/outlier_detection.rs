@@ -28,8 +28,8 @@
 //! - Active health checking and runtime overrides are not modelled.
 
 use super::{
-    AttemptReport, AttemptResult, HealthPolicy, Now, PolicyCx, PolicyParams, PolicyTimer, Scope,
-    ScopeSel,
+    AttemptReport, AttemptResult, HealthPolicy, LogEvent, Now, PolicyCx, PolicyParams, PolicyTimer,
+    Scope, ScopeSel,
 };
 use crate::engine::{SimDuration, SimTime};
 use crate::ids::NodeId;
@@ -424,6 +424,21 @@ pub enum EjectionType {
     FailurePercentageLocalOrigin = 6,
 }
 
+impl EjectionType {
+    /// The name in Envoy's `OutlierEjectionType` (outlier_detection_event.proto).
+    pub fn proto_name(self) -> &'static str {
+        match self {
+            EjectionType::Consecutive5xx => "CONSECUTIVE_5XX",
+            EjectionType::ConsecutiveGatewayFailure => "CONSECUTIVE_GATEWAY_FAILURE",
+            EjectionType::ConsecutiveLocalOriginFailure => "CONSECUTIVE_LOCAL_ORIGIN_FAILURE",
+            EjectionType::SuccessRate => "SUCCESS_RATE",
+            EjectionType::SuccessRateLocalOrigin => "SUCCESS_RATE_LOCAL_ORIGIN",
+            EjectionType::FailurePercentage => "FAILURE_PERCENTAGE",
+            EjectionType::FailurePercentageLocalOrigin => "FAILURE_PERCENTAGE_LOCAL_ORIGIN",
+        }
+    }
+}
+
 /// Detector counters, as Envoy's `outlier_detection.*` stats.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct DetectorStats {
@@ -481,6 +496,8 @@ struct Host {
     last_ejection: SimTime,
     last_unejection: Option<SimTime>,
     jitter: SimDuration,
+    /// Enforced ejections so far (`numEjections`, for the event log).
+    ejections: u32,
 }
 
 /// Which success-rate accumulator an analysis reads.
@@ -504,6 +521,9 @@ pub struct OutlierDetection {
     /// Scratch lists of (host, success rate) for the analysis, kept to avoid allocating.
     sr_hosts: Vec<(usize, f64)>,
     fp_hosts: Vec<(usize, f64)>,
+    /// The analysis behind the ejection being tried, for the event log:
+    /// the host's success rate, and the cluster's average and threshold.
+    why: Option<(f64, Option<(f64, f64)>)>,
 }
 
 impl OutlierDetection {
@@ -518,6 +538,7 @@ impl OutlierDetection {
             last_ejection: SimTime::ZERO,
             last_unejection: None,
             jitter: SimDuration::ZERO,
+            ejections: 0,
         };
         OutlierDetection {
             max_ejection_time: p.max_ejection_time(),
@@ -528,6 +549,7 @@ impl OutlierDetection {
             stats: DetectorStats::default(),
             sr_hosts: Vec::with_capacity(nodes),
             fp_hosts: Vec::with_capacity(nodes),
+            why: None,
         }
     }
 
@@ -648,6 +670,8 @@ impl OutlierDetection {
         // `featureEnabled(key, enforcing)`: `random % 100 < enforcing`.
         let roll: u32 = cx.rng().random_range(0..100);
         if roll >= self.enforcing(t) {
+            // Detected but not enforced: logged with `enforced: false`.
+            self.log(cx, i, t, true, false);
             return;
         }
         self.stats.enforced[t as usize] += 1;
@@ -664,9 +688,35 @@ impl OutlierDetection {
         if base.as_micros() * (h.backoff as u64) < max.as_micros() + base.as_micros() {
             h.backoff += 1;
         }
+        h.ejections += 1;
         if !was_ejected {
             cx.ejected(ScopeSel::All, NodeId(i as u32));
         }
+        self.log(cx, i, t, true, true);
+    }
+
+    /// `EventLoggerImpl::logEject` / `logUneject` (`setCommonEventParams`):
+    /// the event of host `i`, when the gateway keeps a log.
+    fn log(&self, cx: &mut PolicyCx, i: usize, t: EjectionType, eject: bool, enforced: bool) {
+        if !cx.logs() {
+            return;
+        }
+        let h = &self.hosts[i];
+        let now = cx.now().t;
+        let last = if eject {
+            h.last_unejection
+        } else {
+            Some(h.last_ejection)
+        };
+        cx.log(LogEvent::EnvoyOutlier {
+            node: NodeId(i as u32),
+            kind: t.proto_name(),
+            eject,
+            enforced,
+            num_ejections: h.ejections,
+            secs_since_last_action: last.map(|l| now.saturating_since(l).as_micros() / 1_000_000),
+            success_rate: if eject { self.why } else { None },
+        });
     }
 
     /// `checkHostForUneject`.
@@ -694,6 +744,8 @@ impl OutlierDetection {
         self.hot[i].c5 = 0;
         self.hot[i].gw = 0;
         cx.readmitted(ScopeSel::All, NodeId(i as u32));
+        // logUneject sets no type: proto3 JSON prints the default, CONSECUTIVE_5XX.
+        self.log(cx, i, EjectionType::Consecutive5xx, false, false);
     }
 
     /// `processSuccessRateEjections` over the bucket of the interval that just ended.
@@ -749,7 +801,10 @@ impl OutlierDetection {
                 let (i, sr) = self.sr_hosts[k];
                 if sr < threshold {
                     self.stats.detected[t as usize] += 1;
+                    let average = sum / self.sr_hosts.len() as f64;
+                    self.why = Some((sr, Some((average, threshold))));
                     self.eject_host(cx, i, t);
+                    self.why = None;
                 }
             }
         }
@@ -763,7 +818,9 @@ impl OutlierDetection {
                 let (i, sr) = self.fp_hosts[k];
                 if 100.0 - sr >= threshold {
                     self.stats.detected[t as usize] += 1;
+                    self.why = Some((sr, None));
                     self.eject_host(cx, i, t);
+                    self.why = None;
                 }
             }
         }

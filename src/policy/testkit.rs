@@ -14,8 +14,8 @@
 //! of its methods with a context at a given time.
 
 use super::{
-    Action, AttemptReport, AttemptResult, Charge, HealthPolicy, HeartbeatPlan, Notice, PolicyCx,
-    PolicyTimer, ProbeOutcome, ProbeRequest, ProbeResult, WallClock,
+    Action, AttemptReport, AttemptResult, Charge, HealthPolicy, HeartbeatPlan, LogEvent, Notice,
+    PolicyCx, PolicyTimer, ProbeOutcome, ProbeRequest, ProbeResult, WallClock,
 };
 use crate::engine::{SimDuration, SimRng, SimTime, Stream, rng};
 use crate::ids::NodeId;
@@ -67,6 +67,9 @@ pub struct Harness<P> {
     checked: Vec<(SimTime, NodeId, bool)>,
     /// When the policy reported it finished warming.
     warmed: Vec<SimTime>,
+    /// The gateway keeps an event log: the policy's log lines, with their time.
+    pub logging: bool,
+    pub logs: Vec<(SimTime, LogEvent)>,
 }
 
 impl<P> Harness<P> {
@@ -85,6 +88,8 @@ impl<P> Harness<P> {
             heartbeats: vec![],
             checked: vec![],
             warmed: vec![],
+            logging: false,
+            logs: vec![],
         }
     }
 
@@ -99,7 +104,8 @@ impl<P> Harness<P> {
         );
         self.now = t;
         let (mut timers, mut notices) = (vec![], vec![]);
-        let mut cx = PolicyCx::new(self.clock.now(t), &mut self.rng, &mut timers, &mut notices);
+        let now = self.clock.now(t);
+        let mut cx = PolicyCx::logged(now, &mut self.rng, &mut timers, &mut notices, self.logging);
         let r = f(&mut self.policy, &mut cx);
         for a in cx.take_actions() {
             match a {
@@ -111,6 +117,7 @@ impl<P> Harness<P> {
                 Action::StartHeartbeats(plan) => self.heartbeats.push(plan),
                 Action::HostChecked { node, healthy } => self.checked.push((t, node, healthy)),
                 Action::Warmed => self.warmed.push(t),
+                Action::Log(ev) => self.logs.push((t, ev)),
             }
         }
         for (at, timer) in timers {

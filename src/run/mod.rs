@@ -13,6 +13,7 @@ use crate::engine::rng::rep_seed;
 use crate::error::Error;
 use crate::metrics::RunSummary;
 use crate::spec::Model;
+use crate::world::events::{EventLog, MAX_EVENT_LINES};
 use crate::world::{self, TraceLine, Truncated};
 use rayon::prelude::*;
 use std::path::Path;
@@ -26,6 +27,7 @@ pub struct Replications<'m> {
     max_events: u64,
     trace: bool,
     per_replica: bool,
+    events: bool,
 }
 
 /// What the replications produced, in replication order.
@@ -34,6 +36,8 @@ pub struct Outcome {
     pub runs: Vec<RunSummary>,
     /// Each replication's attempts (empty unless traced).
     pub traces: Vec<Vec<TraceLine>>,
+    /// Each replication's gateway event log (empty unless kept).
+    pub events: Vec<EventLog>,
     /// Replications the event budget cut short: their seed and where they stopped.
     pub cut: Vec<(u64, Truncated)>,
 }
@@ -48,6 +52,7 @@ impl<'m> Replications<'m> {
             max_events: u64::MAX,
             trace: false,
             per_replica: false,
+            events: false,
         }
     }
     /// The seed of the first replication (the others derive from it).
@@ -70,6 +75,18 @@ impl<'m> Replications<'m> {
         self
     }
 
+    /// Keep the gateway's event log (`--events`): each replication keeps
+    /// its share of [`MAX_EVENT_LINES`].
+    pub fn events(mut self, on: bool) -> Self {
+        self.events = on;
+        self
+    }
+
+    /// The most event-log lines each replication keeps.
+    pub fn events_cap(&self) -> usize {
+        (MAX_EVENT_LINES / self.reps.max(1) as usize).max(1)
+    }
+
     /// Keep each gateway replica's node table (`--per-replica`).
     pub fn per_replica(mut self, on: bool) -> Self {
         self.per_replica = on;
@@ -84,40 +101,44 @@ impl<'m> Replications<'m> {
     /// Runs the replications on the current rayon pool (install one to
     /// choose the thread count); the outcome does not depend on it.
     pub fn run(&self) -> Outcome {
-        let results: Vec<(RunSummary, Vec<TraceLine>, Option<Truncated>)> = (0..self.reps)
+        let results: Vec<One> = (0..self.reps)
             .into_par_iter()
             .map(|r| self.one(rep_seed(self.seed, r)))
             .collect();
         let mut out = Outcome::default();
-        for (s, t, cut) in results {
+        for (s, t, cut, log) in results {
             if let Some(c) = cut {
                 out.cut.push((s.seed, c));
             }
             out.runs.push(s);
             out.traces.push(t);
+            out.events.extend(log);
         }
         out
     }
 
-    fn one(&self, seed: u64) -> (RunSummary, Vec<TraceLine>, Option<Truncated>) {
+    fn one(&self, seed: u64) -> One {
+        let events = self.events.then(|| self.events_cap());
+        let (m, e, r) = (self.model, self.max_events, self.per_replica);
         if self.trace {
             let mut lines = Vec::new();
             let mut sink = |l: &TraceLine| lines.push(l.clone());
-            let (s, cut) = world::run_with(
-                self.model,
-                seed,
-                self.max_events,
-                Some(&mut sink),
-                self.per_replica,
-            );
-            (s, lines, cut)
+            let (s, cut, log) = world::run_logged(m, seed, e, Some(&mut sink), r, events);
+            (s, lines, cut, log)
         } else {
-            let (s, cut) =
-                world::run_with(self.model, seed, self.max_events, None, self.per_replica);
-            (s, Vec::new(), cut)
+            let (s, cut, log) = world::run_logged(m, seed, e, None, r, events);
+            (s, Vec::new(), cut, log)
         }
     }
 }
+
+/// One replication's summary, trace, cut and event log.
+type One = (
+    RunSummary,
+    Vec<TraceLine>,
+    Option<Truncated>,
+    Option<EventLog>,
+);
 
 /// Worker threads per core above which `--jobs` is lowered: more threads
 /// than that only add memory (each holds a run) and scheduling.

@@ -103,6 +103,12 @@ pub struct OpenClientsSpec {
     pub timeout: Option<SimDuration>,
     #[serde(default)]
     pub method: Method,
+    /// Each request leaves this long after its scheduled arrival, as a
+    /// real load generator's timer and scheduling delay it: a duration (the
+    /// most, drawn uniformly from 0 up to it) or a distribution. Default:
+    /// none (requests leave on schedule).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub send_jitter: Option<DurationDist>,
 }
 
 #[derive(Clone, Debug, Deserialize, Serialize, JsonSchema)]
@@ -404,7 +410,7 @@ fn default_service() -> LatencySpec {
 }
 
 /// A distribution of durations; `dist` is the tag.
-#[derive(Clone, Debug, Deserialize, Serialize, PartialEq, JsonSchema)]
+#[derive(Clone, Copy, Debug, Deserialize, Serialize, PartialEq, JsonSchema)]
 #[serde(tag = "dist", rename_all = "snake_case", deny_unknown_fields)]
 pub enum LatencySpec {
     #[serde(deserialize_with = "latency_body::constant")]
@@ -505,14 +511,14 @@ pub enum FaultSpec {
 
 impl FaultSpec {
     /// `at` and `for`, whatever the kind.
-    pub fn window(&self) -> (SimDuration, Option<SimDuration>) {
+    pub fn window(&self) -> (&DurationDist, Option<SimDuration>) {
         match self {
             FaultSpec::Crash(w)
             | FaultSpec::Hang(w)
             | FaultSpec::Stop(w)
-            | FaultSpec::Partition(w) => (w.at, w.for_),
-            FaultSpec::Flaky(x) => (x.at, x.for_),
-            FaultSpec::Slow(x) => (x.at, x.for_),
+            | FaultSpec::Partition(w) => (&w.at, w.for_),
+            FaultSpec::Flaky(x) => (&x.at, x.for_),
+            FaultSpec::Slow(x) => (&x.at, x.for_),
         }
     }
 }
@@ -521,18 +527,28 @@ impl FaultSpec {
 #[serde(deny_unknown_fields)]
 pub struct WindowSpec {
     pub node: String,
+    /// When it starts: a duration (default 0s), or a distribution drawn
+    /// once per replication from its seed (`{"dist": "uniform", "min":
+    /// "10s", "max": "11s"}`): the fault's phase against probe schedules
+    /// and nginx's clock varies as in a real test.
     #[serde(default)]
-    pub at: SimDuration,
+    pub at: DurationDist,
     #[serde(rename = "for", default)]
     pub for_: Option<SimDuration>,
+    /// `crash` only: after `for` the process restarts, and refuses
+    /// connections (a closed port) for this start-up time: a duration or
+    /// a distribution, drawn at each restart. Default 0s (listening at once).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub restart_delay: Option<DurationDist>,
 }
 
 #[derive(Clone, Debug, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct FlakySpec {
     pub node: String,
+    /// A duration (default 0s) or a distribution drawn per replication.
     #[serde(default)]
-    pub at: SimDuration,
+    pub at: DurationDist,
     #[serde(rename = "for", default)]
     pub for_: Option<SimDuration>,
     /// Probability that a request fails, in [0, 1].
@@ -561,8 +577,9 @@ pub enum FlakyError {
 #[serde(deny_unknown_fields)]
 pub struct SlowSpec {
     pub node: String,
+    /// A duration (default 0s) or a distribution drawn per replication.
     #[serde(default)]
-    pub at: SimDuration,
+    pub at: DurationDist,
     #[serde(rename = "for", default)]
     pub for_: Option<SimDuration>,
     /// Multiplies the service time. Default 1.
@@ -575,4 +592,142 @@ pub struct SlowSpec {
 
 fn one_f64() -> f64 {
     1.0
+}
+
+/// A duration that is fixed (`"2s"`) or drawn from a distribution
+/// (`{"dist": "uniform", "min": "1s", "max": "3s"}`, the forms of a node's
+/// `service_time`).
+#[derive(Clone, Debug, PartialEq)]
+pub enum DurationDist {
+    Fixed(SimDuration),
+    Drawn(LatencySpec),
+}
+
+impl Default for DurationDist {
+    fn default() -> Self {
+        DurationDist::Fixed(SimDuration::ZERO)
+    }
+}
+
+impl From<SimDuration> for DurationDist {
+    fn from(d: SimDuration) -> Self {
+        DurationDist::Fixed(d)
+    }
+}
+
+impl DurationDist {
+    /// The value when it is a fixed duration (or a constant distribution).
+    pub fn fixed(&self) -> Option<SimDuration> {
+        match *self {
+            DurationDist::Fixed(d) | DurationDist::Drawn(LatencySpec::Constant { value: d }) => {
+                Some(d)
+            }
+            _ => None,
+        }
+    }
+
+    /// The least and the greatest value it can take (`None`: no bound).
+    pub fn range(&self) -> (SimDuration, Option<SimDuration>) {
+        match *self {
+            DurationDist::Fixed(d) | DurationDist::Drawn(LatencySpec::Constant { value: d }) => {
+                (d, Some(d))
+            }
+            DurationDist::Drawn(LatencySpec::Uniform { min, max }) => (min, Some(max)),
+            DurationDist::Drawn(LatencySpec::Lognormal { median, sigma: 0.0 }) => {
+                (median, Some(median))
+            }
+            DurationDist::Drawn(_) => (SimDuration::ZERO, None),
+        }
+    }
+}
+
+impl std::fmt::Display for DurationDist {
+    /// `2s`, or the distribution as JSON.
+    fn fmt(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        match self {
+            DurationDist::Fixed(d) => write!(f, "{d}"),
+            DurationDist::Drawn(l) => {
+                write!(
+                    f,
+                    "{}",
+                    serde_json::to_string(l).map_err(|_| std::fmt::Error)?
+                )
+            }
+        }
+    }
+}
+
+impl Serialize for DurationDist {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match self {
+            DurationDist::Fixed(d) => d.serialize(s),
+            DurationDist::Drawn(l) => l.serialize(s),
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for DurationDist {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> serde::de::Visitor<'de> for V {
+            type Value = DurationDist;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str(
+                    "a duration string with a unit, such as \"5s\", or a distribution such as \
+                     {\"dist\": \"uniform\", \"min\": \"1s\", \"max\": \"2s\"}",
+                )
+            }
+            fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<DurationDist, E> {
+                crate::engine::time::parse_duration(v)
+                    .map(DurationDist::Fixed)
+                    .map_err(E::custom)
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                map: A,
+            ) -> Result<DurationDist, A::Error> {
+                LatencySpec::deserialize(serde::de::value::MapAccessDeserializer::new(map))
+                    .map(DurationDist::Drawn)
+            }
+        }
+        d.deserialize_any(V)
+    }
+}
+
+impl JsonSchema for DurationDist {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "DurationOrDistribution".into()
+    }
+    fn json_schema(g: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        schemars::json_schema!({
+            "description": "A fixed duration (\"2s\"), or a distribution of durations ({\"dist\": \"uniform\", \"min\": \"1s\", \"max\": \"3s\"}).",
+            "anyOf": [g.subschema_for::<SimDuration>(), g.subschema_for::<LatencySpec>()]
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn a_duration_or_distribution_reads_both_forms_and_writes_them_back() {
+        let fixed: DurationDist = serde_json::from_value(json!("1.5s")).unwrap();
+        assert_eq!(fixed, DurationDist::Fixed(SimDuration::from_millis(1500)));
+        assert_eq!(serde_json::to_value(&fixed).unwrap(), json!("1.5s"));
+        let doc = json!({"dist": "uniform", "min": "1s", "max": "2s"});
+        let drawn: DurationDist = serde_json::from_value(doc.clone()).unwrap();
+        assert_eq!(
+            drawn.range(),
+            (SimDuration::from_secs(1), Some(SimDuration::from_secs(2)))
+        );
+        assert_eq!(drawn.fixed(), None);
+        assert_eq!(serde_json::to_value(&drawn).unwrap(), doc);
+        let e = serde_json::from_value::<DurationDist>(json!(5)).unwrap_err();
+        assert!(e.to_string().contains("or a distribution"), "{e}");
+        let exp: DurationDist =
+            serde_json::from_value(json!({"dist": "exponential", "mean": "1s"})).unwrap();
+        assert_eq!(exp.range(), (SimDuration::ZERO, None));
+    }
 }

@@ -33,6 +33,9 @@ pub struct Model {
     /// `latency_thresholds`, validated.
     pub latency_thresholds: Vec<SimDuration>,
     pub clients: Clients,
+    /// `clients.send_jitter` (open loop): each request's delay after its
+    /// scheduled arrival.
+    pub send_jitter: Option<LatencySpec>,
     pub gateway: GatewaySpec,
     pub next_upstream: NextUpstreamMask,
     pub nodes: Vec<NodeSpec>,
@@ -127,9 +130,45 @@ impl FaultKind {
 pub struct Fault {
     pub node: NodeId,
     pub kind: FaultKind,
+    /// Its start; with a drawn `at` ([`Fault::phase`]), the earliest start
+    /// it can draw.
     pub start: SimTime,
-    /// `None`: to the end of the run.
+    /// `None`: to the end of the run. With a drawn `at`, the latest end it
+    /// can draw (`None` also when that has no bound).
     pub end: Option<SimTime>,
+    /// `for`.
+    pub length: Option<SimDuration>,
+    /// A drawn `at`: each replication draws its start from this.
+    pub phase: Option<LatencySpec>,
+    /// A crash's `restart_delay` (none: listening at once after `for`).
+    pub restart_delay: Option<LatencySpec>,
+}
+
+impl Fault {
+    /// The window `[start, end)` of a fault that starts `at` after the
+    /// beginning of a run ending at `run_end` (`None`: to the end).
+    pub fn window_at(&self, at: SimDuration, run_end: SimTime) -> (SimTime, Option<SimTime>) {
+        let start = SimTime::ZERO + at;
+        let end = self.length.map(|d| start + d).filter(|&e| e < run_end);
+        (start, end)
+    }
+}
+
+/// A duration or distribution as the distribution to draw from, checked
+/// (`field` names it in errors). `upto`: a fixed duration means "up to it"
+/// (uniform from 0), else exactly it.
+fn drawn(d: &DurationDist, field: &str, upto: bool) -> Result<LatencySpec, Invalid> {
+    match *d {
+        DurationDist::Fixed(v) if upto => Ok(LatencySpec::Uniform {
+            min: SimDuration::ZERO,
+            max: v,
+        }),
+        DurationDist::Fixed(value) => Ok(LatencySpec::Constant { value }),
+        DurationDist::Drawn(l) => {
+            check_latency(&l).map_err(|(f, r)| (format!("{field}.{f}"), r))?;
+            Ok(l)
+        }
+    }
 }
 
 impl Model {
@@ -170,6 +209,13 @@ impl Model {
         let (measure_from, measure_to) = run_window(&spec)?;
         check_latency_thresholds(&spec.latency_thresholds)?;
         let clients = clients(&spec.clients)?;
+        let send_jitter = match &spec.clients {
+            ClientsSpec::Open(OpenClientsSpec {
+                send_jitter: Some(j),
+                ..
+            }) => Some(drawn(j, "clients.send_jitter", true)?),
+            _ => None,
+        };
         check_gateway(&spec.gateway)?;
         check_nodes(&spec.nodes)?;
         super::limits::check_size(&spec)?;
@@ -185,6 +231,7 @@ impl Model {
             bucket: spec.timeline_bucket,
             latency_thresholds: spec.latency_thresholds.clone(),
             clients,
+            send_jitter,
             gateway: spec.gateway.clone(),
             next_upstream: NextUpstreamMask::from_words(&spec.gateway.proxy_next_upstream),
             nodes: spec.nodes.clone(),
@@ -255,7 +302,19 @@ impl Model {
         }
         for (i, f) in self.spec.faults.iter().enumerate() {
             let (at, for_) = f.window();
-            if let Some(d) = for_
+            let (_, latest) = at.range();
+            if latest.is_none_or(|l| l >= self.duration) && at.fixed().is_none() {
+                w.push((
+                    format!("faults[{i}].at"),
+                    format!(
+                        "{at} may start after the run ({}): in a replication that draws \
+                         such a start, the fault does not happen",
+                        self.duration
+                    ),
+                ));
+            }
+            if let Some(at) = at.fixed()
+                && let Some(d) = for_
                 && at + d > self.duration
             {
                 w.push((
@@ -663,10 +722,33 @@ fn faults(spec: &ModelSpec) -> Result<Vec<Fault>, Invalid> {
     }
     for (i, f) in spec.faults.iter().enumerate() {
         let at = |field: &str| format!("faults[{i}].{field}");
-        let (node, start, for_, kind) = fault_kind(f).map_err(|(f, r)| (at(&f), r))?;
+        let (node, at_spec, for_, kind) = fault_kind(f).map_err(|(f, r)| (at(&f), r))?;
         let idx = match by_name.get(node.as_str()) {
             Some(&idx) => idx,
             None => node_index(&spec.nodes, node).map_err(|r| (at("node"), r))?,
+        };
+        let phase = match at_spec.fixed() {
+            Some(_) => None,
+            None => Some(drawn(at_spec, &at("at"), false)?),
+        };
+        let (start, latest) = at_spec.range();
+        let restart_delay = match f {
+            FaultSpec::Crash(w) => match &w.restart_delay {
+                Some(d) => Some(drawn(d, &at("restart_delay"), false)?),
+                None => None,
+            },
+            FaultSpec::Hang(w) | FaultSpec::Stop(w) | FaultSpec::Partition(w)
+                if w.restart_delay.is_some() =>
+            {
+                return Err(invalid(
+                    at("restart_delay"),
+                    format!(
+                        "only a crash restarts; a {} fault has no restart_delay",
+                        kind.name()
+                    ),
+                ));
+            }
+            _ => None,
         };
         if start >= spec.duration {
             return Err(invalid(
@@ -686,7 +768,13 @@ fn faults(spec: &ModelSpec) -> Result<Vec<Fault>, Invalid> {
             node: NodeId(idx as u32),
             kind,
             start: SimTime::ZERO + start,
-            end: for_.map(|d| SimTime::ZERO + start + d).filter(|&e| e < end),
+            end: latest
+                .zip(for_)
+                .map(|(l, d)| SimTime::ZERO + l.saturating_add(d))
+                .filter(|&e| e < end),
+            length: for_,
+            phase,
+            restart_delay,
         });
     }
     // Overlapping windows of exclusive kinds on one node are ambiguous.
@@ -749,14 +837,14 @@ fn first_overlap(faults: &[Fault]) -> Option<(usize, usize)> {
 }
 
 /// A fault's node, start, length and kind, its parameters checked.
-type FaultParts<'a> = (&'a String, SimDuration, Option<SimDuration>, FaultKind);
+type FaultParts<'a> = (&'a String, &'a DurationDist, Option<SimDuration>, FaultKind);
 
 fn fault_kind(f: &FaultSpec) -> Result<FaultParts<'_>, Invalid> {
     Ok(match f {
-        FaultSpec::Crash(w) => (&w.node, w.at, w.for_, FaultKind::Crash),
-        FaultSpec::Hang(w) => (&w.node, w.at, w.for_, FaultKind::Hang),
-        FaultSpec::Stop(w) => (&w.node, w.at, w.for_, FaultKind::Stop),
-        FaultSpec::Partition(w) => (&w.node, w.at, w.for_, FaultKind::Partition),
+        FaultSpec::Crash(w) => (&w.node, &w.at, w.for_, FaultKind::Crash),
+        FaultSpec::Hang(w) => (&w.node, &w.at, w.for_, FaultKind::Hang),
+        FaultSpec::Stop(w) => (&w.node, &w.at, w.for_, FaultKind::Stop),
+        FaultSpec::Partition(w) => (&w.node, &w.at, w.for_, FaultKind::Partition),
         FaultSpec::Flaky(x) => {
             if !(0.0..=1.0).contains(&x.p) {
                 return Err(invalid(
@@ -775,7 +863,7 @@ fn fault_kind(f: &FaultSpec) -> Result<FaultParts<'_>, Invalid> {
                 error: x.error,
                 status: x.status,
             };
-            (&x.node, x.at, x.for_, kind)
+            (&x.node, &x.at, x.for_, kind)
         }
         FaultSpec::Slow(x) => {
             if !(x.factor.is_finite() && x.factor > 0.0) {
@@ -788,7 +876,7 @@ fn fault_kind(f: &FaultSpec) -> Result<FaultParts<'_>, Invalid> {
                 factor: x.factor,
                 extra: x.extra,
             };
-            (&x.node, x.at, x.for_, kind)
+            (&x.node, &x.at, x.for_, kind)
         }
     })
 }

@@ -62,7 +62,11 @@ impl World<'_> {
         match &self.clients {
             Clients::Open { .. } => {
                 if let Some(t) = self.next_arrival_time() {
-                    self.q.schedule_in_lane(lane::ARRIVAL, t, Event::Arrival);
+                    let ev = match self.jitter {
+                        None => Event::Arrival,
+                        Some(_) => Event::JitteredArrival,
+                    };
+                    self.q.schedule_in_lane(lane::ARRIVAL, t, ev);
                 }
             }
             Clients::Closed { concurrency, .. } => {
@@ -100,10 +104,35 @@ impl World<'_> {
         }
     }
 
+    /// An open-loop arrival: the next one is scheduled, and the request
+    /// leaves now.
     pub(crate) fn on_arrival(&mut self) {
         if let Some(t) = self.next_arrival_time() {
             self.q.schedule_in_lane(lane::ARRIVAL, t, Event::Arrival);
         }
+        self.start_request(None);
+    }
+
+    /// An open-loop arrival with `send_jitter`: the next one is scheduled,
+    /// and the request leaves after its drawn delay (`Event::Send`; the
+    /// schedule of arrivals is not moved by it, as a load generator's timer
+    /// is not). A separate event, so that arrivals without jitter pay
+    /// nothing for it.
+    pub(crate) fn on_jittered_arrival(&mut self) {
+        if let Some(t) = self.next_arrival_time() {
+            self.q
+                .schedule_in_lane(lane::ARRIVAL, t, Event::JitteredArrival);
+        }
+        let delay = match &self.jitter {
+            Some(j) => j.sample(&mut self.rng_jitter),
+            None => crate::engine::SimDuration::ZERO,
+        };
+        let at = self.q.now() + delay;
+        self.q.schedule(at, Event::Send);
+    }
+
+    /// A jittered open-loop request leaves.
+    pub(crate) fn on_send(&mut self) {
         self.start_request(None);
     }
 

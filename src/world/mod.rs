@@ -79,6 +79,7 @@
 //! the start and end of their windows.
 
 mod client;
+pub mod events;
 mod fault;
 mod gateway;
 mod heartbeat;
@@ -136,6 +137,10 @@ pub enum Fail {
 pub(crate) enum Event {
     /// The next open-loop request arrives.
     Arrival,
+    /// The next open-loop request arrives; it leaves after its `send_jitter`.
+    JitteredArrival,
+    /// An open-loop request leaves after its `send_jitter`.
+    Send,
     /// A closed-loop client sends its next request.
     ClientWake(u32),
     /// The client gives up on its request (step 9 above).
@@ -170,6 +175,11 @@ pub(crate) enum Event {
     /// Fault `i` of the model starts, or ends.
     FaultStart(u32),
     FaultEnd(u32),
+    /// A restarted process listens again after its `restart_delay`.
+    Listening {
+        node: NodeId,
+        generation: u32,
+    },
     /// A timer a policy asked for.
     Policy {
         policy: u16,
@@ -246,6 +256,14 @@ pub struct World<'s> {
     pub(crate) rng_policy: SimRng,
     pub(crate) rng_probe: SimRng,
     pub(crate) rng_heartbeat: SimRng,
+    /// Start-up times of restarted processes (`restart_delay`).
+    pub(crate) rng_restart: SimRng,
+    /// Send delays of open-loop requests (`clients.send_jitter`), and
+    /// their distribution.
+    pub(crate) rng_jitter: SimRng,
+    pub(crate) jitter: Option<Box<node::Sampler>>,
+    /// Each fault's window in this run (drawn starts included).
+    pub(crate) fault_windows: Vec<(SimTime, Option<SimTime>)>,
     pub(crate) clients: client::Clients,
     pub(crate) gw: gateway::Gateway,
     pub(crate) nodes: Vec<node::Node>,
@@ -264,6 +282,10 @@ pub struct World<'s> {
     pub(crate) notices_buf: Vec<policy::Notice>,
     pub(crate) rec: Recorder,
     pub(crate) trace: Option<TraceSink<'s>>,
+    /// The gateway's event log (`--events`), if kept.
+    pub(crate) events: Option<Box<events::Logger>>,
+    /// A trace or an event log is kept: every attempt is observed.
+    pub(crate) observed: bool,
     pub(crate) seed: u64,
     /// Stop (keeping the metrics so far) once this many events were processed.
     pub(crate) max_events: u64,
@@ -309,13 +331,29 @@ pub fn run_with<'s>(
     trace: Option<TraceSink<'s>>,
     per_replica: bool,
 ) -> (RunSummary, Option<Truncated>) {
+    let (summary, cut, _) = run_logged(model, seed, max_events, trace, per_replica, None);
+    (summary, cut)
+}
+
+/// Like [`run_with`]; `events`: also keep the gateway's event log, at most
+/// that many lines (see [`events`]).
+pub fn run_logged<'s>(
+    model: &'s Model,
+    seed: u64,
+    max_events: u64,
+    trace: Option<TraceSink<'s>>,
+    per_replica: bool,
+    events: Option<usize>,
+) -> (RunSummary, Option<Truncated>, Option<events::EventLog>) {
     let mut w = World::new(model, seed, trace);
     w.max_events = max_events;
     if per_replica {
         w.rec.track_replicas();
     }
-    let (summary, cut) = w.run_to_end_or_budget();
-    (summary, cut.map(|at| Truncated { max_events, at }))
+    w.events = events.map(|cap| Box::new(events::Logger::new(model, cap)));
+    w.observed = w.trace.is_some() || w.events.is_some();
+    let (summary, cut, log) = w.run_to_end_or_budget();
+    (summary, cut.map(|at| Truncated { max_events, at }), log)
 }
 
 impl<'s> World<'s> {
@@ -338,8 +376,12 @@ impl<'s> World<'s> {
             (model.measure_from, model.measure_to),
             model.bucket,
         );
-        for f in &model.faults {
-            rec.fault_window(f.node, f.start, f.end);
+        let fault_windows = fault::fault_windows(model, seed);
+        for (f, &(start, end)) in model.faults.iter().zip(&fault_windows) {
+            // A drawn start past the end: no fault in this run.
+            if start < model.end() {
+                rec.fault_window(f.node, start, end);
+            }
         }
         for (i, n) in model.nodes.iter().enumerate() {
             rec.node_workers(NodeId(i as u32), n.workers);
@@ -370,6 +412,13 @@ impl<'s> World<'s> {
             rng_policy: rng::stream(seed, Stream::Policy),
             rng_probe: rng::stream(seed, Stream::Probe),
             rng_heartbeat: rng::stream(seed, Stream::Heartbeat),
+            rng_restart: rng::stream(seed, Stream::Restart),
+            rng_jitter: rng::stream(seed, Stream::Jitter),
+            jitter: model
+                .send_jitter
+                .as_ref()
+                .map(|j| Box::new(node::Sampler::new(j))),
+            fault_windows,
             clients: client::Clients::new(model),
             gw,
             hear_connections: (0..npol)
@@ -386,6 +435,8 @@ impl<'s> World<'s> {
             timers_buf: Vec::new(),
             notices_buf: Vec::new(),
             rec,
+            events: None,
+            observed: trace.is_some(),
             trace,
             seed,
             max_events: u64::MAX,
@@ -403,14 +454,14 @@ impl<'s> World<'s> {
 
     /// Runs to the end, or until `max_events` were processed (then also
     /// returns the time it stopped at), and summarises.
-    fn run_to_end_or_budget(mut self) -> (RunSummary, Option<SimTime>) {
+    fn run_to_end_or_budget(mut self) -> (RunSummary, Option<SimTime>, Option<events::EventLog>) {
         let mut cut = None;
         let end = self.model.end();
         // Faults first: at any instant their events then run before every
         // other (same time: insertion order), which `Node::in_fault` relies on.
-        for (i, f) in self.model.faults.iter().enumerate() {
-            self.q.schedule(f.start, Event::FaultStart(i as u32));
-            if let Some(e) = f.end {
+        for (i, &(start, end)) in self.fault_windows.iter().enumerate() {
+            self.q.schedule(start, Event::FaultStart(i as u32));
+            if let Some(e) = end {
                 self.q.schedule(e, Event::FaultEnd(i as u32));
             }
         }
@@ -432,18 +483,28 @@ impl<'s> World<'s> {
             };
             self.dispatch(ev);
         }
+        let log = self.events.take().map(|l| l.log);
         let unfinished = self.gw.in_flight_counted() as u64;
         let seed_phase = self.clocks[0].phase();
         let events = self.q.popped();
         let name = self.model.name.clone();
         let seed = self.seed;
-        let summary = self.rec.finish(&name, seed, seed_phase, events, unfinished);
-        (summary, cut)
+        let mut summary = self.rec.finish(&name, seed, seed_phase, events, unfinished);
+        if self.model.faults.iter().any(|f| f.phase.is_some()) {
+            summary.fault_start_s = self
+                .fault_windows
+                .iter()
+                .map(|&(s, _)| crate::stats::round6(s.as_secs_f64()))
+                .collect();
+        }
+        (summary, cut, log)
     }
 
     fn dispatch(&mut self, ev: Event) {
         match ev {
             Event::Arrival => self.on_arrival(),
+            Event::JitteredArrival => self.on_jittered_arrival(),
+            Event::Send => self.on_send(),
             Event::ClientWake(c) => self.on_client_wake(c),
             Event::ClientTimeout { slot, generation } => self.on_client_timeout(slot, generation),
             Event::AttemptFailed {
@@ -468,6 +529,7 @@ impl<'s> World<'s> {
             } => self.on_service_done(node, worker, epoch),
             Event::FaultStart(i) => self.on_fault_start(i as usize),
             Event::FaultEnd(i) => self.on_fault_end(i as usize),
+            Event::Listening { node, generation } => self.on_listening(node, generation),
             Event::Policy { policy, timer } => {
                 self.with_policy(policy as usize, Some(NodeId(timer.node)), |p, cx| {
                     p.on_timer(cx, timer)
@@ -501,11 +563,12 @@ impl<'s> World<'s> {
         f: impl FnOnce(&mut dyn HealthPolicy, &mut PolicyCx) -> R,
     ) -> R {
         let now = self.clocks[self.replica_of_policy(i)].now(self.q.now());
-        let mut cx = PolicyCx::new(
+        let mut cx = PolicyCx::logged(
             now,
             &mut self.rng_policy,
             &mut self.timers_buf,
             &mut self.notices_buf,
+            self.events.is_some(),
         );
         let r = f(self.policies[i].as_mut(), &mut cx);
         let actions = cx.take_actions();
@@ -525,6 +588,7 @@ impl<'s> World<'s> {
                 Action::StartHeartbeats(plan) => self.start_heartbeats(i as u16, plan),
                 Action::HostChecked { node, healthy } => self.host_checked(i, node, healthy),
                 Action::Warmed => self.on_warmed(self.replica_of_policy(i)),
+                Action::Log(ev) => self.log_policy_event(i, ev),
             }
         }
         r
@@ -614,8 +678,25 @@ impl<'s> World<'s> {
         self.clocks[self.replica_of(s)].now(self.q.now())
     }
 
+    /// A finished attempt, to the trace and the event log (those kept).
+    #[cold]
+    #[inline(never)]
+    pub(crate) fn observe_attempt(
+        &mut self,
+        request: u64,
+        scope: u16,
+        node: NodeId,
+        result: AttemptResult,
+        charge: Charge,
+    ) {
+        self.trace_attempt(request, scope, node, result, charge);
+        if self.events.is_some() {
+            self.log_attempt_error(scope, node, result);
+        }
+    }
+
     /// Reports a finished attempt to the trace, if any.
-    pub(crate) fn trace_attempt(
+    fn trace_attempt(
         &mut self,
         request: u64,
         scope: u16,

@@ -82,6 +82,9 @@ pub(crate) struct Node {
     /// Bumped when in-service completions are invalidated (crash, freeze).
     epoch: u32,
     pub(crate) crashed: bool,
+    /// Crashes so far: a pending end of a start-up (`Event::Listening`)
+    /// from before the last crash is stale.
+    pub(crate) restarts: u32,
     pub(crate) hung: bool,
     pub(crate) stopped: bool,
     pub(crate) partitioned: bool,
@@ -102,6 +105,7 @@ impl Node {
             queue: VecDeque::new(),
             epoch: 0,
             crashed: false,
+            restarts: 0,
             hung: false,
             stopped: false,
             partitioned: false,
@@ -342,6 +346,7 @@ impl World<'_> {
     pub(crate) fn crash_node(&mut self, node: NodeId) {
         let n = &mut self.nodes[node.index()];
         n.crashed = true;
+        n.restarts = n.restarts.wrapping_add(1);
         n.epoch = n.epoch.wrapping_add(1);
         let mut victims: Vec<Job> = n.queue.drain(..).collect();
         for (w, b) in n.busy.iter_mut().enumerate() {

@@ -17,6 +17,7 @@ mod nginx;
 mod policies;
 mod probes;
 mod properties;
+mod realworld;
 mod report;
 mod robust;
 mod scenarios;

@@ -108,12 +108,12 @@ pub fn write_with(model: &Model, opts: &Options) -> Result<String, Unsupported> 
             s.push_str("    option httpchk\n");
         }
     }
-    let mut names = std::collections::BTreeSet::new();
-    for (i, (n, addr)) in model.nodes.iter().zip(&opts.addresses).enumerate() {
-        let mut sname = ident(&n.name);
-        if !names.insert(sname.clone()) {
-            sname = format!("{sname}-{i}");
-        }
+    for ((n, addr), sname) in model
+        .nodes
+        .iter()
+        .zip(&opts.addresses)
+        .zip(server_names(model))
+    {
         let _ = write!(s, "    server {sname} {addr}");
         if let Some(c) = &check {
             let _ = write!(s, " check inter {}", t(c.inter)?);
@@ -175,4 +175,22 @@ pub fn config(model: &Model, opts: &Options) -> Result<String, Unsupported> {
         ident(&model.name)
     );
     Ok(s)
+}
+
+/// The `server` name of each node: its name as an identifier, made unique
+/// with its index when two would clash (what HAProxy's logs call it).
+pub fn server_names(model: &Model) -> Vec<String> {
+    let mut names = std::collections::BTreeSet::new();
+    model
+        .nodes
+        .iter()
+        .enumerate()
+        .map(|(i, n)| {
+            let mut sname = ident(&n.name);
+            if !names.insert(sname.clone()) {
+                sname = format!("{sname}-{i}");
+            }
+            sname
+        })
+        .collect()
 }

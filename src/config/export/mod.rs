@@ -68,7 +68,7 @@ pub fn is_address(name: &str) -> bool {
 }
 
 /// A name usable as an nginx upstream or HAProxy backend/server name.
-fn ident(name: &str) -> String {
+pub fn ident(name: &str) -> String {
     let s: String = name
         .chars()
         .map(|c| {

@@ -42,7 +42,8 @@ use super::{Flavor, Prober, TAG_CHECK, at_least_one, positive, threads_valid};
 use crate::engine::{SimDuration, SimTime};
 use crate::ids::NodeId;
 use crate::policy::{
-    AfterConnect, AttemptReport, AttemptResult, PolicyCx, PolicyTimer, ProbeKind, ProbeOutcome,
+    AfterConnect, AttemptReport, AttemptResult, LogEvent, PolicyCx, PolicyTimer, ProbeKind,
+    ProbeOutcome,
 };
 use rand::RngExt;
 use schemars::JsonSchema;
@@ -312,10 +313,21 @@ impl Flavor for HaproxyCheck {
 
     fn on_result(&mut self, pr: &mut Prober, cx: &mut PolicyCx, node: NodeId, o: &ProbeOutcome) {
         let i = node.index();
+        let was_down = self.down[i];
         if o.result.passes(pr.kind, 200, 399) {
             self.pass(pr, cx, i);
         } else {
             self.fail(pr, cx, i);
+        }
+        if self.down[i] != was_down {
+            // srv_set_stopped / srv_set_running log the check that decided.
+            cx.log(LogEvent::HaproxyCheck {
+                node,
+                up: !self.down[i],
+                kind: pr.kind,
+                result: o.result,
+                duration: o.latency,
+            });
         }
         let base = ms(self.getinter(i));
         let mut delay = base as i64;
@@ -344,6 +356,7 @@ impl Flavor for HaproxyCheck {
         if self.consecutive_errors[i] < self.p.error_limit {
             return;
         }
+        let was_down = self.down[i];
         match self.p.on_error {
             OnError::Fastinter => {}
             OnError::SuddenDeath => {
@@ -357,6 +370,14 @@ impl Flavor for HaproxyCheck {
                 self.health[i] = self.p.rise;
                 self.fail(pr, cx, i);
             }
+        }
+        if self.down[i] && !was_down {
+            // __health_adjust: set_server_check_status(HCHK_STATUS_HANA, ...)
+            cx.log(LogEvent::HaproxyAnalyze {
+                node: r.node,
+                errors: self.consecutive_errors[i],
+                last: r.result,
+            });
         }
         self.consecutive_errors[i] = 0;
         if let (Some(f), Some(next)) = (self.p.fastinter, self.next_at[i]) {

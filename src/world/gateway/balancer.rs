@@ -352,7 +352,9 @@ impl World<'_> {
         if !self.gw.direct {
             self.conns_changed(scope, node);
         }
-        self.trace_attempt(id, scope, node, result, charge);
+        if self.observed {
+            self.observe_attempt(id, scope, node, result, charge);
+        }
         let report = AttemptReport {
             scope: self.local(scope),
             node,

@@ -294,6 +294,11 @@ impl Gateway {
     fn k(&self, scope: u16, node: NodeId) -> usize {
         scope as usize * self.n + node.index()
     }
+
+    /// Open connections to `node` from the global scopes `scopes`.
+    pub(crate) fn conns_of(&self, scopes: std::ops::Range<usize>, node: NodeId) -> u32 {
+        scopes.map(|s| self.conns[self.k(s as u16, node)]).sum()
+    }
 }
 
 impl World<'_> {
@@ -376,10 +381,21 @@ impl World<'_> {
             // freed and NOLIVE is never in the mask, so 502 at once.
             // HAProxy answers 503 when no server is usable.
             let status = if self.gw.hap.is_some() { 503 } else { 502 };
+            if self.events.is_some() {
+                self.no_live_upstreams(slot);
+            }
             self.finalize(slot, status, None);
             return;
         };
         self.start_attempt(slot, node);
+    }
+
+    /// Selection found no peer for `slot`: the event log's line.
+    #[cold]
+    #[inline(never)]
+    fn no_live_upstreams(&mut self, slot: u32) {
+        let scope = self.gw.reqs[slot as usize].scope;
+        self.log_no_live_upstreams(scope);
     }
 
     /// Connects to the selected `node` and sends the request.
