@@ -296,6 +296,8 @@ impl HealthPolicy for FailureAccrual {
             | AttemptResult::ConnectTimeout
             | AttemptResult::ReadTimeout
             | AttemptResult::Reset => self.did_fail(cx, i),
+            // Another layer rejected it: the endpoint never saw it.
+            AttemptResult::Rejected => {}
             AttemptResult::ClientAbort => {
                 let e = &mut self.endpoints[i];
                 if e.state == State::ProbeClosed {

@@ -320,7 +320,10 @@ impl HealthPolicy for LatencyEjection {
             AttemptResult::Status(_) | AttemptResult::ReadTimeout | AttemptResult::ClientAbort => {
                 self.nodes[r.node.index()].latency.record(r.elapsed)
             }
-            AttemptResult::Refused | AttemptResult::ConnectTimeout | AttemptResult::Reset => {}
+            AttemptResult::Refused
+            | AttemptResult::ConnectTimeout
+            | AttemptResult::Reset
+            | AttemptResult::Rejected => {}
         }
     }
 

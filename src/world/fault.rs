@@ -36,7 +36,12 @@ impl World<'_> {
         let n = &mut self.nodes[node.index()];
         n.active_faults -= 1;
         match f.kind {
-            FaultKind::Crash => n.crashed = false, // restarted with an empty queue
+            FaultKind::Crash => {
+                n.crashed = false; // restarted with an empty queue
+                for p in 0..self.policies.len() {
+                    self.with_policy(p, Some(node), |p, cx| p.on_restarted(cx, node));
+                }
+            }
             FaultKind::Hang => {
                 n.hung = false;
                 self.thaw_node(node);

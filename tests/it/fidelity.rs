@@ -126,3 +126,106 @@ fn istio_sending_unhealthy_endpoints_turns_panic_off() {
         off.nodes[0].fault_attempts
     );
 }
+
+/// Runs the binary on `doc` (one replication, its seed) and returns what
+/// `hcsim run --format json` prints.
+fn run_binary(name: &str, doc: &Value) -> Value {
+    let dir = crate::tmp(name);
+    let model = dir.join("model.json");
+    std::fs::write(&model, serde_json::to_vec_pretty(doc).unwrap()).unwrap();
+    let out = dir.join("out");
+    let o = crate::hcsim(&[
+        "run",
+        model.to_str().unwrap(),
+        "--reps",
+        "1",
+        "--no-charts",
+        "--format",
+        "json",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let v = serde_json::from_slice(&o.stdout).expect("summary JSON");
+    let _ = std::fs::remove_dir_all(&dir);
+    v
+}
+
+/// The median of a summary figure (`client.errors`, `nodes.0.ejections`, …).
+fn fig(s: &Value, path: &str) -> f64 {
+    let mut v = s;
+    for k in path.split('.') {
+        v = match (v.is_array(), k.parse::<usize>()) {
+            (true, Ok(i)) => &v[i],
+            _ => &v[k],
+        };
+    }
+    v.get("median").unwrap_or(v).as_f64().unwrap_or(f64::NAN)
+}
+
+/// Two nodes at 200 requests/s, no retries; A hangs from 5 s on.
+fn hystrix_hang(policy: Value) -> Value {
+    json!({
+        "name": "hystrix-hang", "duration": "20s",
+        "clients": {"kind": "open", "rate_per_s": 200.0, "arrivals": "constant"},
+        "gateway": {"proxy_next_upstream": ["off"]},
+        "nodes": [{"name": "A"}, {"name": "B"}],
+        "faults": [{"kind": "hang", "node": "A", "at": "5s"}],
+        "policy": policy
+    })
+}
+
+/// Hystrix's execution timeout (`AbstractCommand.executeCommandAndObserve`
+/// lifts `HystrixObservableTimeoutOperator`, whose timer fires
+/// `execution.isolation.thread.timeoutInMilliseconds`, 1 s, after the start):
+/// the caller gets its error at 1 s and the breaker counts the TIMEOUT then,
+/// so it opens about 5.5 s into the hang. Before, the attempt lasted the
+/// gateway's `proxy_read_timeout` (60 s): no error and no ejection in 20 s.
+#[test]
+fn hystrix_times_out_commands_at_the_execution_timeout() {
+    let s = run_binary(
+        "hystrix-timeout",
+        &hystrix_hang(json!({"kind": "hystrix", "core_size": null})),
+    );
+    let timeouts = fig(&s, "client.status.504");
+    assert!(
+        timeouts > 400.0,
+        "504s at the execution timeout: {timeouts}"
+    );
+    let max = fig(&s, "client.latency_ms.max");
+    assert!(
+        (1000.0..1010.0).contains(&max),
+        "no request waits past 1 s: {max} ms"
+    );
+    assert!(fig(&s, "nodes.0.ejections") >= 1.0);
+    let delay = fig(&s, "nodes.0.first_ejection_delay_s");
+    assert!(
+        (5.0..6.5).contains(&delay),
+        "breaker open {delay} s into the hang"
+    );
+}
+
+/// Hystrix's thread pool (`HystrixThreadPoolProperties`: `coreSize` 10,
+/// `maxQueueSize` -1 → a `SynchronousQueue`): with ten commands of A stuck
+/// in a hang, the eleventh is rejected at once
+/// (`handleThreadPoolRejectionViaFallback`): the caller gets a 502 without
+/// waiting, and THREAD_POOL_REJECTED counts as an error
+/// (`HealthCounts.plus`), so the breaker opens. Before: every request to A
+/// waited, nothing was counted, A stayed in.
+#[test]
+fn hystrix_rejects_the_eleventh_concurrent_command() {
+    let s = run_binary(
+        "hystrix-pool",
+        &hystrix_hang(json!({"kind": "hystrix", "execution_timeout": null})),
+    );
+    let rejected = fig(&s, "client.status.502");
+    assert!(rejected > 400.0, "rejections answered at once: {rejected}");
+    assert_eq!(fig(&s, "client.slower_than.1s"), 0.0);
+    let stuck =
+        fig(&s, "nodes.0.attempts") - fig(&s, "nodes.0.answered") - fig(&s, "nodes.0.failures");
+    assert_eq!(
+        stuck, 10.0,
+        "only the ten commands holding A's threads wait"
+    );
+    assert!(fig(&s, "nodes.0.ejections") >= 1.0);
+}
