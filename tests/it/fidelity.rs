@@ -229,3 +229,33 @@ fn hystrix_rejects_the_eleventh_concurrent_command() {
     );
     assert!(fig(&s, "nodes.0.ejections") >= 1.0);
 }
+
+/// Finagle ≥ 19.6.0's default failure accrual (`FailureAccrualFactory.
+/// defaultPolicy`): `successRateWithinDuration(0.8, 30 s, …, 5) orElse
+/// consecutiveFailures(5, …)`. A node failing 30 % of about 5 requests/s
+/// rarely fails five in a row, but its success rate (an `Ema` over 30 s)
+/// is near 0.7: it is marked dead at the first failure once 30 s have
+/// passed. Consecutive-only (the old default, Linkerd 1.x's) leaves it in.
+#[test]
+fn finagle_marks_a_partly_failing_node_dead_by_success_rate() {
+    let doc = |policy: Value| {
+        json!({
+            "name": "finagle-sr", "duration": "60s",
+            "clients": {"kind": "open", "rate_per_s": 20.0, "arrivals": "constant"},
+            "nodes": four_nodes(),
+            "faults": [{"kind": "flaky", "node": "A", "at": "0s", "p": 0.3, "status": 503}],
+            "policy": policy
+        })
+    };
+    let hybrid = run_binary("finagle-sr", &doc(json!({"kind": "failure_accrual"})));
+    let delay = fig(&hybrid, "nodes.0.first_ejection_delay_s");
+    assert!(
+        (30.0..32.0).contains(&delay),
+        "dead {delay} s after the start"
+    );
+    let consecutive = run_binary(
+        "finagle-consecutive",
+        &doc(json!({"kind": "failure_accrual", "accrual_policy": "consecutive"})),
+    );
+    assert_eq!(fig(&consecutive, "nodes.0.ejections"), 0.0);
+}
