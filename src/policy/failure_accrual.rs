@@ -683,10 +683,8 @@ mod tests {
         to_ms: u64,
         step_ms: u64,
     ) -> Option<SimTime> {
-        let mut k = 0;
-        for t in (from_ms..to_ms).step_by(step_ms as usize) {
+        for (k, t) in (from_ms..to_ms).step_by(step_ms as usize).enumerate() {
             h.attempt(ms(t), 0, if k % 2 == 0 { OK } else { BAD });
-            k += 1;
             if !h.routable(0) {
                 return Some(ms(t));
             }
