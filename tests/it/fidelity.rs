@@ -259,3 +259,70 @@ fn finagle_marks_a_partly_failing_node_dead_by_success_rate() {
     );
     assert_eq!(fig(&consecutive, "nodes.0.ejections"), 0.0);
 }
+
+/// Consul's `deregister_critical_service_after` (agent `reapServicesInternal`,
+/// a pass every 30 s): s0 hangs from 10 s to 100 s, its self-checked beats
+/// stop, its check turns critical and, a minute later, the service is
+/// removed. When the hang ends, its beats fail: with Spring Cloud Consul's
+/// default (`reregister-service-on-failure` false) it stays out to the end;
+/// with the switch on, the first refused beat re-registers it and the next
+/// passes. Before, the first beat after the hang brought it back.
+#[test]
+fn consul_deregisters_a_service_critical_for_too_long() {
+    let doc = |extra: Value| {
+        let mut policy = json!({"kind": "heartbeat_ttl", "registry": "consul",
+                                "interval": "5s", "ttl": "10s",
+                                "self_check": {"timeout": "1s"}});
+        policy
+            .as_object_mut()
+            .unwrap()
+            .extend(extra.as_object().unwrap().clone());
+        json!({
+            "name": "consul-reap", "duration": "200s",
+            "clients": {"kind": "open", "rate_per_s": 20.0, "timeout": "2s"},
+            "nodes": [{"name": "s0"}, {"name": "s1"}, {"name": "s2"}],
+            "faults": [{"kind": "hang", "node": "s0", "at": "10s", "for": "90s"}],
+            "policies": [policy]
+        })
+    };
+    let out = |s: &Value| fig(s, "nodes.0.ejected_time_s");
+    let kept = run_binary("consul-kept", &doc(json!({})));
+    let removed = run_binary(
+        "consul-removed",
+        &doc(json!({"deregister_critical_service_after": "1m"})),
+    );
+    let back = run_binary(
+        "consul-reregistered",
+        &doc(json!({"deregister_critical_service_after": "1m",
+                    "reregister": "on_failed_heartbeat"})),
+    );
+    // Out from ~15–20 s: back by ~106 s when kept, never when removed, one
+    // beat later than kept when re-registered by the client (its new check
+    // is critical, Consul's default).
+    assert!((80.0..100.0).contains(&out(&kept)), "{}", out(&kept));
+    assert!(out(&removed) > 175.0, "{}", out(&removed));
+    let delta = out(&back) - out(&kept);
+    assert!(
+        (4.0..6.5).contains(&delta),
+        "re-registered one beat later: {delta}"
+    );
+}
+
+/// Nacos 1.x pushes a change to subscribers 1000 ms after it
+/// (`PushService.onApplicationEvent` → `scheduleUdpSender(…, 1000,
+/// MILLISECONDS)`): the shipped crash model's ejection comes exactly 1 s
+/// later than with an immediate push (same seed, same scan phase).
+#[test]
+fn nacos1_pushes_a_change_one_second_after_it() {
+    let model: Value = serde_json::from_str(
+        &std::fs::read_to_string("models/registry-nacos1-crash.json").unwrap(),
+    )
+    .unwrap();
+    let mut now = model.clone();
+    now["policies"][0]["push_delay"] = json!("1us");
+    let pushed = run_binary("nacos-push", &model);
+    let at_once = run_binary("nacos-at-once", &now);
+    let d = fig(&pushed, "nodes.0.first_ejection_delay_s")
+        - fig(&at_once, "nodes.0.first_ejection_delay_s");
+    assert!((d - 1.0).abs() < 1e-3, "pushed {d} s later");
+}
