@@ -410,18 +410,9 @@ impl World<'_> {
         // Policies that cap or refuse attempts (Hystrix); one test when none does.
         let mut cap_at = SimTime::MAX;
         if self.gw.guarded {
-            match self.guard(scope, node, now) {
+            match self.guard(slot, generation, scope, node) {
                 Some(at) => cap_at = at,
-                None => {
-                    let why = Fail::Rejected;
-                    let ev = Event::AttemptFailed {
-                        slot,
-                        generation,
-                        why,
-                    };
-                    self.q.schedule(now, ev);
-                    return;
-                }
+                None => return,
             }
         }
         let g = &self.model.gateway;
@@ -492,12 +483,23 @@ impl World<'_> {
     }
 
     /// Asks the policies that may refuse the attempt to `node` (Hystrix's
-    /// thread pool); `None` if one does, else the time the policies' attempt
-    /// timeout ends it (`SimTime::MAX`: never).
-    fn guard(&self, scope: u16, node: NodeId, now: SimTime) -> Option<SimTime> {
+    /// thread pool): if one does, the attempt fails at once (`None`);
+    /// else the time the policies' attempt timeout ends it (`SimTime::MAX`:
+    /// never). Out of line: the canonical path never comes here.
+    #[cold]
+    #[inline(never)]
+    fn guard(&mut self, slot: u32, generation: u32, scope: u16, node: NodeId) -> Option<SimTime> {
+        let now = self.q.now();
         let (first, local) = (self.policies_of(scope).start, self.local(scope));
         for &k in &self.admitters {
             if !self.policies[first + k].admits(local, node) {
+                let why = Fail::Rejected;
+                let ev = Event::AttemptFailed {
+                    slot,
+                    generation,
+                    why,
+                };
+                self.q.schedule(now, ev);
                 return None;
             }
         }
