@@ -297,17 +297,23 @@ def main():
         ["`hystrix`",
          "`request_volume_threshold` 20, `error_threshold_percentage` 50, "
          "`sleep_window` 5s, `rolling_stats_time` 10s, "
-         "`health_snapshot_interval` 500ms, `execution_timeout` 1s",
+         "`health_snapshot_interval` 500ms, `execution_timeout` 1s (ends the "
+         "attempt), `core_size` 10 with `max_queue_size` -1 (the 11th concurrent "
+         "command of a node is rejected)",
          "Legacy Hystrix clients; its 10 s window dilutes a sudden failure, "
-         "so it trips seconds after a crash.",
+         "so it trips seconds after a crash; a slow node fills its 10 threads "
+         "and the rest is rejected.",
          f"crash: open after {med(f['crash', 'hystrix']['first_ejection_delay_s'])} s, "
          f"{med(f['crash', 'hystrix']['failures'], '{:.0f}')} failed attempts on a; "
          f"quiet node: {med(f['quiet', 'hystrix']['ejections'], '{:.0f}')} ejections (C, D)"],
         ["`failure_accrual` (alias `finagle`)",
-         "`consecutive_failures` 5, `min_penalty` 5s, `max_penalty` 300s "
+         "`accrual_policy` success_rate_or_consecutive (Finagle ≥ 19.6.0: "
+         "`required_success_rate` 0.8 over `success_rate_window` 30s, "
+         "`min_requests` 5, or `consecutive_failures` 5; `consecutive` alone is "
+         "Linkerd 1's default), `min_penalty` 5s, `max_penalty` 300s "
          "(equal-jittered), `classifier` server_errors_as_failures",
-         "Hard failures on Finagle/Linkerd 1 clients; probes with one real "
-         "request, back-off up to 5 min.",
+         "Finagle clients: hard failures at once, partial ones after 30 s; "
+         "probes with one real request, back-off up to 5 min.",
          f"crash: out after {med(f['crash', 'finagle']['first_ejection_delay_s'], '{:.3f}')} s, "
          f"out {med(f['crash', 'finagle']['ejected_time_s'])} s of 60, "
          f"{back(f['crash', 'finagle']['recovery_delay_s'])} (D)"],

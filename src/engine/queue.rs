@@ -541,7 +541,7 @@ impl<E> EventQueue<E> {
 
     /// Schedules `event` at `time` in FIFO lane `lane`. Every event of a lane
     /// must be at or after the lane's previous one (a constant delay from now).
-    #[inline]
+    #[inline(always)]
     pub fn schedule_in_lane(&mut self, lane: usize, time: SimTime, event: E) {
         if lane >= self.lanes.len() {
             self.open_lane(lane);

@@ -31,6 +31,9 @@ pub enum AttemptResult {
     Reset,
     /// The client closed its connection first (nginx logs 499).
     ClientAbort,
+    /// A policy of the gateway refused to start the attempt: nothing was
+    /// sent (Hystrix's thread pool was full, `THREAD_POOL_REJECTED`).
+    Rejected,
 }
 
 /// How the gateway freed the peer after the attempt (nginx `free_peer` state).
@@ -417,4 +420,24 @@ pub trait HealthPolicy: Send {
     fn bypassed_for_single_server(&self) -> bool {
         false
     }
+    /// The longest an attempt may take, from the peer's selection, before
+    /// this policy's client gives up on it (Hystrix's execution timeout):
+    /// the gateway ends the attempt then as a timeout, whatever its own
+    /// timeouts say. Asked once, when the world is built.
+    fn attempt_timeout(&self) -> Option<SimDuration> {
+        None
+    }
+    /// Override with `true` together with [`admits`](Self::admits).
+    fn rejects_attempts(&self) -> bool {
+        false
+    }
+    /// May the attempt just selected (`on_selected` has been called) start?
+    /// `false` ends it at once as [`AttemptResult::Rejected`], reported to
+    /// every policy through `on_attempt` like any other attempt.
+    fn admits(&self, _scope: Scope, _node: NodeId) -> bool {
+        true
+    }
+    /// The process of `node` started again after a crash (a restarted
+    /// service registers itself anew with its registry).
+    fn on_restarted(&mut self, _cx: &mut PolicyCx, _node: NodeId) {}
 }

@@ -16,12 +16,32 @@
 //!   unsubscription while HALF_OPEN reopens it with `circuitOpened = now`
 //!   (no back-off growth).
 //!
-//! Decisions: errors are [`Outcome::of`]'s failures, plus any attempt longer
-//! than `execution_timeout` (Hystrix's timeout would have fired; hcsim's
-//! gateway still waits for its own timeouts); a client abort is counted
-//! nowhere but, like an unsubscription, reopens a HALF_OPEN breaker. Buckets
-//! are aligned to the start of the run (Hystrix: the stream's first
-//! subscription). One breaker per node, shared by all gateway workers.
+//! - Execution timeout (`AbstractCommand.HystrixObservableTimeoutOperator`:
+//!   a `HystrixTimer` listener fires `execution_timeout` after the command
+//!   starts): the command is a TIMEOUT then. The gateway ends the attempt
+//!   at that moment ([`HealthPolicy::attempt_timeout`]) as a timeout, so the
+//!   caller gets its error (or the gateway's retry) and the breaker counts
+//!   the TIMEOUT at the timeout, not when the gateway's own timeout would
+//!   have ended the attempt.
+//! - Thread pool (`HystrixThreadPoolProperties`: `coreSize` 10,
+//!   `maxQueueSize` -1, i.e. a `SynchronousQueue`): a command that finds
+//!   `core_size` commands of its node running is rejected at once
+//!   (`RejectedExecutionException` → `handleThreadPoolRejectionViaFallback`):
+//!   the attempt ends before anything is sent ([`AttemptResult::Rejected`]),
+//!   `handleFallback` marks the breaker non-success, and the
+//!   THREAD_POOL_REJECTED event counts in the health counts as an error
+//!   (`HystrixCommandMetrics.HealthCounts.plus`: total and errors both add
+//!   FAILURE, TIMEOUT, THREAD_POOL_REJECTED and SEMAPHORE_REJECTED). A
+//!   timed-out command's thread is taken as free at the timeout
+//!   (`interruptOnTimeout`, default true, with an interruptible client); a
+//!   client blocked in a socket read would hold it until its own timeout.
+//!
+//! Decisions: errors are [`Outcome::of`]'s failures (rejections included),
+//! plus any attempt longer than `execution_timeout`; a client abort is
+//! counted nowhere but, like an unsubscription, reopens a HALF_OPEN
+//! breaker. Buckets are aligned to the start of the run (Hystrix: the
+//! stream's first subscription). One breaker and one thread pool per node
+//! (a thread-pool key per command key), shared by all gateway workers.
 
 use super::support::window::{BucketWindow, Outcome};
 use super::{
@@ -46,8 +66,19 @@ pub struct HystrixParams {
     pub rolling_stats_time: SimDuration,
     /// `metrics.healthSnapshot.intervalInMilliseconds`: the health bucket. Default 500ms.
     pub health_snapshot_interval: SimDuration,
-    /// `execution.isolation.thread.timeoutInMilliseconds`; `null` turns the timeout off. Default 1s.
+    /// `execution.isolation.thread.timeoutInMilliseconds`: the command (the
+    /// attempt, from the peer's selection) ends as a TIMEOUT this long after
+    /// it started; `null` turns the timeout off (`execution.timeout.enabled`
+    /// false). Default 1s.
     pub execution_timeout: Option<SimDuration>,
+    /// The thread pool's `coreSize` (= `maximumSize`): commands of a node
+    /// running at once; one more is rejected (THREAD_POOL_REJECTED). `null`
+    /// lifts the limit (not a Hystrix setting). Default 10.
+    pub core_size: Option<u32>,
+    /// The thread pool's `maxQueueSize`. Only Hystrix's default -1 (a
+    /// `SynchronousQueue`: no queue, reject when every thread is busy) is
+    /// modelled. Default -1.
+    pub max_queue_size: i32,
 }
 
 impl Default for HystrixParams {
@@ -59,6 +90,8 @@ impl Default for HystrixParams {
             rolling_stats_time: SimDuration::from_secs(10),
             health_snapshot_interval: SimDuration::from_millis(500),
             execution_timeout: Some(SimDuration::from_secs(1)),
+            core_size: Some(10),
+            max_queue_size: -1,
         }
     }
 }
@@ -90,6 +123,21 @@ impl PolicyParams for HystrixParams {
         if self.error_threshold_percentage > 100 {
             return err("error_threshold_percentage", "is a percentage (0..=100)");
         }
+        if self.execution_timeout.is_some_and(|t| t.is_zero()) {
+            return err(
+                "execution_timeout",
+                "must be positive (null turns the timeout off)",
+            );
+        }
+        if self.core_size == Some(0) {
+            return err("core_size", "must be at least 1 (null lifts the limit)");
+        }
+        if self.max_queue_size != -1 {
+            return err(
+                "max_queue_size",
+                "only -1 (Hystrix's default: no queue, reject when every thread is busy) is modelled",
+            );
+        }
         Ok(())
     }
 }
@@ -116,6 +164,9 @@ struct Command {
     /// Where the health stream's buckets start.
     origin: SimTime,
     generation: u32,
+    /// Commands selected and not ended: the pool's busy threads, plus the
+    /// one being admitted.
+    running: u32,
 }
 
 /// A Hystrix circuit breaker per node.
@@ -135,6 +186,7 @@ impl Hystrix {
                     window: BucketWindow::new(p.buckets() + 1),
                     origin: SimTime::ZERO,
                     generation: 0,
+                    running: 0,
                 };
                 nodes
             ],
@@ -204,8 +256,26 @@ impl HealthPolicy for Hystrix {
         }
     }
 
+    fn attempt_timeout(&self) -> Option<SimDuration> {
+        self.p.execution_timeout
+    }
+
+    fn rejects_attempts(&self) -> bool {
+        self.p.core_size.is_some()
+    }
+
+    /// `ThreadPoolExecutor.execute` with a `SynchronousQueue` and
+    /// `coreSize` threads: rejected when every thread runs a command (the
+    /// command asking is already in `running`).
+    fn admits(&self, _: Scope, node: NodeId) -> bool {
+        self.p
+            .core_size
+            .is_none_or(|c| self.commands[node.index()].running <= c)
+    }
+
     fn on_selected(&mut self, cx: &mut PolicyCx, _scope: Scope, node: NodeId) {
         let i = node.index();
+        self.commands[i].running += 1;
         if let State::Open { opened_at } = self.commands[i].state
             && self.after_sleep(opened_at, cx.now().t)
         {
@@ -217,6 +287,8 @@ impl HealthPolicy for Hystrix {
 
     fn on_attempt(&mut self, cx: &mut PolicyCx, r: &AttemptReport) {
         let i = r.node.index();
+        let c = &mut self.commands[i];
+        c.running = c.running.saturating_sub(1);
         let timed_out = self.p.execution_timeout.is_some_and(|t| r.elapsed > t);
         let outcome = if timed_out {
             Outcome::Failure
@@ -383,6 +455,93 @@ mod tests {
         }
         h.advance_to(ms(1_500));
         assert!(!h.routable(0), "20 successes, each after the 1 s timeout");
+    }
+
+    #[test]
+    fn the_command_times_out_at_the_execution_timeout() {
+        // `HystrixObservableTimeoutOperator`: the timer listener fires
+        // `execution.isolation.thread.timeoutInMilliseconds` after the start,
+        // so the gateway must end the attempt then, not at its own timeout.
+        let p = HystrixParams::default();
+        let h = Hystrix::new(&p, 1);
+        assert_eq!(h.attempt_timeout(), Some(SimDuration::from_secs(1)));
+        let off = HystrixParams {
+            execution_timeout: None,
+            ..HystrixParams::default()
+        };
+        assert_eq!(Hystrix::new(&off, 1).attempt_timeout(), None);
+        // Twenty hung commands started in [0, 20) ms time out at 1.000–1.019 s:
+        // the TIMEOUTs land in the bucket [1.0, 1.5) s, whose close trips it.
+        let mut h = hystrix();
+        for k in 0..20 {
+            h.select(ms(k), 0);
+        }
+        for k in 0..20 {
+            let t = SimDuration::from_secs(1);
+            h.complete(ms(1_000 + k), 0, AttemptResult::ReadTimeout, t);
+        }
+        h.advance_to(ms(1_499));
+        assert!(h.routable(0));
+        h.advance_to(ms(1_500));
+        assert!(!h.routable(0), "open at the bucket after the timeouts");
+    }
+
+    #[test]
+    fn the_eleventh_concurrent_command_is_rejected_and_counts_as_an_error() {
+        // coreSize 10, maxQueueSize -1 (`SynchronousQueue`): with ten
+        // commands running, `ThreadPoolExecutor.execute` rejects the next.
+        let mut h = hystrix();
+        for k in 0..10 {
+            h.select(ms(k), 0);
+            assert!(h.policy.admits(0, NodeId(0)), "thread {k} of 10");
+        }
+        h.select(ms(10), 0);
+        assert!(!h.policy.admits(0, NodeId(0)), "the 11th is rejected");
+        assert!(h.policy.admits(0, NodeId(1)), "node B has its own pool");
+        h.complete(ms(10), 0, AttemptResult::Rejected, SimDuration::ZERO);
+        // One command ends: its thread takes the next.
+        h.complete(ms(20), 0, OK, SimDuration::from_millis(20));
+        h.select(ms(21), 0);
+        assert!(h.policy.admits(0, NodeId(0)));
+        // THREAD_POOL_REJECTED is an error in `HealthCounts.plus`: 20
+        // rejections alone open the breaker at the next snapshot.
+        for k in 0..20 {
+            h.select(ms(100 + k), 0);
+            assert!(!h.policy.admits(0, NodeId(0)));
+            h.complete(ms(100 + k), 0, AttemptResult::Rejected, SimDuration::ZERO);
+        }
+        h.advance_to(ms(500));
+        assert!(!h.routable(0), "rejections trip the breaker");
+        assert!(Hystrix::new(&HystrixParams::default(), 1).rejects_attempts());
+    }
+
+    #[test]
+    fn a_rejected_trial_reopens() {
+        // `handleFallback` calls `circuitBreaker.markNonSuccess()` first,
+        // for a rejection as for any other failure.
+        let mut h = hystrix();
+        for k in 0..20 {
+            h.attempt(ms(100 + k), 0, BAD);
+        }
+        h.advance_to(ms(5_501));
+        h.select(ms(5_501), 0);
+        assert_eq!(h.policy.state_name(NodeId(0)), "HALF_OPEN");
+        h.complete(ms(5_501), 0, AttemptResult::Rejected, SimDuration::ZERO);
+        assert_eq!(h.policy.state_name(NodeId(0)), "OPEN");
+    }
+
+    #[test]
+    fn only_the_default_queue_is_modelled() {
+        let bad = HystrixParams {
+            max_queue_size: 5,
+            ..HystrixParams::default()
+        };
+        assert_eq!(bad.validate().unwrap_err().0, "max_queue_size");
+        let zero = HystrixParams {
+            core_size: Some(0),
+            ..HystrixParams::default()
+        };
+        assert_eq!(zero.validate().unwrap_err().0, "core_size");
     }
 
     #[test]

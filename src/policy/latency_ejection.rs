@@ -22,7 +22,7 @@
 //!   `max_ejection_time`, where `n` grows by one at each ejection and drops
 //!   by one after each interval the node spends readmitted (Envoy's
 //!   `eject_time_backoff`); un-ejection happens at ticks, as in Envoy.
-//! - `max_ejection_percent` caps ejected nodes as Envoy ≥ 1.27 does
+//! - `max_ejection_percent` caps ejected nodes as Envoy ≥ 1.28 does
 //!   (`100 × (ejected + 1) / nodes ≤ max_ejection_percent`), except that one
 //!   node may always be ejected (Envoy ≥ 1.31's `always_eject_one_host`),
 //!   so the default 10 % does not disable the policy below 10 nodes.
@@ -320,7 +320,10 @@ impl HealthPolicy for LatencyEjection {
             AttemptResult::Status(_) | AttemptResult::ReadTimeout | AttemptResult::ClientAbort => {
                 self.nodes[r.node.index()].latency.record(r.elapsed)
             }
-            AttemptResult::Refused | AttemptResult::ConnectTimeout | AttemptResult::Reset => {}
+            AttemptResult::Refused
+            | AttemptResult::ConnectTimeout
+            | AttemptResult::Reset
+            | AttemptResult::Rejected => {}
         }
     }
 

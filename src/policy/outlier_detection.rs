@@ -923,8 +923,9 @@ impl HealthPolicy for OutlierDetection {
             | AttemptResult::Refused
             | AttemptResult::ConnectTimeout
             | AttemptResult::Reset => self.local_origin_failure(cx, i),
-            // A downstream reset is reported to nobody.
-            AttemptResult::ClientAbort => {}
+            // A downstream reset is reported to nobody; a request another
+            // layer rejected never reached the router.
+            AttemptResult::ClientAbort | AttemptResult::Rejected => {}
         }
     }
 

@@ -133,7 +133,10 @@ pub fn nginx_attempt_error(result: AttemptResult) -> Option<&'static str> {
         AttemptResult::Reset => {
             "upstream prematurely closed connection while reading response header from upstream"
         }
-        AttemptResult::Status(_) | AttemptResult::ClientAbort => return None,
+        // A Hystrix rejection sends nothing: nginx has no line for it.
+        AttemptResult::Status(_) | AttemptResult::ClientAbort | AttemptResult::Rejected => {
+            return None;
+        }
     })
 }
 
@@ -187,7 +190,7 @@ fn haproxy_analyze_status(r: AttemptResult) -> &'static str {
         AttemptResult::Status(_) => "Wrong http response",
         AttemptResult::ReadTimeout => "Read timeout (http)",
         AttemptResult::Reset => "Close from server (http)",
-        AttemptResult::ClientAbort => "Unknown",
+        AttemptResult::ClientAbort | AttemptResult::Rejected => "Unknown",
     }
 }
 

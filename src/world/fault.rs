@@ -63,11 +63,11 @@ impl World<'_> {
         match f.kind {
             // restarted with an empty queue; listening after its start-up time
             FaultKind::Crash => match f.restart_delay {
-                None => n.crashed = false,
+                None => self.restarted(node),
                 Some(d) => {
                     let delay = Sampler::new(&d).sample(&mut self.rng_restart);
                     if delay.is_zero() {
-                        n.crashed = false;
+                        self.restarted(node);
                     } else {
                         let generation = n.restarts;
                         let at = self.q.now() + delay;
@@ -94,9 +94,18 @@ impl World<'_> {
     /// A restarted process finished starting up and listens again, unless
     /// it crashed again meanwhile (`generation` is then stale).
     pub(crate) fn on_listening(&mut self, node: NodeId, generation: u32) {
-        let n = &mut self.nodes[node.index()];
-        if n.restarts == generation {
-            n.crashed = false;
+        if self.nodes[node.index()].restarts == generation {
+            self.restarted(node);
+        }
+    }
+
+    /// The process of `node` listens again after a crash: it accepts
+    /// connections, and the policies hear of it (a restarted service
+    /// registers itself anew with its registry).
+    fn restarted(&mut self, node: NodeId) {
+        self.nodes[node.index()].crashed = false;
+        for p in 0..self.policies.len() {
+            self.with_policy(p, Some(node), |p, cx| p.on_restarted(cx, node));
         }
     }
 }

@@ -128,6 +128,8 @@ pub enum Fail {
     Refused,
     ConnectTimeout,
     ReadTimeout,
+    /// A policy did not admit the attempt (`HealthPolicy::admits`).
+    Rejected,
 }
 
 /// Everything that can happen. Attempt events carry the request slot and the
@@ -272,6 +274,8 @@ pub struct World<'s> {
     pub(crate) hear_connections: Vec<usize>,
     /// The policies that listen to `on_host_checked`, likewise.
     hear_checks: Vec<usize>,
+    /// The policies that may refuse an attempt (`admits`), likewise.
+    pub(crate) admitters: Vec<usize>,
     /// Per policy: ask it again about a node after every call about that node
     /// (`false`: on its ejection and readmission notices only).
     refresh_after_call: Vec<bool>,
@@ -394,6 +398,12 @@ impl<'s> World<'s> {
             .collect();
         let npol = model.policies.len();
         let mut gw = gateway::Gateway::new(model, policies.len());
+        gw.attempt_cap = policies[..npol]
+            .iter()
+            .filter_map(|p| p.attempt_timeout())
+            .min();
+        gw.guarded =
+            gw.attempt_cap.is_some() || policies[..npol].iter().any(|p| p.rejects_attempts());
         let warming = policies[..npol].iter().filter(|p| p.warms()).count() as u32;
         gw.warming.fill(warming);
         World {
@@ -426,6 +436,9 @@ impl<'s> World<'s> {
                 .collect(),
             hear_checks: (0..npol)
                 .filter(|&i| policies[i].hears_host_checks())
+                .collect(),
+            admitters: (0..npol)
+                .filter(|&i| policies[i].rejects_attempts())
                 .collect(),
             refresh_after_call: policies.iter().map(|p| !p.routes_by_notices()).collect(),
             nodes: model.nodes.iter().map(node::Node::new).collect(),
@@ -717,6 +730,7 @@ impl<'s> World<'s> {
                     AttemptResult::ReadTimeout => "read_timeout".into(),
                     AttemptResult::Reset => "reset".into(),
                     AttemptResult::ClientAbort => "client_abort".into(),
+                    AttemptResult::Rejected => "rejected".into(),
                 },
                 charge: match charge {
                     Charge::Failed => "failed",

@@ -126,3 +126,203 @@ fn istio_sending_unhealthy_endpoints_turns_panic_off() {
         off.nodes[0].fault_attempts
     );
 }
+
+/// Runs the binary on `doc` (one replication, its seed) and returns what
+/// `hcsim run --format json` prints.
+fn run_binary(name: &str, doc: &Value) -> Value {
+    let dir = crate::tmp(name);
+    let model = dir.join("model.json");
+    std::fs::write(&model, serde_json::to_vec_pretty(doc).unwrap()).unwrap();
+    let out = dir.join("out");
+    let o = crate::hcsim(&[
+        "run",
+        model.to_str().unwrap(),
+        "--reps",
+        "1",
+        "--no-charts",
+        "--format",
+        "json",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let v = serde_json::from_slice(&o.stdout).expect("summary JSON");
+    let _ = std::fs::remove_dir_all(&dir);
+    v
+}
+
+/// The median of a summary figure (`client.errors`, `nodes.0.ejections`, …).
+fn fig(s: &Value, path: &str) -> f64 {
+    let mut v = s;
+    for k in path.split('.') {
+        v = match (v.is_array(), k.parse::<usize>()) {
+            (true, Ok(i)) => &v[i],
+            _ => &v[k],
+        };
+    }
+    v.get("median").unwrap_or(v).as_f64().unwrap_or(f64::NAN)
+}
+
+/// Two nodes at 200 requests/s, no retries; A hangs from 5 s on.
+fn hystrix_hang(policy: Value) -> Value {
+    json!({
+        "name": "hystrix-hang", "duration": "20s",
+        "clients": {"kind": "open", "rate_per_s": 200.0, "arrivals": "constant"},
+        "gateway": {"proxy_next_upstream": ["off"]},
+        "nodes": [{"name": "A"}, {"name": "B"}],
+        "faults": [{"kind": "hang", "node": "A", "at": "5s"}],
+        "policy": policy
+    })
+}
+
+/// Hystrix's execution timeout (`AbstractCommand.executeCommandAndObserve`
+/// lifts `HystrixObservableTimeoutOperator`, whose timer fires
+/// `execution.isolation.thread.timeoutInMilliseconds`, 1 s, after the start):
+/// the caller gets its error at 1 s and the breaker counts the TIMEOUT then,
+/// so it opens about 5.5 s into the hang. Before, the attempt lasted the
+/// gateway's `proxy_read_timeout` (60 s): no error and no ejection in 20 s.
+#[test]
+fn hystrix_times_out_commands_at_the_execution_timeout() {
+    let s = run_binary(
+        "hystrix-timeout",
+        &hystrix_hang(json!({"kind": "hystrix", "core_size": null})),
+    );
+    let timeouts = fig(&s, "client.status.504");
+    assert!(
+        timeouts > 400.0,
+        "504s at the execution timeout: {timeouts}"
+    );
+    let max = fig(&s, "client.latency_ms.max");
+    assert!(
+        (1000.0..1010.0).contains(&max),
+        "no request waits past 1 s: {max} ms"
+    );
+    assert!(fig(&s, "nodes.0.ejections") >= 1.0);
+    let delay = fig(&s, "nodes.0.first_ejection_delay_s");
+    assert!(
+        (5.0..6.5).contains(&delay),
+        "breaker open {delay} s into the hang"
+    );
+}
+
+/// Hystrix's thread pool (`HystrixThreadPoolProperties`: `coreSize` 10,
+/// `maxQueueSize` -1 → a `SynchronousQueue`): with ten commands of A stuck
+/// in a hang, the eleventh is rejected at once
+/// (`handleThreadPoolRejectionViaFallback`): the caller gets a 502 without
+/// waiting, and THREAD_POOL_REJECTED counts as an error
+/// (`HealthCounts.plus`), so the breaker opens. Before: every request to A
+/// waited, nothing was counted, A stayed in.
+#[test]
+fn hystrix_rejects_the_eleventh_concurrent_command() {
+    let s = run_binary(
+        "hystrix-pool",
+        &hystrix_hang(json!({"kind": "hystrix", "execution_timeout": null})),
+    );
+    let rejected = fig(&s, "client.status.502");
+    assert!(rejected > 400.0, "rejections answered at once: {rejected}");
+    assert_eq!(fig(&s, "client.slower_than.1s"), 0.0);
+    let stuck =
+        fig(&s, "nodes.0.attempts") - fig(&s, "nodes.0.answered") - fig(&s, "nodes.0.failures");
+    assert_eq!(
+        stuck, 10.0,
+        "only the ten commands holding A's threads wait"
+    );
+    assert!(fig(&s, "nodes.0.ejections") >= 1.0);
+}
+
+/// Finagle ≥ 19.6.0's default failure accrual (`FailureAccrualFactory.
+/// defaultPolicy`): `successRateWithinDuration(0.8, 30 s, …, 5) orElse
+/// consecutiveFailures(5, …)`. A node failing 30 % of about 5 requests/s
+/// rarely fails five in a row, but its success rate (an `Ema` over 30 s)
+/// is near 0.7: it is marked dead at the first failure once 30 s have
+/// passed. Consecutive-only (the old default, Linkerd 1.x's) leaves it in.
+#[test]
+fn finagle_marks_a_partly_failing_node_dead_by_success_rate() {
+    let doc = |policy: Value| {
+        json!({
+            "name": "finagle-sr", "duration": "60s",
+            "clients": {"kind": "open", "rate_per_s": 20.0, "arrivals": "constant"},
+            "nodes": four_nodes(),
+            "faults": [{"kind": "flaky", "node": "A", "at": "0s", "p": 0.3, "status": 503}],
+            "policy": policy
+        })
+    };
+    let hybrid = run_binary("finagle-sr", &doc(json!({"kind": "failure_accrual"})));
+    let delay = fig(&hybrid, "nodes.0.first_ejection_delay_s");
+    assert!(
+        (30.0..32.0).contains(&delay),
+        "dead {delay} s after the start"
+    );
+    let consecutive = run_binary(
+        "finagle-consecutive",
+        &doc(json!({"kind": "failure_accrual", "accrual_policy": "consecutive"})),
+    );
+    assert_eq!(fig(&consecutive, "nodes.0.ejections"), 0.0);
+}
+
+/// Consul's `deregister_critical_service_after` (agent `reapServicesInternal`,
+/// a pass every 30 s): s0 hangs from 10 s to 100 s, its self-checked beats
+/// stop, its check turns critical and, a minute later, the service is
+/// removed. When the hang ends, its beats fail: with Spring Cloud Consul's
+/// default (`reregister-service-on-failure` false) it stays out to the end;
+/// with the switch on, the first refused beat re-registers it and the next
+/// passes. Before, the first beat after the hang brought it back.
+#[test]
+fn consul_deregisters_a_service_critical_for_too_long() {
+    let doc = |extra: Value| {
+        let mut policy = json!({"kind": "heartbeat_ttl", "registry": "consul",
+                                "interval": "5s", "ttl": "10s",
+                                "self_check": {"timeout": "1s"}});
+        policy
+            .as_object_mut()
+            .unwrap()
+            .extend(extra.as_object().unwrap().clone());
+        json!({
+            "name": "consul-reap", "duration": "200s",
+            "clients": {"kind": "open", "rate_per_s": 20.0, "timeout": "2s"},
+            "nodes": [{"name": "s0"}, {"name": "s1"}, {"name": "s2"}],
+            "faults": [{"kind": "hang", "node": "s0", "at": "10s", "for": "90s"}],
+            "policies": [policy]
+        })
+    };
+    let out = |s: &Value| fig(s, "nodes.0.ejected_time_s");
+    let kept = run_binary("consul-kept", &doc(json!({})));
+    let removed = run_binary(
+        "consul-removed",
+        &doc(json!({"deregister_critical_service_after": "1m"})),
+    );
+    let back = run_binary(
+        "consul-reregistered",
+        &doc(json!({"deregister_critical_service_after": "1m",
+                    "reregister": "on_failed_heartbeat"})),
+    );
+    // Out from ~15–20 s: back by ~106 s when kept, never when removed, one
+    // beat later than kept when re-registered by the client (its new check
+    // is critical, Consul's default).
+    assert!((80.0..100.0).contains(&out(&kept)), "{}", out(&kept));
+    assert!(out(&removed) > 175.0, "{}", out(&removed));
+    let delta = out(&back) - out(&kept);
+    assert!(
+        (4.0..6.5).contains(&delta),
+        "re-registered one beat later: {delta}"
+    );
+}
+
+/// Nacos 1.x pushes a change to subscribers 1000 ms after it
+/// (`PushService.onApplicationEvent` → `scheduleUdpSender(…, 1000,
+/// MILLISECONDS)`): the shipped crash model's ejection comes exactly 1 s
+/// later than with an immediate push (same seed, same scan phase).
+#[test]
+fn nacos1_pushes_a_change_one_second_after_it() {
+    let model: Value = serde_json::from_str(
+        &std::fs::read_to_string("models/registry-nacos1-crash.json").unwrap(),
+    )
+    .unwrap();
+    let mut now = model.clone();
+    now["policies"][0]["push_delay"] = json!("1us");
+    let pushed = run_binary("nacos-push", &model);
+    let at_once = run_binary("nacos-at-once", &now);
+    let d = fig(&pushed, "nodes.0.first_ejection_delay_s")
+        - fig(&at_once, "nodes.0.first_ejection_delay_s");
+    assert!((d - 1.0).abs() < 1e-3, "pushed {d} s later");
+}

@@ -258,7 +258,8 @@ impl HaproxyCheck {
         match (observe, r) {
             // Each failed connection attempt, retries included.
             (_, Refused | ConnectTimeout) => Some(true),
-            (_, ClientAbort) => None,
+            // Nothing reached the server.
+            (_, ClientAbort | Rejected) => None,
             // The connection was established.
             (Observe::Layer4, Status(_) | ReadTimeout | Reset) => Some(false),
             (Observe::Layer7, Status(s)) => Some(matches!(s, 500 | 502 | 503 | 504) || s >= 506),

@@ -7,8 +7,8 @@
 //! | `registry` | detection | to the gateway |
 //! |---|---|---|
 //! | `generic` (seed 004) | last beat older than `ttl`, at once or at `check_interval` scans | at once, or a `refresh_interval` cache |
-//! | `consul` (TTL check) | a one-shot `ttl` timer restarted by each beat; starts `critical` | blocking queries: at once |
-//! | `nacos1` (1.x ephemeral) | a scan every 5 s: unhealthy when the last beat is more than 15 s old | UDP push: at once |
+//! | `consul` (TTL check) | a one-shot `ttl` timer restarted by each beat; starts `critical`; optionally deregistered after `deregister_critical_service_after` by a reaper every 30 s | blocking queries: at once |
+//! | `nacos1` (1.x ephemeral) | a scan every 5 s: unhealthy when the last beat is more than 15 s old | UDP push, 1 s after the change |
 //! | `eureka` | lease `renew` sets `last = now + 90 s` and expiry needs `now > last + 90 s` (the 2× bug); an eviction task every 60 s, capped at 15 % of the registry, off under self-preservation | response cache, client fetch and Ribbon, 30 s each |
 //!
 //! With `self_check`, a node beats only if a request through its own worker
@@ -87,6 +87,13 @@ impl PolicyParams for HeartbeatTtlSpec {
         }
     }
 
+    fn warnings(&self) -> Vec<(String, String)> {
+        match self {
+            HeartbeatTtlSpec::Consul(p) => p.warnings(),
+            _ => vec![],
+        }
+    }
+
     fn events_per_s(&self, nodes: usize) -> f64 {
         periodic_events_per_s(nodes, self.period(), 3.0)
     }
@@ -134,12 +141,15 @@ const TAG_EXPIRE: u32 = 2;
 const TAG_SCAN: u32 = 3;
 const TAG_RATE: u32 = 4;
 const TAG_THRESHOLD: u32 = 5;
+const TAG_REAP: u32 = 6;
 
 /// One registry's bookkeeping; it publishes health changes to the view.
 trait Registry: Send {
     fn start(&mut self, view: &mut GatewayView, cx: &mut PolicyCx);
     fn on_beat(&mut self, view: &mut GatewayView, cx: &mut PolicyCx, node: NodeId);
     fn on_timer(&mut self, view: &mut GatewayView, cx: &mut PolicyCx, timer: PolicyTimer);
+    /// The node's process started again after a crash.
+    fn on_restart(&mut self, _view: &mut GatewayView, _cx: &mut PolicyCx, _node: NodeId) {}
 }
 
 /// What a registry brings to the policy: its nodes' heartbeats, whether
@@ -205,6 +215,10 @@ impl HealthPolicy for HeartbeatTtl {
 
     fn on_heartbeat(&mut self, cx: &mut PolicyCx, node: NodeId) {
         self.registry.on_beat(&mut self.view, cx, node);
+    }
+
+    fn on_restarted(&mut self, cx: &mut PolicyCx, node: NodeId) {
+        self.registry.on_restart(&mut self.view, cx, node);
     }
 }
 

@@ -1,11 +1,14 @@
 //! Nacos 1.x ephemeral instances: HTTP beats; the server's beat-check task
 //! scans every `check_interval` and marks an instance unhealthy when its
-//! last beat is more than `heart_beat_timeout` old; UDP push tells the
-//! gateway at once.
+//! last beat is more than `heart_beat_timeout` old; the UDP push reaches the
+//! gateway `push_delay` after the change (`PushService.onApplicationEvent`
+//! schedules it 1000 ms later; `serviceChanged` adds no push while one is
+//! scheduled, and the push carries the service as it is when sent).
 
 use super::generic::TtlRegistry;
 use super::{SelfCheckSpec, Setup, positive, positive_if_set, refresh, self_check_valid};
 use crate::engine::SimDuration;
+use crate::policy::support::gateway_view::Propagation;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
@@ -27,10 +30,18 @@ pub struct Nacos1Params {
     pub check_interval: SimDuration,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub self_check: Option<SelfCheckSpec>,
-    /// Omitted: UDP push reaches the client at once; with push off, the
-    /// client polls (`cacheMillis`, 10 s).
+    /// The UDP push's delay after a change (`PushService`: 1000 ms,
+    /// hard-coded). Default 1s.
+    #[serde(default = "one_s")]
+    pub push_delay: SimDuration,
+    /// Omitted: the UDP push reaches the client; with push off, the client
+    /// polls (`cacheMillis`, 10 s).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub refresh_interval: Option<SimDuration>,
+}
+
+fn one_s() -> SimDuration {
+    SimDuration::from_secs(1)
 }
 
 fn five_s() -> SimDuration {
@@ -70,7 +81,10 @@ impl Nacos1Params {
             interval: self.heart_beat_interval,
             self_check: self.self_check,
             initially: true,
-            propagation: refresh(self.refresh_interval),
+            propagation: match self.refresh_interval {
+                Some(_) => refresh(self.refresh_interval),
+                None => Propagation::Push(self.push_delay),
+            },
             registry: Box::new(registry),
         }
     }
@@ -98,6 +112,29 @@ mod tests {
             }
         }
         let e = ejected.expect("ejected") as f64 / 1000.0 - 2.0;
-        assert!(e > 15.0 && e <= 20.1, "{e}");
+        assert!(
+            e > 16.0 && e <= 21.1,
+            "{e}: 15–20 s, then the push 1 s later"
+        );
+    }
+
+    #[test]
+    fn the_push_reaches_the_gateway_one_second_after_the_scan() {
+        // `PushService.onApplicationEvent`: `scheduleUdpSender(…, 1000,
+        // MILLISECONDS)`. Same seed, same scan phase: the gateway hears of
+        // the change exactly `push_delay` after the scan that found it.
+        let ejected_at = |json| {
+            let mut h = started(json, 1);
+            h.heartbeat(ms(2_000), A);
+            h.advance_to(ms(40_000));
+            h.history(A)[0]
+        };
+        let (t_push, out) = ejected_at(serde_json::json!({"registry": "nacos1"}));
+        let (t_now, _) = ejected_at(serde_json::json!({"registry": "nacos1", "push_delay": "1us"}));
+        assert!(out);
+        assert_eq!(
+            t_push.saturating_since(t_now),
+            SimDuration::from_micros(999_999)
+        );
     }
 }

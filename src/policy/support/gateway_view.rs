@@ -1,7 +1,8 @@
 //! How a health verdict reaches the gateway's request path: at once, after a
-//! fixed delay (Kubernetes: kubelet → API server → EndpointSlice → proxy), or
-//! through a chain of periodic caches, each polling the one before it at its
-//! own phase (Eureka: response cache → client fetch → Ribbon refresh).
+//! fixed delay (Kubernetes: kubelet → API server → EndpointSlice → proxy), by
+//! a push that a change schedules and later changes ride along (Nacos 1.x),
+//! or through a chain of periodic caches, each polling the one before it at
+//! its own phase (Eureka: response cache → client fetch → Ribbon refresh).
 
 use crate::engine::{SimDuration, SimTime};
 use crate::ids::NodeId;
@@ -16,6 +17,11 @@ pub enum Propagation {
     Immediate,
     /// Every change arrives after this fixed delay.
     Delay(SimDuration),
+    /// A change schedules a push of the whole service this long after it,
+    /// unless one is already scheduled; the push carries every verdict as it
+    /// is when it is sent (Nacos 1.x `PushService.serviceChanged` and
+    /// `onApplicationEvent`).
+    Push(SimDuration),
     /// Periodic copies, first to last: a change made at `t` is visible after
     /// the first layer's next poll at or after `t`, then the second layer's
     /// next poll after that, and so on. Each layer's phase is random.
@@ -32,6 +38,9 @@ pub struct GatewayView {
     propagation: Propagation,
     /// Per poller layer: the time of its first poll.
     phases: Vec<SimDuration>,
+    /// `Push`: the registry's verdicts, and whether a push is scheduled.
+    latest: Vec<bool>,
+    push_scheduled: bool,
     /// The timer tag this view owns.
     tag: u32,
 }
@@ -45,6 +54,8 @@ impl GatewayView {
             pending: vec![VecDeque::new(); nodes],
             propagation,
             phases: Vec::new(),
+            latest: vec![initially; nodes],
+            push_scheduled: false,
             tag,
         }
     }
@@ -72,6 +83,19 @@ impl GatewayView {
     /// The checker's verdict on `node` is `routable` from now on.
     pub fn publish(&mut self, cx: &mut PolicyCx, node: NodeId, routable: bool) {
         let now = cx.now().t;
+        if let Propagation::Push(delay) = self.propagation {
+            self.latest[node.index()] = routable;
+            if !self.push_scheduled {
+                self.push_scheduled = true;
+                let timer = PolicyTimer {
+                    tag: self.tag,
+                    node: node.0,
+                    generation: 0,
+                };
+                cx.at(now + delay, timer);
+            }
+            return;
+        }
         let at = self.visible_at(now);
         if at <= now && self.pending[node.index()].is_empty() {
             self.apply(cx, node, routable);
@@ -92,6 +116,14 @@ impl GatewayView {
     pub fn on_timer(&mut self, cx: &mut PolicyCx, timer: PolicyTimer) -> bool {
         if timer.tag != self.tag {
             return false;
+        }
+        if let Propagation::Push(_) = self.propagation {
+            // The push sends the service as it is now.
+            self.push_scheduled = false;
+            for i in 0..self.latest.len() {
+                self.apply(cx, NodeId(i as u32), self.latest[i]);
+            }
+            return true;
         }
         let node = NodeId(timer.node);
         let now = cx.now().t;
@@ -124,7 +156,7 @@ impl GatewayView {
     fn visible_at(&self, t: SimTime) -> SimTime {
         match &self.propagation {
             Propagation::Immediate => t,
-            Propagation::Delay(d) => t + *d,
+            Propagation::Delay(d) | Propagation::Push(d) => t + *d,
             Propagation::Pollers(periods) => periods
                 .iter()
                 .zip(&self.phases)
@@ -176,6 +208,33 @@ mod tests {
         assert!(h.call(ms(1200), |v, cx| v.on_timer(cx, second)));
         assert!(h.policy.is_routable(a), "back at 1.2 s");
         assert_eq!(h.notices().count(), 2);
+    }
+
+    #[test]
+    fn a_push_carries_every_change_made_before_it_is_sent() {
+        // Nacos 1.x `PushService`: the first change schedules the push
+        // 1000 ms later; a change while it is scheduled adds no push and
+        // goes out with it.
+        let (a, b) = (NodeId(0), NodeId(1));
+        let v = GatewayView::new(2, true, Propagation::Push(SimDuration::from_secs(1)), 9);
+        let mut h = Harness::part(v, 3);
+        h.call(ms(0), |v, cx| v.start(cx));
+        h.call(ms(100), |v, cx| v.publish(cx, a, false));
+        h.call(ms(900), |v, cx| v.publish(cx, b, false));
+        let timers = h.pending_timers();
+        assert_eq!(timers.len(), 1, "one push for both changes");
+        assert_eq!(timers[0].0, ms(1_100));
+        assert!(h.policy.is_routable(a) && h.policy.is_routable(b));
+        assert!(h.call(ms(1_100), |v, cx| v.on_timer(cx, timers[0].1)));
+        assert!(!h.policy.is_routable(a), "pushed 1 s after the change");
+        assert!(
+            !h.policy.is_routable(b),
+            "0.2 s after its change: same push"
+        );
+        assert_eq!(h.notices().count(), 2);
+        // The next change schedules the next push.
+        h.call(ms(2_000), |v, cx| v.publish(cx, a, true));
+        assert!(h.pending_timers().iter().any(|&(at, _)| at == ms(3_000)));
     }
 
     #[test]

@@ -29,7 +29,8 @@ impl Outcome {
             AttemptResult::Refused
             | AttemptResult::ConnectTimeout
             | AttemptResult::ReadTimeout
-            | AttemptResult::Reset => Outcome::Failure,
+            | AttemptResult::Reset
+            | AttemptResult::Rejected => Outcome::Failure,
             AttemptResult::ClientAbort => Outcome::Ignored,
         }
     }

@@ -76,6 +76,7 @@ impl World<'_> {
         let result = match why {
             Fail::Refused => AttemptResult::Refused,
             Fail::ConnectTimeout => AttemptResult::ConnectTimeout,
+            Fail::Rejected => AttemptResult::Rejected,
             Fail::ReadTimeout => {
                 self.free_peer(slot, node, Charge::Failed, AttemptResult::ReadTimeout);
                 self.finalize(slot, 504, None);

@@ -21,7 +21,7 @@ mod pick;
 mod routing;
 
 use super::{Event, Fail, NodeId, World, lane};
-use crate::engine::SimTime;
+use crate::engine::{SimDuration, SimTime};
 use crate::policy::{AttemptResult, Charge};
 use crate::spec::{Balancer, KERNEL_CONNECT_TIMEOUT, Model, NextUpstream};
 use haproxy::Haproxy;
@@ -169,6 +169,11 @@ pub(crate) struct Gateway {
     /// the requests (slot, generation) waiting for them, in arrival order.
     pub(crate) warming: Vec<u32>,
     pub(crate) held: Vec<Vec<(u32, u32)>>,
+    /// The shortest attempt timeout of the policies (Hystrix's execution
+    /// timeout), from the peer's selection.
+    pub(crate) attempt_cap: Option<SimDuration>,
+    /// Some policy caps or may refuse attempts: `start_attempt` asks them.
+    pub(crate) guarded: bool,
 }
 
 impl Gateway {
@@ -279,6 +284,8 @@ impl Gateway {
             direct: n <= direct::DIRECT_MAX_NODES,
             warming: vec![0; model.replicas()],
             held: vec![Vec::new(); model.replicas()],
+            attempt_cap: None,
+            guarded: false,
         }
     }
 
@@ -416,6 +423,14 @@ impl World<'_> {
         if self.rec.tracks_replicas() {
             self.rec.replica_attempt(scope, node, counted, faulty);
         }
+        // Policies that cap or refuse attempts (Hystrix); one test when none does.
+        let mut cap_at = SimTime::MAX;
+        if self.gw.guarded {
+            match self.guard(slot, generation, scope, node) {
+                Some(at) => cap_at = at,
+                None => return,
+            }
+        }
         let g = &self.model.gateway;
         let (connect_timeout, read_timeout) = match &self.gw.hap {
             None => (g.proxy_connect_timeout, Some(g.proxy_read_timeout)),
@@ -441,7 +456,7 @@ impl World<'_> {
             }
             self.q.schedule_in_lane(
                 lane::CONNECT_TIMEOUT,
-                now + connect_timeout,
+                (now + connect_timeout).min(cap_at),
                 Event::AttemptFailed {
                     slot,
                     generation,
@@ -463,7 +478,9 @@ impl World<'_> {
             let r = &mut self.gw.reqs[slot as usize];
             r.sent = true;
             // HAProxy without `timeout server` waits for ever.
-            r.read_deadline = read_timeout.map_or(SimTime::MAX, |t| sent_at + t);
+            r.read_deadline = read_timeout
+                .map_or(SimTime::MAX, |t| sent_at + t)
+                .min(cap_at);
             r.read_timer = false;
             if g.rtt.is_zero() {
                 self.on_request_at_node(slot, generation, node);
@@ -479,6 +496,30 @@ impl World<'_> {
                 );
             }
         }
+    }
+
+    /// Asks the policies that may refuse the attempt to `node` (Hystrix's
+    /// thread pool): if one does, the attempt fails at once (`None`);
+    /// else the time the policies' attempt timeout ends it (`SimTime::MAX`:
+    /// never). Out of line: the canonical path never comes here.
+    #[cold]
+    #[inline(never)]
+    fn guard(&mut self, slot: u32, generation: u32, scope: u16, node: NodeId) -> Option<SimTime> {
+        let now = self.q.now();
+        let (first, local) = (self.policies_of(scope).start, self.local(scope));
+        for &k in &self.admitters {
+            if !self.policies[first + k].admits(local, node) {
+                let why = Fail::Rejected;
+                let ev = Event::AttemptFailed {
+                    slot,
+                    generation,
+                    why,
+                };
+                self.q.schedule(now, ev);
+                return None;
+            }
+        }
+        Some(self.gw.attempt_cap.map_or(SimTime::MAX, |c| now + c))
     }
 
     /// The read deadline of an attempt still in flight.
@@ -542,6 +583,8 @@ impl World<'_> {
             Fail::Refused => (Ft::Error, AttemptResult::Refused),
             Fail::ConnectTimeout => (Ft::Timeout, AttemptResult::ConnectTimeout),
             Fail::ReadTimeout => (Ft::Timeout, AttemptResult::ReadTimeout),
+            // Nothing was sent: like a failed connect, retried as an error.
+            Fail::Rejected => (Ft::Error, AttemptResult::Rejected),
         };
         self.next_upstream(slot, node, ft, result);
     }
