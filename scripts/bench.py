@@ -11,6 +11,7 @@ the whole process, including its start-up; CPU seconds are reported too.
                                       # events/s at 2..5,000 nodes (several binaries: side by side)
   scripts/bench.py small              # 100 rps x 20 s: speed-up over the wall clock
   scripts/bench.py ab OLD NEW         # two hcsim binaries on the canonical model, interleaved
+                                      # (--fleet: on the fleet model)
   scripts/bench.py fleet              # 50 gateway replicas x 200 nodes beside the canonical model: events/s
 
 It builds the release binary first. The Python models live in ../shared/bench/;
@@ -203,11 +204,15 @@ def nodes_scaling(reps, binaries):
             print(f"{name}{who}: 1,000 nodes at {share[1000]} of the 2-node rate, 5,000 at {share[5000]}")
 
 
-def ab(reps, binaries):
-    """Two (or more) hcsim builds on the canonical model, interleaved: the
-    way to measure what a change bought on a shared machine."""
+def ab(reps, binaries, on_fleet=False):
+    """Two (or more) hcsim builds on the canonical model (or, with
+    --fleet, the 50 × 200 fleet model), interleaved: the way to measure
+    what a change bought on a shared machine."""
     out = Path(tempfile.mkdtemp(prefix="hcsim-bench-"))
     model = str(ROOT / "models" / "bench-canonical.json")
+    if on_fleet:
+        model = str(out / "fleet-50x200.json")
+        Path(model).write_text(json.dumps(fleet_model()))
     cpus = {b: [] for b in binaries}
     walls = {b: [] for b in binaries}
     outputs = {}
@@ -219,7 +224,7 @@ def ab(reps, binaries):
             walls[b].append(wall)
             outputs[b] = stdout
     base = statistics.median(cpus[binaries[0]])
-    print(f"canonical scenario, {reps} interleaved runs each\n")
+    print(f"{'fleet 50 x 200' if on_fleet else 'canonical'} scenario, {reps} interleaved runs each\n")
     print("| binary | CPU time (median) | CPU time (min) | wall time (median) | CPU vs first | output |")
     print("|---|---|---|---|---|---|")
     for b in binaries:
@@ -289,11 +294,12 @@ def main():
     ap.add_argument("what", choices=["compare", "scaling", "small", "ab", "fleet"])
     ap.add_argument("binaries", nargs="*", help="ab: hcsim binaries to compare (the first is the baseline); scaling: binaries for the node table")
     ap.add_argument("--reps", type=int, default=5)
+    ap.add_argument("--fleet", action="store_true", help="ab: on the fleet model instead of the canonical one")
     args = ap.parse_args()
     if args.what == "ab":
         if len(args.binaries) < 2:
             ap.error("ab needs two hcsim binaries, e.g. ab /tmp/hcsim-old target/release/hcsim")
-        ab(args.reps, [str(Path(b).resolve()) for b in args.binaries])
+        ab(args.reps, [str(Path(b).resolve()) for b in args.binaries], args.fleet)
         return
     if args.what == "scaling":
         build()
