@@ -80,12 +80,9 @@ pub fn run(args: TuneArgs) -> Result<ExitCode, Error> {
         Progress::Sharded { stage, file, runs } => {
             if !quiet {
                 emit(&format!(
-                    "shard {shard} of stage {stage}: {runs} runs simulated now, all of the shard's runs in {}\nwhen every shard's {} is in {}, run again: with --shard K/N for the next stage, or --resume to finish here\n",
+                    "shard {shard} of stage {stage}: {runs} runs simulated now, all of the shard's runs in {}\nwhen every shard's {stage}.shard-*-of-{}.jsonl is in {}, run again: with --shard K/N for the next stage, or --resume to finish here\n",
                     file.display(),
-                    file.file_name()
-                        .and_then(|n| n.to_str())
-                        .unwrap_or("")
-                        .replace(&format!(".shard-{}-of-{}", shard.k, shard.n), ".shard-*",),
+                    shard.n,
                     out.join(search::RUNS_DIR).display(),
                 ))?;
             }

@@ -298,19 +298,16 @@ pub fn run_stage(setup: &Setup, stage: &Stage, opts: &mut RunOpts) -> Result<Sta
         path: opts.out.join(RUNS_DIR),
         source,
     })?;
-    if !shard.is_whole() {
+    let result = if shard.is_whole() {
+        journal::write_shard_file(&file, &plan.header, shard, &runs)?;
+        read_back(setup, stage, &plan, &runs, todo).map(StageOutcome::Done)
+    } else {
         journal::write_shard_file(&mine, &plan.header, shard, &runs)?;
-        drop(runs);
-        drop(session.finish());
-        let _ = std::fs::remove_dir_all(&dir);
-        let _ = std::fs::remove_dir(opts.out.join(STAGES_DIR));
-        return Ok(StageOutcome::Sharded {
+        Ok(StageOutcome::Sharded {
             file: mine,
             runs: todo,
-        });
-    }
-    journal::write_shard_file(&file, &plan.header, Shard::WHOLE, &runs)?;
-    let result = read_back(setup, stage, &plan, &runs, todo).map(StageOutcome::Done);
+        })
+    };
     drop(runs);
     drop(session.finish());
     let _ = std::fs::remove_dir_all(&dir);

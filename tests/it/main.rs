@@ -130,6 +130,28 @@ pub fn kill(mut child: Child) {
     let _ = child.wait();
 }
 
+/// Sends `child` SIGINT by pid, as Ctrl-C does, and waits (10 s at most)
+/// for it to exit; `None` when kill(1) is missing. On a timeout, kills it
+/// and fails with "`what` did not stop on SIGINT".
+pub fn interrupt(mut child: Child, what: &str) -> Option<Output> {
+    let sent = Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status();
+    if !sent.is_ok_and(|s| s.success()) {
+        kill(child);
+        return None;
+    }
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while child.try_wait().unwrap().is_none() {
+        if std::time::Instant::now() > deadline {
+            kill(child);
+            panic!("{what} did not stop on SIGINT");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    Some(child.wait_with_output().unwrap())
+}
+
 /// Waits until `journal` has `n` lines and gives `child` back; after `secs`
 /// seconds, kills it and fails with "`what` in `secs` s".
 pub fn await_lines(journal: &Path, n: usize, secs: u64, child: Child, what: &str) -> Child {

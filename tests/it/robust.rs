@@ -342,30 +342,16 @@ fn ctrl_c_says_how_many_runs_are_kept_and_how_to_resume() {
         .spawn()
         .unwrap();
     let journal = dir.join("cut/.checkpoint/runs.jsonl");
-    let mut child = await_lines(
+    let child = await_lines(
         &journal,
         4,
         30,
         child,
         "the sweep did not checkpoint 3 runs",
     );
-    // SIGINT, as Ctrl-C sends it, by pid.
-    let sent = Command::new("kill")
-        .args(["-INT", &child.id().to_string()])
-        .status();
-    if !sent.is_ok_and(|s| s.success()) {
-        kill(child);
+    let Some(out) = crate::interrupt(child, "the sweep") else {
         return; // no kill(1)
-    }
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while child.try_wait().unwrap().is_none() {
-        if Instant::now() > deadline {
-            kill(child);
-            panic!("the sweep did not stop on SIGINT");
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    let out = child.wait_with_output().unwrap();
+    };
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(130), "{err}");
     assert!(

@@ -405,23 +405,10 @@ fn ctrl_c_in_a_tune_says_what_is_kept_and_how_to_resume() {
         .spawn()
         .unwrap();
     let journal = out.join(".stages/search-0/.checkpoint/runs.jsonl");
-    let mut child = await_lines(&journal, 4, 60, child, "the tune did not checkpoint 3 runs");
-    let sent = Command::new("kill")
-        .args(["-INT", &child.id().to_string()])
-        .status();
-    if !sent.is_ok_and(|s| s.success()) {
-        kill(child);
+    let child = await_lines(&journal, 4, 60, child, "the tune did not checkpoint 3 runs");
+    let Some(done) = crate::interrupt(child, "the tune") else {
         return; // no kill(1)
-    }
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
-    while child.try_wait().unwrap().is_none() {
-        if std::time::Instant::now() > deadline {
-            kill(child);
-            panic!("the tune did not stop on SIGINT");
-        }
-        std::thread::sleep(std::time::Duration::from_millis(20));
-    }
-    let done = child.wait_with_output().unwrap();
+    };
     let err = String::from_utf8_lossy(&done.stderr);
     assert_eq!(done.status.code(), Some(130), "{err}");
     assert!(
@@ -435,12 +422,7 @@ fn ctrl_c_in_a_tune_says_what_is_kept_and_how_to_resume() {
     assert_eq!(crate::lines(&journal), 4, "the 3 runs are kept");
 
     // Resumed with another tune file, the checkpoint is refused in tune's words.
-    let mut doc = read_json(&root().join(TINY));
-    doc["model"] = root()
-        .join("models/nginx-3-nodes.json")
-        .display()
-        .to_string()
-        .into();
+    let mut doc = tiny_anywhere();
     doc["reps"] = 4.into();
     let other = dir.join("other.json");
     fs::write(&other, doc.to_string()).unwrap();
@@ -530,8 +512,8 @@ fn a_tune_run_in_shards_ends_with_the_whole_tunes_bytes() {
     );
 }
 
-/// Writes `tune` (the tiny file with `edit` applied) into `dir` and runs it.
-fn bad(dir: &Path, name: &str, edit: impl Fn(&mut Value)) -> String {
+/// The tiny tune file with its model's absolute path: it may be written anywhere.
+fn tiny_anywhere() -> Value {
     let mut doc = read_json(&root().join(TINY));
     doc["model"] = Value::String(
         root()
@@ -539,6 +521,12 @@ fn bad(dir: &Path, name: &str, edit: impl Fn(&mut Value)) -> String {
             .display()
             .to_string(),
     );
+    doc
+}
+
+/// Writes `tune` (the tiny file with `edit` applied) into `dir` and runs it.
+fn bad(dir: &Path, name: &str, edit: impl Fn(&mut Value)) -> String {
+    let mut doc = tiny_anywhere();
     edit(&mut doc);
     let path = dir.join(format!("{name}.json"));
     fs::write(&path, doc.to_string()).unwrap();

@@ -395,12 +395,7 @@ fn ctrl_c_in_a_sweep_says_how_to_resume() {
         );
         std::thread::sleep(std::time::Duration::from_millis(20));
     }
-    let killed = Command::new("kill")
-        .args(["-INT", &child.id().to_string()])
-        .status()
-        .unwrap();
-    assert!(killed.success());
-    let out = child.wait_with_output().unwrap();
+    let out = crate::interrupt(child, "the sweep").expect("kill(1) sends SIGINT");
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(130), "{err}");
     assert!(
