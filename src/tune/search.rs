@@ -3,7 +3,10 @@
 //! points, replications with common seeds) run by [`Session`] — in
 //! parallel, checkpointed run by run, resumable after a kill. A finished
 //! stage's runs are kept in `runs/<stage>.jsonl` (in run order, so the file
-//! does not depend on `--jobs`); `--resume` takes them from there.
+//! does not depend on `--jobs`); `--resume` takes them from there. With
+//! `--shard K/N` a process runs its shard of the first unfinished stage into
+//! `runs/<stage>.shard-K-of-N.jsonl`; once every shard's file is there, they
+//! are merged (checked as `hcsim merge` checks a sweep's) into the stage's file.
 
 use super::pareto::Values;
 use super::setup::Setup;
