@@ -605,12 +605,6 @@ fn check_fleet(g: &GatewaySpec, policies: &[PolicySpec]) -> Result<(), Invalid> 
     if g.replicas == 1 {
         return Ok(());
     }
-    if g.flavor == GatewayFlavor::Haproxy {
-        return Err(invalid(
-            "gateway.replicas",
-            "fleets of HAProxy gateways are not modelled yet: leave `replicas` at 1",
-        ));
-    }
     if let Some(i) = policies
         .iter()
         .position(|p| matches!(p, PolicySpec::HeartbeatTtl(_)))

@@ -66,6 +66,7 @@ fn one_replica_is_the_single_gateway_byte_for_byte() {
         "crash-10s-of-3.json",
         "hang-envoy-defaults.json",
         "e7-probe-crash.json",
+        "haproxy-check-observe-layer7.json",
     ] {
         let doc = model_file(name);
         let plain = serde_json::to_string(&run(&scenario(doc.clone()))).unwrap();
@@ -164,18 +165,6 @@ fn bad_fleets_exit_2_naming_the_field() {
         assert_eq!(out.status.code(), Some(2), "{set}: {err}");
         assert!(err.contains(field) && err.contains(words), "{set}: {err}");
     }
-    let hap = hcsim(&[
-        "check",
-        "models/haproxy-check-observe-layer7.json",
-        "--set",
-        "gateway.replicas=3",
-    ]);
-    let err = String::from_utf8_lossy(&hap.stderr);
-    assert_eq!(hap.status.code(), Some(2), "{err}");
-    assert!(
-        err.contains("gateway.replicas") && err.contains("HAProxy"),
-        "{err}"
-    );
     let reg = hcsim(&[
         "check",
         "models/registry-eureka-crash.json",
@@ -278,4 +267,36 @@ fn per_replica_flag_writes_a_table_per_replica_and_replicas_csv() {
     assert!(o.status.success());
     assert!(!String::from_utf8_lossy(&o.stdout).contains("\nreplica 0 ("));
     assert!(!Path::new(&out.join("replicas.csv")).exists());
+}
+
+/// A fleet of HAProxy gateways: each replica runs its own checks (at its own
+/// phase) and its own `roundrobin` rotation.
+#[test]
+fn haproxy_replicas_check_and_mark_down_on_their_own() {
+    let mut doc = model_file("haproxy-check-observe-layer7.json");
+    doc["faults"] = json!([{"kind": "crash", "node": "A", "at": "10s", "for": "40s"}]);
+    let one = run(&scenario(doc.clone()));
+    let ten = run(&with_replicas(doc, 10));
+    // B is never down: its checks run every `inter` (2 s) from each replica.
+    let ratio = ten.nodes[1].probe_load_per_s / one.nodes[1].probe_load_per_s;
+    assert!((ratio - 10.0).abs() < 0.2, "B: {ratio}× the probe load");
+    // Every replica marks the crashed A DOWN after `fall` 3 failed checks,
+    // at the phase of its own check timer: the last at most one `inter`
+    // after the first.
+    let a = &ten.nodes[0];
+    let f = a.fleet.as_ref().expect("fleet metrics with 10 replicas");
+    assert_eq!(f.replicas_ejected, 1.0);
+    let (first, last) = (
+        a.first_ejection_delay_s.unwrap(),
+        f.last_ejection_delay_s.unwrap(),
+    );
+    assert!(first < last, "first {first} s, last {last} s");
+    assert!(last - first <= 2.0 + 0.01, "first {first} s, last {last} s");
+    let single = one.nodes[0].first_ejection_delay_s.unwrap();
+    assert!(
+        first <= single + 2.0 && single <= last + 2.0,
+        "{single} vs {first}..{last}"
+    );
+    // Retries redispatch to B: the clients see no error in either setup.
+    assert_eq!(ten.client.errors, one.client.errors);
 }

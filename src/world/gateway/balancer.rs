@@ -226,14 +226,15 @@ impl World<'_> {
     /// turn (reference D13).
     fn pick_haproxy_rr(&mut self, slot: u32) -> Option<NodeId> {
         let sitting_out = self.tried_members(slot);
-        let backup = self.gw.reqs[slot as usize].in_backup;
+        let r = &self.gw.reqs[slot as usize];
+        let (backup, scope) = (r.in_backup, r.scope as usize);
         let gw = &mut self.gw;
         let Pickers::Rotation(v) = &mut gw.pickers else {
             unreachable!("HAProxy round-robin without its structure")
         };
-        let rot = &mut v[backup as usize];
+        let rot = &mut v[scope * 2 + backup as usize];
         sitting_out.iter().for_each(|&p| rot.leave(p));
-        let pos = rot.pick(&mut gw.rr_cur);
+        let pos = rot.pick(&mut gw.rr_cur[scope]);
         sitting_out.iter().for_each(|&p| rot.join(p));
         let set = if backup { &gw.backup } else { &gw.primary };
         let node = set[pos? as usize];

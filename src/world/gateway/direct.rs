@@ -39,7 +39,7 @@ fn direct_eligible(
 impl World<'_> {
     /// The policies of the replica of global scope `s`, and `s` as they call it.
     #[inline(always)]
-    fn replica_policies(&self, s: Scope) -> (&[Box<dyn HealthPolicy>], Scope) {
+    pub(super) fn replica_policies(&self, s: Scope) -> (&[Box<dyn HealthPolicy>], Scope) {
         if self.fleet {
             (&self.policies[self.policies_of(s)], self.local(s))
         } else {
@@ -134,20 +134,22 @@ impl World<'_> {
     /// weights it is a plain rotation, so a retry that is redispatched uses up
     /// the next server's turn (reference D13).
     fn direct_pick_haproxy_rr(&mut self, slot: u32, now: Now) -> Option<NodeId> {
-        let cur = self.gw.rr_cur;
+        let scope = self.gw.reqs[slot as usize].scope;
+        let cur = self.gw.rr_cur[scope as usize];
         let mut best: Option<(u64, NodeId)> = None;
         for i in 0..self.direct_set_len(slot) {
             let Some(node) = self.direct_eligible_peer(slot, i, now) else {
                 continue;
             };
-            let pos = self.gw.rr_pos[node.index()].max(cur);
+            let pos = self.gw.rr_pos[self.gw.k(scope, node)].max(cur);
             if best.is_none_or(|(b, _)| pos < b) {
                 best = Some((pos, node));
             }
         }
         let (pos, node) = best?;
-        self.gw.rr_cur = pos;
-        self.gw.rr_pos[node.index()] = pos + self.gw.rr_step[node.index()];
+        self.gw.rr_cur[scope as usize] = pos;
+        let k = self.gw.k(scope, node);
+        self.gw.rr_pos[k] = pos + self.gw.rr_step[node.index()];
         self.gw.reqs[slot as usize].mark_tried(node);
         Some(node)
     }
@@ -368,6 +370,8 @@ mod tests {
         rate: f64,
         tries: u32,
         seed: u64,
+        /// Gateway replicas (1 mostly).
+        replicas: u32,
     }
 
     fn shape() -> impl Strategy<Value = Shape> {
@@ -389,10 +393,24 @@ mod tests {
             prop::collection::vec((0u8..5, 0usize..14, 0u32..6, 0.0f64..1.0), 0..4),
             prop_oneof![Just(30.0), Just(200.0), Just(800.0)],
             0u32..3,
-            any::<u64>(),
+            (
+                any::<u64>(),
+                prop_oneof![6 => Just(1u32), 1 => Just(2), 1 => Just(3)],
+            ),
         )
             .prop_map(
-                |(nodes, balancer, haproxy, workers, zone, policy, faults, rate, tries, seed)| {
+                |(
+                    nodes,
+                    balancer,
+                    haproxy,
+                    workers,
+                    zone,
+                    policy,
+                    faults,
+                    rate,
+                    tries,
+                    (seed, replicas),
+                )| {
                     Shape {
                         nodes,
                         balancer,
@@ -404,6 +422,7 @@ mod tests {
                         rate,
                         tries,
                         seed,
+                        replicas,
                     }
                 },
             )
@@ -433,9 +452,10 @@ mod tests {
             "proxy_next_upstream_tries": s.tries,
             "workers": if s.haproxy { 1 } else { s.workers },
             "zone": s.zone,
+            "replicas": s.replicas,
         });
         if s.haproxy {
-            gateway = json!({"flavor": "haproxy", "balancer": balancer,
+            gateway = json!({"flavor": "haproxy", "balancer": balancer, "replicas": s.replicas,
                              "haproxy": {"retries": s.tries + 1, "redispatch": true}});
         }
         let doc = json!({
@@ -453,7 +473,8 @@ mod tests {
         #![proptest_config(ProptestConfig::with_cases(1200))]
         /// Random upstreams (weights, backups, `max_conns`, `down`, faults,
         /// workers without `zone`, every policy of the shipped models, all
-        /// balancers, HAProxy): the structures choose as the direct scans.
+        /// balancers, HAProxy, fleets of replicas): the structures choose as
+        /// the direct scans.
         #[test]
         fn random_models_pick_the_same_peers_as_the_direct_scans(s in shape()) {
             let policies = policies();

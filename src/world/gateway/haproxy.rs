@@ -94,22 +94,23 @@ impl World<'_> {
             return;
         }
         let (scope, retries_done) = (r.scope, r.retries_done + 1);
-        // HAProxy fleets are refused at validation: one replica, scope 0.
         let now = self.now_in(scope);
+        if !self.gw.direct {
+            self.refresh_due(now.t);
+        }
+        let (policies, local) = self.replica_policies(scope);
         let srv_act = if self.gw.direct {
             let up = |n: &&NodeId| {
-                !self.gw.down[n.index()]
-                    && self.policies.iter().all(|p| p.is_routable(scope, **n, now))
+                !self.gw.down[n.index()] && policies.iter().all(|p| p.is_routable(local, **n, now))
             };
             self.gw.primary.iter().filter(up).count()
         } else {
-            self.refresh_due(now.t);
             self.gw.routing.healthy(scope) as usize
         };
         let up = |n: NodeId| {
             !self.gw.down[n.index()]
                 && if self.gw.direct {
-                    self.policies.iter().all(|p| p.is_routable(scope, n, now))
+                    policies.iter().all(|p| p.is_routable(local, n, now))
                 } else {
                     self.gw.routing.is_routable(self.gw.k(scope, n))
                 }

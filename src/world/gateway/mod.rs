@@ -150,10 +150,11 @@ pub(crate) struct Gateway {
     /// Cumulative weights of the primary set, for the random balancers.
     ranges: Vec<(i64, NodeId)>,
     total_weight: i64,
-    /// HAProxy `roundrobin`: each node's next position, the position of the
-    /// last pick, and how far a pick moves a node (total weight / weight).
+    /// HAProxy `roundrobin`: per (scope, node) its next position, per scope
+    /// the position of the last pick (each replica has its own backend), and
+    /// per node how far a pick moves it (total weight / weight).
     rr_pos: Vec<u64>,
-    rr_cur: u64,
+    rr_cur: Vec<u64>,
     rr_step: Vec<u64>,
     /// Envoy's `healthy_panic_threshold`, percent; 0 = never panic.
     panic_threshold: f64,
@@ -223,8 +224,8 @@ impl Gateway {
                     .collect(),
             ),
             Balancer::RoundRobin if hap.is_some() => Pickers::Rotation(
-                [&primary, &backup]
-                    .iter()
+                (0..scopes)
+                    .flat_map(|_| [&primary, &backup])
                     .map(|set| Rotation::new(set.iter().map(|x| rr_step[x.index()]).collect()))
                     .collect(),
             ),
@@ -274,8 +275,8 @@ impl Gateway {
             hap,
             ranges,
             total_weight: acc,
-            rr_pos: vec![0; n],
-            rr_cur: 0,
+            rr_pos: vec![0; n * scopes],
+            rr_cur: vec![0; scopes],
             rr_step,
             panic_threshold: balancer::panic_threshold(model),
             set_of,

@@ -23,7 +23,8 @@ pub(crate) enum Pickers {
     /// nginx round-robin (also random's fallback and backup set): one per
     /// (scope, set), at `scope × 2 + backup`.
     Smooth(Vec<Swrr>),
-    /// HAProxy `roundrobin` (one scope): primary and backup.
+    /// HAProxy `roundrobin`: one per (scope, set), at `scope × 2 + backup`
+    /// (HAProxy has one scope per replica).
     Rotation(Vec<Rotation>),
     /// `least_conn`: one per (scope, set), at `scope × 2 + backup`.
     Least(Vec<LeastConn>),
@@ -37,8 +38,8 @@ impl Pickers {
         match self {
             Pickers::Smooth(v) if member => v[i].join(at.pos, 0),
             Pickers::Smooth(v) => v[i].leave(at.pos),
-            Pickers::Rotation(v) if member => v[at.backup as usize].join(at.pos),
-            Pickers::Rotation(v) => v[at.backup as usize].leave(at.pos),
+            Pickers::Rotation(v) if member => v[i].join(at.pos),
+            Pickers::Rotation(v) => v[i].leave(at.pos),
             Pickers::Least(v) if member => v[i].join(at.pos, conns),
             Pickers::Least(v) => v[i].leave(at.pos),
         }
