@@ -392,6 +392,11 @@ pub trait HealthPolicy: Send {
     }
     /// An attempt ended and the peer was freed.
     fn on_attempt(&mut self, _cx: &mut PolicyCx, _report: &AttemptReport) {}
+    /// `false` if [`on_attempt`](Self::on_attempt) does nothing: the
+    /// gateway then skips the call (one per attempt).
+    fn hears_attempts(&self) -> bool {
+        true
+    }
     /// How much the balancer's effective weight drops on a failed attempt.
     fn weight_cut(&self, _node: NodeId, _weight: u32) -> u32 {
         0

@@ -10,6 +10,14 @@ impl HealthPolicy for NoPolicy {
     fn is_routable(&self, _: Scope, _: NodeId, _: Now) -> bool {
         true
     }
+
+    fn hears_attempts(&self) -> bool {
+        false
+    }
+
+    fn routes_by_notices(&self) -> bool {
+        true
+    }
 }
 
 /// The parameters of `{"kind": "none"}`: there are none.

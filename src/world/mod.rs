@@ -272,6 +272,8 @@ pub struct World<'s> {
     pub(crate) policies: Vec<Box<dyn HealthPolicy>>,
     /// The policies that listen to `on_connected`, by index within a replica.
     pub(crate) hear_connections: Vec<usize>,
+    /// The policies that listen to `on_attempt`, by index within a replica.
+    pub(crate) hear_attempts: Vec<usize>,
     /// The policies that listen to `on_host_checked`, likewise.
     hear_checks: Vec<usize>,
     /// The policies that may refuse an attempt (`admits`), likewise.
@@ -433,6 +435,9 @@ impl<'s> World<'s> {
             gw,
             hear_connections: (0..npol)
                 .filter(|&i| policies[i].hears_connections())
+                .collect(),
+            hear_attempts: (0..npol)
+                .filter(|&i| policies[i].hears_attempts())
                 .collect(),
             hear_checks: (0..npol)
                 .filter(|&i| policies[i].hears_host_checks())

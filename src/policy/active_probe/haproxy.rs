@@ -341,6 +341,10 @@ impl Flavor for HaproxyCheck {
         self.schedule(cx, i, at);
     }
 
+    fn hears_attempts(&self) -> bool {
+        self.p.observe.is_some()
+    }
+
     fn on_attempt(&mut self, pr: &mut Prober, cx: &mut PolicyCx, r: &AttemptReport) {
         let Some(observe) = self.p.observe else {
             return;

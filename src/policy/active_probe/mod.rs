@@ -261,6 +261,10 @@ pub(crate) trait Flavor: Send {
     fn on_result(&mut self, pr: &mut Prober, cx: &mut PolicyCx, node: NodeId, o: &ProbeOutcome);
     /// The gateway made an attempt (HAProxy `observe`).
     fn on_attempt(&mut self, _pr: &mut Prober, _cx: &mut PolicyCx, _r: &AttemptReport) {}
+    /// `on_attempt` does something.
+    fn hears_attempts(&self) -> bool {
+        false
+    }
     /// The gateway selected a node (Envoy: the cluster has carried traffic).
     fn on_selected(&mut self) {}
     /// The gateway waits for this flavour's first round (Envoy's warming).
@@ -344,6 +348,16 @@ impl HealthPolicy for ActiveProbe {
 
     fn on_attempt(&mut self, cx: &mut PolicyCx, report: &AttemptReport) {
         self.flavor.on_attempt(&mut self.prober, cx, report);
+    }
+
+    fn hears_attempts(&self) -> bool {
+        self.flavor.hears_attempts()
+    }
+
+    fn routes_by_notices(&self) -> bool {
+        // The verdicts live in the gateway view, whose `apply` is the only
+        // place they change, each time with its notice.
+        true
     }
 
     fn on_timer(&mut self, cx: &mut PolicyCx, timer: PolicyTimer) {

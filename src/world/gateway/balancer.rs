@@ -363,9 +363,11 @@ impl World<'_> {
             charge,
             elapsed,
         };
+        let first = self.policies_of(scope).start;
         if single {
             self.gw.reqs[slot as usize].tries = 0;
-            for i in self.policies_of(scope) {
+            for k in 0..self.hear_attempts.len() {
+                let i = first + self.hear_attempts[k];
                 if !self.policies[i].bypassed_for_single_server() {
                     self.with_policy(i, Some(node), |p, cx| p.on_attempt(cx, &report));
                 }
@@ -386,7 +388,8 @@ impl World<'_> {
                 .sum();
             self.cut_weight(scope, node, cut);
         }
-        for i in self.policies_of(scope) {
+        for k in 0..self.hear_attempts.len() {
+            let i = first + self.hear_attempts[k];
             self.with_policy(i, Some(node), |p, cx| p.on_attempt(cx, &report));
         }
         let r = &mut self.gw.reqs[slot as usize];
