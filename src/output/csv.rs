@@ -185,6 +185,20 @@ pub fn replicas_csv(runs: &[RunSummary]) -> Result<Vec<u8>, csv::Error> {
 }
 
 fn fmt_num(x: f64) -> String {
+    // Most values are whole microseconds (times) or rounded to six places:
+    // print those from the integer, as `{:.6}` would, without the float
+    // formatting (ejections.csv of a fleet has tens of thousands of rows).
+    let m = (x * 1e6).round();
+    if m.abs() < 1e15 && m / 1e6 == x {
+        let m = m as i64;
+        let (int, frac) = (m.unsigned_abs() / 1_000_000, m.unsigned_abs() % 1_000_000);
+        let sign = if x.is_sign_negative() { "-" } else { "" };
+        if frac == 0 {
+            return format!("{sign}{int}");
+        }
+        let digits = format!("{frac:06}");
+        return format!("{sign}{int}.{}", digits.trim_end_matches('0'));
+    }
     let s = format!("{x:.6}");
     let s = s.trim_end_matches('0').trim_end_matches('.');
     if s.is_empty() || s == "-" {
@@ -220,6 +234,43 @@ pub fn trace_csv(runs: &[RunSummary], traces: &[Vec<TraceLine>]) -> Result<Vec<u
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn numbers_print_as_six_places_trimmed() {
+        let slow = |x: f64| {
+            let s = format!("{x:.6}");
+            let s = s.trim_end_matches('0').trim_end_matches('.').to_string();
+            if s.is_empty() || s == "-" {
+                "0".to_string()
+            } else {
+                s
+            }
+        };
+        let mut x = 0.000_001f64;
+        let mut cases = vec![
+            0.0,
+            -0.0,
+            1.0,
+            -1.5,
+            0.1,
+            59.999_999,
+            1e-7,
+            123_456.789_012_3,
+            2.5e-6,
+        ];
+        for _ in 0..2000 {
+            cases.push(x);
+            cases.push(-x);
+            cases.push((x * 1e6).round() / 1e6);
+            x = x * 1.37 + 0.000_013;
+        }
+        for us in [1u64, 999_999, 1_000_000, 60_000_001, 12_345_678] {
+            cases.push(us as f64 / 1e6);
+        }
+        for c in cases {
+            assert_eq!(fmt_num(c), slow(c), "{c:e}");
+        }
+    }
     use crate::world::events::EventLine;
 
     #[test]

@@ -375,6 +375,11 @@ pub trait HealthPolicy: Send {
     }
     /// The balancer selected `node` for an attempt (nginx moves `checked` here).
     fn on_selected(&mut self, _cx: &mut PolicyCx, _scope: Scope, _node: NodeId) {}
+    /// `false` if [`on_selected`](Self::on_selected) does nothing: the
+    /// gateway then skips the call (one per attempt).
+    fn hears_selections(&self) -> bool {
+        true
+    }
     /// The attempt's connection to `node` was established (Envoy's `onPoolReady`).
     /// Called only if [`hears_connections`](Self::hears_connections) says so.
     fn on_connected(&mut self, _cx: &mut PolicyCx, _scope: Scope, _node: NodeId) {}

@@ -306,6 +306,10 @@ impl LatencyEjection {
 }
 
 impl HealthPolicy for LatencyEjection {
+    fn hears_selections(&self) -> bool {
+        false
+    }
+
     fn on_start(&mut self, cx: &mut PolicyCx) {
         let now = cx.now().t;
         self.arm(cx, now);

@@ -15,6 +15,10 @@ impl HealthPolicy for NoPolicy {
         false
     }
 
+    fn hears_selections(&self) -> bool {
+        false
+    }
+
     fn routes_by_notices(&self) -> bool {
         true
     }

@@ -877,6 +877,10 @@ pub fn success_rate_threshold(sum: f64, hosts: &[(usize, f64)], factor: f64) -> 
 }
 
 impl HealthPolicy for OutlierDetection {
+    fn hears_selections(&self) -> bool {
+        false
+    }
+
     fn on_start(&mut self, cx: &mut PolicyCx) {
         let now = cx.now().t;
         self.arm(cx, now);

@@ -229,6 +229,10 @@ impl RatioEjection {
 }
 
 impl HealthPolicy for RatioEjection {
+    fn hears_selections(&self) -> bool {
+        false
+    }
+
     fn is_routable(&self, _: Scope, node: NodeId, _: Now) -> bool {
         !self.nodes[node.index()].ejected
     }

@@ -272,6 +272,8 @@ pub struct World<'s> {
     pub(crate) policies: Vec<Box<dyn HealthPolicy>>,
     /// The policies that listen to `on_connected`, by index within a replica.
     pub(crate) hear_connections: Vec<usize>,
+    /// The policies that listen to `on_selected`, by index within a replica.
+    pub(crate) hear_selections: Vec<usize>,
     /// The policies that listen to `on_attempt`, by index within a replica.
     pub(crate) hear_attempts: Vec<usize>,
     /// The policies that listen to `on_host_checked`, likewise.
@@ -435,6 +437,9 @@ impl<'s> World<'s> {
             gw,
             hear_connections: (0..npol)
                 .filter(|&i| policies[i].hears_connections())
+                .collect(),
+            hear_selections: (0..npol)
+                .filter(|&i| policies[i].hears_selections())
                 .collect(),
             hear_attempts: (0..npol)
                 .filter(|&i| policies[i].hears_attempts())

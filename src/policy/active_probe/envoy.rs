@@ -291,6 +291,10 @@ impl Flavor for EnvoyHc {
         self.had_traffic = true;
     }
 
+    fn hears_selections(&self) -> bool {
+        true
+    }
+
     fn warms(&self) -> bool {
         self.p.cluster_start == ClusterStart::Warming
     }

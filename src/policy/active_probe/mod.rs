@@ -267,6 +267,10 @@ pub(crate) trait Flavor: Send {
     }
     /// The gateway selected a node (Envoy: the cluster has carried traffic).
     fn on_selected(&mut self) {}
+    /// `on_selected` does something.
+    fn hears_selections(&self) -> bool {
+        false
+    }
     /// The gateway waits for this flavour's first round (Envoy's warming).
     fn warms(&self) -> bool {
         false
@@ -352,6 +356,10 @@ impl HealthPolicy for ActiveProbe {
 
     fn hears_attempts(&self) -> bool {
         self.flavor.hears_attempts()
+    }
+
+    fn hears_selections(&self) -> bool {
+        self.flavor.hears_selections()
     }
 
     fn routes_by_notices(&self) -> bool {

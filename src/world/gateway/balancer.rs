@@ -134,8 +134,9 @@ impl World<'_> {
         if !self.gw.direct {
             self.conns_changed(scope, node);
         }
-        let local = self.local(scope);
-        for i in self.policies_of(scope) {
+        let (first, local) = (self.policies_of(scope).start, self.local(scope));
+        for k in 0..self.hear_selections.len() {
+            let i = first + self.hear_selections[k];
             if !(single && self.policies[i].bypassed_for_single_server()) {
                 self.with_policy(i, Some(node), |p, cx| p.on_selected(cx, local, node));
             }
@@ -180,18 +181,23 @@ impl World<'_> {
 
     /// The tried members of the request's current set, as positions: they
     /// sit out this pick.
-    fn tried_members(&self, slot: u32) -> Vec<u32> {
+    /// (In a buffer of the gateway's, to give back with `return_sitting_out`.)
+    fn tried_members(&mut self, slot: u32) -> Vec<u32> {
+        let mut out = std::mem::take(&mut self.gw.sitting_out);
+        out.clear();
         let r = &self.gw.reqs[slot as usize];
-        if r.tried_list.is_empty() && (r.tried.len() > 1 || r.tried[0] == 0) {
-            return Vec::new();
+        if r.tried.is_empty() {
+            return out;
         }
-        r.tried_nodes()
-            .filter(|n| {
-                self.gw.set_of[n.index()].backup == r.in_backup
-                    && self.gw.routing.is_member(self.gw.k(r.scope, *n))
-            })
-            .map(|n| self.gw.set_of[n.index()].pos)
-            .collect()
+        out.extend(
+            r.tried_nodes()
+                .filter(|n| {
+                    self.gw.set_of[n.index()].backup == r.in_backup
+                        && self.gw.routing.is_member(self.gw.k(r.scope, *n))
+                })
+                .map(|n| self.gw.set_of[n.index()].pos),
+        );
+        out
     }
 
     /// `ngx_http_upstream_get_peer`: smooth weighted round-robin, strict `>`,
@@ -207,6 +213,7 @@ impl World<'_> {
         sitting_out.iter().for_each(|&p| s.leave(p));
         let pos = s.pick(0);
         sitting_out.iter().for_each(|&p| s.join(p, 0));
+        self.gw.sitting_out = sitting_out;
         let set = if backup {
             &self.gw.backup
         } else {
@@ -236,6 +243,7 @@ impl World<'_> {
         sitting_out.iter().for_each(|&p| rot.leave(p));
         let pos = rot.pick(&mut gw.rr_cur[scope]);
         sitting_out.iter().for_each(|&p| rot.join(p));
+        gw.sitting_out = sitting_out;
         let set = if backup { &gw.backup } else { &gw.primary };
         let node = set[pos? as usize];
         gw.reqs[slot as usize].mark_tried(node);
@@ -266,6 +274,7 @@ impl World<'_> {
                 conns[scope as usize * self.gw.n + set[p as usize].index()],
             );
         }
+        self.gw.sitting_out = sitting_out;
         let node = set[pos? as usize];
         self.gw.reqs[slot as usize].mark_tried(node);
         Some(node)

@@ -19,6 +19,7 @@ mod direct;
 mod haproxy;
 mod pick;
 mod routing;
+mod tried;
 
 use super::{Event, Fail, NodeId, World, lane};
 use crate::engine::{SimDuration, SimTime};
@@ -27,6 +28,7 @@ use crate::spec::{Balancer, KERNEL_CONNECT_TIMEOUT, Model, NextUpstream};
 use haproxy::Haproxy;
 use pick::{LeastConn, Pickers, Rotation, SetPos, Swrr};
 use routing::Routing;
+use tried::Tried;
 
 /// What came back from a node.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
@@ -61,10 +63,10 @@ pub(crate) struct Request {
     /// `u.peer.tries`: attempts left.
     tries: u32,
     in_backup: bool,
-    /// Bitmap of nodes already tried in the current set, and the same nodes
-    /// as a list (to take them out of a pick and to clear the bitmap).
-    tried: Vec<u64>,
-    tried_list: Vec<NodeId>,
+    /// Nodes already tried in the current set.
+    tried: Tried,
+    /// The upstream has more than 64 nodes (`tried` is a list).
+    wide: bool,
     /// The peer of the attempt in flight.
     node: Option<NodeId>,
     /// The request was sent on the current attempt (`u->request_sent`).
@@ -91,37 +93,17 @@ pub(crate) struct Request {
 
 impl Request {
     fn is_tried(&self, n: NodeId) -> bool {
-        self.tried[n.index() / 64] & (1 << (n.index() % 64)) != 0
+        self.tried.has(n, self.wide)
     }
     fn mark_tried(&mut self, n: NodeId) {
-        let (w, bit) = (n.index() / 64, 1 << (n.index() % 64));
-        if self.tried[w] & bit == 0 {
-            self.tried[w] |= bit;
-            if self.tried.len() > 1 {
-                self.tried_list.push(n);
-            }
-        }
+        self.tried.mark(n, self.wide);
     }
-    /// The tried nodes (up to 64 nodes: read off the bitmap).
+    /// The tried nodes.
     fn tried_nodes(&self) -> impl Iterator<Item = NodeId> + '_ {
-        let word = if self.tried.len() == 1 {
-            self.tried[0]
-        } else {
-            0
-        };
-        (0..64)
-            .filter(move |i| word & (1 << i) != 0)
-            .map(NodeId)
-            .chain(self.tried_list.iter().copied())
+        self.tried.nodes(self.wide)
     }
     fn clear_tried(&mut self) {
-        if self.tried.len() == 1 {
-            self.tried[0] = 0;
-            return;
-        }
-        for n in self.tried_list.drain(..) {
-            self.tried[n.index() / 64] = 0;
-        }
+        self.tried.clear();
     }
 }
 
@@ -166,6 +148,9 @@ pub(crate) struct Gateway {
     pickers: Pickers,
     /// Pick by direct scans (`direct.rs`): no cached verdicts, no structures.
     pub(crate) direct: bool,
+    /// A request's tried members while a pick leaves them out (kept to
+    /// spare an allocation per retry).
+    sitting_out: Vec<u32>,
     /// Per replica: policies still warming (Envoy's cluster warming), and
     /// the requests (slot, generation) waiting for them, in arrival order.
     pub(crate) warming: Vec<u32>,
@@ -283,6 +268,7 @@ impl Gateway {
             routing: Routing::new(n, scopes, model.scopes_per_replica(), policies, hosts),
             pickers,
             direct: n <= direct::DIRECT_MAX_NODES,
+            sitting_out: Vec::new(),
             warming: vec![0; model.replicas()],
             held: vec![Vec::new(); model.replicas()],
             attempt_cap: None,
@@ -330,7 +316,7 @@ impl World<'_> {
             Some(s) => s,
             None => {
                 gw.reqs.push(Request {
-                    tried: vec![0; gw.n.div_ceil(64)],
+                    wide: gw.n > 64,
                     ..Default::default()
                 });
                 (gw.reqs.len() - 1) as u32
