@@ -176,17 +176,17 @@ fn bad_fleets_exit_2_naming_the_field() {
         err.contains("gateway.replicas") && err.contains("HAProxy"),
         "{err}"
     );
+    // A registry is shared by the fleet (tests/it/fleet_registry.rs).
     let reg = hcsim(&[
         "check",
         "models/registry-eureka-crash.json",
         "--set",
         "gateway.replicas=3",
     ]);
-    let err = String::from_utf8_lossy(&reg.stderr);
-    assert_eq!(reg.status.code(), Some(2), "{err}");
     assert!(
-        err.contains("policies[0]") && err.contains("registry"),
-        "{err}"
+        reg.status.success(),
+        "{}",
+        String::from_utf8_lossy(&reg.stderr)
     );
 }
 

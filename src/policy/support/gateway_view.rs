@@ -3,6 +3,13 @@
 //! a push that a change schedules and later changes ride along (Nacos 1.x),
 //! or through a chain of periodic caches, each polling the one before it at
 //! its own phase (Eureka: response cache → client fetch → Ribbon refresh).
+//!
+//! In a fleet of gateway replicas that share one server (a registry), each
+//! replica has its own view: its own caches, with their own phases, and its
+//! own push timers. The caches that belong to the server (Eureka's response
+//! cache) are one for the fleet: the owner's view polls them, and the
+//! subscribers' views start from the time a change leaves them
+//! ([`GatewayView::leaves_server`], [`GatewayView::publish_from`]).
 
 use crate::engine::{SimDuration, SimTime};
 use crate::ids::NodeId;
@@ -36,8 +43,14 @@ pub struct GatewayView {
     /// Per node: (time the gateway sees it, verdict), in publication order.
     pending: Vec<VecDeque<(SimTime, bool)>>,
     propagation: Propagation,
-    /// Per poller layer: the time of its first poll.
+    /// Per poller layer this view polls: the time of its first poll.
     phases: Vec<SimDuration>,
+    /// Leading poller layers that belong to the server, not to the gateway
+    /// (Eureka's response cache).
+    server_layers: usize,
+    /// A subscriber's view: the server's layers are behind it, it polls
+    /// only the gateway's own.
+    subscriber: bool,
     /// `Push`: the registry's verdicts, and whether a push is scheduled.
     latest: Vec<bool>,
     push_scheduled: bool,
@@ -54,16 +67,42 @@ impl GatewayView {
             pending: vec![VecDeque::new(); nodes],
             propagation,
             phases: Vec::new(),
+            server_layers: 0,
+            subscriber: false,
             latest: vec![initially; nodes],
             push_scheduled: false,
             tag,
         }
     }
 
+    /// The first `layers` poller layers are the server's (Eureka's
+    /// response cache): a fleet shares them.
+    pub fn with_server_layers(mut self, layers: usize) -> Self {
+        self.server_layers = layers;
+        self
+    }
+
+    /// Makes this the view of a replica that hears a shared server's
+    /// verdicts from its owner ([`GatewayView::publish_from`]): it polls
+    /// only the gateway's own layers. Call before `start`.
+    pub fn subscribe(&mut self) {
+        self.subscriber = true;
+    }
+
+    /// The poller layers this view polls itself.
+    fn own_layers(&self) -> &[SimDuration] {
+        match &self.propagation {
+            Propagation::Pollers(periods) if self.subscriber => &periods[self.server_layers..],
+            Propagation::Pollers(periods) => periods,
+            _ => &[],
+        }
+    }
+
     /// At time zero: draws the pollers' phases and reports the nodes that
     /// start out of the gateway's rotation.
     pub fn start(&mut self, cx: &mut PolicyCx) {
-        if let Propagation::Pollers(periods) = &self.propagation {
+        if let Propagation::Pollers(_) = &self.propagation {
+            let periods = self.own_layers().to_vec();
             self.phases = periods
                 .iter()
                 .map(|p| SimDuration::from_micros(cx.rng().random_range(0..p.as_micros().max(1))))
@@ -83,6 +122,27 @@ impl GatewayView {
     /// The checker's verdict on `node` is `routable` from now on.
     pub fn publish(&mut self, cx: &mut PolicyCx, node: NodeId, routable: bool) {
         let now = cx.now().t;
+        self.publish_from(cx, node, routable, now);
+    }
+
+    /// When a change the server makes at `t` leaves the server's own
+    /// layers, for the gateways' caches to poll (`t` without such layers).
+    pub fn leaves_server(&self, t: SimTime) -> SimTime {
+        debug_assert!(!self.subscriber, "a subscriber has no server layers");
+        match &self.propagation {
+            Propagation::Pollers(periods) => periods[..self.server_layers]
+                .iter()
+                .zip(&self.phases)
+                .fold(t, |t, (&p, &phase)| next_poll(t, phase, p)),
+            _ => t,
+        }
+    }
+
+    /// The verdict on `node` is `routable`, published now; this view's own
+    /// layers can see it from `from` on (a subscriber: when it leaves the
+    /// server's layers, [`GatewayView::leaves_server`]; otherwise now).
+    pub fn publish_from(&mut self, cx: &mut PolicyCx, node: NodeId, routable: bool, from: SimTime) {
+        let now = cx.now().t;
         if let Propagation::Push(delay) = self.propagation {
             self.latest[node.index()] = routable;
             if !self.push_scheduled {
@@ -96,7 +156,7 @@ impl GatewayView {
             }
             return;
         }
-        let at = self.visible_at(now);
+        let at = self.visible_at(from.max(now));
         if at <= now && self.pending[node.index()].is_empty() {
             self.apply(cx, node, routable);
             return;
@@ -157,7 +217,8 @@ impl GatewayView {
         match &self.propagation {
             Propagation::Immediate => t,
             Propagation::Delay(d) | Propagation::Push(d) => t + *d,
-            Propagation::Pollers(periods) => periods
+            Propagation::Pollers(_) => self
+                .own_layers()
                 .iter()
                 .zip(&self.phases)
                 .fold(t, |t, (&p, &phase)| next_poll(t, phase, p)),
