@@ -14,6 +14,11 @@
 //! With `self_check`, a node beats only if a request through its own worker
 //! pool answers 2xx in time (seed 004's advice): then a hang stops the beats.
 //!
+//! With `gateway.replicas` above 1 the registry is one server for the fleet:
+//! replica 0's instance keeps it and the heartbeats, the others keep only
+//! their view of it (their own cache phases), fed by its verdicts
+//! ([`FleetRole`]). Eureka's response cache is the server's, one for all.
+//!
 //! This module holds the policy the registries share (heartbeat plan,
 //! gateway view, timers); each registry's file holds its parameters, their
 //! checks and label, and its bookkeeping (a `Registry`).
