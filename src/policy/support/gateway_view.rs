@@ -322,6 +322,35 @@ mod tests {
     }
 
     #[test]
+    fn a_subscriber_polls_only_the_gateways_layers() {
+        // Three layers, the first the server's (Eureka's response cache):
+        // the owner's view polls all three; a subscriber draws and polls the
+        // last two, from the time the change leaves the server.
+        let p = SimDuration::from_secs(30);
+        let view = || GatewayView::new(1, true, Propagation::Pollers(vec![p, p, p]), 9);
+        let mut owner = Harness::part(view().with_server_layers(1), 3);
+        owner.call(ms(0), |v, cx| v.start(cx));
+        let mut sub = view().with_server_layers(1);
+        sub.subscribe();
+        let mut sub = Harness::part(sub, 4);
+        sub.call(ms(0), |v, cx| v.start(cx));
+        assert_eq!((owner.policy.phases.len(), sub.policy.phases.len()), (3, 2));
+        let t = SimTime::from_micros(100_000_000);
+        let o = &owner.policy.phases;
+        let left = owner.policy.leaves_server(t);
+        assert_eq!(left, next_poll(t, o[0], p));
+        let own = next_poll(next_poll(left, o[1], p), o[2], p);
+        assert_eq!(owner.policy.visible_at(t), own, "one gateway: unchanged");
+        sub.call(t, |v, cx| v.publish_from(cx, NodeId(0), false, left));
+        let s = &sub.policy.phases;
+        let at = next_poll(next_poll(left, s[0], p), s[1], p);
+        let (due, timer) = sub.pending_timers()[0];
+        assert_eq!(due, at);
+        assert!(sub.call(at, |v, cx| v.on_timer(cx, timer)));
+        assert!(!sub.policy.is_routable(NodeId(0)));
+    }
+
+    #[test]
     fn pollers_chain_and_nodes_can_start_out() {
         let p = SimDuration::from_secs(30);
         let v = GatewayView::new(2, false, Propagation::Pollers(vec![p, p, p]), 9);
