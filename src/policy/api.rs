@@ -210,6 +210,31 @@ pub enum Action {
     Warmed,
     /// A line the real product writes to its log (`hcsim run --events`).
     Log(LogEvent),
+    /// A server the gateway replicas share (a registry) changed its verdict
+    /// on `node`: the world passes it to the same policy of every other
+    /// replica ([`HealthPolicy::on_published`]) at once. `at`: when the
+    /// change leaves the server for the replicas' own caches (later than now
+    /// when the server caches its answers, as Eureka's response cache does).
+    /// Queued only by a [`FleetRole::Owner`].
+    Publish {
+        node: NodeId,
+        routable: bool,
+        at: SimTime,
+    },
+}
+
+/// A policy instance's part in a fleet of gateway replicas
+/// (`gateway.replicas` above 1) when the policy models a server they all
+/// share, such as a service registry: one instance runs it, the others only
+/// hear its verdicts.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum FleetRole {
+    /// Replica 0's instance: it runs the shared server and publishes its
+    /// verdicts ([`PolicyCx::publish`]).
+    Owner,
+    /// Another replica's instance: it starts nothing shared and learns the
+    /// verdicts through [`HealthPolicy::on_published`].
+    Subscriber,
 }
 
 /// What a policy reports for the gateway's event log, in the terms of the
@@ -345,6 +370,11 @@ impl<'a> PolicyCx<'a> {
     pub fn warmed(&mut self) {
         self.actions.push(Action::Warmed);
     }
+    /// Passes a shared server's verdict on `node` to the other gateway
+    /// replicas, for their caches from `at` on (see [`Action::Publish`]).
+    pub fn publish(&mut self, node: NodeId, routable: bool, at: SimTime) {
+        self.actions.push(Action::Publish { node, routable, at });
+    }
     /// Reports the duration of one probing round (for the metrics).
     pub fn probe_round(&mut self, duration: SimDuration) {
         self.notices.push(Notice::ProbeRound { duration });
@@ -450,4 +480,13 @@ pub trait HealthPolicy: Send {
     /// The process of `node` started again after a crash (a restarted
     /// service registers itself anew with its registry).
     fn on_restarted(&mut self, _cx: &mut PolicyCx, _node: NodeId) {}
+    /// In a fleet of gateway replicas, told once, before `on_start`, which
+    /// part this instance plays if the policy models a server the replicas
+    /// share (a registry). Policies whose state is each gateway's own
+    /// ignore it: every replica keeps its own copy.
+    fn join_fleet(&mut self, _role: FleetRole) {}
+    /// A subscriber hears the verdict the owner's shared server published
+    /// on `node` ([`Action::Publish`]), at the instant it was published;
+    /// its own caches can see it from `at` on.
+    fn on_published(&mut self, _cx: &mut PolicyCx, _node: NodeId, _routable: bool, _at: SimTime) {}
 }

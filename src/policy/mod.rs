@@ -24,9 +24,9 @@ pub(crate) mod testkit;
 
 pub use crate::ids::{NodeId, Scope};
 pub use api::{
-    Action, AfterConnect, AttemptReport, AttemptResult, Charge, HealthPolicy, HeartbeatPlan,
-    LogEvent, Notice, PolicyCx, PolicyTimer, ProbeKind, ProbeOutcome, ProbeRequest, ProbeResult,
-    Readmit, ScopeSel,
+    Action, AfterConnect, AttemptReport, AttemptResult, Charge, FleetRole, HealthPolicy,
+    HeartbeatPlan, LogEvent, Notice, PolicyCx, PolicyTimer, ProbeKind, ProbeOutcome, ProbeRequest,
+    ProbeResult, Readmit, ScopeSel,
 };
 pub use clock::{Now, WallClock};
 pub use spec::{PolicyParams, PolicySpec, build, periodic_events_per_s};

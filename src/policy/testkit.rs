@@ -67,6 +67,8 @@ pub struct Harness<P> {
     checked: Vec<(SimTime, NodeId, bool)>,
     /// When the policy reported it finished warming.
     warmed: Vec<SimTime>,
+    /// Verdicts the policy published to the other gateway replicas.
+    published: Vec<(SimTime, NodeId, bool, SimTime)>,
     /// The gateway keeps an event log: the policy's log lines, with their time.
     pub logging: bool,
     pub logs: Vec<(SimTime, LogEvent)>,
@@ -88,6 +90,7 @@ impl<P> Harness<P> {
             heartbeats: vec![],
             checked: vec![],
             warmed: vec![],
+            published: vec![],
             logging: false,
             logs: vec![],
         }
@@ -118,6 +121,9 @@ impl<P> Harness<P> {
                 Action::HostChecked { node, healthy } => self.checked.push((t, node, healthy)),
                 Action::Warmed => self.warmed.push(t),
                 Action::Log(ev) => self.logs.push((t, ev)),
+                Action::Publish { node, routable, at } => {
+                    self.published.push((t, node, routable, at))
+                }
             }
         }
         for (at, timer) in timers {
@@ -205,6 +211,12 @@ impl<P> Harness<P> {
     /// When the policy reported it finished warming.
     pub fn warmed(&self) -> &[SimTime] {
         &self.warmed
+    }
+
+    /// The verdicts published to the other gateway replicas: (time, node,
+    /// routable, when it leaves the server).
+    pub fn published(&self) -> &[(SimTime, NodeId, bool, SimTime)] {
+        &self.published
     }
 
     /// The heartbeat plans the policy asked the engine to start.

@@ -187,8 +187,9 @@ pub struct GatewaySpec {
     pub haproxy: Option<HaproxySpec>,
     /// Independent gateways in front of the same nodes (ingress replicas,
     /// service-mesh sidecars): each has its own copy of every policy's state,
-    /// its own probes, balancer position, nginx workers and clock phase.
-    /// Default 1.
+    /// its own probes, balancer position, nginx workers and clock phase. A
+    /// registry (`heartbeat_ttl`) is one for the fleet: one set of beats,
+    /// each replica a client with its own caches. Default 1.
     #[serde(skip_serializing_if = "is_one")]
     pub replicas: u32,
     /// How client requests reach the replicas: `round_robin` (default, an L4

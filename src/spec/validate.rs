@@ -605,16 +605,6 @@ fn check_fleet(g: &GatewaySpec, policies: &[PolicySpec]) -> Result<(), Invalid> 
     if g.replicas == 1 {
         return Ok(());
     }
-    if let Some(i) = policies
-        .iter()
-        .position(|p| matches!(p, PolicySpec::HeartbeatTtl(_)))
-    {
-        return Err(invalid(
-            format!("policies[{i}]"),
-            "a registry is shared by every gateway replica, which hcsim does not model yet: \
-             use `replicas` 1 with heartbeat_ttl",
-        ));
-    }
     if policies.len() * g.replicas as usize > u16::MAX as usize {
         return Err(invalid(
             "gateway.replicas",

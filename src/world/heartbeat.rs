@@ -133,3 +133,64 @@ impl World<'_> {
         });
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::super::{Event, NodeId, World};
+    use crate::spec::Model;
+    use std::path::Path;
+
+    /// Three nodes beating every second to a registry that drops a node
+    /// 3 s after its last beat; `a` crashes at 5 s.
+    fn registry(replicas: u32, refresh: Option<&str>) -> Model {
+        let mut policy = serde_json::json!({"kind": "heartbeat_ttl", "registry": "generic",
+                                            "interval": "1s", "ttl": "3s"});
+        if let Some(r) = refresh {
+            policy["refresh_interval"] = r.into();
+        }
+        let doc = serde_json::json!({
+            "name": "t", "duration": "60s",
+            "clients": {"kind": "open", "rate_per_s": 20.0},
+            "gateway": {"replicas": replicas},
+            "nodes": [{"name": "a"}, {"name": "b"}, {"name": "c"}],
+            "faults": [{"kind": "crash", "node": "a", "at": "5s"}],
+            "policies": [{"kind": "max_fails", "max_fails": 0}, policy]
+        });
+        Model::from_document(&doc, Path::new("t.json")).unwrap()
+    }
+
+    /// Runs `model` with seed 1 to its end; returns the world, and the
+    /// policy instance and node of every heartbeat that reached the registry.
+    fn run(model: &Model) -> (World<'_>, Vec<(u16, u32)>) {
+        let mut w = World::new(model, 1, None);
+        w.begin();
+        let mut beats = Vec::new();
+        while let Some((_, ev)) = w.q.pop_before(model.end()) {
+            if let Event::HeartbeatArrive { policy, node } = ev {
+                beats.push((policy, node));
+            }
+            w.dispatch(ev);
+        }
+        (w, beats)
+    }
+
+    #[test]
+    fn a_fleet_sends_one_set_of_beats_to_one_registry() {
+        let (_, one) = run(&registry(1, None));
+        let m = registry(4, None);
+        let (w, fleet) = run(&m);
+        assert!(one.len() > 100, "{} beats", one.len());
+        // The same threads, the same phases (the heartbeat stream is drawn
+        // once), all to replica 0's instance of the registry (policy 1).
+        assert_eq!(fleet, one);
+        assert!(fleet.iter().all(|&(p, _)| p == 1));
+        assert_eq!(w.heartbeats.iter().filter(|t| !t.is_empty()).count(), 1);
+        // Every replica's view heard the registry drop `a`.
+        let now = w.clocks[0].now(w.now());
+        for r in 0..4 {
+            let p = &w.policies[r * 2 + 1];
+            assert!(!p.is_routable(0, NodeId(0), now), "replica {r}");
+            assert!(p.is_routable(0, NodeId(1), now), "replica {r}");
+        }
+    }
+}

@@ -92,8 +92,8 @@ pub use crate::ids::NodeId;
 use crate::ids::Scope;
 use crate::metrics::{Recorder, RunSummary};
 use crate::policy::{
-    self, Action, AttemptResult, Charge, HealthPolicy, Now, PolicyCx, PolicyTimer, ProbeResult,
-    WallClock,
+    self, Action, AttemptResult, Charge, FleetRole, HealthPolicy, Now, PolicyCx, PolicyTimer,
+    ProbeResult, WallClock,
 };
 use crate::spec::Model;
 use rand::RngExt;
@@ -396,11 +396,21 @@ impl<'s> World<'s> {
         }
         rec.latency_thresholds(&model.latency_thresholds);
         rec.fleet(model.replicas());
-        let policies: Vec<_> = (0..model.replicas())
+        let mut policies: Vec<_> = (0..model.replicas())
             .flat_map(|_| &model.policies)
             .map(|p| policy::build(p, model.scopes_per_replica(), model.nodes.len()))
             .collect();
         let npol = model.policies.len();
+        if model.replicas() > 1 {
+            // A server the replicas share (a registry) runs in replica 0's instance.
+            for (i, p) in policies.iter_mut().enumerate() {
+                p.join_fleet(if i < npol {
+                    FleetRole::Owner
+                } else {
+                    FleetRole::Subscriber
+                });
+            }
+        }
         let mut gw = gateway::Gateway::new(model, policies.len());
         gw.attempt_cap = policies[..npol]
             .iter()
@@ -480,19 +490,7 @@ impl<'s> World<'s> {
     fn run_to_end_or_budget(mut self) -> (RunSummary, Option<SimTime>, Option<events::EventLog>) {
         let mut cut = None;
         let end = self.model.end();
-        // Faults first: at any instant their events then run before every
-        // other (same time: insertion order), which `Node::in_fault` relies on.
-        for (i, &(start, end)) in self.fault_windows.iter().enumerate() {
-            self.q.schedule(start, Event::FaultStart(i as u32));
-            if let Some(e) = end {
-                self.q.schedule(e, Event::FaultEnd(i as u32));
-            }
-        }
-        self.start_clients();
-        for i in 0..self.policies.len() {
-            self.with_policy(i, None, |p, cx| p.on_start(cx));
-        }
-        self.refresh_all();
+        self.begin();
         loop {
             if self.q.popped() >= self.max_events {
                 if let Some(t) = self.q.peek_time().filter(|&t| t < end) {
@@ -521,6 +519,23 @@ impl<'s> World<'s> {
                 .collect();
         }
         (summary, cut, log)
+    }
+
+    /// Time zero: the faults' windows, the clients, the policies' `on_start`.
+    fn begin(&mut self) {
+        // Faults first: at any instant their events then run before every
+        // other (same time: insertion order), which `Node::in_fault` relies on.
+        for (i, &(start, end)) in self.fault_windows.iter().enumerate() {
+            self.q.schedule(start, Event::FaultStart(i as u32));
+            if let Some(e) = end {
+                self.q.schedule(e, Event::FaultEnd(i as u32));
+            }
+        }
+        self.start_clients();
+        for i in 0..self.policies.len() {
+            self.with_policy(i, None, |p, cx| p.on_start(cx));
+        }
+        self.refresh_all();
     }
 
     fn dispatch(&mut self, ev: Event) {
@@ -612,9 +627,28 @@ impl<'s> World<'s> {
                 Action::HostChecked { node, healthy } => self.host_checked(i, node, healthy),
                 Action::Warmed => self.on_warmed(self.replica_of_policy(i)),
                 Action::Log(ev) => self.log_policy_event(i, ev),
+                Action::Publish { node, routable, at } => {
+                    self.publish_to_replicas(i, node, routable, at)
+                }
             }
         }
         r
+    }
+
+    /// Policy instance `i` owns a server the replicas share (a registry)
+    /// and published a verdict on `node`: the same policy of every other
+    /// replica hears it now, in replica order.
+    #[cold]
+    fn publish_to_replicas(&mut self, i: usize, node: NodeId, routable: bool, at: SimTime) {
+        let p = i % self.npol;
+        for r in 0..self.model.replicas() {
+            let j = r * self.npol + p;
+            if j != i {
+                self.with_policy(j, Some(node), |pol, cx| {
+                    pol.on_published(cx, node, routable, at)
+                });
+            }
+        }
     }
 
     /// Policy `i` completed a check of `node`: the other policies of its

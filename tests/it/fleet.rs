@@ -165,17 +165,18 @@ fn bad_fleets_exit_2_naming_the_field() {
         assert_eq!(out.status.code(), Some(2), "{set}: {err}");
         assert!(err.contains(field) && err.contains(words), "{set}: {err}");
     }
+    // HAProxy fleets (below) and a registry shared by the fleet
+    // (tests/it/fleet_registry.rs) are modelled.
     let reg = hcsim(&[
         "check",
         "models/registry-eureka-crash.json",
         "--set",
         "gateway.replicas=3",
     ]);
-    let err = String::from_utf8_lossy(&reg.stderr);
-    assert_eq!(reg.status.code(), Some(2), "{err}");
     assert!(
-        err.contains("policies[0]") && err.contains("registry"),
-        "{err}"
+        reg.status.success(),
+        "{}",
+        String::from_utf8_lossy(&reg.stderr)
     );
 }
 

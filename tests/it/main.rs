@@ -7,6 +7,7 @@ mod corpus;
 mod determinism;
 mod fidelity;
 mod fleet;
+mod fleet_registry;
 mod fuzz;
 mod golden;
 mod haproxy;

@@ -17,7 +17,7 @@
 //! `initial_status` until the next beat passes it.
 
 use super::{
-    GatewayView, NodeId, Registry, SelfCheckSpec, Setup, TAG_EXPIRE, TAG_REAP, positive,
+    Gateways, NodeId, Registry, SelfCheckSpec, Setup, TAG_EXPIRE, TAG_REAP, positive,
     positive_if_set, refresh, self_check_valid,
 };
 use crate::engine::{SimDuration, SimTime};
@@ -113,6 +113,7 @@ impl ConsulParams {
             self_check: self.self_check,
             initially: passing,
             propagation: refresh(self.refresh_interval),
+            server_layers: 0,
             registry: Box::new(ConsulAgent::new(self, nodes)),
         }
     }
@@ -159,14 +160,14 @@ impl ConsulAgent {
     }
 
     /// The service registers again, its new check `initial_status`.
-    fn register(&mut self, view: &mut GatewayView, cx: &mut PolicyCx, node: NodeId) {
+    fn register(&mut self, gw: &mut Gateways, cx: &mut PolicyCx, node: NodeId) {
         let i = node.index();
         self.registered[i] = true;
         self.generation[i] = self.generation[i].wrapping_add(1);
         if self.passing_at_registration {
             self.critical_since[i] = None;
             self.arm_expiry(cx, i);
-            view.publish(cx, node, true);
+            gw.publish(cx, node, true);
         } else {
             self.critical_since[i] = Some(cx.now().t);
         }
@@ -174,7 +175,7 @@ impl ConsulAgent {
 }
 
 impl Registry for ConsulAgent {
-    fn start(&mut self, _view: &mut GatewayView, cx: &mut PolicyCx) {
+    fn start(&mut self, _gw: &mut Gateways, cx: &mut PolicyCx) {
         for i in 0..self.registered.len() {
             if self.critical_since[i].is_none() {
                 self.arm_expiry(cx, i);
@@ -192,22 +193,22 @@ impl Registry for ConsulAgent {
         }
     }
 
-    fn on_beat(&mut self, view: &mut GatewayView, cx: &mut PolicyCx, node: NodeId) {
+    fn on_beat(&mut self, gw: &mut Gateways, cx: &mut PolicyCx, node: NodeId) {
         let i = node.index();
         if !self.registered[i] {
             // The agent answers 404: no such check.
             if self.reregister == Reregister::OnFailedHeartbeat {
-                self.register(view, cx, node);
+                self.register(gw, cx, node);
             }
             return;
         }
         self.arm_expiry(cx, i);
         if self.critical_since[i].take().is_some() {
-            view.publish(cx, node, true);
+            gw.publish(cx, node, true);
         }
     }
 
-    fn on_timer(&mut self, view: &mut GatewayView, cx: &mut PolicyCx, timer: PolicyTimer) {
+    fn on_timer(&mut self, gw: &mut Gateways, cx: &mut PolicyCx, timer: PolicyTimer) {
         let now = cx.now().t;
         match timer.tag {
             TAG_EXPIRE => {
@@ -217,7 +218,7 @@ impl Registry for ConsulAgent {
                     && self.critical_since[i].is_none()
                 {
                     self.critical_since[i] = Some(now);
-                    view.publish(cx, NodeId(timer.node), false);
+                    gw.publish(cx, NodeId(timer.node), false);
                 }
             }
             TAG_REAP => {
@@ -238,9 +239,9 @@ impl Registry for ConsulAgent {
         }
     }
 
-    fn on_restart(&mut self, view: &mut GatewayView, cx: &mut PolicyCx, node: NodeId) {
+    fn on_restart(&mut self, gw: &mut Gateways, cx: &mut PolicyCx, node: NodeId) {
         if !self.registered[node.index()] {
-            self.register(view, cx, node);
+            self.register(gw, cx, node);
         }
     }
 }

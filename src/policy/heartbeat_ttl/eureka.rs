@@ -3,11 +3,12 @@
 //! Ribbon's server list) between a change and the gateway.
 
 use super::{
-    Registry, SelfCheckSpec, Setup, TAG_RATE, TAG_SCAN, TAG_THRESHOLD, positive, self_check_valid,
+    Gateways, Registry, SelfCheckSpec, Setup, TAG_RATE, TAG_SCAN, TAG_THRESHOLD, positive,
+    self_check_valid,
 };
 use crate::engine::{SimDuration, SimTime};
 use crate::ids::NodeId;
-use crate::policy::support::gateway_view::{GatewayView, Propagation};
+use crate::policy::support::gateway_view::Propagation;
 use crate::policy::{PolicyCx, PolicyTimer};
 use rand::RngExt;
 use schemars::JsonSchema;
@@ -124,6 +125,9 @@ impl EurekaParams {
                 self.registry_fetch_interval,
                 self.server_list_refresh_interval,
             ]),
+            // The response cache is the server's; the fetch and Ribbon's
+            // list are each gateway's.
+            server_layers: 1,
             registry: Box::new(Eureka::new(self, nodes)),
         }
     }
@@ -196,7 +200,7 @@ impl Eureka {
 
     /// `evict()`: expired leases, at most `size − (int)(size × percent)` per
     /// run, chosen by a partial Fisher–Yates shuffle.
-    fn evict(&mut self, view: &mut GatewayView, cx: &mut PolicyCx) {
+    fn evict(&mut self, gw: &mut Gateways, cx: &mut PolicyCx) {
         if !self.expiration_enabled() {
             return;
         }
@@ -216,13 +220,13 @@ impl Eureka {
                 self.expected_clients -= 1;
                 self.update_threshold();
             }
-            view.publish(cx, NodeId(i as u32), false);
+            gw.publish(cx, NodeId(i as u32), false);
         }
     }
 }
 
 impl Registry for Eureka {
-    fn start(&mut self, _view: &mut GatewayView, cx: &mut PolicyCx) {
+    fn start(&mut self, _gw: &mut Gateways, cx: &mut PolicyCx) {
         // The server started an unknown time before the run: the timers'
         // phase is random. MeasuredRate and the eviction task share it.
         let phase = SimDuration::from_micros(
@@ -245,7 +249,7 @@ impl Registry for Eureka {
         Self::arm(cx, TAG_THRESHOLD, now + SimDuration::from_micros(t));
     }
 
-    fn on_beat(&mut self, view: &mut GatewayView, cx: &mut PolicyCx, node: NodeId) {
+    fn on_beat(&mut self, gw: &mut Gateways, cx: &mut PolicyCx, node: NodeId) {
         let i = node.index();
         let now = cx.now().t;
         if self.registered[i] {
@@ -258,11 +262,11 @@ impl Registry for Eureka {
             self.last_update[i] = now;
             self.expected_clients += 1;
             self.update_threshold();
-            view.publish(cx, node, true);
+            gw.publish(cx, node, true);
         }
     }
 
-    fn on_timer(&mut self, view: &mut GatewayView, cx: &mut PolicyCx, timer: PolicyTimer) {
+    fn on_timer(&mut self, gw: &mut Gateways, cx: &mut PolicyCx, timer: PolicyTimer) {
         let now = cx.now().t;
         match timer.tag {
             TAG_RATE => {
@@ -271,7 +275,7 @@ impl Registry for Eureka {
                 Self::arm(cx, TAG_RATE, now + SimDuration::from_secs(60));
             }
             TAG_SCAN => {
-                self.evict(view, cx);
+                self.evict(gw, cx);
                 Self::arm(cx, TAG_SCAN, now + self.p.eviction_interval);
             }
             TAG_THRESHOLD => {

@@ -4,12 +4,11 @@
 //! same bookkeeping ([`TtlRegistry`]) serves Consul and Nacos 1.x.
 
 use super::{
-    Registry, SelfCheckSpec, Setup, TAG_EXPIRE, TAG_SCAN, positive, positive_if_set, refresh,
-    self_check_valid,
+    Gateways, Registry, SelfCheckSpec, Setup, TAG_EXPIRE, TAG_SCAN, positive, positive_if_set,
+    refresh, self_check_valid,
 };
 use crate::engine::{SimDuration, SimTime};
 use crate::ids::NodeId;
-use crate::policy::support::gateway_view::GatewayView;
 use crate::policy::{PolicyCx, PolicyTimer};
 use rand::RngExt;
 use schemars::JsonSchema;
@@ -52,6 +51,7 @@ impl GenericRegistryParams {
             self_check: self.self_check,
             initially: true,
             propagation: refresh(self.refresh_interval),
+            server_layers: 0,
             registry: Box::new(TtlRegistry::new(self.ttl, self.check_interval, true, nodes)),
         }
     }
@@ -101,7 +101,7 @@ impl TtlRegistry {
 }
 
 impl Registry for TtlRegistry {
-    fn start(&mut self, _view: &mut GatewayView, cx: &mut PolicyCx) {
+    fn start(&mut self, _gw: &mut Gateways, cx: &mut PolicyCx) {
         match self.scan {
             Some(period) => {
                 let phase = cx.rng().random_range(0..period.as_micros());
@@ -125,7 +125,7 @@ impl Registry for TtlRegistry {
         }
     }
 
-    fn on_beat(&mut self, view: &mut GatewayView, cx: &mut PolicyCx, node: NodeId) {
+    fn on_beat(&mut self, gw: &mut Gateways, cx: &mut PolicyCx, node: NodeId) {
         let i = node.index();
         let now = cx.now().t;
         self.last[i] = Some(now);
@@ -134,18 +134,18 @@ impl Registry for TtlRegistry {
         }
         if !self.healthy[i] {
             self.healthy[i] = true;
-            view.publish(cx, node, true);
+            gw.publish(cx, node, true);
         }
     }
 
-    fn on_timer(&mut self, view: &mut GatewayView, cx: &mut PolicyCx, timer: PolicyTimer) {
+    fn on_timer(&mut self, gw: &mut Gateways, cx: &mut PolicyCx, timer: PolicyTimer) {
         let now = cx.now().t;
         match timer.tag {
             TAG_EXPIRE => {
                 let i = timer.node as usize;
                 if timer.generation == self.generation[i] && self.healthy[i] {
                     self.healthy[i] = false;
-                    view.publish(cx, NodeId(timer.node), false);
+                    gw.publish(cx, NodeId(timer.node), false);
                 }
             }
             TAG_SCAN => {
@@ -153,7 +153,7 @@ impl Registry for TtlRegistry {
                     let stale = self.last[i].is_none_or(|l| now.saturating_since(l) > self.ttl);
                     if stale && self.healthy[i] {
                         self.healthy[i] = false;
-                        view.publish(cx, NodeId(i as u32), false);
+                        gw.publish(cx, NodeId(i as u32), false);
                     }
                 }
                 if let Some(period) = self.scan {

@@ -85,6 +85,7 @@ impl Nacos1Params {
                 Some(_) => refresh(self.refresh_interval),
                 None => Propagation::Push(self.push_delay),
             },
+            server_layers: 0,
             registry: Box::new(registry),
         }
     }

@@ -3,6 +3,13 @@
 //! a push that a change schedules and later changes ride along (Nacos 1.x),
 //! or through a chain of periodic caches, each polling the one before it at
 //! its own phase (Eureka: response cache → client fetch → Ribbon refresh).
+//!
+//! In a fleet of gateway replicas that share one server (a registry), each
+//! replica has its own view: its own caches, with their own phases, and its
+//! own push timers. The caches that belong to the server (Eureka's response
+//! cache) are one for the fleet: the owner's view polls them, and the
+//! subscribers' views start from the time a change leaves them
+//! ([`GatewayView::leaves_server`], [`GatewayView::publish_from`]).
 
 use crate::engine::{SimDuration, SimTime};
 use crate::ids::NodeId;
@@ -36,8 +43,14 @@ pub struct GatewayView {
     /// Per node: (time the gateway sees it, verdict), in publication order.
     pending: Vec<VecDeque<(SimTime, bool)>>,
     propagation: Propagation,
-    /// Per poller layer: the time of its first poll.
+    /// Per poller layer this view polls: the time of its first poll.
     phases: Vec<SimDuration>,
+    /// Leading poller layers that belong to the server, not to the gateway
+    /// (Eureka's response cache).
+    server_layers: usize,
+    /// A subscriber's view: the server's layers are behind it, it polls
+    /// only the gateway's own.
+    subscriber: bool,
     /// `Push`: the registry's verdicts, and whether a push is scheduled.
     latest: Vec<bool>,
     push_scheduled: bool,
@@ -54,16 +67,42 @@ impl GatewayView {
             pending: vec![VecDeque::new(); nodes],
             propagation,
             phases: Vec::new(),
+            server_layers: 0,
+            subscriber: false,
             latest: vec![initially; nodes],
             push_scheduled: false,
             tag,
         }
     }
 
+    /// The first `layers` poller layers are the server's (Eureka's
+    /// response cache): a fleet shares them.
+    pub fn with_server_layers(mut self, layers: usize) -> Self {
+        self.server_layers = layers;
+        self
+    }
+
+    /// Makes this the view of a replica that hears a shared server's
+    /// verdicts from its owner ([`GatewayView::publish_from`]): it polls
+    /// only the gateway's own layers. Call before `start`.
+    pub fn subscribe(&mut self) {
+        self.subscriber = true;
+    }
+
+    /// The poller layers this view polls itself.
+    fn own_layers(&self) -> &[SimDuration] {
+        match &self.propagation {
+            Propagation::Pollers(periods) if self.subscriber => &periods[self.server_layers..],
+            Propagation::Pollers(periods) => periods,
+            _ => &[],
+        }
+    }
+
     /// At time zero: draws the pollers' phases and reports the nodes that
     /// start out of the gateway's rotation.
     pub fn start(&mut self, cx: &mut PolicyCx) {
-        if let Propagation::Pollers(periods) = &self.propagation {
+        if let Propagation::Pollers(_) = &self.propagation {
+            let periods = self.own_layers().to_vec();
             self.phases = periods
                 .iter()
                 .map(|p| SimDuration::from_micros(cx.rng().random_range(0..p.as_micros().max(1))))
@@ -83,6 +122,27 @@ impl GatewayView {
     /// The checker's verdict on `node` is `routable` from now on.
     pub fn publish(&mut self, cx: &mut PolicyCx, node: NodeId, routable: bool) {
         let now = cx.now().t;
+        self.publish_from(cx, node, routable, now);
+    }
+
+    /// When a change the server makes at `t` leaves the server's own
+    /// layers, for the gateways' caches to poll (`t` without such layers).
+    pub fn leaves_server(&self, t: SimTime) -> SimTime {
+        debug_assert!(!self.subscriber, "a subscriber has no server layers");
+        match &self.propagation {
+            Propagation::Pollers(periods) => periods[..self.server_layers]
+                .iter()
+                .zip(&self.phases)
+                .fold(t, |t, (&p, &phase)| next_poll(t, phase, p)),
+            _ => t,
+        }
+    }
+
+    /// The verdict on `node` is `routable`, published now; this view's own
+    /// layers can see it from `from` on (a subscriber: when it leaves the
+    /// server's layers, [`GatewayView::leaves_server`]; otherwise now).
+    pub fn publish_from(&mut self, cx: &mut PolicyCx, node: NodeId, routable: bool, from: SimTime) {
+        let now = cx.now().t;
         if let Propagation::Push(delay) = self.propagation {
             self.latest[node.index()] = routable;
             if !self.push_scheduled {
@@ -96,7 +156,7 @@ impl GatewayView {
             }
             return;
         }
-        let at = self.visible_at(now);
+        let at = self.visible_at(from.max(now));
         if at <= now && self.pending[node.index()].is_empty() {
             self.apply(cx, node, routable);
             return;
@@ -157,7 +217,8 @@ impl GatewayView {
         match &self.propagation {
             Propagation::Immediate => t,
             Propagation::Delay(d) | Propagation::Push(d) => t + *d,
-            Propagation::Pollers(periods) => periods
+            Propagation::Pollers(_) => self
+                .own_layers()
                 .iter()
                 .zip(&self.phases)
                 .fold(t, |t, (&p, &phase)| next_poll(t, phase, p)),
@@ -258,6 +319,35 @@ mod tests {
             h.notices().next().is_none(),
             "no zero-length ejection reported"
         );
+    }
+
+    #[test]
+    fn a_subscriber_polls_only_the_gateways_layers() {
+        // Three layers, the first the server's (Eureka's response cache):
+        // the owner's view polls all three; a subscriber draws and polls the
+        // last two, from the time the change leaves the server.
+        let p = SimDuration::from_secs(30);
+        let view = || GatewayView::new(1, true, Propagation::Pollers(vec![p, p, p]), 9);
+        let mut owner = Harness::part(view().with_server_layers(1), 3);
+        owner.call(ms(0), |v, cx| v.start(cx));
+        let mut sub = view().with_server_layers(1);
+        sub.subscribe();
+        let mut sub = Harness::part(sub, 4);
+        sub.call(ms(0), |v, cx| v.start(cx));
+        assert_eq!((owner.policy.phases.len(), sub.policy.phases.len()), (3, 2));
+        let t = SimTime::from_micros(100_000_000);
+        let o = &owner.policy.phases;
+        let left = owner.policy.leaves_server(t);
+        assert_eq!(left, next_poll(t, o[0], p));
+        let own = next_poll(next_poll(left, o[1], p), o[2], p);
+        assert_eq!(owner.policy.visible_at(t), own, "one gateway: unchanged");
+        sub.call(t, |v, cx| v.publish_from(cx, NodeId(0), false, left));
+        let s = &sub.policy.phases;
+        let at = next_poll(next_poll(left, s[0], p), s[1], p);
+        let (due, timer) = sub.pending_timers()[0];
+        assert_eq!(due, at);
+        assert!(sub.call(at, |v, cx| v.on_timer(cx, timer)));
+        assert!(!sub.policy.is_routable(NodeId(0)));
     }
 
     #[test]
