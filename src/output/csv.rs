@@ -57,15 +57,10 @@ pub fn timeline_csv(runs: &[RunSummary]) -> Result<Vec<u8>, csv::Error> {
     w.into_inner().map_err(|e| e.into_error().into())
 }
 
-/// `fmt_num` into a reused buffer; whole numbers (the common case: counts,
-/// zero) without the float formatter.
+/// `fmt_num` into a reused buffer.
 fn num(buf: &mut String, x: f64) -> &str {
     buf.clear();
-    if x.fract() == 0.0 && x.abs() < 1e15 && !(x == 0.0 && x.is_sign_negative()) {
-        buf.push_str(itoa::Buffer::new().format(x as i64));
-    } else {
-        buf.push_str(&fmt_num(x));
-    }
+    push_num(buf, x);
     buf
 }
 
@@ -119,17 +114,24 @@ pub fn ejections_csv(runs: &[RunSummary]) -> Result<Vec<u8>, csv::Error> {
         "end_s",
         "duration_s",
     ])?;
+    let (mut start, mut end_s, mut dur) = (String::new(), String::new(), String::new());
+    let mut scope = itoa::Buffer::new();
     for (rep, run) in runs.iter().enumerate() {
+        let (rep, seed) = (rep.to_string(), run.seed.to_string());
         for e in &run.ejection_log {
             let end = e.end_s.unwrap_or(run.duration_s);
+            end_s.clear();
+            if let Some(t) = e.end_s {
+                push_num(&mut end_s, t);
+            }
             w.write_record([
-                rep.to_string(),
-                run.seed.to_string(),
-                e.node.clone(),
-                e.scope.to_string(),
-                fmt_num(e.start_s),
-                e.end_s.map(fmt_num).unwrap_or_default(),
-                fmt_num(round6(end - e.start_s)),
+                rep.as_str(),
+                seed.as_str(),
+                e.node.as_str(),
+                scope.format(e.scope),
+                num(&mut start, e.start_s),
+                end_s.as_str(),
+                num(&mut dur, round6(end - e.start_s)),
             ])?;
         }
     }
@@ -185,26 +187,43 @@ pub fn replicas_csv(runs: &[RunSummary]) -> Result<Vec<u8>, csv::Error> {
 }
 
 fn fmt_num(x: f64) -> String {
-    // Most values are whole microseconds (times) or rounded to six places:
-    // print those from the integer, as `{:.6}` would, without the float
-    // formatting (ejections.csv of a fleet has tens of thousands of rows).
+    let mut s = String::new();
+    push_num(&mut s, x);
+    s
+}
+
+/// Appends `x` as `{:.6}` prints it, trailing zeros (and a bare point)
+/// trimmed. Most values are whole microseconds (times) or rounded to six
+/// places: those print from the integer, without the float formatter
+/// (ejections.csv of a fleet has tens of thousands of rows).
+fn push_num(buf: &mut String, x: f64) {
     let m = (x * 1e6).round();
     if m.abs() < 1e15 && m / 1e6 == x {
-        let m = m as i64;
-        let (int, frac) = (m.unsigned_abs() / 1_000_000, m.unsigned_abs() % 1_000_000);
-        let sign = if x.is_sign_negative() { "-" } else { "" };
-        if frac == 0 {
-            return format!("{sign}{int}");
+        let m = m.abs() as u64;
+        let (int, mut frac) = (m / 1_000_000, m % 1_000_000);
+        if x.is_sign_negative() {
+            buf.push('-');
         }
-        let digits = format!("{frac:06}");
-        return format!("{sign}{int}.{}", digits.trim_end_matches('0'));
+        buf.push_str(itoa::Buffer::new().format(int));
+        if frac > 0 {
+            buf.push('.');
+            let mut digits = 6;
+            while frac % 10 == 0 {
+                frac /= 10;
+                digits -= 1;
+            }
+            let f = itoa::Buffer::new().format(frac).len();
+            (f..digits).for_each(|_| buf.push('0'));
+            buf.push_str(itoa::Buffer::new().format(frac));
+        }
+        return;
     }
     let s = format!("{x:.6}");
     let s = s.trim_end_matches('0').trim_end_matches('.');
     if s.is_empty() || s == "-" {
-        "0".into()
+        buf.push('0');
     } else {
-        s.to_string()
+        buf.push_str(s);
     }
 }
 
