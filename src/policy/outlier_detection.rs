@@ -891,7 +891,8 @@ impl HealthPolicy for OutlierDetection {
     }
 
     fn hears_connections(&self) -> bool {
-        true
+        // Only split mode counts a connection's success (`on_connected`).
+        self.p.split_external_local_origin_errors
     }
 
     fn hears_host_checks(&self) -> bool {

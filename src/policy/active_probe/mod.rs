@@ -265,7 +265,8 @@ pub(crate) trait Flavor: Send {
     fn hears_attempts(&self) -> bool {
         false
     }
-    /// The gateway selected a node (Envoy: the cluster has carried traffic).
+    /// The gateway selected a node for the first time (Envoy: the cluster
+    /// has carried traffic).
     fn on_selected(&mut self) {}
     /// `on_selected` does something.
     fn hears_selections(&self) -> bool {
@@ -281,6 +282,9 @@ pub(crate) trait Flavor: Send {
 pub struct ActiveProbe {
     prober: Prober,
     flavor: Box<dyn Flavor>,
+    /// The gateway has selected a node: the flavour heard it once, which
+    /// is all it needs (every selection after the first is a no-op).
+    selected: bool,
 }
 
 impl ActiveProbe {
@@ -328,6 +332,7 @@ impl ActiveProbe {
                 view: GatewayView::new(nodes, initially, propagation, TAG_VIEW),
             },
             flavor,
+            selected: false,
         }
     }
 }
@@ -343,7 +348,10 @@ impl HealthPolicy for ActiveProbe {
     }
 
     fn on_selected(&mut self, _cx: &mut PolicyCx, _scope: Scope, _node: NodeId) {
-        self.flavor.on_selected();
+        if !self.selected {
+            self.selected = true;
+            self.flavor.on_selected();
+        }
     }
 
     fn warms(&self) -> bool {

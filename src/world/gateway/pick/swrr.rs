@@ -283,7 +283,9 @@ impl Swrr {
         let p = gr.picks;
         if gr.recovering.is_empty() && gr.heaps.len() == 1 {
             // Equal weights, none recovering: the best, then the total back.
-            let members = gr.heaps[0].len() + gr.queues[0].len();
+            // Every member is steady: all of them are in class 0's heap or queue.
+            let members = gr.members;
+            debug_assert_eq!(members as usize, gr.heaps[0].len() + gr.queues[0].len());
             let top = self.class_best(g, 0)?;
             self.m[top as usize].cw -= self.class_w[0] * members as i64;
             self.requeue(g, 0, top);
