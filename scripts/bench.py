@@ -268,13 +268,14 @@ def fleet(reps):
             _, cpu, stdout = timed([str(HCSIM), "run", m, "--no-charts", "--jobs", "1", "--format", "json",
                                     "--out", str(out / "o")])
             rate[name].append(json.loads(stdout)["runs"][0]["events"] / cpu)
-    print(f"events per CPU second, whole process, median of {reps} interleaved runs\n")
-    print("| model | events/s | vs canonical |")
-    print("|---|---|---|")
-    base = statistics.median(rate["canonical"])
+    print(f"events per CPU second, whole process, {reps} interleaved runs: the median run and the\n"
+          "fastest (the least disturbed by other work on a shared machine)\n")
+    print("| model | events/s (median) | vs canonical | events/s (fastest) | vs canonical |")
+    print("|---|---|---|---|---|")
+    base, best = statistics.median(rate["canonical"]), max(rate["canonical"])
     for name in models:
-        m = statistics.median(rate[name])
-        print(f"| {name} | {m / 1e6:.2f} M | {m / base:.2f} |")
+        m, b = statistics.median(rate[name]), max(rate[name])
+        print(f"| {name} | {m / 1e6:.2f} M | {m / base:.2f} | {b / 1e6:.2f} M | {b / best:.2f} |")
 
 
 def peak_rss(cmd):
