@@ -299,14 +299,7 @@ impl<'a> PolicyCx<'a> {
         timers: &'a mut Vec<(SimTime, PolicyTimer)>,
         notices: &'a mut Vec<Notice>,
     ) -> Self {
-        PolicyCx {
-            now,
-            rng,
-            timers,
-            notices,
-            actions: Vec::new(),
-            logging: false,
-        }
+        Self::logged(now, rng, timers, notices, false)
     }
     /// Like [`PolicyCx::new`], queueing log lines if `logging` (see
     /// [`PolicyCx::log`]).

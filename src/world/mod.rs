@@ -364,6 +364,16 @@ pub fn run_logged<'s>(
     (summary, cut.map(|at| Truncated { max_events, at }), log)
 }
 
+/// The indices (within a replica) of the policies for which `hears` holds.
+fn listeners(
+    policies: &[Box<dyn HealthPolicy>],
+    hears: impl Fn(&dyn HealthPolicy) -> bool,
+) -> Vec<usize> {
+    (0..policies.len())
+        .filter(|&i| hears(policies[i].as_ref()))
+        .collect()
+}
+
 impl<'s> World<'s> {
     pub fn new(model: &'s Model, seed: u64, trace: Option<TraceSink<'s>>) -> Self {
         // Replica 0's phase is the single gateway's; the others continue the stream.
@@ -445,21 +455,11 @@ impl<'s> World<'s> {
             fault_windows,
             clients: client::Clients::new(model),
             gw,
-            hear_connections: (0..npol)
-                .filter(|&i| policies[i].hears_connections())
-                .collect(),
-            hear_selections: (0..npol)
-                .filter(|&i| policies[i].hears_selections())
-                .collect(),
-            hear_attempts: (0..npol)
-                .filter(|&i| policies[i].hears_attempts())
-                .collect(),
-            hear_checks: (0..npol)
-                .filter(|&i| policies[i].hears_host_checks())
-                .collect(),
-            admitters: (0..npol)
-                .filter(|&i| policies[i].rejects_attempts())
-                .collect(),
+            hear_connections: listeners(&policies[..npol], |p| p.hears_connections()),
+            hear_selections: listeners(&policies[..npol], |p| p.hears_selections()),
+            hear_attempts: listeners(&policies[..npol], |p| p.hears_attempts()),
+            hear_checks: listeners(&policies[..npol], |p| p.hears_host_checks()),
+            admitters: listeners(&policies[..npol], |p| p.rejects_attempts()),
             refresh_after_call: policies.iter().map(|p| !p.routes_by_notices()).collect(),
             nodes: model.nodes.iter().map(node::Node::new).collect(),
             policies,
