@@ -16,7 +16,7 @@ fn temp_path(path: &Path) -> PathBuf {
 /// A file being written beside its target, renamed over it by
 /// [`Staged::commit`] (or [`commit_all`]); dropped uncommitted, the
 /// temporary file is removed and the target left as it was.
-pub struct Staged {
+pub(crate) struct Staged {
     path: PathBuf,
     tmp: PathBuf,
     file: Option<BufWriter<File>>,
@@ -24,7 +24,7 @@ pub struct Staged {
 
 impl Staged {
     /// Starts writing `path` (its parent directory is created).
-    pub fn create(path: &Path) -> io::Result<Staged> {
+    pub(crate) fn create(path: &Path) -> io::Result<Staged> {
         if let Some(dir) = path.parent()
             && !dir.as_os_str().is_empty()
         {
@@ -40,12 +40,12 @@ impl Staged {
     }
 
     /// The target.
-    pub fn path(&self) -> &Path {
+    pub(crate) fn path(&self) -> &Path {
         &self.path
     }
 
     /// Where the content goes.
-    pub fn writer(&mut self) -> &mut BufWriter<File> {
+    pub(crate) fn writer(&mut self) -> &mut BufWriter<File> {
         self.file
             .as_mut()
             .expect("a staged file is open until committed")
@@ -61,7 +61,7 @@ impl Staged {
     }
 
     /// Renames the written file over the target.
-    pub fn commit(mut self) -> io::Result<()> {
+    pub(crate) fn commit(mut self) -> io::Result<()> {
         self.sync()?;
         std::fs::rename(&self.tmp, &self.path)
     }
@@ -78,7 +78,7 @@ impl Drop for Staged {
 /// Commits several staged files: all are synced before any is renamed, so
 /// a full disk leaves the previous set, not a mix. Returns the target of
 /// the file that failed with its error.
-pub fn commit_all(mut files: Vec<Staged>) -> Result<(), (PathBuf, io::Error)> {
+pub(crate) fn commit_all(mut files: Vec<Staged>) -> Result<(), (PathBuf, io::Error)> {
     for f in &mut files {
         f.sync().map_err(|e| (f.path.clone(), e))?;
     }
@@ -93,7 +93,7 @@ pub fn commit_all(mut files: Vec<Staged>) -> Result<(), (PathBuf, io::Error)> {
 /// content), syncing it and renaming it over `path`. On any error the
 /// temporary file is removed and `path` is left as it was. Creates the
 /// parent directory.
-pub fn write_with(
+pub(crate) fn write_with(
     path: &Path,
     fill: impl FnOnce(&mut dyn Write) -> io::Result<()>,
 ) -> io::Result<()> {
@@ -103,7 +103,7 @@ pub fn write_with(
 }
 
 /// Writes `bytes` to `path` atomically (see [`write_with`]).
-pub fn write(path: &Path, bytes: &[u8]) -> io::Result<()> {
+pub(crate) fn write(path: &Path, bytes: &[u8]) -> io::Result<()> {
     write_with(path, |w| w.write_all(bytes))
 }
 

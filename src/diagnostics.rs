@@ -316,6 +316,23 @@ impl schemars::transform::Transform for AcceptAlias {
     }
 }
 
+/// Paths and arguments longer than this are cut short in messages.
+const MAX_SHOWN_CHARS: usize = 80;
+
+/// `text`, cut short for a message if it is long: `x.x.x.x… (131071 characters)`.
+pub fn shorten(text: &str) -> String {
+    shorten_to(text, MAX_SHOWN_CHARS)
+}
+
+/// `text` cut to about `max` characters, saying how long it was.
+pub fn shorten_to(text: &str, max: usize) -> String {
+    if text.chars().count() <= max {
+        return text.to_string();
+    }
+    let head: String = text.chars().take(max.saturating_sub(20).max(1)).collect();
+    format!("{head}… ({} characters)", text.chars().count())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

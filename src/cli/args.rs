@@ -2,6 +2,7 @@
 //! text. Execution lives in one file per subcommand; domain code never sees
 //! these types.
 
+use crate::spec::Override;
 use crate::sweep::Shard;
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use std::path::PathBuf;
@@ -84,9 +85,8 @@ pub struct ImportArgs {
     /// cluster fed by EDS, a DaemonSet). Default 3.
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=10_000))]
     pub nodes: Option<u32>,
-    /// Then override a field of the model, as `hcsim run --set` does. Repeatable.
-    #[arg(long = "set", value_name = "PATH=VALUE")]
-    pub set: Vec<String>,
+    #[command(flatten)]
+    pub overrides: SetArgs,
 }
 
 #[derive(Copy, Clone, Debug, PartialEq, Eq, ValueEnum)]
@@ -109,9 +109,8 @@ pub struct ExportArgs {
     /// a frontend too) instead of the snippet.
     #[arg(long)]
     pub full: bool,
-    /// Override a field of the model first, as `hcsim run --set` does. Repeatable.
-    #[arg(long = "set", value_name = "PATH=VALUE")]
-    pub set: Vec<String>,
+    #[command(flatten)]
+    pub overrides: SetArgs,
     /// Write to FILE instead of stdout.
     #[arg(long, short = 'o', value_name = "FILE")]
     pub out: Option<PathBuf>,
@@ -153,6 +152,11 @@ pub struct CompareArgs {
     /// Skip compare.html and its charts.
     #[arg(long)]
     pub no_charts: bool,
+    /// Show every metric, also those that are 0 in every run (by default
+    /// a row is shown when some run has it, or it is one of the metrics a
+    /// what-if is read for).
+    #[arg(long)]
+    pub all: bool,
     /// Also write the comparison as a Markdown table to FILE.
     #[arg(long, value_name = "FILE")]
     pub export_markdown: Option<PathBuf>,
@@ -208,9 +212,8 @@ pub struct ReproduceArgs {
 pub struct CheckArgs {
     /// The model file (JSON).
     pub file: PathBuf,
-    /// Override a field first, as `hcsim run --set` does. Repeatable.
-    #[arg(long = "set", value_name = "PATH=VALUE")]
-    pub set: Vec<String>,
+    #[command(flatten)]
+    pub overrides: SetArgs,
 }
 
 #[derive(Args, Debug)]
@@ -234,10 +237,8 @@ pub enum SchemaKind {
 pub struct RunArgs {
     /// The model file (JSON), e.g. models/e2-p02-flaky-2pct.json.
     pub model: PathBuf,
-    /// Override a field of the model, e.g. `--set clients.rate_per_s=10000`
-    /// or `--set policy.fail_timeout=30s`. Repeatable. VALUE is JSON, or a string.
-    #[arg(long = "set", value_name = "PATH=VALUE")]
-    pub set: Vec<String>,
+    #[command(flatten)]
+    pub overrides: SetArgs,
     /// Seed of the first replication (default: the model's `seed`).
     #[arg(long)]
     pub seed: Option<u64>,
@@ -300,10 +301,8 @@ pub struct SweepArgs {
     /// the last varying fastest.
     #[arg(long = "param", value_name = "PATH=LIST")]
     pub param: Vec<String>,
-    /// Override a field of the model before the grid is applied (after a
-    /// sweep file's own `set`), as `hcsim run --set` does. Repeatable.
-    #[arg(long = "set", value_name = "PATH=VALUE")]
-    pub set: Vec<String>,
+    #[command(flatten)]
+    pub overrides: SetArgs,
     /// Replications per point (default: the sweep file's `reps`, or 1).
     #[arg(long, value_parser = clap::value_parser!(u32).range(1..=100_000))]
     pub reps: Option<u32>,
@@ -381,4 +380,42 @@ pub enum Format {
     Table,
     /// One JSON document (the same as summary.json).
     Json,
+}
+
+/// `--set PATH=VALUE`, the same flag wherever a model is read.
+#[derive(Args, Debug, Clone, Default)]
+pub struct SetArgs {
+    /// Override a field of the model, e.g. `--set clients.rate_per_s=10000`,
+    /// `--set policy.fail_timeout=30s` or `--set 'nodes["10.0.0.1:80"].weight=3'`
+    /// (a sweep: before the grid is applied, after its own `set`).
+    /// Repeatable, applied in order. VALUE is JSON, or a string.
+    #[arg(long = "set", value_name = "PATH=VALUE", value_parser = OverrideParser)]
+    pub set: Vec<Override>,
+}
+
+/// Parses `--set` where it enters; a malformed one is a usage error (exit
+/// code 2) worded as every `--set` error is: `--set ARG: reason`.
+#[derive(Clone, Copy, Debug)]
+struct OverrideParser;
+
+impl clap::builder::TypedValueParser for OverrideParser {
+    type Value = Override;
+
+    fn parse_ref(
+        &self,
+        _cmd: &clap::Command,
+        _arg: Option<&clap::Arg>,
+        value: &std::ffi::OsStr,
+    ) -> Result<Override, clap::Error> {
+        use clap::error::ErrorKind;
+        let text = value
+            .to_str()
+            .ok_or_else(|| clap::Error::raw(ErrorKind::InvalidUtf8, "--set: not UTF-8\n"))?;
+        Override::parse(text).map_err(|reason| {
+            clap::Error::raw(
+                ErrorKind::ValueValidation,
+                format!("--set {}: {reason}\n", crate::spec::shorten(text)),
+            )
+        })
+    }
 }

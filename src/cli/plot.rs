@@ -4,7 +4,7 @@ use super::PlotArgs;
 use crate::error::Error;
 use std::process::ExitCode;
 
-pub fn run(args: PlotArgs) -> Result<ExitCode, Error> {
+pub(super) fn run(args: PlotArgs) -> Result<ExitCode, Error> {
     crate::output::plot(&args.dir)?;
     Ok(ExitCode::SUCCESS)
 }

@@ -13,18 +13,18 @@ use std::path::Path;
 use std::process::ExitCode;
 
 /// Above this many simulated requests, `hcsim sweep` asks for `--yes`.
-pub const CONFIRM_ABOVE_REQUESTS: f64 = 1e10;
+pub(super) const CONFIRM_ABOVE_REQUESTS: f64 = 1e10;
 /// Test hook: checkpoint this many runs, then stop as if the process had been
 /// killed (runs finishing after that are lost) and exit with an error.
-pub const STOP_AFTER_ENV: &str = "HCSIM_STOP_AFTER";
+pub(super) const STOP_AFTER_ENV: &str = "HCSIM_STOP_AFTER";
 /// Test hook: after checkpointing this many runs, stay alive holding the
 /// output directory's lock (for at most a minute), as a sweep in progress
 /// that another process meets, or that is then killed.
-pub const HANG_AFTER_ENV: &str = "HCSIM_HANG_AFTER";
+pub(super) const HANG_AFTER_ENV: &str = "HCSIM_HANG_AFTER";
 
-pub fn run(args: SweepArgs) -> Result<ExitCode, Error> {
+pub(super) fn run(args: SweepArgs) -> Result<ExitCode, Error> {
     let overrides = Overrides {
-        set: args.set.clone(),
+        set: args.overrides.set.clone(),
         reps: args.reps,
         seed: args.seed,
     };

@@ -14,9 +14,9 @@ use std::process::ExitCode;
 
 /// The file with the wall time of the last `hcsim tune` in a directory:
 /// kept apart from tune.json, whose bytes do not depend on the machine.
-pub const TIMING_FILE: &str = "timing.json";
+pub(super) const TIMING_FILE: &str = "timing.json";
 
-pub fn run(args: TuneArgs) -> Result<ExitCode, Error> {
+pub(super) fn run(args: TuneArgs) -> Result<ExitCode, Error> {
     // Everything is checked before anything is simulated.
     let mut setup = Setup::load(&args.file)?;
     let out = args

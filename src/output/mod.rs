@@ -18,7 +18,7 @@ pub mod whatif;
 
 use crate::error::Error;
 use crate::world::TraceLine;
-use crate::world::events::EventLog;
+use crate::world::event_log::EventLog;
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use summary::Summary;

@@ -3,7 +3,7 @@
 //! is bounded here, as a validation error. What a run would cost (events,
 //! memory) is estimated before it starts, in the run layer (`run::cost`).
 
-use super::model::{ClientsSpec, ModelSpec};
+use super::model_spec::{ClientsSpec, ModelSpec};
 use crate::engine::SimDuration;
 
 /// Latency thresholds a model may name (`latency_thresholds`).

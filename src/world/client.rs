@@ -5,12 +5,19 @@
 
 use super::{Event, World, lane};
 use crate::engine::{SimDuration, SimTime};
-use crate::spec::{Arrivals, Clients as ClientsSpec, Model, Spread};
+use crate::spec::{Arrivals, Model};
 use rand::RngExt;
 use rand_distr::{Distribution, Exp};
 
 /// Client-side state.
-pub(crate) enum Clients {
+pub(crate) struct Clients {
+    mode: Mode,
+    /// Open loop: each request's send delay (`clients.send_jitter`).
+    jitter: Option<Box<super::node::Sampler>>,
+}
+
+/// Open or closed loop, with its state.
+enum Mode {
     Open {
         arrivals: Arrivals,
         rate_per_s: f64,
@@ -33,12 +40,12 @@ const MIN_CYCLE: SimDuration = SimDuration::from_micros(1);
 
 impl Clients {
     pub(crate) fn new(model: &Model) -> Self {
-        match model.clients {
+        let mode = match model.clients {
             crate::spec::Clients::Open {
                 rate_per_s,
                 arrivals,
                 ..
-            } => Clients::Open {
+            } => Mode::Open {
                 arrivals,
                 rate_per_s,
                 next_k: 0,
@@ -48,28 +55,35 @@ impl Clients {
                 concurrency,
                 think_time,
                 ..
-            } => Clients::Closed {
+            } => Mode::Closed {
                 concurrency,
                 think_time,
                 last_sent: vec![SimTime::ZERO; concurrency as usize],
             },
+        };
+        Clients {
+            mode,
+            jitter: model
+                .send_jitter
+                .as_ref()
+                .map(|j| Box::new(super::node::Sampler::new(j))),
         }
     }
 }
 
 impl World<'_> {
     pub(crate) fn start_clients(&mut self) {
-        match &self.clients {
-            Clients::Open { .. } => {
+        match &self.clients.mode {
+            Mode::Open { .. } => {
                 if let Some(t) = self.next_arrival_time() {
-                    let ev = match self.jitter {
+                    let ev = match self.clients.jitter {
                         None => Event::Arrival,
                         Some(_) => Event::JitteredArrival,
                     };
                     self.q.schedule_in_lane(lane::ARRIVAL, t, ev);
                 }
             }
-            Clients::Closed { concurrency, .. } => {
+            Mode::Closed { concurrency, .. } => {
                 for c in 0..*concurrency {
                     self.q.schedule(SimTime::ZERO, Event::ClientWake(c));
                 }
@@ -81,8 +95,8 @@ impl World<'_> {
     /// Poisson: now + Exp(rate)).
     fn next_arrival_time(&mut self) -> Option<SimTime> {
         let now = self.q.now();
-        match &mut self.clients {
-            Clients::Open {
+        match &mut self.clients.mode {
+            Mode::Open {
                 arrivals: Arrivals::Constant,
                 rate_per_s,
                 next_k,
@@ -92,15 +106,15 @@ impl World<'_> {
                 *next_k += 1;
                 Some(t.max(now))
             }
-            Clients::Open {
+            Mode::Open {
                 arrivals: Arrivals::Poisson,
                 exp,
                 ..
             } => {
-                let gap: f64 = exp.as_ref()?.sample(&mut self.rng_arrivals);
+                let gap: f64 = exp.as_ref()?.sample(&mut self.rng.arrivals);
                 Some(now + SimDuration::from_secs_f64(gap).max(SimDuration::from_micros(1)))
             }
-            Clients::Closed { .. } => None,
+            Mode::Closed { .. } => None,
         }
     }
 
@@ -123,8 +137,8 @@ impl World<'_> {
             self.q
                 .schedule_in_lane(lane::ARRIVAL, t, Event::JitteredArrival);
         }
-        let delay = match &self.jitter {
-            Some(j) => j.sample(&mut self.rng_jitter),
+        let delay = match &self.clients.jitter {
+            Some(j) => j.sample(&mut self.rng.jitter),
             None => crate::engine::SimDuration::ZERO,
         };
         let at = self.q.now() + delay;
@@ -138,7 +152,7 @@ impl World<'_> {
 
     pub(crate) fn on_client_wake(&mut self, client: u32) {
         let now = self.q.now();
-        if let Clients::Closed { last_sent, .. } = &mut self.clients {
+        if let Mode::Closed { last_sent, .. } = &mut self.clients.mode {
             last_sent[client as usize] = now;
         }
         self.start_request(Some(client));
@@ -149,12 +163,12 @@ impl World<'_> {
     pub(crate) fn client_done(&mut self, client: Option<u32>) {
         if let (
             Some(c),
-            Clients::Closed {
+            Mode::Closed {
                 think_time,
                 last_sent,
                 ..
             },
-        ) = (client, &self.clients)
+        ) = (client, &self.clients.mode)
         {
             let at = self.q.now() + *think_time;
             let floor = last_sent[c as usize] + MIN_CYCLE;
@@ -169,40 +183,12 @@ impl World<'_> {
     }
 
     /// Draws the gateway worker a new client connection lands on.
-    /// The gateway replica a request of `client` (closed loop) reaches,
-    /// by `gateway.spread`; 0 with a single gateway (no draw).
-    pub(crate) fn pick_replica(&mut self, client: Option<u32>) -> usize {
-        if !self.fleet {
-            return 0;
-        }
-        let replicas = self.model.replicas();
-        let in_turn = |w: &mut Self| {
-            let r = (w.spread_next % replicas as u64) as usize;
-            w.spread_next += 1;
-            r
-        };
-        match (self.model.gateway.spread, client, &self.model.clients) {
-            (Spread::RoundRobin, ..) => in_turn(self),
-            (Spread::Random, ..) => self.rng_spread.random_range(0..replicas),
-            (Spread::PerClient, Some(c), _) => c as usize % replicas,
-            (
-                Spread::PerClient,
-                None,
-                ClientsSpec::Open {
-                    arrivals: Arrivals::Constant,
-                    ..
-                },
-            ) => in_turn(self),
-            (Spread::PerClient, None, _) => self.rng_spread.random_range(0..replicas),
-        }
-    }
-
     pub(crate) fn pick_worker(&mut self) -> u16 {
         let workers = self.model.gateway.workers;
         if workers <= 1 {
             0
         } else {
-            self.rng_gateway.random_range(0..workers) as u16
+            self.rng.gateway.random_range(0..workers) as u16
         }
     }
 

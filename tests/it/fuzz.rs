@@ -78,7 +78,8 @@ fn fuzz_one(input: &Input) -> Outcome {
     };
     for (key, value) in &input.sets {
         let _ = spec::canonical_path(&doc, key);
-        if spec::set_path(&mut doc, key, spec::parse_set_value(value)).is_err() {
+        let set = spec::Override::parse(&format!("{key}={value}"));
+        if set.and_then(|o| o.apply(&mut doc)).is_err() {
             return Outcome::Set;
         }
     }

@@ -15,6 +15,7 @@ mod impact;
 mod import;
 mod layout;
 mod nginx;
+mod overrides;
 mod policies;
 mod probes;
 mod properties;

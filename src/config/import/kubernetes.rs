@@ -20,7 +20,7 @@ const KINDS: [&str; 5] = [
     "Pod",
 ];
 
-pub fn import(path: &Path, text: &str, opts: &Options) -> Result<(Draft, String), Error> {
+pub(super) fn import(path: &Path, text: &str, opts: &Options) -> Result<(Draft, String), Error> {
     let docs = yaml::documents(path, text)?;
     let lines = Lines::new(path, text);
     let work: Vec<&yaml::Doc> = docs

@@ -231,30 +231,30 @@ pub(crate) struct Draft {
 }
 
 impl Draft {
-    pub fn warn(&mut self, at: &Loc, msg: impl Into<String>) {
+    pub(crate) fn warn(&mut self, at: &Loc, msg: impl Into<String>) {
         self.warnings.push(at.warning(msg));
     }
 
     /// Sets `gateway.<key>` from the line `at`.
-    pub fn gateway(&mut self, key: &str, value: Value, at: &Loc) {
+    pub(crate) fn gateway(&mut self, key: &str, value: Value, at: &Loc) {
         self.gateway.insert(key.into(), value);
         self.origin(&format!("gateway.{key}"), at);
     }
 
-    pub fn origin(&mut self, field: &str, at: &Loc) {
+    pub(crate) fn origin(&mut self, field: &str, at: &Loc) {
         self.origins.retain(|(f, _)| f != field);
         self.origins.push((field.to_string(), at.clone()));
     }
 
     /// Adds a policy; its fields' origins are `policies[i]`.
-    pub fn policy(&mut self, doc: Value, at: &Loc) {
+    pub(crate) fn policy(&mut self, doc: Value, at: &Loc) {
         let i = self.policies.len();
         self.policies.push(doc);
         self.origin(&format!("policies[{i}]"), at);
     }
 
     /// `n` nodes named `node-1`…, for a config that does not list them.
-    pub fn default_nodes(&mut self, n: u32, at: &Loc, why: &str) {
+    pub(crate) fn default_nodes(&mut self, n: u32, at: &Loc, why: &str) {
         for i in 1..=n {
             self.nodes.push(json!({ "name": format!("node-{i}") }));
         }
