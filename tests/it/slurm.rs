@@ -16,6 +16,7 @@
 //! slurmd, slurm-client and munge (`scripts/test-deps.sh`); elsewhere it
 //! says why and is skipped, unless HCSIM_REQUIRE_TOOLS is set.
 
+use crate::sweep::assert_same_outputs;
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
@@ -479,19 +480,6 @@ fn shell(c: &Cluster, dir: &Path, script: &str, env: &[(&str, &str)]) -> String 
         String::from_utf8_lossy(&out.stderr)
     );
     String::from_utf8_lossy(&out.stdout).trim().to_string()
-}
-
-fn assert_same_outputs(a: &Path, b: &Path) {
-    for f in ["runs.csv", "points.csv", "results.json"] {
-        let x = fs::read(a.join(f)).unwrap_or_else(|e| panic!("{}: {e}", a.join(f).display()));
-        let y = fs::read(b.join(f)).unwrap_or_else(|e| panic!("{}: {e}", b.join(f).display()));
-        assert!(
-            x == y,
-            "{f} differs between {} and {}",
-            a.display(),
-            b.display()
-        );
-    }
 }
 
 /// The unsharded sweep in `dir/whole`.

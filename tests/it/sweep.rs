@@ -82,7 +82,8 @@ fn write_files(dir: &Path, file: &str, sweep: &Value) {
     fs::write(dir.join("sweeps").join(file), sweep.to_string()).unwrap();
 }
 
-fn assert_same_outputs(a: &Path, b: &Path) {
+/// runs.csv, points.csv and results.json are byte-identical in `a` and `b`.
+pub fn assert_same_outputs(a: &Path, b: &Path) {
     for f in OUTPUTS {
         let x = fs::read(a.join(f)).unwrap_or_else(|e| panic!("{}: {e}", a.join(f).display()));
         let y = fs::read(b.join(f)).unwrap_or_else(|e| panic!("{}: {e}", b.join(f).display()));
