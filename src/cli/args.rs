@@ -27,7 +27,9 @@ pub enum Command {
     Schema(SchemaArgs),
     /// Run a model over a grid of parameters (points × replications) in parallel.
     Sweep(SweepArgs),
-    /// Combine the outputs of `hcsim sweep --shard K/N` into those of the whole sweep.
+    /// Combine the outputs of `hcsim sweep --shard K/N` into those of the
+    /// whole sweep. With shards missing or unfinished, write nothing, list
+    /// them with the command that reruns each, and exit with code 2.
     Merge(MergeArgs),
     /// Recommend health-check settings: run a tune file's candidates through
     /// its scenarios, keep those meeting its constraints, and write the Pareto
