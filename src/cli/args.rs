@@ -3,7 +3,7 @@
 //! these types.
 
 use crate::spec::Override;
-use crate::sweep::Shard;
+use crate::sweep::shard::ShardArg;
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use std::path::PathBuf;
 
@@ -28,7 +28,9 @@ pub enum Command {
     Schema(SchemaArgs),
     /// Run a model over a grid of parameters (points × replications) in parallel.
     Sweep(SweepArgs),
-    /// Combine the outputs of `hcsim sweep --shard K/N` into those of the whole sweep.
+    /// Combine the outputs of `hcsim sweep --shard K/N` into those of the
+    /// whole sweep. With shards missing or unfinished, write nothing, list
+    /// them with the command that reruns each, and exit with code 2.
     Merge(MergeArgs),
     /// Recommend health-check settings: run a tune file's candidates through
     /// its scenarios, keep those meeting its constraints, and write the Pareto
@@ -324,9 +326,8 @@ pub struct SweepArgs {
     /// Finish an interrupted sweep: run only the runs its checkpoint lacks.
     #[arg(long)]
     pub resume: bool,
-    /// Run only shard K of N (the runs whose index modulo N is K-1), for `hcsim merge`.
-    #[arg(long, value_name = "K/N")]
-    pub shard: Option<Shard>,
+    #[command(flatten)]
+    pub shard: ShardArgs,
     /// Run even above 10^10 estimated simulated requests.
     #[arg(long)]
     pub yes: bool,
@@ -351,11 +352,31 @@ pub struct TuneArgs {
     /// Finish an interrupted tune: keep the stages and runs it finished.
     #[arg(long)]
     pub resume: bool,
-    /// Run only shard K of N of the first unfinished stage, then stop.
-    /// Gather every shard's runs/*.jsonl into one runs/ directory and run
-    /// again (with --shard for the next stage, or --resume to finish here).
-    #[arg(long, value_name = "K/N")]
-    pub shard: Option<Shard>,
+    #[command(flatten)]
+    pub shard: ShardArgs,
+}
+
+/// `--shard K/N` or `--shard auto`, `--shard-base`, `--shards` (sweep and tune).
+#[derive(Args, Debug, Clone, Copy)]
+pub struct ShardArgs {
+    /// Run only shard K of N: the runs whose index modulo N is K-1 (a tune:
+    /// shard K of its first unfinished stage, then stop), for `hcsim merge`
+    /// (a tune: for the next run with --shard or --resume). `auto` reads K and
+    /// N from the array task's environment: Slurm (SLURM_ARRAY_TASK_ID,
+    /// _MIN, _STEP, _COUNT), AWS Batch (AWS_BATCH_JOB_ARRAY_INDEX, _SIZE),
+    /// Google Cloud Batch (BATCH_TASK_INDEX, BATCH_TASK_COUNT), Cloud Run
+    /// (CLOUD_RUN_TASK_INDEX, _COUNT) or a Kubernetes Indexed Job
+    /// (JOB_COMPLETION_INDEX, with --shards N).
+    #[arg(long, value_name = "K/N|auto")]
+    pub shard: Option<ShardArg>,
+    /// What the K of --shard K/N counts from: 1 (the default: 1/N to N/N)
+    /// or 0 (0/N to (N-1)/N, as 0-based task indices do).
+    #[arg(long, value_name = "0|1", requires = "shard", value_parser = clap::value_parser!(u32).range(0..=1))]
+    pub shard_base: Option<u32>,
+    /// With --shard auto: the number of shards, where the engine does not
+    /// tell it (a Kubernetes Indexed Job's completions).
+    #[arg(long, value_name = "N", requires = "shard", value_parser = clap::value_parser!(u32).range(1..))]
+    pub shards: Option<u32>,
 }
 
 #[derive(Args, Debug)]

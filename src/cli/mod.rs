@@ -15,6 +15,7 @@ mod plot;
 mod reproduce;
 mod run;
 mod schema;
+mod shard;
 mod sweep;
 mod tune;
 

@@ -30,7 +30,8 @@ pub(super) fn run(args: SweepArgs) -> Result<ExitCode, Error> {
     };
     let plan = Plan::open(&args.sweep, &args.param, &overrides)?;
     let h = &plan.header;
-    let shard = args.shard.unwrap_or(Shard::WHOLE);
+    let placement = super::shard::placement(&args.shard)?;
+    let shard = placement.shard;
     let out = args.out.clone().unwrap_or_else(|| {
         let base = Path::new("output").join(&h.name);
         if shard.is_whole() {
@@ -52,6 +53,9 @@ pub(super) fn run(args: SweepArgs) -> Result<ExitCode, Error> {
         );
         if !shard.is_whole() {
             line += &format!("; shard {shard} runs {} of them", mine.len());
+            if let Some(source) = &placement.source {
+                line += &format!(" ({source})");
+            }
         }
         let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
         let jobs = clamp_jobs(args.jobs, mine.len()).0.unwrap_or(cores);
@@ -83,7 +87,8 @@ pub(super) fn run(args: SweepArgs) -> Result<ExitCode, Error> {
         }
         return Ok(ExitCode::SUCCESS);
     }
-    let mut session = Session::open(&plan, &out, shard, args.resume, lock)?;
+    let mut session = Session::open(&plan, &out, shard, args.resume, lock)
+        .map_err(|e| super::shard::retry_hint(e, &placement))?;
     let (jobs, note) = clamp_jobs(args.jobs, session.todo().len());
     if let Some(note) = note
         && !args.quiet
@@ -99,8 +104,12 @@ pub(super) fn run(args: SweepArgs) -> Result<ExitCode, Error> {
                 out.display()
             ));
         } else {
+            let retry = placement
+                .retry
+                .as_ref()
+                .map_or(String::new(), |r| format!(" (a retried task: {r})"));
             super::say(&format!(
-                "resuming: {} runs already done, {} to go",
+                "resuming{retry}: {} runs already done, {} to go",
                 session.resumed(),
                 session.todo().len()
             ));

@@ -184,15 +184,33 @@ fn merged_shards(
             });
         }
     }
-    match crate::sweep::merge::merge(&files) {
-        Ok((_, runs)) => Ok(Some(runs)),
-        Err(_) if !shard.is_whole() => Ok(None),
-        Err(e) => Err(Error::Usage(format!(
-            "stage {} was run in shards but not all of them are in {}: {e}; copy in the missing shards' runs/ files (or run them with --shard K/N), or remove the shard files to run the stage here",
-            stage.id,
-            out.join(RUNS_DIR).display()
-        ))),
+    let gathered = crate::sweep::merge::gather(&files)?;
+    if gathered.gaps.is_empty() {
+        return gathered.runs().map(Some);
     }
+    if !shard.is_whole() {
+        return Ok(None);
+    }
+    let missing: Vec<String> = gathered.gaps.iter().map(|g| g.shard.to_string()).collect();
+    let reruns: Vec<String> = gathered
+        .gaps
+        .iter()
+        .map(|g| {
+            format!(
+                "\n  rerun: {} --shard {} --out {}",
+                plan.header.command(),
+                g.shard,
+                crate::sweep::plan::shell_word(&out.display().to_string())
+            )
+        })
+        .collect();
+    Err(Error::Usage(format!(
+        "stage {} was run in shards but not all of them are in {}: missing shard {}; copy in the missing shards' runs/ files or run them (then this command again), or remove the shard files to run the stage here:{}",
+        stage.id,
+        out.join(RUNS_DIR).display(),
+        missing.join(", "),
+        reruns.concat()
+    )))
 }
 
 /// Fails if an interrupted tune left a checkpoint in `out` and `--resume`

@@ -25,6 +25,7 @@ mod robust;
 mod scenarios;
 mod schema;
 mod seeds;
+mod slurm;
 mod sweep;
 mod tune;
 mod whatif;
