@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 
 const BIN: &str = env!("CARGO_BIN_EXE_hcsim");
 
-fn hcsim_in(dir: &Path, args: &[&str]) -> Output {
+pub(crate) fn hcsim_in(dir: &Path, args: &[&str]) -> Output {
     Command::new(BIN)
         .args(args)
         .current_dir(dir)
@@ -24,7 +24,7 @@ fn hcsim_in(dir: &Path, args: &[&str]) -> Output {
         .unwrap()
 }
 
-fn ok(out: Output) -> Output {
+pub(crate) fn ok(out: Output) -> Output {
     assert!(
         out.status.success(),
         "hcsim failed ({}):\n{}",
@@ -34,7 +34,7 @@ fn ok(out: Output) -> Output {
     out
 }
 
-fn user_error(out: Output) -> String {
+pub(crate) fn user_error(out: Output) -> String {
     let err = String::from_utf8_lossy(&out.stderr).to_string();
     assert_eq!(out.status.code(), Some(2), "expected exit code 2:\n{err}");
     assert!(!err.contains("panicked"), "{err}");
@@ -42,7 +42,7 @@ fn user_error(out: Output) -> String {
 }
 
 /// A tiny model and a 2 × 3-rep sweep of it in `dir`.
-fn tiny(dir: &Path) {
+pub(crate) fn tiny(dir: &Path) {
     fs::create_dir_all(dir.join("models")).unwrap();
     fs::create_dir_all(dir.join("sweeps")).unwrap();
     let model = json!({
