@@ -471,7 +471,12 @@ mod tests {
             "--max-events {most} is said to fit"
         );
         assert!(preflight(&abandoned(2e6, "200s", "10m"), Some(most + 1000)).is_err());
-        // A connect timeout shorter than the client's leaves no timer behind.
-        assert_eq!(estimate(&abandoned(1e6, "500ms", "10m")).timers, 0.0);
+        // A hung node arms the read timeout instead: 60 s by default.
+        let c = estimate(&abandoned(1e6, "500ms", "10m"));
+        assert_eq!(c.timers, 1e6 * 60.0002 - 1e6);
+        // Timeouts shorter than the client's leave no timer behind.
+        let mut quick = abandoned(1e6, "500ms", "10m");
+        quick.gateway.proxy_read_timeout = crate::engine::SimDuration::from_millis(500);
+        assert_eq!(estimate(&quick).timers, 0.0);
     }
 }
