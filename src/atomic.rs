@@ -308,5 +308,5 @@ pub fn write(path: &Path, bytes: &[u8]) -> io::Result<()> {
     write_with(path, |w| w.write_all(bytes))
 }
 
-#[cfg(test)]
+#[cfg(all(test, unix))]
 mod tests;

@@ -319,8 +319,13 @@ pub fn parse_json_capped(text: &str, caps: &[ListCap]) -> Result<serde_json::Val
     use serde::de::DeserializeSeed;
     let text = text.strip_prefix('\u{feff}').unwrap_or(text);
     let over = std::cell::Cell::new(None);
+    let level = if caps.is_empty() {
+        Level::Inner
+    } else {
+        Level::Top(caps, &over)
+    };
     let mut de = serde_json::Deserializer::from_str(text);
-    let parsed = Top { caps, over: &over }
+    let parsed = StrictVisitor(level)
         .deserialize(&mut de)
         .and_then(|v| de.end().map(|()| v));
     match (parsed, over.get()) {
@@ -328,142 +333,6 @@ pub fn parse_json_capped(text: &str, caps: &[ListCap]) -> Result<serde_json::Val
         (Ok(v), None) => Ok(v),
         (Err(e), None) => Err(JsonError::Syntax(e)),
     }
-}
-
-/// The top level of a document, whose capped lists are read by [`Capped`].
-struct Top<'a> {
-    caps: &'a [ListCap],
-    over: &'a std::cell::Cell<Option<(&'static str, u64)>>,
-}
-
-impl<'de> serde::de::DeserializeSeed<'de> for Top<'_> {
-    type Value = serde_json::Value;
-    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
-        if self.caps.is_empty() {
-            return d.deserialize_any(StrictVisitor);
-        }
-        d.deserialize_any(self)
-    }
-}
-
-impl<'de> serde::de::Visitor<'de> for Top<'_> {
-    type Value = serde_json::Value;
-    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
-        f.write_str("a JSON value")
-    }
-    fn visit_bool<E>(self, v: bool) -> Result<Self::Value, E> {
-        Ok(v.into())
-    }
-    fn visit_i64<E>(self, v: i64) -> Result<Self::Value, E> {
-        Ok(v.into())
-    }
-    fn visit_u64<E>(self, v: u64) -> Result<Self::Value, E> {
-        Ok(v.into())
-    }
-    fn visit_f64<E: serde::de::Error>(self, v: f64) -> Result<Self::Value, E> {
-        StrictVisitor.visit_f64(v)
-    }
-    fn visit_str<E>(self, v: &str) -> Result<Self::Value, E> {
-        Ok(v.into())
-    }
-    fn visit_unit<E>(self) -> Result<Self::Value, E> {
-        Ok(serde_json::Value::Null)
-    }
-    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, seq: A) -> Result<Self::Value, A::Error> {
-        StrictVisitor.visit_seq(seq)
-    }
-    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
-        let mut m = serde_json::Map::new();
-        while let Some(k) = map.next_key::<String>()? {
-            if m.contains_key(&k) {
-                return Err(A::Error::custom(duplicate_key(&k)));
-            }
-            let v = match self.caps.iter().find(|(key, _)| *key == k) {
-                Some(&(key, max)) => map.next_value_seed(Capped {
-                    key,
-                    max,
-                    over: self.over,
-                })?,
-                None => map.next_value::<Strict>()?.0,
-            };
-            m.insert(k, v);
-        }
-        Ok(m.into())
-    }
-}
-
-/// A capped list: its items up to the cap, then only a count.
-struct Capped<'a> {
-    key: &'static str,
-    max: usize,
-    over: &'a std::cell::Cell<Option<(&'static str, u64)>>,
-}
-
-impl<'de> serde::de::DeserializeSeed<'de> for Capped<'_> {
-    type Value = serde_json::Value;
-    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
-        // Anything but a list is read as it is (its type error comes later).
-        let v = d.deserialize_any(CappedVisitor(self.max))?;
-        match v {
-            Err(found) => {
-                self.over.set(Some((self.key, found)));
-                Err(D::Error::custom(format!(
-                    "`{}` has {found} items, more than {}",
-                    self.key, self.max
-                )))
-            }
-            Ok(v) => Ok(v),
-        }
-    }
-}
-
-struct CappedVisitor(usize);
-
-impl<'de> serde::de::Visitor<'de> for CappedVisitor {
-    /// The value, or the number of items of a list over the cap.
-    type Value = Result<serde_json::Value, u64>;
-    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
-        f.write_str("a JSON value")
-    }
-    fn visit_bool<E>(self, v: bool) -> Result<Self::Value, E> {
-        Ok(Ok(v.into()))
-    }
-    fn visit_i64<E>(self, v: i64) -> Result<Self::Value, E> {
-        Ok(Ok(v.into()))
-    }
-    fn visit_u64<E>(self, v: u64) -> Result<Self::Value, E> {
-        Ok(Ok(v.into()))
-    }
-    fn visit_f64<E: serde::de::Error>(self, v: f64) -> Result<Self::Value, E> {
-        StrictVisitor.visit_f64(v).map(Ok)
-    }
-    fn visit_str<E>(self, v: &str) -> Result<Self::Value, E> {
-        Ok(Ok(v.into()))
-    }
-    fn visit_unit<E>(self) -> Result<Self::Value, E> {
-        Ok(Ok(serde_json::Value::Null))
-    }
-    fn visit_map<A: serde::de::MapAccess<'de>>(self, map: A) -> Result<Self::Value, A::Error> {
-        StrictVisitor.visit_map(map).map(Ok)
-    }
-    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
-        let mut items = Vec::new();
-        while let Some(Strict(v)) = seq.next_element()? {
-            if items.len() == self.0 {
-                let mut found = items.len() as u64 + 1;
-                while seq.next_element::<IgnoredAny>()?.is_some() {
-                    found += 1;
-                }
-                return Ok(Err(found));
-            }
-            items.push(v);
-        }
-        Ok(Ok(items.into()))
-    }
-}
-
-fn duplicate_key(k: &str) -> String {
-    format!("duplicate key `{k}` (only one value can count)")
 }
 
 /// A hint for a JSON syntax error at `line`:`column` (1-based) caused by
@@ -482,17 +351,41 @@ pub fn json_hint(text: &str, line: usize, column: usize) -> &'static str {
     }
 }
 
+/// A JSON value read by [`StrictVisitor`] at the inner level.
 struct Strict(serde_json::Value);
 
 impl<'de> Deserialize<'de> for Strict {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        d.deserialize_any(StrictVisitor).map(Strict)
+        d.deserialize_any(StrictVisitor(Level::Inner)).map(Strict)
     }
 }
 
-struct StrictVisitor;
+/// Where the count of a capped list over its cap is kept: its key, its items.
+type Over = std::cell::Cell<Option<(&'static str, u64)>>;
 
-impl<'de> serde::de::Visitor<'de> for StrictVisitor {
+/// Where a value is in a document being read.
+#[derive(Clone, Copy)]
+enum Level<'a> {
+    /// Anywhere without a cap.
+    Inner,
+    /// The top level: these keys' lists are capped.
+    Top(&'a [ListCap], &'a Over),
+    /// A capped list: `key`, at most `max` items.
+    List(&'static str, usize, &'a Over),
+}
+
+/// Reads a JSON value refusing repeated keys and non-finite numbers, and
+/// (at [`Level::List`]) a list longer than its cap.
+struct StrictVisitor<'a>(Level<'a>);
+
+impl<'de> serde::de::DeserializeSeed<'de> for StrictVisitor<'_> {
+    type Value = serde_json::Value;
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
+        d.deserialize_any(self)
+    }
+}
+
+impl<'de> serde::de::Visitor<'de> for StrictVisitor<'_> {
     type Value = serde_json::Value;
 
     fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
@@ -525,6 +418,18 @@ impl<'de> serde::de::Visitor<'de> for StrictVisitor {
     fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
         let mut items = Vec::new();
         while let Some(Strict(v)) = seq.next_element()? {
+            if let Level::List(key, max, over) = self.0
+                && items.len() == max
+            {
+                let mut found = items.len() as u64 + 1;
+                while seq.next_element::<IgnoredAny>()?.is_some() {
+                    found += 1;
+                }
+                over.set(Some((key, found)));
+                return Err(A::Error::custom(format!(
+                    "`{key}` has {found} items, more than {max}"
+                )));
+            }
             items.push(v);
         }
         Ok(items.into())
@@ -533,9 +438,18 @@ impl<'de> serde::de::Visitor<'de> for StrictVisitor {
         let mut m = serde_json::Map::new();
         while let Some(k) = map.next_key::<String>()? {
             if m.contains_key(&k) {
-                return Err(A::Error::custom(duplicate_key(&k)));
+                return Err(A::Error::custom(format!(
+                    "duplicate key `{k}` (only one value can count)"
+                )));
             }
-            let Strict(v) = map.next_value()?;
+            let level = match self.0 {
+                Level::Top(caps, over) => caps
+                    .iter()
+                    .find(|(key, _)| *key == k)
+                    .map_or(Level::Inner, |&(key, max)| Level::List(key, max, over)),
+                _ => Level::Inner,
+            };
+            let v = map.next_value_seed(StrictVisitor(level))?;
             m.insert(k, v);
         }
         Ok(m.into())

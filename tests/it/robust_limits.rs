@@ -5,43 +5,10 @@
 //! scenarios, Poisson arrivals at 10⁶ and 10⁷ per second, megabyte names
 //! and keys echoed in errors, `--fault crash:X@1e30s`, `.nan` and `.inf`.
 
-use crate::robust::{hcsim_in, user_error};
+use crate::robust::{hcsim_in, measured, user_error};
 use crate::{scenario, tmp};
 use serde_json::json;
 use std::fs;
-use std::path::Path;
-use std::process::{Command, Output, Stdio};
-
-const BIN: &str = env!("CARGO_BIN_EXE_hcsim");
-
-/// `hcsim ARGS` in `dir` and its peak RSS in KiB (`/usr/bin/time`), if measurable.
-fn measured(dir: &Path, args: &[&str]) -> (Output, Option<u64>) {
-    let time = Path::new("/usr/bin/time");
-    if !time.exists() {
-        return (hcsim_in(dir, args), None);
-    }
-    let mut out = Command::new(time)
-        .args(["-f", "peak %M"])
-        .arg(BIN)
-        .args(args)
-        .current_dir(dir)
-        .stdin(Stdio::null())
-        .output()
-        .unwrap();
-    let err = String::from_utf8_lossy(&out.stderr).to_string();
-    let peak = err
-        .lines()
-        .find_map(|l| l.strip_prefix("peak "))
-        .and_then(|k| k.trim().parse().ok());
-    // Leave only hcsim's own lines in stderr.
-    out.stderr = err
-        .lines()
-        .filter(|l| !l.starts_with("peak ") && !l.starts_with("Command exited"))
-        .map(|l| format!("{l}\n"))
-        .collect::<String>()
-        .into_bytes();
-    (out, peak)
-}
 
 #[test]
 fn kubernetes_replicas_beyond_the_node_cap_are_refused_before_any_node_is_made() {

@@ -4,13 +4,13 @@
 //! full-like device node (private ones, made with mknod in a temporary
 //! directory), a FIFO's reader, `-`, `/dev/stdout`, a `/dev/fd/N` passed to
 //! the child and a symbolic link's target, and leaves the node or link as
-//! it was; a 250-character name works. `run`, `plot` and `compare` take a
-//! sweep's lock; a closed stdout (`>&-`) is an error; a tune killed just
-//! after a stage file was written starts afresh. Every process started
+//! it was; a 254-byte name works. A closed stdout (`>&-`) is an error; a
+//! tune killed just after a stage file was written starts afresh (the
+//! lock of `run`, `plot` and `compare` is tested in `robust.rs`). Every process started
 //! here is waited for or killed by its pid.
 
 use crate::robust::{hcsim_in, ok, tiny, user_error};
-use crate::{await_lines, kill, lines, root, tmp};
+use crate::{await_lines, kill, root, tmp};
 use std::fs;
 use std::os::unix::fs::FileTypeExt;
 use std::path::{Path, PathBuf};
@@ -25,6 +25,13 @@ struct Writer {
 }
 
 impl Writer {
+    /// `args` followed by the path.
+    fn new(name: &'static str, args: &[&str]) -> Writer {
+        let mut args: Vec<String> = args.iter().map(|a| a.to_string()).collect();
+        args.push("{}".into());
+        Writer { name, args }
+    }
+
     fn with(&self, path: &str) -> Vec<String> {
         self.args
             .iter()
@@ -80,72 +87,29 @@ fn outputs_that_are_not_regular_files_get_the_content_and_stay_what_they_are() {
     tiny(&dir);
     let conf = root().join("tests/configs/e3-nginx.conf");
     let model = root().join("models/e2-p02-flaky-2pct.json");
-    ok(hcsim_in(
-        &dir,
-        &[
-            "run",
-            "models/tiny.json",
-            "--quiet",
-            "--no-charts",
-            "--out",
-            "r",
-        ],
-    ));
-    let s = |x: &str| x.to_string();
+    let (conf, model) = (conf.display().to_string(), model.display().to_string());
+    let run = [
+        "run",
+        "models/tiny.json",
+        "--quiet",
+        "--no-charts",
+        "--out",
+        "r",
+    ];
+    ok(hcsim_in(&dir, &run));
+    let compare = ["compare", "r", "r", "--no-charts", "--format", "json"];
     let writers = [
-        Writer {
-            name: "import -o",
-            args: vec![s("import"), conf.display().to_string(), s("-o"), s("{}")],
-        },
-        Writer {
-            name: "export -o",
-            args: vec![
-                s("export"),
-                model.display().to_string(),
-                s("--to"),
-                s("nginx"),
-                s("-o"),
-                s("{}"),
-            ],
-        },
-        Writer {
-            name: "run --export-csv",
-            args: [
-                "run",
-                "models/tiny.json",
-                "--quiet",
-                "--no-charts",
-                "--out",
-                "r",
-            ]
-            .map(s)
-            .into_iter()
-            .chain([s("--export-csv"), s("{}")])
-            .collect(),
-        },
-        Writer {
-            name: "run --export-markdown",
-            args: [
-                "run",
-                "models/tiny.json",
-                "--quiet",
-                "--no-charts",
-                "--out",
-                "r",
-            ]
-            .map(s)
-            .into_iter()
-            .chain([s("--export-markdown"), s("{}")])
-            .collect(),
-        },
-        Writer {
-            name: "compare --export-csv",
-            args: ["compare", "r", "r", "--no-charts", "--format", "json"]
-                .map(s)
-                .into_iter()
-                .chain([s("--export-csv"), s("{}")])
-                .collect(),
-        },
+        Writer::new("import -o", &["import", &conf, "-o"]),
+        Writer::new("export -o", &["export", &model, "--to", "nginx", "-o"]),
+        Writer::new("run --export-csv", &[&run[..], &["--export-csv"]].concat()),
+        Writer::new(
+            "run --export-markdown",
+            &[&run[..], &["--export-markdown"]].concat(),
+        ),
+        Writer::new(
+            "compare --export-csv",
+            &[&compare[..], &["--export-csv"]].concat(),
+        ),
     ];
     let nodes = dir.join("nodes");
     fs::create_dir_all(&nodes).unwrap();
@@ -245,98 +209,6 @@ fn outputs_that_are_not_regular_files_get_the_content_and_stay_what_they_are() {
             .collect();
         assert!(left.is_empty(), "{name} left {left:?}");
     }
-}
-
-#[test]
-fn a_run_plot_or_compare_into_a_sweep_in_progress_is_refused() {
-    let dir = tmp("lock-all");
-    tiny(&dir);
-    ok(hcsim_in(
-        &dir,
-        &[
-            "run",
-            "models/tiny.json",
-            "--quiet",
-            "--no-charts",
-            "--out",
-            "done",
-        ],
-    ));
-    ok(hcsim_in(
-        &dir,
-        &["sweep", "sweeps/tiny.json", "--quiet", "--out", "whole"],
-    ));
-    let args = [
-        "sweep",
-        "sweeps/tiny.json",
-        "--jobs",
-        "1",
-        "--quiet",
-        "--out",
-        "cut",
-    ];
-    let first = Command::new(BIN)
-        .args(args)
-        .current_dir(&dir)
-        .env("HCSIM_HANG_AFTER", "4")
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let journal = dir.join("cut/.checkpoint/runs.jsonl");
-    let first = await_lines(
-        &journal,
-        5,
-        30,
-        first,
-        "the sweep did not checkpoint 4 runs",
-    );
-    let pid = format!("pid {} on ", first.id());
-    for (what, args) in [
-        (
-            "run",
-            &["run", "models/tiny.json", "--quiet", "--out", "cut"][..],
-        ),
-        ("plot", &["plot", "cut"]),
-        (
-            "compare",
-            &[
-                "compare", "done", "done", "--out", "cut", "--format", "json",
-            ],
-        ),
-    ] {
-        let err = user_error(hcsim_in(&dir, args));
-        assert!(
-            err.contains("another hcsim is writing to this directory") && err.contains(&pid),
-            "{what}: {err}"
-        );
-    }
-    for f in ["summary.json", "timeline.csv", "compare.html"] {
-        assert!(!dir.join("cut").join(f).exists(), "{f} was written");
-    }
-    assert_eq!(lines(&journal), 5, "the checkpoint is untouched");
-    kill(first);
-    ok(hcsim_in(&dir, &[&args[..], &["--resume"]].concat()));
-    for f in ["runs.csv", "points.csv", "results.json"] {
-        assert_eq!(
-            fs::read(dir.join("whole").join(f)).unwrap(),
-            fs::read(dir.join("cut").join(f)).unwrap(),
-            "{f}"
-        );
-    }
-    // A run writes into a directory nobody holds.
-    ok(hcsim_in(
-        &dir,
-        &[
-            "run",
-            "models/tiny.json",
-            "--quiet",
-            "--no-charts",
-            "--out",
-            "done",
-        ],
-    ));
 }
 
 /// Runs hcsim in `dir` with its standard output closed (`>&-`).
