@@ -709,7 +709,8 @@ impl Gen {
     fn wrapping_numbers(&mut self) -> Value {
         let k = self.below(self.models.len());
         let mut doc = self.models[k].clone();
-        if doc.get("axes").is_some() {
+        // Models only (not sweeps or tune files): a node to patch.
+        if !doc["nodes"].as_array().is_some_and(|n| !n.is_empty()) {
             return doc;
         }
         let durations = [
