@@ -313,7 +313,7 @@ pub enum JsonError {
 }
 
 /// [`parse_json`], refusing a capped top-level list as soon as it grows
-/// past its cap: the items beyond it are counted, not kept, so a 60 MB
+/// past its cap: the items beyond it are counted, not kept, so a 56 MB
 /// file of 2.9 million nodes costs no more memory than 20,000 of them.
 pub fn parse_json_capped(text: &str, caps: &[ListCap]) -> Result<serde_json::Value, JsonError> {
     use serde::de::DeserializeSeed;

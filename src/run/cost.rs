@@ -20,8 +20,9 @@ pub const EVENTS_PER_SEC: f64 = 5.0e6;
 pub const BYTES_PER_REQUEST_IN_FLIGHT: f64 = 250.0;
 /// Memory per timer still pending after its request ended: a client that
 /// gave up leaves its attempt's connect or read timeout in the queue until
-/// it expires (measured 31 bytes each with 1e5 requests/s abandoned into a
-/// 200 s connect timeout; doubled, as the queue's lanes grow by doubling).
+/// it expires (measured 32 bytes each by `scripts/measure-cost.sh`: 1e5
+/// requests/s abandoned into a 200 s connect timeout; doubled, as the
+/// queue's lanes grow by doubling).
 pub const BYTES_PER_PENDING_TIMER: f64 = 64.0;
 
 /// Estimated events per replication above which a run is announced (~1 min).

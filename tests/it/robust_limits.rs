@@ -1,6 +1,6 @@
 //! Limits checked before allocating, numbers that must not wrap or shrink,
 //! and messages that stay readable, each from the adversarial cases that
-//! found them: a Kubernetes `replicas: 5000000` (and 2⁶⁴ − 1), a 57 MB
+//! found them: a Kubernetes `replicas: 5000000` (and 2⁶⁴ − 1), a 56 MB
 //! model of 2.9 million nodes, a tune file of 5,000 candidates × 200
 //! scenarios, Poisson arrivals at 10⁶ and 10⁷ per second, megabyte names
 //! and keys echoed in errors, `--fault crash:X@1e30s`, `.nan` and `.inf`.
@@ -55,7 +55,7 @@ fn a_model_of_millions_of_nodes_is_refused_while_it_is_read() {
         err.trim(),
         "error: big.json: nodes: at most 20000 nodes are supported, found 2900000"
     );
-    // Reading the 57 MB text is most of it; keeping 2.9 M nodes took 4.4 GB.
+    // Reading the 56 MB text is most of it; keeping 2.9 M nodes took 4.3 GiB.
     if let Some(kib) = peak {
         assert!(kib < 400 * 1024, "peak RSS {kib} KiB");
     }
@@ -92,7 +92,7 @@ fn a_tune_file_of_a_million_points_is_refused_before_its_models_are_made() {
             ),
             "{cmd}: {err}"
         );
-        // Every point's model kept took 2.1 GB.
+        // Keeping every point's model took 2.1 GB (as issue 35 measured it).
         if let Some(kib) = peak {
             assert!(kib < 200 * 1024, "{cmd}: peak RSS {kib} KiB");
         }
