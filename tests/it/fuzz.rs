@@ -710,7 +710,7 @@ impl Gen {
         let k = self.below(self.models.len());
         let mut doc = self.models[k].clone();
         // Models only (not sweeps or tune files): a node to patch.
-        if !doc["nodes"].as_array().is_some_and(|n| !n.is_empty()) {
+        if doc["nodes"].as_array().is_none_or(|n| n.is_empty()) {
             return doc;
         }
         let durations = [
