@@ -98,7 +98,7 @@
 
 #![warn(unreachable_pub)]
 
-pub(crate) mod atomic;
+pub mod atomic;
 pub mod cli;
 pub mod config;
 pub mod diagnostics;

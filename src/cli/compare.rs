@@ -26,6 +26,7 @@ pub(super) fn run(args: CompareArgs) -> Result<ExitCode, Error> {
             .clone()
             .unwrap_or_else(|| compare::default_out(&runs));
         crate::output::prepare_dir(&out)?;
+        let _lock = crate::sweep::DirLock::acquire(&out)?;
         Some(page::write(&out, &c, &runs)?)
     };
     match args.format {

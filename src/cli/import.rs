@@ -37,7 +37,7 @@ pub(super) fn run(args: ImportArgs) -> Result<ExitCode, Error> {
     };
     let imported = import::read(&args.file, &opts, &workload)?;
     for w in &imported.warnings {
-        eprintln!("warning: {w}");
+        super::say(&format!("warning: {w}"));
     }
     let mut doc = imported.doc.clone();
     apply_sets(&mut doc, &args.file, &args.overrides.set)?;

@@ -24,8 +24,9 @@ pub(super) fn run(args: RunArgs) -> Result<ExitCode, Error> {
                 .map_err(Error::Usage)?,
         ),
     };
-    // Fail before the work, not after it.
+    // Fail before the work, not after it; one writer at a time, as a sweep's.
     output::prepare_dir(&out_dir)?;
+    let _lock = crate::sweep::DirLock::acquire(&out_dir)?;
     let reps = Replications::of(&model)
         .seed(base)
         .reps(args.reps as u64)

@@ -37,13 +37,24 @@ pub fn read_capped(path: &Path, what: &str) -> Result<String, Error> {
 }
 
 /// Reads a JSON document, reporting syntax errors with line and column.
+/// A model's `nodes` beyond the limit are refused while the file is read,
+/// before they take memory.
 pub fn read_document(path: &Path) -> Result<Value, Error> {
     let text = read_capped(path, "a model or sweep file")?;
-    diagnostics::parse_json(&text).map_err(|e| Error::Json {
-        path: path.to_path_buf(),
-        line: e.line(),
-        column: e.column(),
-        msg: strip_position(&e.to_string()) + diagnostics::json_hint(&text, e.line(), e.column()),
+    let caps = [("nodes", super::limits::MAX_NODES)];
+    diagnostics::parse_json_capped(&text, &caps).map_err(|e| match e {
+        diagnostics::JsonError::TooLong { key, found } => Error::Invalid {
+            path: path.to_path_buf(),
+            field: key.into(),
+            reason: super::limits::check_node_count(found).unwrap_err(),
+        },
+        diagnostics::JsonError::Syntax(e) => Error::Json {
+            path: path.to_path_buf(),
+            line: e.line(),
+            column: e.column(),
+            msg: strip_position(&e.to_string())
+                + diagnostics::json_hint(&text, e.line(), e.column()),
+        },
     })
 }
 

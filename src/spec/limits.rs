@@ -27,6 +27,18 @@ pub const MAX_REPLICAS: u32 = 10_000;
 /// Gateway peer-state copies (replicas × nginx workers without `zone`) × nodes.
 pub const MAX_PEER_STATES: u64 = 1 << 20;
 
+/// Checks a number of nodes against [`MAX_NODES`] before any is made (a
+/// model file is checked while it is read, an imported config's
+/// `replicas` before one node per replica is built). `Err(reason)`.
+pub fn check_node_count(n: u64) -> Result<(), String> {
+    if n > MAX_NODES as u64 {
+        return Err(format!(
+            "at most {MAX_NODES} nodes are supported, found {n}"
+        ));
+    }
+    Ok(())
+}
+
 /// Checks the sizes that are allocated before the first event. `Err((field,
 /// reason))` names the field to change.
 pub fn check_size(spec: &ModelSpec) -> Result<(), (String, String)> {

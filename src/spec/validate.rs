@@ -2,7 +2,7 @@
 //! section of the file, then the warnings (legal but suspicious settings).
 
 use super::document::{from_document, json_kind, read_document};
-use super::limits::{MAX_NODES, MAX_REPLICAS};
+use super::limits::MAX_REPLICAS;
 use super::model::*;
 use super::model_spec::*;
 use crate::diagnostics;
@@ -118,17 +118,32 @@ pub(super) fn policy_field(spec: &ModelSpec, i: usize) -> String {
     }
 }
 
+/// The longest model name: a directory name (`NAME_MAX`).
+const MAX_NAME_BYTES: usize = 255;
+
 /// `name` names the output directory.
 fn check_name(name: &str) -> Result<(), Invalid> {
     if name.trim().is_empty() {
         return Err(invalid("name", "must not be empty"));
+    }
+    if name.len() > MAX_NAME_BYTES {
+        return Err(invalid(
+            "name",
+            format!(
+                "names the output directory output/<name>/, so it must fit in a file name \
+                 ({MAX_NAME_BYTES} bytes), found {} bytes: {:?}",
+                name.len(),
+                diagnostics::excerpt(name, diagnostics::EXCERPT_CHARS)
+            ),
+        ));
     }
     if name.contains(['/', '\\', '\0']) || name == "." || name == ".." {
         return Err(invalid(
             "name",
             format!(
                 "names the output directory output/<name>/, so it cannot be \".\", \"..\" \
-                 or contain `/` or `\\`, found {name:?}"
+                 or contain `/` or `\\`, found {:?}",
+                diagnostics::excerpt(name, diagnostics::EXCERPT_CHARS)
             ),
         ));
     }
@@ -332,15 +347,7 @@ fn check_nodes(nodes: &[NodeSpec]) -> Result<(), Invalid> {
     if nodes.is_empty() {
         return Err(invalid("nodes", "the upstream needs at least one node"));
     }
-    if nodes.len() > MAX_NODES {
-        return Err(invalid(
-            "nodes",
-            format!(
-                "at most {MAX_NODES} nodes are supported, found {}",
-                nodes.len()
-            ),
-        ));
-    }
+    super::limits::check_node_count(nodes.len() as u64).map_err(|r| invalid("nodes", r))?;
     let mut names = BTreeSet::new();
     for (i, n) in nodes.iter().enumerate() {
         let at = |f: &str| format!("nodes[{i}].{f}");
@@ -578,12 +585,24 @@ fn node_index(nodes: &[NodeSpec], name: &str) -> Result<usize, String> {
     if let Some(i) = nodes.iter().position(|n| n.name == name) {
         return Ok(i);
     }
-    let known: Vec<_> = nodes.iter().map(|n| format!("\"{}\"", n.name)).collect();
+    // A handful of names, each cut short: a model may have 20,000 of them.
+    const SHOWN: usize = 10;
+    let quote = |n: &str| {
+        format!(
+            "\"{}\"",
+            diagnostics::excerpt(n, diagnostics::EXCERPT_CHARS)
+        )
+    };
+    let mut known: Vec<_> = nodes.iter().take(SHOWN).map(|n| quote(&n.name)).collect();
+    if nodes.len() > SHOWN {
+        known.push(format!("and {} more", nodes.len() - SHOWN));
+    }
     let hint = diagnostics::suggest(name, nodes.iter().map(|n| n.name.as_str()))
-        .map(|s| format!("; did you mean \"{s}\"?"))
+        .map(|s| format!("; did you mean {}?", quote(s)))
         .unwrap_or_default();
     Err(format!(
-        "no node named \"{name}\" (nodes are {}{hint})",
+        "no node named {} (nodes are {}{hint})",
+        quote(name),
         known.join(", ")
     ))
 }

@@ -10,8 +10,8 @@ use crate::spec::tune::{
 };
 use crate::spec::{self, Model, Override};
 use crate::sweep::axes::{expand_axis, point_indices};
-use crate::sweep::cell_text;
 use crate::sweep::plan::{metric_names, missing_reason, normalize};
+use crate::sweep::{MAX_POINTS, cell_text};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 
@@ -254,6 +254,7 @@ impl Setup {
         let (candidates, alternatives) = candidates(path, &tune, &base, &model_file)?;
         let scenarios = scenarios(path, &tune)?;
         let method = method(path, &tune, candidates.len())?;
+        check_points(path, candidates.len(), scenarios.len())?;
         let models = point_models(path, &base, &model_file, &candidates, &scenarios)?;
         let mut setup = Setup {
             file: path.to_path_buf(),
@@ -705,6 +706,25 @@ fn method(path: &Path, tune: &TuneSpec, n: usize) -> Result<Method, Error> {
     } else {
         Method::Grid
     })
+}
+
+/// Every (candidate, scenario) point has a model checked and kept before
+/// anything runs (about 2 KB each), and a rung is a sweep of them: at most
+/// a sweep's [`MAX_POINTS`], refused before any is made.
+fn check_points(path: &Path, candidates: usize, scenarios: usize) -> Result<(), Error> {
+    let points = candidates.saturating_mul(scenarios);
+    if points > MAX_POINTS {
+        return Err(Error::Invalid {
+            path: path.to_path_buf(),
+            field: "scenarios".into(),
+            reason: format!(
+                "{candidates} candidates × {scenarios} scenarios make {points} points, each a \
+                 model checked before anything runs; at most {MAX_POINTS} (as a sweep's): \
+                 search a coarser grid or split the scenarios across tune files"
+            ),
+        });
+    }
+    Ok(())
 }
 
 /// Every (candidate, scenario) model, validated before anything runs. An

@@ -72,10 +72,7 @@ pub(super) fn import(path: &Path, text: &str, opts: &Options) -> Result<(Draft, 
     } else {
         at(&["kind"])
     };
-    for k in 0..replicas {
-        d.nodes.push(json!({ "name": format!("{name}-{k}") }));
-    }
-    d.origin("nodes", &rat);
+    d.numbered_nodes(&name, replicas, &rat)?;
     let pod = if kind == "Pod" {
         w.value.pointer("/spec")
     } else {
