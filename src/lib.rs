@@ -102,6 +102,7 @@ pub mod metrics;
 pub mod output;
 pub mod plot;
 pub mod policy;
+pub mod replay;
 pub mod reproduce;
 pub mod run;
 pub mod spec;

@@ -49,6 +49,10 @@ pub enum Command {
     Import(ImportArgs),
     /// Write the gateway part of a model as nginx, HAProxy, Envoy or Istio config.
     Export(ExportArgs),
+    /// Replay an incident from the gateway's access log: infer the workload
+    /// and what each backend did, check the replay against the log, and
+    /// show what other settings (`--set`) would have given the clients.
+    Replay(super::replay::ReplayArgs),
     /// Print a shell completion script, e.g. `hcsim completions bash > ~/.local/share/bash-completion/completions/hcsim`.
     Completions(CompletionsArgs),
     /// Print the manual page (roff), e.g. `hcsim man | man -l -`.

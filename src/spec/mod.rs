@@ -7,6 +7,7 @@ pub mod charts;
 pub mod document;
 pub mod limits;
 pub mod model;
+pub mod schedule;
 pub mod schema;
 pub mod sweep;
 pub mod tune;

@@ -17,6 +17,9 @@ pub(crate) enum Clients {
         /// Constant spacing: index of the next arrival.
         next_k: u64,
         exp: Option<Exp<f64>>,
+        /// With `clients.schedule`: the step in force (0 = before the
+        /// first step) and when it began; `None` without a schedule.
+        step: Option<(usize, SimTime)>,
     },
     Closed {
         concurrency: u32,
@@ -37,12 +40,14 @@ impl Clients {
             crate::spec::Clients::Open {
                 rate_per_s,
                 arrivals,
+                ref schedule,
                 ..
             } => Clients::Open {
                 arrivals,
                 rate_per_s,
                 next_k: 0,
                 exp: Exp::new(rate_per_s).ok(),
+                step: (!schedule.is_empty()).then_some((0, SimTime::ZERO)),
             },
             crate::spec::Clients::Closed {
                 concurrency,
@@ -81,6 +86,9 @@ impl World<'_> {
     /// Poisson: now + Exp(rate)).
     fn next_arrival_time(&mut self) -> Option<SimTime> {
         let now = self.q.now();
+        if let Clients::Open { step: Some(_), .. } = self.clients {
+            return self.next_scheduled_arrival(now);
+        }
         match &mut self.clients {
             Clients::Open {
                 arrivals: Arrivals::Constant,
@@ -101,6 +109,65 @@ impl World<'_> {
                 Some(now + SimDuration::from_secs_f64(gap).max(SimDuration::from_micros(1)))
             }
             Clients::Closed { .. } => None,
+        }
+    }
+
+    /// The next arrival under `clients.schedule`: constant spacing from
+    /// the start of the step in force, or Poisson at its rate (memoryless,
+    /// so a draw that crosses a step is drawn again from the step's start
+    /// at the new rate); `None` after the last step if its rate is 0.
+    fn next_scheduled_arrival(&mut self, now: SimTime) -> Option<SimTime> {
+        let crate::spec::Clients::Open {
+            rate_per_s: base,
+            schedule,
+            ..
+        } = &self.model.clients
+        else {
+            return None;
+        };
+        let Clients::Open {
+            arrivals,
+            next_k,
+            step: Some((i, from)),
+            ..
+        } = &mut self.clients
+        else {
+            return None;
+        };
+        loop {
+            let rate = if *i == 0 { *base } else { schedule[*i - 1].1 };
+            let until = schedule.get(*i).map(|s| s.0);
+            let t = if rate <= 0.0 {
+                None
+            } else {
+                match arrivals {
+                    Arrivals::Constant => {
+                        let t = *from + SimDuration::from_secs_f64(*next_k as f64 / rate);
+                        Some(t.max(now))
+                    }
+                    Arrivals::Poisson => {
+                        let gap: f64 = Exp::new(rate).ok()?.sample(&mut self.rng_arrivals);
+                        let start = now.max(*from);
+                        Some(start + SimDuration::from_secs_f64(gap).max(SimDuration::from_micros(1)))
+                    }
+                }
+            };
+            match (t, until) {
+                (Some(t), None) => {
+                    *next_k += 1;
+                    return Some(t);
+                }
+                (Some(t), Some(u)) if t < u => {
+                    *next_k += 1;
+                    return Some(t);
+                }
+                (None, None) => return None,
+                (_, Some(u)) => {
+                    *i += 1;
+                    *from = u;
+                    *next_k = 0;
+                }
+            }
         }
     }
 
