@@ -158,6 +158,7 @@ def record(args, pairs, pids):
                 "config": conf_name,
                 "target": p["target"],
                 "sets": p["sets"],
+                "replay_sets": p.get("replay_sets", p["sets"]),
                 "ports": {str(k): v for k, v in rec["ports"].items()},
                 "first": {"t0": t0, "figures": figs, "faults_done_s": faults, "model": first},
                 "second": {"model": second, "reps": reps},
@@ -186,6 +187,12 @@ def renamed(key, names):
     return key
 
 
+def spread_text(s, key):
+    if s.get("median") is None:
+        return "—"
+    return calib.fmt(dict(s, none=0), key)
+
+
 def check_pair(hcsim, name, out_root):
     d = os.path.join(LOGS, name)
     with open(os.path.join(d, "pair.json")) as f:
@@ -195,7 +202,9 @@ def check_pair(hcsim, name, out_root):
            "--target", pair["target"], "--out", out, "--no-charts", "--quiet"]
     if pair["flavor"] == "nginx":
         cmd += ["--error-log", os.path.join(d, "error.log.gz")]
-    for s in pair["sets"]:
+    # The what-if against the model `hcsim import` makes of the config
+    # (one policy is `policy`, not `policies[0]`).
+    for s in pair.get("replay_sets", pair["sets"]):
         cmd += ["--set", s]
     p = subprocess.run(cmd, capture_output=True, text=True)
     if p.returncode != 0:
@@ -208,7 +217,7 @@ def check_pair(hcsim, name, out_root):
     for fig in rep["fit"]["figures"]:
         key = renamed(fig["figure"], names)
         if CHECKED.match(key) or key.endswith(".first_ejection_s"):
-            rows.append(("fit", key, fig["log"], fig["replay"], fig["verdict"]))
+            rows.append(("fit", key, fig["log"], spread_text(fig["replay"], key), fig["verdict"]))
             if fig["verdict"] == "differs":
                 bad.append(("fit " + key, "log %s, replay %s" % (fig["log"], fig["replay"])))
     # The prediction: the counterfactual's runs against the second real runs.
@@ -220,6 +229,9 @@ def check_pair(hcsim, name, out_root):
     sim = [{renamed(k, names): v for k, v in metrics.hcsim_figures(r, pair["flavor"]).items()}
            for r in summ["runs"]]
     real = [r["figures"] for r in second["reps"]]
+    # The range over the censored fault boundaries (shortest to longest
+    # fault the first log allows), as replay.json gives it per metric.
+    censoring = {renamed(r["metric"], names): r["censoring"] for r in cf["rows"]}
     keys = sorted({k for f in real + sim for k in f if CHECKED.match(k)})
     for k in keys:
         rs = calib.spread([f.get(k, 0 if calib.is_count(k) else None) for f in real])
@@ -227,6 +239,11 @@ def check_pair(hcsim, name, out_root):
         if rs is None and ss is None:
             continue
         v = calib.verdict(k, rs, ss, model)
+        c = censoring.get(k)
+        if v == "differs" and rs and c and c["lo"] is not None and rep["censored"]:
+            tol = calib.tolerance(k, model, rs)
+            if c["lo"] <= rs["max"] + tol and c["hi"] >= rs["min"] - tol:
+                v = "agrees (within the censoring range %s–%s)" % (calib.fmt(dict(rs, median=c["lo"], min=c["lo"], max=c["lo"]), k), calib.fmt(dict(rs, median=c["hi"], min=c["hi"], max=c["hi"]), k))
         rows.append(("prediction", k, calib.fmt(rs, k), calib.fmt(ss, k), v))
         if v == "differs":
             bad.append(("prediction " + k, "real %s, predicted %s" % (calib.fmt(rs, k), calib.fmt(ss, k))))

@@ -402,6 +402,9 @@ impl NodeTrack {
         if waited {
             if !p.probe {
                 self.bin(bin).stalled += 1;
+                if matches!(p.outcome, Outcome::Answered(c) if (200..300).contains(&c)) {
+                    self.answered_2xx += 1;
+                }
             }
             let answered = matches!(p.outcome, Outcome::Answered(_));
             let answered_since = self

@@ -363,7 +363,14 @@ fn covered(faults: &[FaultWindow], node: &str, t: f64) -> bool {
     })
 }
 
-fn soft_faults(name: &str, t: &NodeTrack, width: f64, hard: &[FaultWindow], out: &mut Vec<FaultWindow>) {
+fn soft_faults(
+    name: &str,
+    t: &NodeTrack,
+    width: f64,
+    hard: &[FaultWindow],
+    ejections: &[Episode],
+    out: &mut Vec<FaultWindow>,
+) {
     let bins = &t.bins;
     let n = bins.len();
     if n == 0 {
@@ -392,12 +399,24 @@ fn soft_faults(name: &str, t: &NodeTrack, width: f64, hard: &[FaultWindow], out:
         let top = (0..5).max_by_key(|&i| by[i]).unwrap_or(2);
         let status = [500, 502, 503, 504, 500][top];
         let (from, to) = (a as f64 * width, b as f64 * width);
+        // Each ejection stopped the node's sampling on a failure: the
+        // answers are an inverse binomial sample, whose k/m overstates p.
+        // Haldane's unbiased estimator (r-1)/(m-1) for sampling until r
+        // failures, applied once per stopping (ejection) in the window.
+        let e = ejections
+            .iter()
+            .filter(|x| x.start_s >= from - width && x.start_s < to)
+            .count() as f64;
+        let p = if e > 0.0 && k - e >= 1.0 && m - e > 0.0 { (k - e) / (m - e) } else { k / m };
         out.push(FaultWindow {
             node: name.to_string(),
-            behaviour: Behaviour::Flaky { p: (k / m * 1e4).round() / 1e4, status, reset: false },
+            behaviour: Behaviour::Flaky { p: (p * 1e4).round() / 1e4, status, reset: false },
             start: Bound::exact(from),
             end: (b < n).then(|| Bound::exact(to)),
-            evidence: format!("{k} of {m} answers were 5xx from {from:.1} s to {to:.1} s"),
+            evidence: format!(
+                "{k} of {m} answers were 5xx from {from:.1} s to {to:.1} s{}",
+                if e > 0.0 { format!(", {e} of them ending an ejection's sampling") } else { String::new() }
+            ),
         });
     }
     // Slow windows: bins whose answers are SLOW_RATIO × the median, outside hard windows.
@@ -538,9 +557,11 @@ pub fn infer(s: &Scan, rtt_ms: f64, disabled: &[Vec<f64>]) -> Inference {
         let mut mine = vec![];
         hard_faults(name, t, end_of_log, &mut mine);
         let hard = mine.clone();
-        soft_faults(name, t, s.collector.width, &hard, &mut mine);
+        let mut ej = vec![];
+        episodes(s, name, t, disabled.get(i).map_or(&[], Vec::as_slice), &mut ej);
+        soft_faults(name, t, s.collector.width, &hard, &ej, &mut mine);
         faults.extend(mine);
-        episodes(s, name, t, disabled.get(i).map_or(&[], Vec::as_slice), &mut eps);
+        eps.extend(ej);
     }
     faults.sort_by(|a, b| a.start.hi.total_cmp(&b.start.hi).then(a.node.cmp(&b.node)));
     Inference {

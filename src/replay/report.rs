@@ -248,7 +248,7 @@ pub fn run(
 }
 
 fn num(x: Option<f64>) -> String {
-    match x {
+    match x.map(|v| v + 0.0) {
         None => "-".into(),
         Some(v) if v.fract() == 0.0 && v.abs() < 1e15 => format!("{v:.0}"),
         Some(v) => format!("{v:.3}"),
