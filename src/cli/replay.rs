@@ -74,9 +74,16 @@ pub fn run(args: ReplayArgs) -> Result<ExitCode, Error> {
         groups.push(args.set.clone());
     }
     for c in &args.compare {
-        let g: Vec<String> = c.split(';').map(str::trim).filter(|x| !x.is_empty()).map(String::from).collect();
+        let g: Vec<String> = c
+            .split(';')
+            .map(str::trim)
+            .filter(|x| !x.is_empty())
+            .map(String::from)
+            .collect();
         if g.is_empty() {
-            return Err(Error::Usage(format!("--compare {c:?}: expected PATH=VALUE[;PATH=VALUE…]")));
+            return Err(Error::Usage(format!(
+                "--compare {c:?}: expected PATH=VALUE[;PATH=VALUE…]"
+            )));
         }
         groups.push(g);
     }
@@ -96,8 +103,10 @@ pub fn run(args: ReplayArgs) -> Result<ExitCode, Error> {
     let bar = (!args.quiet && std::io::stderr().is_terminal()).then(|| {
         let b = ProgressBar::new(1);
         b.set_style(
-            ProgressStyle::with_template("reading {msg} {bar:30} {bytes}/{total_bytes} {bytes_per_sec} eta {eta}")
-                .unwrap_or_else(|_| ProgressStyle::default_bar()),
+            ProgressStyle::with_template(
+                "reading {msg} {bar:30} {bytes}/{total_bytes} {bytes_per_sec} eta {eta}",
+            )
+            .unwrap_or_else(|_| ProgressStyle::default_bar()),
         );
         b.set_message(args.log.display().to_string());
         b

@@ -152,7 +152,8 @@ impl Servers {
             Some(&i) => i,
             None => {
                 self.unknown.push((addr.to_string(), 0, line));
-                self.unknown_at.insert(addr.to_string(), self.unknown.len() - 1);
+                self.unknown_at
+                    .insert(addr.to_string(), self.unknown.len() - 1);
                 self.unknown.len() - 1
             }
         };
@@ -212,7 +213,8 @@ pub fn nginx_request(
             .0
     } else if let Some(iso) = f.get(Slot::TimeIso8601) {
         req.coarse = true;
-        super::clock::iso8601(iso).ok_or_else(|| format!("$time_iso8601 \"{iso}\" is not a time"))?
+        super::clock::iso8601(iso)
+            .ok_or_else(|| format!("$time_iso8601 \"{iso}\" is not a time"))?
     } else {
         return Err("no time".into());
     };
@@ -231,7 +233,11 @@ pub fn nginx_request(
     req.end = end;
     // $time_local is the second the request ended in: its start lies
     // somewhere in that second minus $request_time; take the middle.
-    req.start = if req.coarse { end + 0.5 - request_time } else { end - request_time };
+    req.start = if req.coarse {
+        end + 0.5 - request_time
+    } else {
+        end - request_time
+    };
     req.method = match (f.get(Slot::Method), f.get(Slot::Request)) {
         (Some(m), _) => method_of(m),
         (None, Some(r)) => method_of(r),
@@ -316,7 +322,10 @@ mod tests {
     };
 
     fn calib(line: &str, servers: &mut Servers) -> Result<Request, String> {
-        let f = presets().into_iter().find(|f| f.name == "calibration").unwrap();
+        let f = presets()
+            .into_iter()
+            .find(|f| f.name == "calibration")
+            .unwrap();
         let fields = f.parse(line).ok_or("no match")?;
         let mut r = Request::default();
         nginx_request(&fields, 7, servers, T, &mut r)?;
@@ -341,23 +350,42 @@ mod tests {
     #[test]
     fn a_client_abort_refusals_and_timeouts_are_told_apart() {
         let mut s = Servers::open();
-        let r = calib("1796157549.007 3.004 \"GET /r/90 HTTP/1.0\" 499 \"127.0.0.1:44683\" \"-\" \"3.004\"", &mut s).unwrap();
+        let r = calib(
+            "1796157549.007 3.004 \"GET /r/90 HTTP/1.0\" 499 \"127.0.0.1:44683\" \"-\" \"3.004\"",
+            &mut s,
+        )
+        .unwrap();
         assert_eq!(r.attempts[0].outcome, Outcome::Aborted);
         let r = calib("1.5 0.001 \"GET / HTTP/1.0\" 200 \"127.0.0.1:1, 127.0.0.1:2\" \"502, 200\" \"0.000, 0.001\"", &mut s).unwrap();
         assert_eq!(r.attempts[0].outcome, Outcome::Refused);
         let r = calib("9.5 1.006 \"GET / HTTP/1.0\" 200 \"127.0.0.1:1, 127.0.0.1:2\" \"504, 200\" \"1.001, 0.005\"", &mut s).unwrap();
         assert_eq!(r.attempts[0].outcome, Outcome::ReadTimeout);
         // A backend's own 502 that took a while is an answer.
-        let r = calib("9.5 0.050 \"GET / HTTP/1.0\" 502 \"127.0.0.1:1\" \"502\" \"0.050\"", &mut s).unwrap();
+        let r = calib(
+            "9.5 0.050 \"GET / HTTP/1.0\" 502 \"127.0.0.1:1\" \"502\" \"0.050\"",
+            &mut s,
+        )
+        .unwrap();
         assert_eq!(r.attempts[0].outcome, Outcome::Answered(502));
     }
 
     #[test]
     fn no_live_upstreams_and_unknown_servers() {
-        let mut s = Servers::fixed(&[("a".into(), vec!["10.0.0.1:80".into()])], Some("be".into()));
-        let r = calib("5.0 0.000 \"GET / HTTP/1.0\" 502 \"be\" \"502\" \"0.000\"", &mut s).unwrap();
+        let mut s = Servers::fixed(
+            &[("a".into(), vec!["10.0.0.1:80".into()])],
+            Some("be".into()),
+        );
+        let r = calib(
+            "5.0 0.000 \"GET / HTTP/1.0\" 502 \"be\" \"502\" \"0.000\"",
+            &mut s,
+        )
+        .unwrap();
         assert!(r.attempts.is_empty());
-        let r = calib("5.0 0.004 \"GET / HTTP/1.0\" 200 \"10.9.9.9:80\" \"200\" \"0.004\"", &mut s).unwrap();
+        let r = calib(
+            "5.0 0.004 \"GET / HTTP/1.0\" 200 \"10.9.9.9:80\" \"200\" \"0.004\"",
+            &mut s,
+        )
+        .unwrap();
         assert_eq!(r.attempts[0].server, Server::Unknown(0));
         assert_eq!(s.unknown, vec![("10.9.9.9:80".to_string(), 1, 7)]);
         assert!(calib("5.0 x \"GET / HTTP/1.0\" 200 \"-\" \"-\" \"-\"", &mut s).is_err());

@@ -32,7 +32,12 @@ fn num<T: std::str::FromStr>(s: &str) -> Option<T> {
 }
 
 fn civil(y: i64, mo: u32, d: u32, h: u32, mi: u32, s: f64) -> Option<f64> {
-    if !(1..=12).contains(&mo) || !(1..=31).contains(&d) || h > 23 || mi > 59 || !(0.0..61.0).contains(&s) {
+    if !(1..=12).contains(&mo)
+        || !(1..=31).contains(&d)
+        || h > 23
+        || mi > 59
+        || !(0.0..61.0).contains(&s)
+    {
         return None;
     }
     Some((days(y, mo, d) * 86_400 + h as i64 * 3600 + mi as i64 * 60) as f64 + s)
@@ -45,7 +50,11 @@ fn secs(s: &str) -> Option<f64> {
     if !f.is_empty() && !f.bytes().all(|b| b.is_ascii_digit()) {
         return None;
     }
-    let frac = if f.is_empty() { 0.0 } else { format!("0.{f}").parse().ok()? };
+    let frac = if f.is_empty() {
+        0.0
+    } else {
+        format!("0.{f}").parse().ok()?
+    };
     Some(w as f64 + frac)
 }
 
@@ -158,7 +167,10 @@ mod tests {
         // 2026-12-01 20:36:03 UTC
         let t = 1_796_157_363.0;
         assert_eq!(msec("1796157363.009"), Some(t + 0.009));
-        assert_eq!(day_month_year("01/Dec/2026:20:36:03 +0000"), Some((t, Some(0.0))));
+        assert_eq!(
+            day_month_year("01/Dec/2026:20:36:03 +0000"),
+            Some((t, Some(0.0)))
+        );
         assert_eq!(day_month_year("01/Dec/2026:21:36:03 +0100").unwrap().0, t);
         let ha = day_month_year("01/Dec/2026:20:36:03.250").unwrap().0;
         assert!((ha - (t + 0.25)).abs() < 1e-6);

@@ -34,17 +34,33 @@ pub struct Fit {
 pub fn log_figures(s: &Scan, inf: &Inference) -> Vec<(String, Option<f64>)> {
     let c = &s.client;
     let mut out = vec![];
-    let count = |f: &dyn Fn(u16) -> bool| c.status.iter().filter(|(k, _)| f(**k)).map(|(_, v)| *v as f64).sum::<f64>();
+    let count = |f: &dyn Fn(u16) -> bool| {
+        c.status
+            .iter()
+            .filter(|(k, _)| f(**k))
+            .map(|(_, v)| *v as f64)
+            .sum::<f64>()
+    };
     out.push(("client.requests".into(), Some(c.requests as f64)));
-    out.push(("client.ok".into(), Some(count(&|k| (200..300).contains(&k)))));
-    out.push(("client.errors".into(), Some(count(&|k| !(200..300).contains(&k) && k != 499))));
+    out.push((
+        "client.ok".into(),
+        Some(count(&|k| (200..300).contains(&k))),
+    ));
+    out.push((
+        "client.errors".into(),
+        Some(count(&|k| !(200..300).contains(&k) && k != 499)),
+    ));
     out.push(("client.timeouts".into(), Some(count(&|k| k == 499))));
     for (k, v) in &c.status {
         if *k != 499 {
             out.push((format!("client.status.{k}"), Some(*v as f64)));
         }
     }
-    let ms = |q| c.latency.quantile_us(q).map(|us| crate::stats::round6(us / 1000.0));
+    let ms = |q| {
+        c.latency
+            .quantile_us(q)
+            .map(|us| crate::stats::round6(us / 1000.0))
+    };
     out.push(("client.latency_ms.p50".into(), ms(0.5)));
     out.push(("client.latency_ms.p99".into(), ms(0.99)));
     let ok_total: u64 = inf.nodes.iter().map(|n| n.answered_2xx).sum();
@@ -53,13 +69,26 @@ pub fn log_figures(s: &Scan, inf: &Inference) -> Vec<(String, Option<f64>)> {
         let mine: Vec<&Episode> = inf.episodes.iter().filter(|e| e.node == n.name).collect();
         out.push((format!("{pre}.attempts"), Some(n.attempts as f64)));
         out.push((format!("{pre}.answered"), Some(n.answered_2xx as f64)));
-        let share = if ok_total > 0 { n.answered_2xx as f64 / ok_total as f64 } else { 0.0 };
+        let share = if ok_total > 0 {
+            n.answered_2xx as f64 / ok_total as f64
+        } else {
+            0.0
+        };
         out.push((format!("{pre}.share"), Some(crate::stats::round6(share))));
         out.push((format!("{pre}.ejections"), Some(mine.len() as f64)));
-        out.push((format!("{pre}.first_ejection_s"), mine.first().map(|e| crate::stats::round6(e.start_s))));
+        out.push((
+            format!("{pre}.first_ejection_s"),
+            mine.first().map(|e| crate::stats::round6(e.start_s)),
+        ));
         let end = inf.workload.duration_s;
-        let ejected: f64 = mine.iter().map(|e| e.end_s.unwrap_or(end) - e.start_s).sum();
-        out.push((format!("{pre}.ejected_time_s"), Some(crate::stats::round6(ejected))));
+        let ejected: f64 = mine
+            .iter()
+            .map(|e| e.end_s.unwrap_or(end) - e.start_s)
+            .sum();
+        out.push((
+            format!("{pre}.ejected_time_s"),
+            Some(crate::stats::round6(ejected)),
+        ));
     }
     out
 }
@@ -121,7 +150,12 @@ pub fn tolerance(figure: &str, log: Option<f64>, rate_per_s: f64, requests: f64)
 }
 
 /// The fit of `runs` (the replay with the log's own settings) to the log.
-pub fn fit(log: &[(String, Option<f64>)], runs: &[RunSummary], rate_per_s: f64, requests: f64) -> Fit {
+pub fn fit(
+    log: &[(String, Option<f64>)],
+    runs: &[RunSummary],
+    rate_per_s: f64,
+    requests: f64,
+) -> Fit {
     let mut figures = vec![];
     for (name, value) in log {
         let vals: Vec<Option<f64>> = runs.iter().map(|r| run_figure(r, name)).collect();
@@ -129,7 +163,9 @@ pub fn fit(log: &[(String, Option<f64>)], runs: &[RunSummary], rate_per_s: f64, 
         let tol = tolerance(name, *value, rate_per_s, requests);
         let verdict = match (value, replay.min, replay.max) {
             (None, None, _) => "agrees",
-            (Some(v), Some(lo), Some(hi)) if *v >= lo - tol - 1e-9 && *v <= hi + tol + 1e-9 => "agrees",
+            (Some(v), Some(lo), Some(hi)) if *v >= lo - tol - 1e-9 && *v <= hi + tol + 1e-9 => {
+                "agrees"
+            }
             _ => "differs",
         };
         figures.push(Figure {
@@ -155,9 +191,15 @@ mod tests {
     #[test]
     fn tolerances_are_the_harness_s() {
         assert_eq!(tolerance("nodes.a.share", None, 20.0, 100.0), 0.02);
-        assert_eq!(tolerance("nodes.a.first_ejection_s", None, 10.0, 100.0), 0.1);
+        assert_eq!(
+            tolerance("nodes.a.first_ejection_s", None, 10.0, 100.0),
+            0.1
+        );
         assert_eq!(tolerance("nodes.a.ejections", None, 10.0, 100.0), 0.0);
         assert_eq!(tolerance("client.status.200", None, 10.0, 1000.0), 20.0);
-        assert_eq!(tolerance("client.latency_ms.p50", Some(7.0), 10.0, 1000.0), 7.0);
+        assert_eq!(
+            tolerance("client.latency_ms.p50", Some(7.0), 10.0, 1000.0),
+            7.0
+        );
     }
 }

@@ -143,9 +143,9 @@ impl LogFormat {
         while i < b.len() {
             if b[i] == b'$' {
                 let (var, next) = if b.get(i + 1) == Some(&b'{') {
-                    let end = text[i + 2..]
-                        .find('}')
-                        .ok_or_else(|| format!("the variable at column {} has no closing }}", i + 1))?;
+                    let end = text[i + 2..].find('}').ok_or_else(|| {
+                        format!("the variable at column {} has no closing }}", i + 1)
+                    })?;
                     (&text[i + 2..i + 2 + end], i + 3 + end)
                 } else {
                     let len = text[i + 1..]
@@ -261,7 +261,9 @@ impl LogFormat {
             return rest.trim_end().is_empty();
         };
         match tok {
-            Tok::Lit(s) => rest.starts_with(s.as_str()) && self.at(line, pos + s.len(), k + 1, f, tries),
+            Tok::Lit(s) => {
+                rest.starts_with(s.as_str()) && self.at(line, pos + s.len(), k + 1, f, tries)
+            }
             Tok::Var { slot, shape, .. } => {
                 let next = match self.toks.get(k + 1) {
                     Some(Tok::Lit(s)) => Some(s.as_str()),
@@ -397,7 +399,10 @@ mod tests {
         let f = preset("ingress-nginx");
         let line = "10.0.0.9 - - [01/Dec/2026:20:00:01 +0000] \"GET /a b HTTP/1.1\" 502 0 \"-\" \"curl/8\" 80 0.012 [default-api-80] [] 10.1.0.5:8080, 10.1.0.6:8080 0, 12 0.001, 0.011 502, 200 abc123";
         let v = f.parse(line).expect("matches");
-        assert_eq!(v.get(Slot::UpstreamAddr), Some("10.1.0.5:8080, 10.1.0.6:8080"));
+        assert_eq!(
+            v.get(Slot::UpstreamAddr),
+            Some("10.1.0.5:8080, 10.1.0.6:8080")
+        );
         assert_eq!(v.get(Slot::UpstreamResponseTime), Some("0.001, 0.011"));
         assert_eq!(v.get(Slot::UpstreamStatus), Some("502, 200"));
         assert_eq!(v.get(Slot::UpstreamName), Some("default-api-80"));
@@ -411,7 +416,10 @@ mod tests {
         let f = preset("upstream-timing");
         let line = "1.2.3.4 - - [01/Dec/2026:20:00:01 +0000] \"POST /x HTTP/1.1\" 200 5 \"-\" \"ua \\x22q\\x22\" rt=0.020 uct=\"0.000, 0.001 : 0.000\" uht=\"-, 0.010 : 0.005\" urt=\"0.003, 0.011 : 0.006\" ua=\"10.0.0.1:80, 10.0.0.2:80 : 10.0.1.1:80\" us=\"502, 504 : 200\"";
         let v = f.parse(line).expect("matches");
-        assert_eq!(v.get(Slot::UpstreamAddr), Some("10.0.0.1:80, 10.0.0.2:80 : 10.0.1.1:80"));
+        assert_eq!(
+            v.get(Slot::UpstreamAddr),
+            Some("10.0.0.1:80, 10.0.0.2:80 : 10.0.1.1:80")
+        );
         assert_eq!(v.get(Slot::UpstreamHeaderTime), Some("-, 0.010 : 0.005"));
         assert_eq!(v.get(Slot::RequestTime), Some("0.020"));
     }
@@ -419,10 +427,14 @@ mod tests {
     #[test]
     fn combined_is_known_but_lacks_the_upstream_fields() {
         let f = preset("combined");
-        let line = "1.2.3.4 - - [01/Dec/2026:20:00:01 +0000] \"GET / HTTP/1.1\" 200 5 \"-\" \"curl\"";
+        let line =
+            "1.2.3.4 - - [01/Dec/2026:20:00:01 +0000] \"GET / HTTP/1.1\" 200 5 \"-\" \"curl\"";
         assert!(f.parse(line).is_some());
         let m = f.missing().to_string();
-        assert!(m.contains("$request_time") && m.contains("$upstream_addr"), "{m}");
+        assert!(
+            m.contains("$request_time") && m.contains("$upstream_addr"),
+            "{m}"
+        );
         assert!(preset("calibration").parse(line).is_none());
     }
 

@@ -101,7 +101,9 @@ pub fn parse(
         .strip_prefix("Health check for server ")
         .or_else(|| msg.strip_prefix("Health check for backup server "))
     {
-        let (srv, rest) = rest.split_once(' ').ok_or("a health-check line without a result")?;
+        let (srv, rest) = rest
+            .split_once(' ')
+            .ok_or("a health-check line without a result")?;
         let outcome = if rest.starts_with("succeeded") {
             Outcome::Answered(200)
         } else if rest.starts_with("failed") {
@@ -148,7 +150,11 @@ fn check_failure(rest: &str) -> Outcome {
     } else if rest.contains("Layer7 wrong status") {
         let code = rest
             .split(['<', '>', ' ', '\''])
-            .filter_map(|w| w.trim_matches(|c: char| !c.is_ascii_digit()).parse::<u16>().ok())
+            .filter_map(|w| {
+                w.trim_matches(|c: char| !c.is_ascii_digit())
+                    .parse::<u16>()
+                    .ok()
+            })
             .find(|c| (100..=599).contains(c));
         Outcome::Answered(code.unwrap_or(503))
     } else if rest.contains("Layer4 connection problem") && !rest.contains("refused") {
@@ -204,7 +210,11 @@ fn httplog(
     req.coarse = false;
     req.start = start;
     req.end = start + ta.max(0.0);
-    req.status = if aborted || code < 0 { 499 } else { code as u16 };
+    req.status = if aborted || code < 0 {
+        499
+    } else {
+        code as u16
+    };
     req.attempts.clear();
     let srv = server_of(be_srv);
     if srv == "<NOSRV>" {
@@ -271,14 +281,20 @@ mod tests {
 
     fn servers() -> Servers {
         Servers::fixed(
-            &[("A".into(), vec!["A".into()]), ("B".into(), vec!["B".into()])],
+            &[
+                ("A".into(), vec!["A".into()]),
+                ("B".into(), vec!["B".into()]),
+            ],
             None,
         )
     }
 
     #[test]
     fn syslog_headers_of_each_kind_are_stripped() {
-        let (t, m) = strip_syslog("<134>1 2026-12-01T20:36:03.250000+00:00 host haproxy 77 - - Server be/A is DOWN", 2026);
+        let (t, m) = strip_syslog(
+            "<134>1 2026-12-01T20:36:03.250000+00:00 host haproxy 77 - - Server be/A is DOWN",
+            2026,
+        );
         assert!((t.unwrap() - 1_796_157_363.25).abs() < 1e-6);
         assert_eq!(m, "Server be/A is DOWN");
         let (t, m) = strip_syslog("<134>Dec  1 20:36:03 haproxy[77]: Server be/A is UP", 2026);
@@ -319,9 +335,22 @@ mod tests {
         parse("1.2.3.4:5 [01/Dec/2026:20:36:03.100] f be/<NOSRV> 0/-1/-1/-1/0 503 0 - - SC-- 1/1/0/0/0 0/0 \"GET / HTTP/1.1\"", None, 1, &mut s, 1.0, &mut r).unwrap();
         assert!(r.attempts.is_empty());
         let l = parse("Health check for server be/A failed, reason: Layer4 connection problem, info: \"Connection refused\", check duration: 0ms, status: 1/2 UP.", Some(9.0), 1, &mut s, 1.0, &mut r).unwrap();
-        assert_eq!(l, Line::Check { server: "A".into(), at: Some(9.0), outcome: Outcome::Refused });
+        assert_eq!(
+            l,
+            Line::Check {
+                server: "A".into(),
+                at: Some(9.0),
+                outcome: Outcome::Refused
+            }
+        );
         let l = parse("Health check for server be/A failed, reason: Layer4 timeout, check duration: 1001ms, status: 0/2 DOWN.", None, 1, &mut s, 1.0, &mut r).unwrap();
-        assert!(matches!(l, Line::Check { outcome: Outcome::ConnectTimeout, .. }));
+        assert!(matches!(
+            l,
+            Line::Check {
+                outcome: Outcome::ConnectTimeout,
+                ..
+            }
+        ));
         assert!(parse("1.2.3.4:5 [01/Dec/2026:20:36:03.100] f be/A x/0/1/2/3 200 0 - - ---- 1/1/0/0/0 0/0 \"GET / HTTP/1.1\"", None, 1, &mut s, 1.0, &mut r).is_err());
     }
 }

@@ -143,7 +143,11 @@ pub struct Inference {
 
 /// Poisson log-likelihood of `c` events over `t` (up to a constant).
 fn pois_ll(c: f64, t: f64) -> f64 {
-    if c <= 0.0 || t <= 0.0 { 0.0 } else { c * (c / t).ln() - c }
+    if c <= 0.0 || t <= 0.0 {
+        0.0
+    } else {
+        c * (c / t).ln() - c
+    }
 }
 
 /// Binomial log-likelihood of `k` of `n` (up to a constant).
@@ -210,14 +214,20 @@ fn workload(s: &Scan) -> Workload {
     let w = s.collector.width;
     let n = c.requests;
     let last = c.last_start.max(0.0);
-    let nb = ((last / w).floor() as usize + 1).min(s.collector.global.len()).max(1);
+    let nb = ((last / w).floor() as usize + 1)
+        .min(s.collector.global.len())
+        .max(1);
     let counts: Vec<f64> = (0..nb)
         .map(|i| s.collector.global.get(i).map_or(0.0, |b| b.arrivals as f64))
         .collect();
     let pc = prefix(counts.iter().copied());
     let span = |a: usize, b: usize| {
         // the last bin only up to the last arrival
-        let hi = if b == nb { last.max(w * (nb - 1) as f64) + w.min(1e-3).max(0.0) } else { b as f64 * w };
+        let hi = if b == nb {
+            last.max(w * (nb - 1) as f64) + w.min(1e-3).max(0.0)
+        } else {
+            b as f64 * w
+        };
         (hi - a as f64 * w).max(w * 0.5)
     };
     let ll = |a: usize, b: usize| pois_ll(pc[b] - pc[a], span(a, b));
@@ -240,10 +250,19 @@ fn workload(s: &Scan) -> Workload {
         }
     }
     let dispersion = if den > 1.0 { num / (den - 1.0) } else { 1.0 };
-    let arrivals = if dispersion < 0.3 && n >= 10 { Arrivals::Constant } else { Arrivals::Poisson };
+    let arrivals = if dispersion < 0.3 && n >= 10 {
+        Arrivals::Constant
+    } else {
+        Arrivals::Poisson
+    };
     let mut steps: Vec<(f64, f64)> = cut
         .windows(2)
-        .map(|seg| (seg[0] as f64 * w, (pc[seg[1]] - pc[seg[0]]) / span(seg[0], seg[1])))
+        .map(|seg| {
+            (
+                seg[0] as f64 * w,
+                (pc[seg[1]] - pc[seg[0]]) / span(seg[0], seg[1]),
+            )
+        })
         .collect();
     if steps.len() == 1 && n > 1 && last > 0.0 {
         // One rate: (n - 1) gaps from the first arrival to the last.
@@ -281,7 +300,11 @@ fn workload(s: &Scan) -> Workload {
         dispersion,
         timeout_s,
         method,
-        other_methods: if n > 0 { 1.0 - top as f64 / n as f64 } else { 0.0 },
+        other_methods: if n > 0 {
+            1.0 - top as f64 / n as f64
+        } else {
+            0.0
+        },
         arrivals_end_s: arrivals_end,
         duration_s: duration,
     }
@@ -291,7 +314,9 @@ fn workload(s: &Scan) -> Workload {
 fn service(t: &NodeTrack, rtt_ms: f64) -> (Option<f64>, Option<f64>, LatencySpec) {
     let q = |x| t.latency.quantile_us(x).map(|us| us / 1000.0);
     let (p50, p90) = (q(0.5), q(0.9));
-    let ms = |x: f64| crate::engine::SimDuration::from_micros(((x - rtt_ms).max(0.05) * 1000.0).round() as u64);
+    let ms = |x: f64| {
+        crate::engine::SimDuration::from_micros(((x - rtt_ms).max(0.05) * 1000.0).round() as u64)
+    };
     let spec = match (p50, p90) {
         (Some(a), Some(b)) if b > 1.1 * a && a > rtt_ms => LatencySpec::Lognormal {
             median: ms(a),
@@ -305,12 +330,44 @@ fn service(t: &NodeTrack, rtt_ms: f64) -> (Option<f64>, Option<f64>, LatencySpec
     (p50, p90, spec)
 }
 
-fn hard_faults(name: &str, t: &NodeTrack, end_of_log: f64, out: &mut Vec<FaultWindow>) {
-    for r in &t.runs {
+fn hard_faults(
+    name: &str,
+    t: &NodeTrack,
+    end_of_log: f64,
+    check_every: Option<f64>,
+    out: &mut Vec<FaultWindow>,
+) {
+    for (k, r) in t.runs.iter().enumerate() {
+        // A reset right before refused connects is the crash killing a
+        // request in flight (a crash resets those itself).
+        if r.kind == Outcome::Reset
+            && t.runs
+                .get(k + 1)
+                .is_some_and(|n| n.kind == Outcome::Refused && n.first - r.last < 0.5)
+        {
+            continue;
+        }
+        // A periodic check (HAProxy's `downinter`, else `inter`) that
+        // first succeeded at `a` failed one interval before: failed
+        // checks of a server already down are not logged.
+        let after_lo = match (r.after, check_every) {
+            (Some(a), Some(every))
+                if t.checks
+                    .iter()
+                    .any(|&(at, o)| at == a && matches!(o, Outcome::Answered(_))) =>
+            {
+                (a - every).max(r.last)
+            }
+            _ => r.last,
+        };
         let behaviour = match r.kind {
             Outcome::Refused => Behaviour::Crash,
             Outcome::ConnectTimeout => Behaviour::Partition,
-            _ => Behaviour::Flaky { p: 1.0, status: 502, reset: true },
+            _ => Behaviour::Flaky {
+                p: 1.0,
+                status: 502,
+                reset: true,
+            },
         };
         let what = match r.kind {
             Outcome::Refused => "refused connect",
@@ -320,8 +377,14 @@ fn hard_faults(name: &str, t: &NodeTrack, end_of_log: f64, out: &mut Vec<FaultWi
         out.push(FaultWindow {
             node: name.to_string(),
             behaviour,
-            start: Bound { lo: r.before.unwrap_or(0.0).min(r.first), hi: r.first },
-            end: r.after.map(|a| Bound { lo: r.last.min(a), hi: a.min(end_of_log) }),
+            start: Bound {
+                lo: r.before.unwrap_or(0.0).min(r.first),
+                hi: r.first,
+            },
+            end: r.after.map(|a| Bound {
+                lo: after_lo.min(a),
+                hi: a.min(end_of_log),
+            }),
             evidence: format!(
                 "{} {what}{} from {:.3} s to {:.3} s",
                 r.n,
@@ -338,19 +401,29 @@ fn hard_faults(name: &str, t: &NodeTrack, end_of_log: f64, out: &mut Vec<FaultWi
         let end = if s.answered > 0 {
             Some(Bound::exact(s.release_lo))
         } else {
-            s.after.map(|a| Bound { lo: s.to.min(a), hi: a.min(end_of_log) })
+            s.after.map(|a| Bound {
+                lo: s.to.min(a),
+                hi: a.min(end_of_log),
+            })
         };
         out.push(FaultWindow {
             node: name.to_string(),
             behaviour: Behaviour::Hang,
-            start: Bound { lo: s.before.unwrap_or(0.0).min(s.from), hi: s.from },
+            start: Bound {
+                lo: s.before.unwrap_or(0.0).min(s.from),
+                hi: s.from,
+            },
             end,
             evidence: format!(
                 "{} attempt(s) waited from {:.3} s ({} answered{})",
                 s.n,
                 s.from,
                 s.answered,
-                if s.answered > 0 { format!(", all released from {:.3} s", s.release_lo) } else { String::new() }
+                if s.answered > 0 {
+                    format!(", all released from {:.3} s", s.release_lo)
+                } else {
+                    String::new()
+                }
             ),
         });
     }
@@ -358,9 +431,9 @@ fn hard_faults(name: &str, t: &NodeTrack, end_of_log: f64, out: &mut Vec<FaultWi
 
 /// `[a, b)` in seconds of a bin range.
 fn covered(faults: &[FaultWindow], node: &str, t: f64) -> bool {
-    faults.iter().any(|f| {
-        f.node == node && t >= f.start.lo && f.end.is_none_or(|e| t <= e.hi)
-    })
+    faults
+        .iter()
+        .any(|f| f.node == node && t >= f.start.lo && f.end.is_none_or(|e| t <= e.hi))
 }
 
 fn soft_faults(
@@ -407,25 +480,40 @@ fn soft_faults(
             .iter()
             .filter(|x| x.start_s >= from - width && x.start_s < to)
             .count() as f64;
-        let p = if e > 0.0 && k - e >= 1.0 && m - e > 0.0 { (k - e) / (m - e) } else { k / m };
+        let p = if e > 0.0 && k - e >= 1.0 && m - e > 0.0 {
+            (k - e) / (m - e)
+        } else {
+            k / m
+        };
         out.push(FaultWindow {
             node: name.to_string(),
-            behaviour: Behaviour::Flaky { p: (p * 1e4).round() / 1e4, status, reset: false },
+            behaviour: Behaviour::Flaky {
+                p: (p * 1e4).round() / 1e4,
+                status,
+                reset: false,
+            },
             start: Bound::exact(from),
             end: (b < n).then(|| Bound::exact(to)),
             evidence: format!(
                 "{k} of {m} answers were 5xx from {from:.1} s to {to:.1} s{}",
-                if e > 0.0 { format!(", {e} of them ending an ejection's sampling") } else { String::new() }
+                if e > 0.0 {
+                    format!(", {e} of them ending an ejection's sampling")
+                } else {
+                    String::new()
+                }
             ),
         });
     }
     // Slow windows: bins whose answers are SLOW_RATIO × the median, outside hard windows.
-    let Some(median) = t.latency.quantile_us(0.5).map(|us| us / 1e6) else { return };
+    let Some(median) = t.latency.quantile_us(0.5).map(|us| us / 1e6) else {
+        return;
+    };
     let ratio = |x: &NodeBin| (x.ln_n >= 3).then(|| (x.ln_sum / x.ln_n as f64).exp() / median);
     let mut i = 0;
     while i < n {
         let slow = |j: usize| {
-            ratio(&bins[j]).is_some_and(|r| r >= SLOW_RATIO) && !covered(hard, name, j as f64 * width)
+            ratio(&bins[j]).is_some_and(|r| r >= SLOW_RATIO)
+                && !covered(hard, name, j as f64 * width)
         };
         if !slow(i) {
             i += 1;
@@ -443,7 +531,9 @@ fn soft_faults(
         if cnt >= 5.0 {
             out.push(FaultWindow {
                 node: name.to_string(),
-                behaviour: Behaviour::Slow { factor: (sum / cnt * 100.0).round() / 100.0 },
+                behaviour: Behaviour::Slow {
+                    factor: (sum / cnt * 100.0).round() / 100.0,
+                },
                 start: Bound::exact(i as f64 * width),
                 end: (j < n).then(|| Bound::exact(j as f64 * width)),
                 evidence: format!(
@@ -466,14 +556,21 @@ fn healthy_share(s: &Scan, t: &NodeTrack) -> f64 {
             all += s.collector.global.get(i).map_or(0.0, |g| g.arrivals as f64);
         }
     }
-    if all > 0.0 { (mine / all).min(1.0) } else { 0.0 }
+    if all > 0.0 {
+        (mine / all).min(1.0)
+    } else {
+        0.0
+    }
 }
 
 /// Arrivals expected in `[a, b)` seconds from the global bins.
 fn arrivals_in(s: &Scan, a: f64, b: f64) -> f64 {
     let w = s.collector.width;
     let mut total = 0.0;
-    let (i0, i1) = ((a / w).floor().max(0.0) as usize, (b / w).ceil().max(0.0) as usize);
+    let (i0, i1) = (
+        (a / w).floor().max(0.0) as usize,
+        (b / w).ceil().max(0.0) as usize,
+    );
     for i in i0..i1.min(s.collector.global.len()) {
         let (lo, hi) = (i as f64 * w, (i + 1) as f64 * w);
         let overlap = (hi.min(b) - lo.max(a)).max(0.0) / w;
@@ -489,14 +586,24 @@ fn episodes(s: &Scan, name: &str, t: &NodeTrack, disabled: &[f64], out: &mut Vec
             match (up, open) {
                 (false, None) => open = Some(at),
                 (true, Some(st)) => {
-                    out.push(Episode { node: name.into(), start_s: st, end_s: Some(at), source: "haproxy" });
+                    out.push(Episode {
+                        node: name.into(),
+                        start_s: st,
+                        end_s: Some(at),
+                        source: "haproxy",
+                    });
                     open = None;
                 }
                 _ => {}
             }
         }
         if let Some(st) = open {
-            out.push(Episode { node: name.into(), start_s: st, end_s: None, source: "haproxy" });
+            out.push(Episode {
+                node: name.into(),
+                start_s: st,
+                end_s: None,
+                source: "haproxy",
+            });
         }
         return;
     }
@@ -515,11 +622,21 @@ fn episodes(s: &Scan, name: &str, t: &NodeTrack, disabled: &[f64], out: &mut Vec
         };
         if g.ended_by_answer {
             let (st, en) = cur.take().expect("set above");
-            mine.push(Episode { node: name.into(), start_s: st, end_s: Some(en), source: "gap" });
+            mine.push(Episode {
+                node: name.into(),
+                start_s: st,
+                end_s: Some(en),
+                source: "gap",
+            });
         }
     }
     if let Some((st, en)) = cur {
-        mine.push(Episode { node: name.into(), start_s: st, end_s: Some(en), source: "gap" });
+        mine.push(Episode {
+            node: name.into(),
+            start_s: st,
+            end_s: Some(en),
+            source: "gap",
+        });
     }
     // The error log's lines confirm the gaps, or add the episodes it names alone.
     for &d in disabled {
@@ -528,7 +645,12 @@ fn episodes(s: &Scan, name: &str, t: &NodeTrack, disabled: &[f64], out: &mut Vec
             .find(|e| d >= e.start_s - 1.5 && e.end_s.is_none_or(|x| d <= x + 1.0));
         match near {
             Some(e) => e.source = "error_log",
-            None => mine.push(Episode { node: name.into(), start_s: d, end_s: None, source: "error_log" }),
+            None => mine.push(Episode {
+                node: name.into(),
+                start_s: d,
+                end_s: None,
+                source: "error_log",
+            }),
         }
     }
     mine.sort_by(|a, b| a.start_s.total_cmp(&b.start_s));
@@ -536,8 +658,10 @@ fn episodes(s: &Scan, name: &str, t: &NodeTrack, disabled: &[f64], out: &mut Vec
 }
 
 /// Infers everything from a scan. `disabled` are the error log's
-/// "temporarily disabled" times per node (seconds since t = 0).
-pub fn infer(s: &Scan, rtt_ms: f64, disabled: &[Vec<f64>]) -> Inference {
+/// "temporarily disabled" times per node (seconds since t = 0);
+/// `check_every` the interval of the logged health checks of a server that
+/// is down (HAProxy's `downinter`, else `inter`).
+pub fn infer(s: &Scan, rtt_ms: f64, disabled: &[Vec<f64>], check_every: Option<f64>) -> Inference {
     let workload = workload(s);
     let end_of_log = s.client.last_end;
     let mut nodes = vec![];
@@ -555,10 +679,16 @@ pub fn infer(s: &Scan, rtt_ms: f64, disabled: &[Vec<f64>]) -> Inference {
             service_time: spec,
         });
         let mut mine = vec![];
-        hard_faults(name, t, end_of_log, &mut mine);
+        hard_faults(name, t, end_of_log, check_every, &mut mine);
         let hard = mine.clone();
         let mut ej = vec![];
-        episodes(s, name, t, disabled.get(i).map_or(&[], Vec::as_slice), &mut ej);
+        episodes(
+            s,
+            name,
+            t,
+            disabled.get(i).map_or(&[], Vec::as_slice),
+            &mut ej,
+        );
         soft_faults(name, t, s.collector.width, &hard, &ej, &mut mine);
         faults.extend(mine);
         eps.extend(ej);

@@ -71,14 +71,22 @@ pub struct Outcome {
 
 /// `access.log.1.gz` → `access`.
 pub fn stem(log: &Path) -> String {
-    let name = log.file_name().map_or_else(|| "log".to_string(), |n| n.to_string_lossy().into_owned());
+    let name = log
+        .file_name()
+        .map_or_else(|| "log".to_string(), |n| n.to_string_lossy().into_owned());
     let mut s = name.as_str();
     for ext in [".gz", ".1", ".log", ".txt"] {
         s = s.strip_suffix(ext).unwrap_or(s);
     }
     let s: String = s
         .chars()
-        .map(|c| if c.is_ascii_alphanumeric() || "._-".contains(c) { c } else { '-' })
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || "._-".contains(c) {
+                c
+            } else {
+                '-'
+            }
+        })
         .collect();
     if s.is_empty() { "log".into() } else { s }
 }
@@ -125,7 +133,11 @@ fn base(o: &Options, warnings: &mut Vec<String>) -> Result<Base, Error> {
 
 /// The log's kind: the one named, or the one its lines have.
 fn kind(o: &Options, b: &Base) -> Result<Kind, Error> {
-    let backend = b.imported.as_ref().filter(|i| i.format == Format::Haproxy).map(|i| i.target.clone());
+    let backend = b
+        .imported
+        .as_ref()
+        .filter(|i| i.format == Format::Haproxy)
+        .map(|i| i.target.clone());
     let Some(name) = &o.log_format else {
         return scan::detect(&o.log, &b.formats, backend);
     };
@@ -167,7 +179,9 @@ fn kind(o: &Options, b: &Base) -> Result<Kind, Error> {
 
 /// The servers of the base's nodes, by the names the log uses.
 fn servers(b: &Base, kind: &Kind) -> Servers {
-    let Some(imp) = &b.imported else { return Servers::open() };
+    let Some(imp) = &b.imported else {
+        return Servers::open();
+    };
     let nodes: Vec<(String, Vec<String>)> = b.doc["nodes"]
         .as_array()
         .map(|ns| {
@@ -207,7 +221,9 @@ fn timeouts(m: &Model) -> Timeouts {
 
 /// Checks the lines' servers: those in no upstream of the config are an error.
 fn check_servers(o: &Options, b: &Base, s: &scan::Scan) -> Result<(), Error> {
-    let Some(imp) = &b.imported else { return Ok(()) };
+    let Some(imp) = &b.imported else {
+        return Ok(());
+    };
     let unknown: Vec<&(String, u64, u64)> = s
         .servers
         .unknown
@@ -277,14 +293,47 @@ pub fn replay(o: &Options, progress: &mut dyn FnMut(u64, u64)) -> Result<Outcome
         Some(p) => disabled_by_node(p, &s)?,
         None => vec![],
     };
-    let inf = infer::infer(&s, logged.gateway.rtt.as_secs_f64() * 1000.0, &disabled);
+    let inf = infer::infer(
+        &s,
+        logged.gateway.rtt.as_secs_f64() * 1000.0,
+        &disabled,
+        check_interval(&b.doc),
+    );
     report::run(o, &b.doc, b.imported.as_ref(), &s, inf, warnings)
+}
+
+/// How often HAProxy checks a server that is down (`downinter`, else
+/// `inter`), from the logged settings' HAProxy active probe.
+fn check_interval(doc: &Value) -> Option<f64> {
+    let mut ps: Vec<&Value> = doc["policies"]
+        .as_array()
+        .map(|a| a.iter().collect())
+        .unwrap_or_default();
+    if doc["policy"].is_object() {
+        ps.push(&doc["policy"]);
+    }
+    let p = ps
+        .into_iter()
+        .find(|p| p["kind"] == "active_probe" && p["flavor"] == "haproxy")?;
+    let every = p["downinter"]
+        .as_str()
+        .or(p["inter"].as_str())
+        .unwrap_or("2s");
+    crate::engine::time::parse_duration(every)
+        .ok()
+        .map(|d| d.as_secs_f64())
 }
 
 fn no_requests(o: &Options, s: &scan::Scan) -> Error {
     let what = if s.bad > 0 && s.bad == s.lines {
-        let first = s.first_bad.first().map_or(String::new(), |b| format!(" (line {}: {})", b.line, b.reason));
-        format!("none of its {} line(s) could be read as {}{first}", s.lines, s.kind.name())
+        let first = s.first_bad.first().map_or(String::new(), |b| {
+            format!(" (line {}: {})", b.line, b.reason)
+        });
+        format!(
+            "none of its {} line(s) could be read as {}{first}",
+            s.lines,
+            s.kind.name()
+        )
     } else if s.elsewhere + s.not_proxied > 0 {
         format!(
             "none of its {} line(s) is a request to the target ({} for another upstream or backend, {} not proxied)",

@@ -83,14 +83,21 @@ fn fault_doc(f: &FaultWindow, v: Variant) -> Value {
 
 /// Whether any boundary is censored (the variants differ).
 pub fn censored(inf: &Inference) -> bool {
-    inf.faults.iter().any(|f| {
-        f.start.width() > 1e-6 || f.end.as_ref().is_some_and(|e| e.width() > 1e-6)
-    })
+    inf.faults
+        .iter()
+        .any(|f| f.start.width() > 1e-6 || f.end.as_ref().is_some_and(|e| e.width() > 1e-6))
 }
 
 /// The model document: `base` (the gateway, nodes and policies in force)
 /// with the inferred workload, service times and faults.
-pub fn document(base: &Value, inf: &Inference, name: &str, origin: f64, description: &str, v: Variant) -> Value {
+pub fn document(
+    base: &Value,
+    inf: &Inference,
+    name: &str,
+    origin: f64,
+    description: &str,
+    v: Variant,
+) -> Value {
     let mut doc = base.clone();
     let w = &inf.workload;
     doc["name"] = json!(name);
@@ -152,6 +159,9 @@ mod tests {
         assert_eq!(window(&f, Variant::Longest), (2.0, Some(7.0)));
         assert_eq!(window(&fault(None), Variant::Mid).1, None);
         let d = fault_doc(&f, Variant::Mid);
-        assert_eq!(d, json!({"kind": "crash", "node": "a", "at": "2.1s", "for": "3.9s"}));
+        assert_eq!(
+            d,
+            json!({"kind": "crash", "node": "a", "at": "2.1s", "for": "3.9s"})
+        );
     }
 }

@@ -26,7 +26,11 @@ fn walk<'a>(ds: &'a [Directive], out: &mut Vec<&'a Directive>) {
 /// An address as nginx writes it in `$upstream_addr` (port 80 by default).
 pub fn with_port(addr: &str) -> String {
     let host_port = addr.trim_start_matches("unix:");
-    if addr.starts_with("unix:") || host_port.rsplit_once(':').is_some_and(|(_, p)| p.parse::<u16>().is_ok() && !host_port.ends_with(']')) {
+    if addr.starts_with("unix:")
+        || host_port
+            .rsplit_once(':')
+            .is_some_and(|(_, p)| p.parse::<u16>().is_ok() && !host_port.ends_with(']'))
+    {
         addr.to_string()
     } else {
         format!("{addr}:80")
@@ -65,7 +69,10 @@ pub fn read(path: &Path, text: &str) -> Result<LogConfig, Error> {
             _ => {}
         }
     }
-    Ok(LogConfig { formats, upstream_of })
+    Ok(LogConfig {
+        formats,
+        upstream_of,
+    })
 }
 
 #[cfg(test)]
@@ -77,7 +84,10 @@ mod tests {
         let text = "http {\n log_format main '$remote_addr [$time_local] '\n   '\"$request\" $status';\n log_format up escape=json '$msec $status $upstream_addr';\n upstream a { server 10.0.0.1; server 10.0.0.2:8080; }\n upstream b { server 10.0.1.1:80; }\n}\n";
         let c = read(Path::new("n.conf"), text).unwrap();
         assert_eq!(c.formats.len(), 2);
-        assert_eq!(c.formats[0].text(), "$remote_addr [$time_local] \"$request\" $status");
+        assert_eq!(
+            c.formats[0].text(),
+            "$remote_addr [$time_local] \"$request\" $status"
+        );
         assert_eq!(c.formats[0].origin, "n.conf:2");
         assert_eq!(c.formats[1].text(), "$msec $status $upstream_addr");
         assert_eq!(c.upstream_of["10.0.0.1:80"], "a");

@@ -105,7 +105,11 @@ impl LogReader {
                 "{}: cannot read after line {}: {e}{}",
                 self.path.display(),
                 self.line,
-                if self.gzip { " (a truncated or corrupt gzip file?)" } else { "" }
+                if self.gzip {
+                    " (a truncated or corrupt gzip file?)"
+                } else {
+                    ""
+                }
             ))
         })?;
         if n == 0 {

@@ -102,18 +102,33 @@ pub const LIMITS: [&str; 6] = [
 
 fn metric_wanted(m: &str) -> bool {
     if let Some(c) = m.strip_prefix("client.") {
-        return matches!(c, "requests" | "ok" | "errors" | "timeouts" | "latency_ms.p50" | "latency_ms.p99")
-            || c.starts_with("status.");
+        return matches!(
+            c,
+            "requests" | "ok" | "errors" | "timeouts" | "latency_ms.p50" | "latency_ms.p99"
+        ) || c.starts_with("status.");
     }
     m.starts_with("nodes.")
-        && ["share", "attempts", "answered", "ejections", "ejected_time_s", "first_ejection_delay_s", "recovery_delay_s"]
-            .iter()
-            .any(|k| m.ends_with(&format!(".{k}")))
+        && [
+            "share",
+            "attempts",
+            "answered",
+            "ejections",
+            "ejected_time_s",
+            "first_ejection_delay_s",
+            "recovery_delay_s",
+        ]
+        .iter()
+        .any(|k| m.ends_with(&format!(".{k}")))
 }
 
 fn description(o: &Options, imported: Option<&Imported>, s: &Scan, inf: &Inference) -> String {
     let from = match imported {
-        Some(i) => format!("the gateway from {} ({} `{}`)", o.config.as_deref().unwrap_or(Path::new("")).display(), i.format, i.target),
+        Some(i) => format!(
+            "the gateway from {} ({} `{}`)",
+            o.config.as_deref().unwrap_or(Path::new("")).display(),
+            i.format,
+            i.target
+        ),
         None => "hcsim's default gateway settings (no --config)".into(),
     };
     format!(
@@ -121,7 +136,11 @@ fn description(o: &Options, imported: Option<&Imported>, s: &Scan, inf: &Inferen
         o.log.display(),
         s.kind.name(),
         s.client.requests,
-        if o.actual.is_empty() { String::new() } else { format!(", with --actual {}", o.actual.join(" ")) },
+        if o.actual.is_empty() {
+            String::new()
+        } else {
+            format!(", with --actual {}", o.actual.join(" "))
+        },
         inf.faults.len()
     )
 }
@@ -141,7 +160,10 @@ pub fn run(
     warnings: Vec<String>,
 ) -> Result<Outcome, Error> {
     let name = format!("{}-replay", super::stem(&o.log));
-    let out = o.out.clone().unwrap_or_else(|| Path::new("output").join(&name));
+    let out = o
+        .out
+        .clone()
+        .unwrap_or_else(|| Path::new("output").join(&name));
     crate::output::prepare_dir(&out)?;
     let model_path = out.join("replay-model.json");
     let origin = s.collector.origin;
@@ -173,7 +195,12 @@ pub fn run(
         if o.charts {
             whatif::compare_page(&scenarios, &c, &out.join("compare"))?;
         }
-        let names: Vec<String> = c.metrics.iter().map(|r| r.metric.clone()).filter(|m| metric_wanted(m)).collect();
+        let names: Vec<String> = c
+            .metrics
+            .iter()
+            .map(|r| r.metric.clone())
+            .filter(|m| metric_wanted(m))
+            .collect();
         for (k, sc) in scenarios.iter().enumerate().skip(1) {
             let ranges = whatif::censoring(sc, &names);
             let rows = c
@@ -185,7 +212,10 @@ pub fn run(
                     let vs = r.cells[k].vs_first.clone();
                     Row {
                         metric: r.metric.clone(),
-                        log: log_figs.iter().find(|(n, _)| *n == r.metric).and_then(|(_, v)| *v),
+                        log: log_figs
+                            .iter()
+                            .find(|(n, _)| *n == r.metric)
+                            .and_then(|(_, v)| *v),
                         as_logged: r.cells[0].spread.clone(),
                         what_if: r.cells[k].spread.clone(),
                         diff: vs.as_ref().and_then(|v| v.diff),
@@ -197,7 +227,10 @@ pub fn run(
                 .collect();
             counterfactuals.push(WhatIf {
                 set: sc.set.clone(),
-                dir: sc.dir.file_name().map_or(String::new(), |n| n.to_string_lossy().into_owned()),
+                dir: sc
+                    .dir
+                    .file_name()
+                    .map_or(String::new(), |n| n.to_string_lossy().into_owned()),
                 rows,
             });
         }
@@ -233,7 +266,11 @@ pub fn run(
     let text = text(&report, &out);
     let mut warnings = warnings;
     if s.bad > 0 {
-        let first: Vec<String> = s.first_bad.iter().map(|b| format!("line {}: {}", b.line, b.reason)).collect();
+        let first: Vec<String> = s
+            .first_bad
+            .iter()
+            .map(|b| format!("line {}: {}", b.line, b.reason))
+            .collect();
         warnings.push(format!(
             "{}: {} of {} line(s) malformed and left out ({:.1}%): {}{}",
             o.log.display(),
@@ -241,10 +278,19 @@ pub fn run(
             s.lines,
             100.0 * s.bad as f64 / s.lines.max(1) as f64,
             first.join("; "),
-            if s.bad as usize > first.len() { "; …" } else { "" }
+            if s.bad as usize > first.len() {
+                "; …"
+            } else {
+                ""
+            }
         ));
     }
-    Ok(Outcome { out, report, text, warnings })
+    Ok(Outcome {
+        out,
+        report,
+        text,
+        warnings,
+    })
 }
 
 fn num(x: Option<f64>) -> String {
@@ -257,7 +303,9 @@ fn num(x: Option<f64>) -> String {
 
 fn spread(s: &Spread) -> String {
     match (s.median, s.min, s.max) {
-        (Some(m), Some(lo), Some(hi)) if (hi - lo).abs() > 1e-9 => format!("{} [{}–{}]", num(Some(m)), num(Some(lo)), num(Some(hi))),
+        (Some(m), Some(lo), Some(hi)) if (hi - lo).abs() > 1e-9 => {
+            format!("{} [{}–{}]", num(Some(m)), num(Some(lo)), num(Some(hi)))
+        }
         (m, ..) => num(m),
     }
 }
@@ -265,7 +313,13 @@ fn spread(s: &Spread) -> String {
 fn align(rows: &[Vec<String>]) -> String {
     let cols = rows.iter().map(Vec::len).max().unwrap_or(0);
     let widths: Vec<usize> = (0..cols)
-        .map(|c| rows.iter().filter_map(|r| r.get(c)).map(|x| x.chars().count()).max().unwrap_or(0))
+        .map(|c| {
+            rows.iter()
+                .filter_map(|r| r.get(c))
+                .map(|x| x.chars().count())
+                .max()
+                .unwrap_or(0)
+        })
         .collect();
     let mut out = String::new();
     for r in rows {
@@ -274,7 +328,11 @@ fn align(rows: &[Vec<String>]) -> String {
             .enumerate()
             .map(|(c, x)| {
                 let pad = widths[c] - x.chars().count();
-                if c == 0 { format!("{x}{}", " ".repeat(pad)) } else { format!("{}{x}", " ".repeat(pad)) }
+                if c == 0 {
+                    format!("{x}{}", " ".repeat(pad))
+                } else {
+                    format!("{}{x}", " ".repeat(pad))
+                }
             })
             .collect();
         out.push_str(line.join("  ").trim_end());
@@ -316,7 +374,11 @@ fn text(r: &Report, out: &Path) -> String {
         t.push_str("  none\n");
     }
     let b = |x: &super::infer::Bound| {
-        if x.width() > 1e-6 { format!("{:.3} [{:.3}–{:.3}]", x.mid(), x.lo, x.hi) } else { format!("{:.3}", x.lo) }
+        if x.width() > 1e-6 {
+            format!("{:.3} [{:.3}–{:.3}]", x.mid(), x.lo, x.hi)
+        } else {
+            format!("{:.3}", x.lo)
+        }
     };
     for f in &r.inference.faults {
         t.push_str(&format!(
@@ -330,21 +392,48 @@ fn text(r: &Report, out: &Path) -> String {
     }
     let mut ej: Vec<String> = vec![];
     for n in &l.nodes {
-        let mine: Vec<_> = r.inference.episodes.iter().filter(|e| &e.node == n).collect();
+        let mine: Vec<_> = r
+            .inference
+            .episodes
+            .iter()
+            .filter(|e| &e.node == n)
+            .collect();
         if let Some(first) = mine.first() {
-            ej.push(format!("{n} {} (first at {:.3}s, from {})", mine.len(), first.start_s, first.source));
+            ej.push(format!(
+                "{n} {} (first at {:.3}s, from {})",
+                mine.len(),
+                first.start_s,
+                first.source
+            ));
         }
     }
-    t.push_str(&format!("ejections in the log: {}\n", if ej.is_empty() { "none".into() } else { ej.join("; ") }));
+    t.push_str(&format!(
+        "ejections in the log: {}\n",
+        if ej.is_empty() {
+            "none".into()
+        } else {
+            ej.join("; ")
+        }
+    ));
     t.push_str(&format!(
         "\nfit: the replay as logged ({} reps) against the log: {} of {} figures agree\n",
         r.reps,
         r.fit.agree,
         r.fit.figures.len()
     ));
-    let mut rows = vec![vec!["figure".into(), "log".into(), "replay".into(), "verdict".into()]];
+    let mut rows = vec![vec![
+        "figure".into(),
+        "log".into(),
+        "replay".into(),
+        "verdict".into(),
+    ]];
     for f in &r.fit.figures {
-        rows.push(vec![f.figure.clone(), num(f.log), spread(&f.replay), f.verdict.into()]);
+        rows.push(vec![
+            f.figure.clone(),
+            num(f.log),
+            spread(&f.replay),
+            f.verdict.into(),
+        ]);
     }
     t.push_str(&align(&rows));
     for c in &r.counterfactuals {
@@ -361,7 +450,11 @@ fn text(r: &Report, out: &Path) -> String {
             "Δ".into(),
             "p".into(),
             "noise".into(),
-            if r.censored { "censoring range".into() } else { String::new() },
+            if r.censored {
+                "censoring range".into()
+            } else {
+                String::new()
+            },
         ]];
         for x in &c.rows {
             let range = match (x.censoring.lo, x.censoring.hi) {
@@ -374,7 +467,13 @@ fn text(r: &Report, out: &Path) -> String {
                 spread(&x.as_logged),
                 spread(&x.what_if),
                 x.diff.map_or("-".into(), |d| format!("{d:+.3}")),
-                x.p_value.map_or("-".into(), |p| if p < 0.001 { "<0.001".into() } else { format!("{p:.3}") }),
+                x.p_value.map_or("-".into(), |p| {
+                    if p < 0.001 {
+                        "<0.001".into()
+                    } else {
+                        format!("{p:.3}")
+                    }
+                }),
                 x.verdict.text().into(),
                 range,
             ]);

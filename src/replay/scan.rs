@@ -28,7 +28,9 @@ pub const FIRST_BAD: usize = 5;
 pub enum Kind {
     Nginx(LogFormat),
     /// `option httplog`; lines of other backends than this one are skipped.
-    Haproxy { backend: Option<String> },
+    Haproxy {
+        backend: Option<String>,
+    },
 }
 
 impl Kind {
@@ -98,7 +100,11 @@ pub struct Options<'a> {
 /// `log_format`s, then the presets) and HAProxy's httplog: the one most of
 /// the first lines match. A format that matches but lacks fields replay
 /// needs is an error naming them.
-pub fn detect(path: &Path, candidates: &[LogFormat], haproxy_backend: Option<String>) -> Result<Kind, Error> {
+pub fn detect(
+    path: &Path,
+    candidates: &[LogFormat],
+    haproxy_backend: Option<String>,
+) -> Result<Kind, Error> {
     let mut r = LogReader::open(path)?;
     let mut sample = vec![];
     while sample.len() < SAMPLE {
@@ -207,7 +213,8 @@ impl LineReader<'_> {
                 let fields = f
                     .parse(text)
                     .ok_or_else(|| format!("does not match the format `{}`", f.name))?;
-                if let (Some(want), Some(got)) = (upstream_name, fields.get(super::format::Slot::UpstreamName))
+                if let (Some(want), Some(got)) =
+                    (upstream_name, fields.get(super::format::Slot::UpstreamName))
                     && want != got
                 {
                     return Ok(Parsed::Skip);
@@ -229,7 +236,11 @@ impl LineReader<'_> {
                         self.last_time = Some(req.end);
                         Ok(Parsed::Request)
                     }
-                    Line::Check { server, at, outcome } => Ok(Parsed::Check(server, at, outcome)),
+                    Line::Check {
+                        server,
+                        at,
+                        outcome,
+                    } => Ok(Parsed::Check(server, at, outcome)),
                     Line::State { server, at, up } => Ok(Parsed::State(server, at, up)),
                     Line::Other => Ok(Parsed::Skip),
                 }
@@ -251,14 +262,27 @@ fn httplog_backend(msg: &str) -> Option<&str> {
 fn origin(path: &Path, kind: &Kind, opts: &Options) -> Result<(f64, i64), Error> {
     let mut r = LogReader::open(path)?;
     let mut servers = opts.servers.clone();
-    let mut lr = LineReader { kind, year: 2000, last_time: None };
+    let mut lr = LineReader {
+        kind,
+        year: 2000,
+        last_time: None,
+    };
     let mut req = Request::default();
     let mut n = 0;
     let mut first: Option<f64> = None;
     let mut year = None;
     while n < ORIGIN_LINES {
-        let Some((line, text)) = r.next_line()? else { break };
-        if let Ok(Parsed::Request) = lr.read(&text, line, &mut servers, opts.timeouts, opts.upstream_name.as_deref(), &mut req) {
+        let Some((line, text)) = r.next_line()? else {
+            break;
+        };
+        if let Ok(Parsed::Request) = lr.read(
+            &text,
+            line,
+            &mut servers,
+            opts.timeouts,
+            opts.upstream_name.as_deref(),
+            &mut req,
+        ) {
             n += 1;
             first = Some(first.map_or(req.start, |f| f.min(req.start)));
             year.get_or_insert(super::clock::year_of(req.start));
@@ -290,7 +314,11 @@ pub fn scan(path: &Path, kind: Kind, mut opts: Options) -> Result<Scan, Error> {
         zone: None,
         year,
     };
-    let mut lr = LineReader { kind: &kind, year, last_time: None };
+    let mut lr = LineReader {
+        kind: &kind,
+        year,
+        last_time: None,
+    };
     let mut req = Request::default();
     let mut next_report = 0u64;
     let read = r.counter();
@@ -304,7 +332,14 @@ pub fn scan(path: &Path, kind: Kind, mut opts: Options) -> Result<Scan, Error> {
             (opts.progress)(at, size);
             next_report = at + (size / 200).max(1 << 20);
         }
-        let parsed = lr.read(&text, line, &mut servers, opts.timeouts, opts.upstream_name.as_deref(), &mut req);
+        let parsed = lr.read(
+            &text,
+            line,
+            &mut servers,
+            opts.timeouts,
+            opts.upstream_name.as_deref(),
+            &mut req,
+        );
         match parsed {
             Err(reason) => {
                 s.bad += 1;
@@ -324,12 +359,21 @@ pub fn scan(path: &Path, kind: Kind, mut opts: Options) -> Result<Scan, Error> {
                 }
             }
             Ok(Parsed::Request) => {
-                if req.attempts.is_empty() && !matches!(kind, Kind::Haproxy { .. }) && req_unproxied(&text, &kind) {
+                if req.attempts.is_empty()
+                    && !matches!(kind, Kind::Haproxy { .. })
+                    && req_unproxied(&text, &kind)
+                {
                     s.not_proxied += 1;
                     continue;
                 }
-                if req.attempts.iter().any(|a| matches!(a.server, chain::Server::Unknown(_)))
-                    && req.attempts.iter().all(|a| !matches!(a.server, chain::Server::Node(_)))
+                if req
+                    .attempts
+                    .iter()
+                    .any(|a| matches!(a.server, chain::Server::Unknown(_)))
+                    && req
+                        .attempts
+                        .iter()
+                        .all(|a| !matches!(a.server, chain::Server::Node(_)))
                 {
                     // Every server of the line is unknown: it is counted
                     // there, and the line is not the target's.
@@ -400,7 +444,9 @@ fn zone_of(path: &Path, f: &LogFormat) -> Result<Option<f64>, Error> {
     let mut r = LogReader::open(path)?;
     for _ in 0..SAMPLE {
         let Some((_, l)) = r.next_line()? else { break };
-        if let Some(tl) = f.parse(&l).and_then(|x| x.get(super::format::Slot::TimeLocal))
+        if let Some(tl) = f
+            .parse(&l)
+            .and_then(|x| x.get(super::format::Slot::TimeLocal))
             && let Some((_, z)) = super::clock::day_month_year(tl)
         {
             return Ok(z);
@@ -419,9 +465,15 @@ pub fn disabled_lines(path: &Path, zone: f64) -> Result<Vec<(f64, String)>, Erro
             continue;
         }
         let mut w = l.splitn(3, ' ');
-        let (Some(d), Some(t)) = (w.next(), w.next()) else { continue };
-        let Some(at) = super::clock::error_log(d, t, zone) else { continue };
-        let Some(i) = l.find("upstream: \"") else { continue };
+        let (Some(d), Some(t)) = (w.next(), w.next()) else {
+            continue;
+        };
+        let Some(at) = super::clock::error_log(d, t, zone) else {
+            continue;
+        };
+        let Some(i) = l.find("upstream: \"") else {
+            continue;
+        };
         let rest = &l[i + 11..];
         let url = rest.split('"').next().unwrap_or("");
         let addr = url

@@ -97,7 +97,8 @@ pub fn censoring(s: &Scenario, names: &[String]) -> Vec<Range> {
             let medians: Vec<f64> = all
                 .iter()
                 .filter_map(|runs| {
-                    let v: Vec<Option<f64>> = runs.iter().map(|r| super::fit::run_figure(r, m)).collect();
+                    let v: Vec<Option<f64>> =
+                        runs.iter().map(|r| super::fit::run_figure(r, m)).collect();
                     crate::stats::Spread::of_options(v).median
                 })
                 .collect();
@@ -137,7 +138,13 @@ pub fn compare_page(scenarios: &[Scenario], c: &Comparison, dir: &Path) -> Resul
 }
 
 /// The variants to run: the middle, and the bounds if anything is censored.
-pub fn variants(base: &Value, inf: &super::infer::Inference, name: &str, origin: f64, description: &str) -> Vec<(Variant, Value)> {
+pub fn variants(
+    base: &Value,
+    inf: &super::infer::Inference,
+    name: &str,
+    origin: f64,
+    description: &str,
+) -> Vec<(Variant, Value)> {
     let mut v = vec![Variant::Mid];
     if model::censored(inf) {
         v.push(Variant::Shortest);

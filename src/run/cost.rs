@@ -95,7 +95,10 @@ pub fn estimate(model: &Model) -> Cost {
                 lifetime_s = lifetime_s.min(t.as_secs_f64());
             }
             (
-                model.clients.open_requests(model.duration).unwrap_or(rate_per_s * duration_s),
+                model
+                    .clients
+                    .open_requests(model.duration)
+                    .unwrap_or(rate_per_s * duration_s),
                 rate_per_s * lifetime_s.min(duration_s),
             )
         }

@@ -148,7 +148,10 @@ impl World<'_> {
                     Arrivals::Poisson => {
                         let gap: f64 = Exp::new(rate).ok()?.sample(&mut self.rng_arrivals);
                         let start = now.max(*from);
-                        Some(start + SimDuration::from_secs_f64(gap).max(SimDuration::from_micros(1)))
+                        Some(
+                            start
+                                + SimDuration::from_secs_f64(gap).max(SimDuration::from_micros(1)),
+                        )
                     }
                 }
             };
