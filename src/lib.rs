@@ -25,6 +25,8 @@
 //! ```text
 //! cli          one file per subcommand: arguments → library calls → stdout
 //! reproduce    the seed experiments beside hcsim's figures
+//! tune         settings recommended from simulation (hcsim tune)
+//! replay       an incident's access log → inferred model, its fit, what-ifs (hcsim replay)
 //! output       every file a run or sweep writes: summary.json, CSVs, charts, report.html
 //! sweep        grids of model variants × replications: axes, plan, checkpoint, shards
 //! run          replications of one model, seeded; the cost estimate before a run

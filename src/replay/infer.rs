@@ -224,7 +224,7 @@ fn workload(s: &Scan) -> Workload {
     let span = |a: usize, b: usize| {
         // the last bin only up to the last arrival
         let hi = if b == nb {
-            last.max(w * (nb - 1) as f64) + w.min(1e-3).max(0.0)
+            last.max(w * (nb - 1) as f64) + 1e-3
         } else {
             b as f64 * w
         };

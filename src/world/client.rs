@@ -290,3 +290,38 @@ impl World<'_> {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::spec::Model;
+    use std::path::Path;
+
+    fn run(arrivals: &str) -> crate::metrics::RunSummary {
+        let m = Model::from_document(
+            &serde_json::json!({
+                "name": "s", "duration": "4s", "timeline_bucket": "1s",
+                "clients": {"kind": "open", "rate_per_s": 10.0, "arrivals": arrivals,
+                            "schedule": [{"at": "1s", "rate_per_s": 30.0}, {"at": "2s", "rate_per_s": 0.0},
+                                         {"at": "3s", "rate_per_s": 5.0}]},
+                "nodes": [{"name": "a"}]
+            }),
+            Path::new("s.json"),
+        )
+        .unwrap();
+        crate::world::run(&m, 3)
+    }
+
+    #[test]
+    fn a_schedule_changes_the_rate_at_each_step() {
+        // Constant spacing restarts at each step: 10, 30, 0 and 5 per second.
+        let s = run("constant");
+        let per_s: Vec<u64> = s.timeline.rows.iter().map(|r| r.requests).collect();
+        assert_eq!(per_s, [10, 30, 0, 5]);
+        assert_eq!(s.client.requests, 45);
+        // Poisson: about the same counts, none while the rate is 0.
+        let s = run("poisson");
+        let per_s: Vec<u64> = s.timeline.rows.iter().map(|r| r.requests).collect();
+        assert_eq!(per_s[2], 0);
+        assert!((15..=45).contains(&per_s[1]), "{per_s:?}");
+    }
+}

@@ -19,6 +19,7 @@ mod policies;
 mod probes;
 mod properties;
 mod realworld;
+mod replay;
 mod report;
 mod robust;
 mod scenarios;
