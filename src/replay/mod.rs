@@ -258,8 +258,14 @@ pub fn replay(o: &Options, progress: &mut dyn FnMut(u64, u64)) -> Result<Outcome
     let mut warnings = vec![];
     let mut b = base(o, &mut warnings)?;
     let kind = kind(o, &b)?;
-    if b.imported.is_none() && matches!(kind, Kind::Haproxy { .. }) {
-        b.doc["gateway"] = json!({"flavor": "haproxy"});
+    if b.imported.is_none() {
+        match kind {
+            Kind::Haproxy { .. } => b.doc["gateway"] = json!({"flavor": "haproxy"}),
+            // nginx's defaults, written out so that `--set policy.x=` has a kind.
+            Kind::Nginx(_) => {
+                b.doc["policy"] = json!({"kind": "max_fails", "max_fails": 1, "fail_timeout": "10s"})
+            }
+        }
     }
     let probe_doc = {
         let mut d = b.doc.clone();
