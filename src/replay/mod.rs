@@ -263,7 +263,8 @@ pub fn replay(o: &Options, progress: &mut dyn FnMut(u64, u64)) -> Result<Outcome
             Kind::Haproxy { .. } => b.doc["gateway"] = json!({"flavor": "haproxy"}),
             // nginx's defaults, written out so that `--set policy.x=` has a kind.
             Kind::Nginx(_) => {
-                b.doc["policy"] = json!({"kind": "max_fails", "max_fails": 1, "fail_timeout": "10s"})
+                b.doc["policy"] =
+                    json!({"kind": "max_fails", "max_fails": 1, "fail_timeout": "10s"})
             }
         }
     }
