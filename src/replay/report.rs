@@ -13,6 +13,7 @@ use super::{Options, Outcome};
 use crate::config::import::Imported;
 use crate::error::Error;
 use crate::output::compare::Verdict;
+use crate::output::table::align;
 use crate::spec::Model;
 use crate::stats::Spread;
 use serde::Serialize;
@@ -308,37 +309,6 @@ fn spread(s: &Spread) -> String {
         }
         (m, ..) => num(m),
     }
-}
-
-fn align(rows: &[Vec<String>]) -> String {
-    let cols = rows.iter().map(Vec::len).max().unwrap_or(0);
-    let widths: Vec<usize> = (0..cols)
-        .map(|c| {
-            rows.iter()
-                .filter_map(|r| r.get(c))
-                .map(|x| x.chars().count())
-                .max()
-                .unwrap_or(0)
-        })
-        .collect();
-    let mut out = String::new();
-    for r in rows {
-        let line: Vec<String> = r
-            .iter()
-            .enumerate()
-            .map(|(c, x)| {
-                let pad = widths[c] - x.chars().count();
-                if c == 0 {
-                    format!("{x}{}", " ".repeat(pad))
-                } else {
-                    format!("{}{x}", " ".repeat(pad))
-                }
-            })
-            .collect();
-        out.push_str(line.join("  ").trim_end());
-        out.push('\n');
-    }
-    out
 }
 
 fn behaviour(b: &Behaviour) -> String {

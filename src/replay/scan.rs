@@ -196,6 +196,8 @@ struct LineReader<'k> {
     kind: &'k Kind,
     year: i64,
     last_time: Option<f64>,
+    timeouts: Timeouts,
+    upstream_name: Option<&'k str>,
 }
 
 impl LineReader<'_> {
@@ -204,10 +206,9 @@ impl LineReader<'_> {
         text: &str,
         line: u64,
         servers: &mut Servers,
-        t: Timeouts,
-        upstream_name: Option<&str>,
         req: &mut Request,
     ) -> Result<Parsed, String> {
+        let (t, upstream_name) = (self.timeouts, self.upstream_name);
         match self.kind {
             Kind::Nginx(f) => {
                 let fields = f
@@ -266,6 +267,8 @@ fn origin(path: &Path, kind: &Kind, opts: &Options) -> Result<(f64, i64), Error>
         kind,
         year: 2000,
         last_time: None,
+        timeouts: opts.timeouts,
+        upstream_name: opts.upstream_name.as_deref(),
     };
     let mut req = Request::default();
     let mut n = 0;
@@ -275,14 +278,7 @@ fn origin(path: &Path, kind: &Kind, opts: &Options) -> Result<(f64, i64), Error>
         let Some((line, text)) = r.next_line()? else {
             break;
         };
-        if let Ok(Parsed::Request) = lr.read(
-            &text,
-            line,
-            &mut servers,
-            opts.timeouts,
-            opts.upstream_name.as_deref(),
-            &mut req,
-        ) {
+        if let Ok(Parsed::Request) = lr.read(&text, line, &mut servers, &mut req) {
             n += 1;
             first = Some(first.map_or(req.start, |f| f.min(req.start)));
             year.get_or_insert(super::clock::year_of(req.start));
@@ -318,6 +314,8 @@ pub fn scan(path: &Path, kind: Kind, mut opts: Options) -> Result<Scan, Error> {
         kind: &kind,
         year,
         last_time: None,
+        timeouts: opts.timeouts,
+        upstream_name: opts.upstream_name.as_deref(),
     };
     let mut req = Request::default();
     let mut next_report = 0u64;
@@ -332,14 +330,7 @@ pub fn scan(path: &Path, kind: Kind, mut opts: Options) -> Result<Scan, Error> {
             (opts.progress)(at, size);
             next_report = at + (size / 200).max(1 << 20);
         }
-        let parsed = lr.read(
-            &text,
-            line,
-            &mut servers,
-            opts.timeouts,
-            opts.upstream_name.as_deref(),
-            &mut req,
-        );
+        let parsed = lr.read(&text, line, &mut servers, &mut req);
         match parsed {
             Err(reason) => {
                 s.bad += 1;

@@ -114,27 +114,23 @@ pub fn censoring(s: &Scenario, names: &[String]) -> Vec<Range> {
 /// The scenarios side by side as `hcsim compare` sets runs (its metric
 /// rows and noise verdicts), the first being the replay as logged.
 pub fn comparison(scenarios: &[Scenario]) -> Comparison {
-    let dirs: Vec<RunDir> = scenarios
+    compare::compare(&run_dirs(scenarios))
+}
+
+fn run_dirs(scenarios: &[Scenario]) -> Vec<RunDir> {
+    scenarios
         .iter()
         .map(|s| RunDir {
             dir: s.dir.clone(),
             summary: s.summary.clone(),
         })
-        .collect();
-    compare::compare(&dirs)
+        .collect()
 }
 
 /// Writes compare.html and its charts for the scenarios into `dir`.
 pub fn compare_page(scenarios: &[Scenario], c: &Comparison, dir: &Path) -> Result<PathBuf, Error> {
-    let dirs: Vec<RunDir> = scenarios
-        .iter()
-        .map(|s| RunDir {
-            dir: s.dir.clone(),
-            summary: s.summary.clone(),
-        })
-        .collect();
     crate::output::prepare_dir(dir)?;
-    compare::page::write(dir, c, &dirs)
+    compare::page::write(dir, c, &run_dirs(scenarios))
 }
 
 /// The variants to run: the middle, and the bounds if anything is censored.
