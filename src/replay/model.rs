@@ -58,8 +58,46 @@ pub fn window(f: &FaultWindow, v: Variant) -> (f64, Option<f64>) {
     (start, end)
 }
 
-fn fault_doc(f: &FaultWindow, v: Variant) -> Value {
-    let (start, end) = window(f, v);
+/// The windows of every fault under a variant, with those hcsim may not
+/// run at once on one node (two availability faults — crash, hang, stop,
+/// partition — or two of one kind) cut where the next begins: the log
+/// puts the next failure there, so the one before had ended. A window cut
+/// to nothing is dropped.
+fn windows(faults: &[FaultWindow], v: Variant) -> Vec<(usize, f64, Option<f64>)> {
+    let class = |b: &Behaviour| match b {
+        Behaviour::Crash | Behaviour::Partition | Behaviour::Hang => 0,
+        Behaviour::Flaky { .. } => 1,
+        Behaviour::Slow { .. } => 2,
+    };
+    let mut w: Vec<(usize, f64, Option<f64>)> = faults
+        .iter()
+        .enumerate()
+        .map(|(i, f)| {
+            let (s, e) = window(f, v);
+            (i, s, e)
+        })
+        .collect();
+    w.sort_by(|a, b| {
+        let (fa, fb) = (&faults[a.0], &faults[b.0]);
+        (fa.node.as_str(), class(&fa.behaviour))
+            .cmp(&(fb.node.as_str(), class(&fb.behaviour)))
+            .then(a.1.total_cmp(&b.1))
+    });
+    for k in 1..w.len() {
+        let (a, b) = (&faults[w[k - 1].0], &faults[w[k].0]);
+        if a.node == b.node && class(&a.behaviour) == class(&b.behaviour) {
+            let next = w[k].1;
+            if w[k - 1].2.is_none_or(|e| e > next) {
+                w[k - 1].2 = Some(next);
+            }
+        }
+    }
+    w.retain(|&(_, s, e)| e.is_none_or(|e| e - s >= 0.001));
+    w.sort_by_key(|x| x.0);
+    w
+}
+
+fn fault_doc(f: &FaultWindow, (start, end): (f64, Option<f64>)) -> Value {
     let mut d = match f.behaviour {
         Behaviour::Crash => json!({"kind": "crash"}),
         Behaviour::Partition => json!({"kind": "partition"}),
@@ -132,7 +170,12 @@ pub fn document(
             }
         }
     }
-    doc["faults"] = Value::Array(inf.faults.iter().map(|f| fault_doc(f, v)).collect());
+    doc["faults"] = Value::Array(
+        windows(&inf.faults, v)
+            .into_iter()
+            .map(|(i, s, e)| fault_doc(&inf.faults[i], (s, e)))
+            .collect(),
+    );
     doc.as_object_mut().map(|o| o.remove("measure"));
     doc
 }
@@ -158,10 +201,33 @@ mod tests {
         assert_eq!(window(&f, Variant::Shortest), (2.2, Some(5.0)));
         assert_eq!(window(&f, Variant::Longest), (2.0, Some(7.0)));
         assert_eq!(window(&fault(None), Variant::Mid).1, None);
-        let d = fault_doc(&f, Variant::Mid);
+        let d = fault_doc(&f, window(&f, Variant::Mid));
         assert_eq!(
             d,
             json!({"kind": "crash", "node": "a", "at": "2.1s", "for": "3.9s"})
         );
+    }
+
+    #[test]
+    fn availability_faults_of_a_node_are_cut_where_the_next_begins() {
+        let crash = fault(Some(Bound { lo: 5.0, hi: 7.0 }));
+        let hang = FaultWindow {
+            behaviour: Behaviour::Hang,
+            start: Bound { lo: 1.0, hi: 6.0 },
+            end: None,
+            ..fault(None)
+        };
+        let flaky = FaultWindow {
+            behaviour: Behaviour::Flaky {
+                p: 0.5,
+                status: 503,
+                reset: false,
+            },
+            ..fault(None)
+        };
+        let w = windows(&[crash, hang, flaky], Variant::Mid);
+        // The crash (2.1 to 6.0) is cut at the hang's start (3.5); the
+        // flaky window, another class, is left as it is.
+        assert_eq!(w, vec![(0, 2.1, Some(3.5)), (1, 3.5, None), (2, 2.1, None)]);
     }
 }
