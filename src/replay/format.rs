@@ -284,7 +284,8 @@ impl LogFormat {
                         self.at(line, pos + len, k + 1, f, tries)
                     }
                     Shape::List => {
-                        let len = list_len(rest);
+                        let stop = next.and_then(|l| l.bytes().next());
+                        let len = list_len(rest, stop);
                         set(f, len);
                         self.at(line, pos + len, k + 1, f, tries)
                     }
@@ -329,13 +330,14 @@ impl LogFormat {
 }
 
 /// The length of an `$upstream_*` list at the start of `s`: items without
-/// spaces or commas, joined by `", "` or `" : "`.
-fn list_len(s: &str) -> usize {
+/// spaces, commas, quotes or the first character of the literal after it
+/// (`stop`), joined by `", "` or `" : "`.
+fn list_len(s: &str, stop: Option<u8>) -> usize {
     let b = s.as_bytes();
     let item = |from: usize| {
         b[from..]
             .iter()
-            .take_while(|c| !matches!(c, b' ' | b',' | b'"'))
+            .take_while(|&&c| !matches!(c, b' ' | b',' | b'"') && Some(c) != stop)
             .count()
     };
     let mut end = item(0);
@@ -446,5 +448,9 @@ mod tests {
         assert!(LogFormat::compile("x", "t", "no vars").is_err());
         assert!(LogFormat::compile("x", "t", "${msec").is_err());
         assert!(f.parse("12.5 200").is_none());
+        let f = LogFormat::compile("x", "t", "$status|$upstream_addr|$upstream_status").unwrap();
+        let v = f.parse("200|10.0.0.1:80, 10.0.0.2:80|502, 200").unwrap();
+        assert_eq!(v.get(Slot::UpstreamAddr), Some("10.0.0.1:80, 10.0.0.2:80"));
+        assert_eq!(v.get(Slot::UpstreamStatus), Some("502, 200"));
     }
 }

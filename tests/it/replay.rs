@@ -389,3 +389,69 @@ fn an_ingress_nginx_log_with_whole_second_times_replays_for_its_upstream() {
     let s = crash["start"]["hi"].as_f64().unwrap();
     assert!((9.0..11.5).contains(&s), "{crash}");
 }
+
+#[test]
+fn the_config_s_log_format_that_the_lines_match_is_found_or_named() {
+    let d = tmp("replay-formats");
+    let conf = d.join("nginx.conf");
+    std::fs::write(
+        &conf,
+        CONF.replace(
+            "http {\n",
+            "http {\n  log_format main '$remote_addr [$time_local] \"$request\" $status';\n  log_format up '$status|$msec|$request_time|$upstream_addr|$upstream_status|$upstream_response_time';\n",
+        ),
+    )
+    .unwrap();
+    let lines: Vec<String> = (0..100)
+        .map(|i| {
+            let addr = if i % 2 == 0 {
+                "127.0.0.1:9001"
+            } else {
+                "127.0.0.1:9002"
+            };
+            format!(
+                "200|{:.3}|0.005|{addr}|200|0.005",
+                1_796_000_000.005 + i as f64 / 10.0
+            )
+        })
+        .collect();
+    let log = d.join("access.log");
+    std::fs::write(&log, lines.join("\n") + "\n").unwrap();
+    let out_dir = d.join("out");
+    let args = |extra: &[&str]| {
+        let mut a = vec![
+            "replay",
+            log.to_str().unwrap(),
+            "--config",
+            conf.to_str().unwrap(),
+            "--target",
+            "be",
+            "--reps",
+            "1",
+            "--no-charts",
+            "--quiet",
+            "--out",
+            out_dir.to_str().unwrap(),
+        ];
+        a.extend_from_slice(extra);
+        a.into_iter().map(String::from).collect::<Vec<_>>()
+    };
+    let run = |a: Vec<String>| hcsim(&a.iter().map(String::as_str).collect::<Vec<_>>());
+    let o = run(args(&[]));
+    assert!(o.status.success(), "{}", text(&o));
+    let r = replay_json(&out_dir);
+    assert!(
+        r["log"]["format"].as_str().unwrap().contains("`up` ("),
+        "{}",
+        r["log"]["format"]
+    );
+    assert_eq!(r["log"]["requests"], 100);
+    let o = run(args(&["--log-format", "main"]));
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        text(&o).contains("--log-format main: the format lacks")
+            && text(&o).contains("$upstream_addr"),
+        "{}",
+        text(&o)
+    );
+}
