@@ -26,6 +26,7 @@
 //! cli          one file per subcommand: arguments → library calls → stdout
 //! reproduce    the seed experiments beside hcsim's figures
 //! tune         settings recommended from simulation: candidates × scenarios, Pareto set
+//! replay       an incident's access log → inferred model, its fit, what-ifs (hcsim replay)
 //! output       every file a run or sweep writes: summary.json, CSVs, charts, report.html
 //! sweep        grids of model variants × replications: axes, plan, checkpoint, shards
 //! run          replications of one model, seeded; the cost estimate before a run
@@ -109,6 +110,7 @@ pub mod metrics;
 pub mod output;
 pub mod plot;
 pub mod policy;
+pub mod replay;
 pub mod reproduce;
 pub mod run;
 pub mod spec;

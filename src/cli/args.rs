@@ -52,6 +52,10 @@ pub enum Command {
     Import(ImportArgs),
     /// Write the gateway part of a model as nginx, HAProxy, Envoy or Istio config.
     Export(ExportArgs),
+    /// Replay an incident from the gateway's access log: infer the workload
+    /// and what each backend did, check the replay against the log, and
+    /// show what other settings (`--set`) would have given the clients.
+    Replay(super::replay::ReplayArgs),
     /// Print a shell completion script, e.g. `hcsim completions bash > ~/.local/share/bash-completion/completions/hcsim`.
     Completions(CompletionsArgs),
     /// Print the manual page (roff), e.g. `hcsim man | man -l -`.
@@ -410,14 +414,15 @@ pub struct SetArgs {
     /// `--set policy.fail_timeout=30s` or `--set 'nodes["10.0.0.1:80"].weight=3'`
     /// (a sweep: before the grid is applied, after its own `set`).
     /// Repeatable, applied in order. VALUE is JSON, or a string.
-    #[arg(long = "set", value_name = "PATH=VALUE", value_parser = OverrideParser)]
+    #[arg(long = "set", value_name = "PATH=VALUE", value_parser = OverrideParser("--set"))]
     pub set: Vec<Override>,
 }
 
-/// Parses `--set` where it enters; a malformed one is a usage error (exit
-/// code 2) worded as every `--set` error is: `--set ARG: reason`.
+/// Parses an override (`--set`, and `hcsim replay --actual`) where it
+/// enters; a malformed one is a usage error (exit code 2) worded as every
+/// override error is: `--FLAG ARG: reason`.
 #[derive(Clone, Copy, Debug)]
-struct OverrideParser;
+pub(crate) struct OverrideParser(pub(crate) &'static str);
 
 impl clap::builder::TypedValueParser for OverrideParser {
     type Value = Override;
@@ -429,13 +434,14 @@ impl clap::builder::TypedValueParser for OverrideParser {
         value: &std::ffi::OsStr,
     ) -> Result<Override, clap::Error> {
         use clap::error::ErrorKind;
-        let text = value
-            .to_str()
-            .ok_or_else(|| clap::Error::raw(ErrorKind::InvalidUtf8, "--set: not UTF-8\n"))?;
+        let flag = self.0;
+        let text = value.to_str().ok_or_else(|| {
+            clap::Error::raw(ErrorKind::InvalidUtf8, format!("{flag}: not UTF-8\n"))
+        })?;
         Override::parse(text).map_err(|reason| {
             clap::Error::raw(
                 ErrorKind::ValueValidation,
-                format!("--set {}: {reason}\n", crate::spec::shorten(text)),
+                format!("{flag} {}: {reason}\n", crate::spec::shorten(text)),
             )
         })
     }

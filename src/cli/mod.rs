@@ -12,6 +12,7 @@ mod interrupt;
 mod man;
 mod merge;
 mod plot;
+mod replay;
 mod reproduce;
 mod run;
 mod schema;
@@ -39,6 +40,7 @@ pub fn run(cli: Cli) -> Result<ExitCode, Error> {
         Command::Compare(args) => compare::run(args),
         Command::Import(args) => import::run(args),
         Command::Export(args) => export::run(args),
+        Command::Replay(args) => replay::run(args),
         Command::Completions(args) => completions::run(args),
         Command::Man => man::run(),
     }

@@ -142,7 +142,11 @@ pub fn estimate(model: &Model) -> Cost {
             // Each request's attempt arms at most one timer at a time; when
             // its client gives up first, the timer stays until it expires.
             let timers = (rate_per_s * timer.min(duration_s) - in_flight).max(0.0);
-            (rate_per_s * duration_s, in_flight, timers)
+            let requests = model
+                .clients
+                .open_requests(model.duration)
+                .unwrap_or(rate_per_s * duration_s);
+            (requests, in_flight, timers)
         }
         Clients::Closed {
             concurrency,

@@ -9,6 +9,7 @@ pub mod limits;
 pub mod model;
 pub mod model_spec;
 pub mod overrides;
+pub mod schedule;
 pub mod schema;
 pub mod sweep;
 pub mod tune;

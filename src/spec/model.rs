@@ -38,6 +38,8 @@ pub enum Clients {
         arrivals: Arrivals,
         timeout: Option<SimDuration>,
         method: Method,
+        /// `clients.schedule`: (from, rate) steps, in time order.
+        schedule: Vec<(SimTime, f64)>,
     },
     Closed {
         concurrency: u32,
@@ -51,6 +53,18 @@ impl Clients {
     pub fn timeout(&self) -> Option<SimDuration> {
         match self {
             Clients::Open { timeout, .. } | Clients::Closed { timeout, .. } => *timeout,
+        }
+    }
+    /// Requests an open loop sends in `duration` (the schedule's rates
+    /// over their spans); `None` for closed loops.
+    pub fn open_requests(&self, duration: SimDuration) -> Option<f64> {
+        match self {
+            Clients::Open {
+                rate_per_s,
+                schedule,
+                ..
+            } => Some(super::schedule::requests(*rate_per_s, schedule, duration)),
+            Clients::Closed { .. } => None,
         }
     }
     pub fn method(&self) -> Method {

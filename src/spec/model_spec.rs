@@ -109,6 +109,21 @@ pub struct OpenClientsSpec {
     /// none (requests leave on schedule).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub send_jitter: Option<DurationDist>,
+    /// The rate changing over time: from each step's `at` on, requests
+    /// arrive at its `rate_per_s` (0 = none), until the next step;
+    /// `rate_per_s` holds before the first. Constant arrivals restart their
+    /// spacing at each step. Default: none (one rate throughout). `hcsim
+    /// replay` writes the workload of an access log this way.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub schedule: Vec<RateStep>,
+}
+
+/// One step of `clients.schedule`.
+#[derive(Clone, Debug, Deserialize, Serialize, PartialEq, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RateStep {
+    pub at: SimDuration,
+    pub rate_per_s: f64,
 }
 
 #[derive(Clone, Debug, Deserialize, Serialize, JsonSchema)]

@@ -228,6 +228,7 @@ fn clients(spec: &ClientsSpec) -> Result<Clients, Invalid> {
                 arrivals: c.arrivals,
                 timeout: c.timeout,
                 method: c.method,
+                schedule: super::schedule::steps(&c.schedule)?,
             }
         }
         ClientsSpec::Closed(c) => {

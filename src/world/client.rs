@@ -27,6 +27,9 @@ enum Mode {
         /// Poisson above [`ROUNDED_GAPS_UP_TO`]: the fraction of a
         /// microsecond the arrival times so far were rounded by.
         carry: Option<f64>,
+        /// With `clients.schedule`: the step in force (0 = before the
+        /// first step) and when it began; `None` without a schedule.
+        step: Option<(usize, SimTime)>,
     },
     Closed {
         concurrency: u32,
@@ -58,6 +61,7 @@ impl Clients {
             crate::spec::Clients::Open {
                 rate_per_s,
                 arrivals,
+                ref schedule,
                 ..
             } => Mode::Open {
                 arrivals,
@@ -65,6 +69,7 @@ impl Clients {
                 next_k: 0,
                 exp: Exp::new(rate_per_s).ok(),
                 carry: (rate_per_s > ROUNDED_GAPS_UP_TO).then_some(0.5),
+                step: (!schedule.is_empty()).then_some((0, SimTime::ZERO)),
             },
             crate::spec::Clients::Closed {
                 concurrency,
@@ -110,6 +115,9 @@ impl World<'_> {
     /// Poisson: now + Exp(rate), see [`ROUNDED_GAPS_UP_TO`]).
     fn next_arrival_time(&mut self) -> Option<SimTime> {
         let now = self.q.now();
+        if let Mode::Open { step: Some(_), .. } = self.clients.mode {
+            return self.next_scheduled_arrival(now);
+        }
         match &mut self.clients.mode {
             Mode::Open {
                 arrivals: Arrivals::Constant,
@@ -142,6 +150,68 @@ impl World<'_> {
                 }
             }
             Mode::Closed { .. } => None,
+        }
+    }
+
+    /// The next arrival under `clients.schedule`: constant spacing from
+    /// the start of the step in force, or Poisson at its rate (memoryless,
+    /// so a draw that crosses a step is drawn again from the step's start
+    /// at the new rate); `None` after the last step if its rate is 0.
+    fn next_scheduled_arrival(&mut self, now: SimTime) -> Option<SimTime> {
+        let crate::spec::Clients::Open {
+            rate_per_s: base,
+            schedule,
+            ..
+        } = &self.model.clients
+        else {
+            return None;
+        };
+        let Mode::Open {
+            arrivals,
+            next_k,
+            step: Some((i, from)),
+            ..
+        } = &mut self.clients.mode
+        else {
+            return None;
+        };
+        loop {
+            let rate = if *i == 0 { *base } else { schedule[*i - 1].1 };
+            let until = schedule.get(*i).map(|s| s.0);
+            let t = if rate <= 0.0 {
+                None
+            } else {
+                match arrivals {
+                    Arrivals::Constant => {
+                        let t = *from + SimDuration::from_secs_f64(*next_k as f64 / rate);
+                        Some(t.max(now))
+                    }
+                    Arrivals::Poisson => {
+                        let gap: f64 = Exp::new(rate).ok()?.sample(&mut self.rng.arrivals);
+                        let start = now.max(*from);
+                        Some(
+                            start
+                                + SimDuration::from_secs_f64(gap).max(SimDuration::from_micros(1)),
+                        )
+                    }
+                }
+            };
+            match (t, until) {
+                (Some(t), None) => {
+                    *next_k += 1;
+                    return Some(t);
+                }
+                (Some(t), Some(u)) if t < u => {
+                    *next_k += 1;
+                    return Some(t);
+                }
+                (None, None) => return None,
+                (_, Some(u)) => {
+                    *i += 1;
+                    *from = u;
+                    *next_k = 0;
+                }
+            }
         }
     }
 
@@ -231,5 +301,40 @@ impl World<'_> {
                 Event::ClientTimeout { slot, generation },
             );
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::spec::Model;
+    use std::path::Path;
+
+    fn run(arrivals: &str) -> crate::metrics::RunSummary {
+        let m = Model::from_document(
+            &serde_json::json!({
+                "name": "s", "duration": "4s", "timeline_bucket": "1s",
+                "clients": {"kind": "open", "rate_per_s": 10.0, "arrivals": arrivals,
+                            "schedule": [{"at": "1s", "rate_per_s": 30.0}, {"at": "2s", "rate_per_s": 0.0},
+                                         {"at": "3s", "rate_per_s": 5.0}]},
+                "nodes": [{"name": "a"}]
+            }),
+            Path::new("s.json"),
+        )
+        .unwrap();
+        crate::world::run(&m, 3)
+    }
+
+    #[test]
+    fn a_schedule_changes_the_rate_at_each_step() {
+        // Constant spacing restarts at each step: 10, 30, 0 and 5 per second.
+        let s = run("constant");
+        let per_s: Vec<u64> = s.timeline.rows.iter().map(|r| r.requests).collect();
+        assert_eq!(per_s, [10, 30, 0, 5]);
+        assert_eq!(s.client.requests, 45);
+        // Poisson: about the same counts, none while the rate is 0.
+        let s = run("poisson");
+        let per_s: Vec<u64> = s.timeline.rows.iter().map(|r| r.requests).collect();
+        assert_eq!(per_s[2], 0);
+        assert!((15..=45).contains(&per_s[1]), "{per_s:?}");
     }
 }

@@ -26,6 +26,7 @@ const LAYERS: &[&[&str]] = &[
     &["run"],
     &["sweep"],
     &["output"],
+    &["replay"],
     &["tune"],
     &["reproduce"],
     &["cli"],

@@ -21,6 +21,7 @@ mod policies;
 mod probes;
 mod properties;
 mod realworld;
+mod replay;
 mod report;
 mod robust;
 mod robust_limits;

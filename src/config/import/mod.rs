@@ -16,7 +16,7 @@ mod haproxy;
 mod istio;
 mod kubernetes;
 mod nginx;
-mod nginx_syntax;
+pub mod nginx_syntax;
 mod yaml;
 
 use super::source::{Loc, Warning, read_text};
