@@ -181,9 +181,12 @@ def names_by_port(pair):
 def renamed(key, names):
     """A figure of replay.json (nodes named by address for nginx) under the
     harness's node names."""
-    m = re.match(r"^nodes\.(.+)\.([a-z_]+)$", key)
-    if m and m.group(1) in names:
-        return "nodes.%s.%s" % (names[m.group(1)], m.group(2))
+    # A name with dots is quoted, as hcsim's metric names write it:
+    # nodes["127.0.0.1:8001"].share.
+    m = re.match(r'^nodes(?:\["(.+)"\]|\.(.+))\.([a-z_]+)$', key)
+    node = m and (m.group(1) or m.group(2))
+    if node in names:
+        return "nodes.%s.%s" % (names[node], m.group(3))
     return key
 
 

@@ -55,7 +55,7 @@ pub enum Command {
     /// Replay an incident from the gateway's access log: infer the workload
     /// and what each backend did, check the replay against the log, and
     /// show what other settings (`--set`) would have given the clients.
-    Replay(super::replay::ReplayArgs),
+    Replay(ReplayArgs),
     /// Print a shell completion script, e.g. `hcsim completions bash > ~/.local/share/bash-completion/completions/hcsim`.
     Completions(CompletionsArgs),
     /// Print the manual page (roff), e.g. `hcsim man | man -l -`.
@@ -405,6 +405,64 @@ pub enum Format {
     Table,
     /// One JSON document (the same as summary.json).
     Json,
+}
+
+#[derive(Args, Debug)]
+pub struct ReplayArgs {
+    /// The access log (plain or gzip): nginx with any log_format that has
+    /// the upstream fields, ingress-nginx's default, the "upstream timing"
+    /// format, or HAProxy's option httplog (with or without syslog headers).
+    pub log: PathBuf,
+    /// The gateway's config the log was written under (nginx.conf,
+    /// haproxy.cfg…, read as `hcsim import` reads it); also where the
+    /// log_format is found.
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<PathBuf>,
+    /// The upstream / backend of the config (or ingress-nginx's
+    /// $proxy_upstream_name without a config) the log is of.
+    #[arg(long, value_name = "NAME")]
+    pub target: Option<String>,
+    /// The log's format: a log_format name of --config, a preset
+    /// (ingress-nginx, upstream-timing, calibration, combined), haproxy, or
+    /// a format's text. Default: the one the lines match.
+    #[arg(long, value_name = "NAME|FORMAT")]
+    pub log_format: Option<String>,
+    /// nginx's error log of the same time: its "upstream server
+    /// temporarily disabled" lines confirm the ejections.
+    #[arg(long, value_name = "FILE")]
+    pub error_log: Option<PathBuf>,
+    /// What if: override a field of the inferred model, e.g. `--set
+    /// policy.max_fails=5 --set policy.fail_timeout=30s` (as `hcsim run
+    /// --set`). Repeatable: all of them make one what-if.
+    #[command(flatten)]
+    pub overrides: SetArgs,
+    /// Another what-if, its overrides separated by `;`, e.g. `--compare
+    /// 'gateway.proxy_read_timeout=1s'`. Repeatable.
+    #[arg(long = "compare", value_name = "PATH=VALUE[;PATH=VALUE…]")]
+    pub compare: Vec<String>,
+    /// The settings the log was written under, where --config does not say
+    /// them (or says them wrong), e.g. `--actual policy.max_fails=3`.
+    /// Repeatable.
+    #[arg(long = "actual", value_name = "PATH=VALUE", value_parser = OverrideParser("--actual"))]
+    pub actual: Vec<Override>,
+    /// Replications of each replay.
+    #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u64).range(1..=10_000))]
+    pub reps: u64,
+    /// Seed of the first replication (default 1).
+    #[arg(long)]
+    pub seed: Option<u64>,
+    /// Output directory (default: output/<log>-replay/).
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+    /// Replications in parallel on this many threads (default: all cores).
+    #[arg(long, short = 'j')]
+    pub jobs: Option<usize>,
+    /// Skip the charts, report.html and compare.html.
+    #[arg(long)]
+    pub no_charts: bool,
+    /// Print nothing on stdout, and no progress bar.
+    #[arg(long, short = 'q')]
+    pub quiet: bool,
 }
 
 /// `--set PATH=VALUE`, the same flag wherever a model is read.

@@ -65,19 +65,19 @@ pub fn log_figures(s: &Scan, inf: &Inference) -> Vec<(String, Option<f64>)> {
     out.push(("client.latency_ms.p99".into(), ms(0.99)));
     let ok_total: u64 = inf.nodes.iter().map(|n| n.answered_2xx).sum();
     for n in &inf.nodes {
-        let pre = format!("nodes.{}", n.name);
+        let name = |field: &str| crate::metrics::path::node_metric(&n.name, field);
         let mine: Vec<&Episode> = inf.episodes.iter().filter(|e| e.node == n.name).collect();
-        out.push((format!("{pre}.attempts"), Some(n.attempts as f64)));
-        out.push((format!("{pre}.answered"), Some(n.answered_2xx as f64)));
+        out.push((name("attempts"), Some(n.attempts as f64)));
+        out.push((name("answered"), Some(n.answered_2xx as f64)));
         let share = if ok_total > 0 {
             n.answered_2xx as f64 / ok_total as f64
         } else {
             0.0
         };
-        out.push((format!("{pre}.share"), Some(crate::stats::round6(share))));
-        out.push((format!("{pre}.ejections"), Some(mine.len() as f64)));
+        out.push((name("share"), Some(crate::stats::round6(share))));
+        out.push((name("ejections"), Some(mine.len() as f64)));
         out.push((
-            format!("{pre}.first_ejection_s"),
+            name("first_ejection_s"),
             mine.first().map(|e| crate::stats::round6(e.start_s)),
         ));
         let end = inf.workload.duration_s;
@@ -85,10 +85,7 @@ pub fn log_figures(s: &Scan, inf: &Inference) -> Vec<(String, Option<f64>)> {
             .iter()
             .map(|e| e.end_s.unwrap_or(end) - e.start_s)
             .sum();
-        out.push((
-            format!("{pre}.ejected_time_s"),
-            Some(crate::stats::round6(ejected)),
-        ));
+        out.push((name("ejected_time_s"), Some(crate::stats::round6(ejected))));
     }
     out
 }
@@ -108,10 +105,9 @@ pub fn run_figure(r: &RunSummary, figure: &str) -> Option<f64> {
                 .map(|code| r.client.status.get(code).copied().unwrap_or(0) as f64),
         };
     }
-    let rest = figure.strip_prefix("nodes.")?;
-    let (name, metric) = rest.rsplit_once('.')?;
+    let (name, metric) = crate::metrics::path::split_node_metric(figure)?;
     let n = r.nodes.iter().find(|n| n.name == name)?;
-    match metric {
+    match metric.as_str() {
         "attempts" => Some(n.attempts as f64),
         "answered" => Some(n.answered as f64),
         "share" => Some(n.share),

@@ -109,8 +109,8 @@ fn metric_wanted(m: &str) -> bool {
             "requests" | "ok" | "errors" | "timeouts" | "latency_ms.p50" | "latency_ms.p99"
         ) || c.starts_with("status.");
     }
-    m.starts_with("nodes.")
-        && [
+    crate::metrics::path::split_node_metric(m).is_some_and(|(_, field)| {
+        [
             "share",
             "attempts",
             "answered",
@@ -119,8 +119,8 @@ fn metric_wanted(m: &str) -> bool {
             "first_ejection_delay_s",
             "recovery_delay_s",
         ]
-        .iter()
-        .any(|k| m.ends_with(&format!(".{k}")))
+        .contains(&field.as_str())
+    })
 }
 
 fn description(o: &Options, imported: Option<&Imported>, s: &Scan, inf: &Inference) -> String {

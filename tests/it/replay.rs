@@ -146,7 +146,7 @@ fn a_crash_is_inferred_with_its_censored_end_and_the_what_ifs_run() {
             .as_array()
             .unwrap()
             .iter()
-            .find(|x| x["metric"] == "nodes.127.0.0.1:9002.share")
+            .find(|x| x["metric"] == "nodes[\"127.0.0.1:9002\"].share")
             .expect("share row");
         assert!(
             share["censoring"]["lo"].as_f64().unwrap()
