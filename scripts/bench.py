@@ -14,7 +14,7 @@ the whole process, including its start-up; CPU seconds are reported too.
                                       # (--fleet: on the fleet model)
   scripts/bench.py fleet              # 50 gateway replicas x 200 nodes beside the canonical model: events/s
 
-It builds the release binary first. The Python models live in ../shared/bench/;
+It builds the release binary first. The Python models live in scripts/bench/;
 scripts/bench-deps.sh installs SimPy 4.1.2 (and GNU time for peak RSS).
 """
 import argparse
@@ -31,7 +31,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 HCSIM = ROOT / "target" / "release" / "hcsim"
-BENCH = ROOT.parent / "shared" / "bench"
+BENCH = ROOT / "scripts" / "bench"
 
 
 def build():

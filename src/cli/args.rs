@@ -58,8 +58,20 @@ pub enum Command {
     Replay(ReplayArgs),
     /// Print a shell completion script, e.g. `hcsim completions bash > ~/.local/share/bash-completion/completions/hcsim`.
     Completions(CompletionsArgs),
-    /// Print the manual page (roff), e.g. `hcsim man | man -l -`.
-    Man,
+    /// Print the manual page (roff), e.g. `hcsim man | man -l -`; `hcsim man
+    /// run` prints hcsim-run(1), `--dir DIR` writes every page into DIR.
+    Man(ManArgs),
+}
+
+#[derive(Args, Debug)]
+pub struct ManArgs {
+    /// The subcommand whose page to print (hcsim-SUBCOMMAND(1)); default
+    /// the main page, hcsim(1).
+    pub subcommand: Option<String>,
+    /// Write hcsim.1 and every hcsim-SUBCOMMAND.1 into this directory
+    /// instead (e.g. ~/.local/share/man/man1).
+    #[arg(long, value_name = "DIR", conflicts_with = "subcommand")]
+    pub dir: Option<std::path::PathBuf>,
 }
 
 #[derive(Args, Debug)]
@@ -206,9 +218,10 @@ pub struct PlotArgs {
 
 #[derive(Args, Debug)]
 pub struct ReproduceArgs {
-    /// Directory holding the shipped models.
-    #[arg(long, default_value = "models")]
-    pub models: PathBuf,
+    /// Run the experiments' models from this directory (default: the
+    /// copies of models/e*.json built into hcsim, so it runs anywhere).
+    #[arg(long, value_name = "DIR")]
+    pub models: Option<PathBuf>,
     /// Print a Markdown table (for docs/seed-comparison.md).
     #[arg(long)]
     pub markdown: bool,
@@ -258,6 +271,11 @@ pub struct RunArgs {
     /// Name the output directory output/NAME/ instead (a what-if's label).
     #[arg(long, value_name = "NAME", conflicts_with = "out")]
     pub label: Option<String>,
+    /// Replace a run of other replications (--reps, --seed, model file)
+    /// in the default output directory (refused without it: a compare may
+    /// be based on that run).
+    #[arg(long)]
+    pub force: bool,
     /// What to print on stdout.
     #[arg(long, value_enum, default_value_t = Format::Table)]
     pub format: Format,

@@ -62,3 +62,45 @@ pub(super) fn hint_resume(out: &Path) {
         std::process::exit(INTERRUPTED);
     });
 }
+
+/// Set once `hcsim run` has written its run files: an interrupt after that
+/// (while the charts are drawn) keeps them.
+static RUN_WRITTEN: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// `hcsim run` has written its run files into its directory.
+pub(super) fn run_written() {
+    RUN_WRITTEN.store(true, std::sync::atomic::Ordering::SeqCst);
+}
+
+/// On Ctrl-C or SIGTERM during `hcsim run`: say what was (not) written to
+/// `out` — nothing while the replications run (and `out` is removed again if
+/// this run made it), the run's files once they are written — then exit
+/// with code 130.
+pub(super) fn say_what_is_kept(out: &Path, made_here: bool) {
+    let out = out.to_path_buf();
+    let _ = ctrlc::set_handler(move || {
+        let line = if RUN_WRITTEN.load(std::sync::atomic::Ordering::SeqCst) {
+            format!(
+                "\ninterrupted while drawing the charts: the run's files are written in {}; \
+                 `hcsim plot {}` draws the charts",
+                out.display(),
+                out.display()
+            )
+        } else {
+            let removed = made_here
+                && std::fs::remove_file(out.join(crate::sweep::lock::LOCK_FILE)).is_ok()
+                && std::fs::remove_dir(&out).is_ok();
+            let what = if removed {
+                format!("{} was not created", out.display())
+            } else {
+                format!("the files in {} are as they were", out.display())
+            };
+            format!(
+                "\ninterrupted: the replications were still running and nothing was written \
+                 ({what}); run the same command again to start over"
+            )
+        };
+        super::say(&line);
+        std::process::exit(INTERRUPTED);
+    });
+}

@@ -42,7 +42,7 @@ pub fn run(cli: Cli) -> Result<ExitCode, Error> {
         Command::Export(args) => export::run(args),
         Command::Replay(args) => replay::run(args),
         Command::Completions(args) => completions::run(args),
-        Command::Man => man::run(),
+        Command::Man(args) => man::run(args),
     }
 }
 

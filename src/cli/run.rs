@@ -5,8 +5,11 @@ use crate::error::Error;
 use crate::output::compare::{self, RunDir};
 use crate::output::{self, summary::Summary, table, whatif};
 use crate::run::{Replications, load_checked, thread_pool};
+use indicatif::{ProgressBar, ProgressStyle};
+use std::io::IsTerminal;
 use std::path::Path;
 use std::process::ExitCode;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 pub(super) fn run(args: RunArgs) -> Result<ExitCode, Error> {
     let (model, warnings) = load_checked(&args.model, &args.overrides.set, args.max_events)?;
@@ -24,7 +27,11 @@ pub(super) fn run(args: RunArgs) -> Result<ExitCode, Error> {
                 .map_err(Error::Usage)?,
         ),
     };
+    if args.out.is_none() && !args.force {
+        refuse_to_replace_another_run(&out_dir, &args, base)?;
+    }
     // Fail before the work, not after it; one writer at a time, as a sweep's.
+    let fresh = !out_dir.exists();
     output::prepare_dir(&out_dir)?;
     let _lock = crate::sweep::DirLock::acquire(&out_dir)?;
     let reps = Replications::of(&model)
@@ -40,11 +47,41 @@ pub(super) fn run(args: RunArgs) -> Result<ExitCode, Error> {
     {
         super::say(&format!("note: {note}"));
     }
-    let outcome = thread_pool(jobs)?.install(|| reps.run());
+    let threads = jobs.unwrap_or_else(rayon::current_num_threads);
+    if let Some(total) =
+        crate::run::cost::replications_note(&model, args.reps as u64, threads, args.max_events)
+    {
+        super::say(&format!("warning: {}: {total}", args.model.display()));
+    }
+    super::interrupt::say_what_is_kept(&out_dir, fresh);
+    let pool = thread_pool(jobs)?;
+    let counter = AtomicU64::new(0);
+    let outcome = if let Some(bar) = progress_bar(&args, &model) {
+        let reps = reps.progress(&counter);
+        let total = model.duration.as_micros().saturating_mul(args.reps as u64);
+        bar.set_length(total);
+        std::thread::scope(|s| {
+            let work = s.spawn(|| pool.install(|| reps.run()));
+            while !work.is_finished() {
+                bar.set_position(counter.load(Ordering::Relaxed).min(total));
+                std::thread::sleep(std::time::Duration::from_millis(100));
+            }
+            bar.finish_and_clear();
+            work.join().expect("the replications do not panic")
+        })
+    } else {
+        pool.install(|| reps.run())
+    };
     let summary = Summary::new(&model, &args.model, base, &args.overrides.set, outcome.runs);
     let traces = args.trace.then_some(outcome.traces.as_slice());
     let events = args.events.then_some(outcome.events.as_slice());
     output::write_run(&out_dir, &summary, traces, events)?;
+    super::interrupt::run_written();
+    // On stderr whatever the mode (--quiet, --format json): a script must not
+    // report a saturated system's figures without a sign of it.
+    for w in &summary.warnings {
+        super::say(&format!("warning ({}): {}", w.code, w.message));
+    }
     let dropped: u64 = outcome.events.iter().map(|l| l.dropped).sum();
     if dropped > 0 {
         super::say(&format!(
@@ -93,4 +130,73 @@ pub(super) fn run(args: RunArgs) -> Result<ExitCode, Error> {
         });
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// A bar of virtual time simulated (all replications together) with an
+/// ETA, on a terminal only: never with `--quiet` or `--format json`, nor
+/// when stdout or stderr is not a terminal; and only for a run that takes
+/// more than a moment (over a second of CPU by the estimate).
+fn progress_bar(args: &RunArgs, model: &crate::spec::Model) -> Option<ProgressBar> {
+    let cpu_s = crate::run::cost::estimate(model).events * args.reps as f64
+        / crate::run::cost::EVENTS_PER_SEC;
+    let shown = !args.quiet
+        && matches!(args.format, Format::Table)
+        && std::io::stdout().is_terminal()
+        && std::io::stderr().is_terminal()
+        && cpu_s > 1.0;
+    shown.then(|| {
+        let bar = ProgressBar::new(0);
+        bar.set_style(
+            ProgressStyle::with_template(
+                "{elapsed_precise} [{wide_bar}] {sim} of {len_s} simulated  ETA {eta}",
+            )
+            .expect("the progress template is valid")
+            .with_key(
+                "sim",
+                |state: &indicatif::ProgressState, w: &mut dyn std::fmt::Write| {
+                    let _ = write!(w, "{:.0}s", state.pos() as f64 / 1e6);
+                },
+            )
+            .with_key(
+                "len_s",
+                |state: &indicatif::ProgressState, w: &mut dyn std::fmt::Write| {
+                    let _ = write!(w, "{:.0}s", state.len().unwrap_or(0) as f64 / 1e6);
+                },
+            )
+            .progress_chars("=> "),
+        );
+        bar
+    })
+}
+
+/// The default directory of a run (`output/<name>[--<what changed>]`) does not
+/// say how many replications or which seed: a rerun with other ones would
+/// silently replace the run a compare was based on. Refused unless it is the
+/// same run (same model file, seed and replications) or `--force`.
+fn refuse_to_replace_another_run(out: &Path, args: &RunArgs, seed: u64) -> Result<(), Error> {
+    let Ok(text) = std::fs::read(out.join("summary.json")) else {
+        return Ok(());
+    };
+    let Ok(old) = serde_json::from_slice::<serde_json::Value>(&text) else {
+        return Ok(());
+    };
+    let (old_seed, old_reps) = (old["seed"].as_u64(), old["reps"].as_u64());
+    let old_file = old["file"].as_str().unwrap_or_default();
+    let same = old_seed == Some(seed)
+        && old_reps == Some(u64::from(args.reps))
+        && Path::new(old_file) == args.model;
+    if same {
+        return Ok(());
+    }
+    let shown = |v: Option<u64>| v.map_or("?".to_string(), |v| v.to_string());
+    Err(Error::Usage(format!(
+        "{} holds another run ({old_file}, --reps {} --seed {}), which a compare may be \
+         based on; this one is {}, --reps {} --seed {seed}. Keep both with --label NAME (or \
+         --out DIR), or replace it with --force",
+        out.display(),
+        shown(old_reps),
+        shown(old_seed),
+        args.model.display(),
+        args.reps
+    )))
 }

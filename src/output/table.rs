@@ -113,12 +113,7 @@ pub fn table(report: &Summary) -> String {
         );
         out.push_str(&align(&node_rows(nodes, report.reps, false)));
     }
-    if !report.warnings.is_empty() {
-        out.push('\n');
-    }
-    for w in &report.warnings {
-        let _ = writeln!(out, "warning ({}): {}", w.code, w.message);
-    }
+    // The run's warnings (overload) go to stderr, in every mode: `hcsim run`.
     out
 }
 
@@ -244,6 +239,114 @@ pub fn align(rows: &[Vec<String>]) -> String {
         out.push('\n');
     }
     out
+}
+
+/// `rows` as left-aligned columns that fit `width` characters: the widest
+/// columns are narrowed first, and a cell longer than its column wraps at
+/// spaces (or mid-word when a word is longer than the column) onto the
+/// row's next lines.
+pub fn wrap_to(rows: &[Vec<String>], width: usize) -> String {
+    const GAP: usize = 2;
+    const NARROWEST: usize = 6;
+    let cols = rows.iter().map(Vec::len).max().unwrap_or(0);
+    let mut widths: Vec<usize> = (0..cols)
+        .map(|i| {
+            rows.iter()
+                .filter_map(|r| r.get(i))
+                .map(|s| s.chars().count())
+                .max()
+                .unwrap_or(0)
+        })
+        .collect();
+    let room = width.saturating_sub(GAP * cols.saturating_sub(1));
+    while widths.iter().sum::<usize>() > room {
+        let (i, &w) = widths
+            .iter()
+            .enumerate()
+            .max_by_key(|&(i, &w)| (w, std::cmp::Reverse(i)))
+            .expect("a table with columns");
+        if w <= NARROWEST {
+            break;
+        }
+        widths[i] = w - 1;
+    }
+    let mut out = String::new();
+    for r in rows {
+        let cells: Vec<Vec<String>> = r
+            .iter()
+            .zip(&widths)
+            .map(|(s, &w)| wrap_words(s, w))
+            .collect();
+        let height = cells.iter().map(Vec::len).max().unwrap_or(1);
+        for k in 0..height {
+            let mut line = String::new();
+            for (i, cell) in cells.iter().enumerate() {
+                let part = cell.get(k).map_or("", String::as_str);
+                if i > 0 {
+                    line.push_str(&" ".repeat(GAP));
+                }
+                line.push_str(part);
+                line.push_str(&" ".repeat(widths[i] - part.chars().count()));
+            }
+            out.push_str(line.trim_end());
+            out.push('\n');
+        }
+    }
+    out
+}
+
+/// `text` after `mark` on its first line, wrapped to `width` with the next
+/// lines indented under the text.
+pub fn wrap_text(mark: &str, text: &str, width: usize) -> String {
+    let indent = mark.chars().count();
+    let lines = wrap_words(text, width.saturating_sub(indent).max(10));
+    let mut out = String::new();
+    for (k, l) in lines.iter().enumerate() {
+        if k == 0 {
+            out.push_str(mark);
+        } else {
+            out.push_str(&" ".repeat(indent));
+        }
+        out.push_str(l);
+        out.push('\n');
+    }
+    out
+}
+
+/// `s` in lines of at most `width` characters, broken at spaces.
+fn wrap_words(s: &str, width: usize) -> Vec<String> {
+    let width = width.max(1);
+    let mut lines = vec![String::new()];
+    for word in s.split(' ').filter(|w| !w.is_empty()) {
+        let mut word: Vec<char> = word.chars().collect();
+        loop {
+            let line = lines.last_mut().expect("one line at least");
+            let used = line.chars().count();
+            let need = if used == 0 {
+                word.len()
+            } else {
+                used + 1 + word.len()
+            };
+            if need <= width {
+                if used > 0 {
+                    line.push(' ');
+                }
+                line.extend(word.iter());
+                break;
+            }
+            if used > 0 {
+                lines.push(String::new());
+                continue;
+            }
+            // A word longer than the column: cut it.
+            line.extend(word.drain(..width));
+            lines.push(String::new());
+        }
+    }
+    if lines.len() > 1 && lines.last().is_some_and(String::is_empty) {
+        lines.pop();
+    }
+    lines
 }
 
 #[cfg(test)]

@@ -3,15 +3,15 @@
 //! experiment's models from `models/` with the replications the seed used and
 //! says whether hcsim lands in the acceptance band.
 
+use super::Models;
 use super::Row;
 use crate::error::Error;
 use crate::metrics::RunSummary;
 use crate::stats::median;
-use std::path::Path;
 
 /// Runs `<models>/<name>.json` `reps` times from its own seed.
-fn runs(models: &Path, name: &str, reps: u64) -> Result<Vec<RunSummary>, Error> {
-    let model = crate::spec::Model::load(&models.join(format!("{name}.json")))?;
+fn runs(models: &Models, name: &str, reps: u64) -> Result<Vec<RunSummary>, Error> {
+    let model = super::load(models, &format!("{name}.json"), &[])?;
     Ok(super::replicate(&model, reps))
 }
 
@@ -32,7 +32,7 @@ fn verdict(ok: bool) -> String {
     if ok { "within" } else { "outside" }.to_string()
 }
 
-fn e6(models: &Path) -> Result<Vec<Row>, Error> {
+fn e6(models: &Models) -> Result<Vec<Row>, Error> {
     // (model, I, K, fault, seed min / median / max)
     let cases = [
         ("e6-i05-k1-crash", 0.5, 1.0, "crash", [0.00, 0.17, 0.48]),
@@ -74,7 +74,7 @@ fn e6(models: &Path) -> Result<Vec<Row>, Error> {
     Ok(rows)
 }
 
-fn e7(models: &Path) -> Result<Vec<Row>, Error> {
+fn e7(models: &Models) -> Result<Vec<Row>, Error> {
     let mut rows = Vec::new();
     let ejected = |rs: &[RunSummary]| {
         let d = delays(rs);
@@ -158,7 +158,7 @@ fn e7(models: &Path) -> Result<Vec<Row>, Error> {
     Ok(rows)
 }
 
-fn e8(models: &Path) -> Result<Vec<Row>, Error> {
+fn e8(models: &Models) -> Result<Vec<Row>, Error> {
     let mut rows = Vec::new();
     for (threads, seed, lo, hi) in [
         (10, "2.07 s (2.06–2.07)", 2.0, 2.2),
@@ -188,7 +188,7 @@ fn e8(models: &Path) -> Result<Vec<Row>, Error> {
 }
 
 /// The rows for E6, E7 and E8, in that order.
-pub(super) fn rows(models: &Path) -> Result<Vec<Row>, Error> {
+pub(super) fn rows(models: &Models) -> Result<Vec<Row>, Error> {
     let mut rows = e6(models)?;
     rows.extend(e7(models)?);
     rows.extend(e8(models)?);

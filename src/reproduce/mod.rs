@@ -6,6 +6,9 @@
 
 mod active;
 mod passive;
+mod shipped;
+
+pub use shipped::Models;
 
 use crate::error::Error;
 use crate::metrics::RunSummary;
@@ -13,7 +16,6 @@ use crate::run::Replications;
 use crate::spec::{self, Model};
 use crate::world::TraceLine;
 use serde::Serialize;
-use std::path::Path;
 
 /// One comparison: a figure of the seed experiment and hcsim's.
 #[derive(Clone, Debug, Serialize)]
@@ -74,12 +76,11 @@ impl Row {
 
 /// Loads a shipped model, with `--set`-style overrides.
 pub(crate) fn load(
-    models: &Path,
+    models: &Models,
     file: &str,
     sets: &[(&str, serde_json::Value)],
 ) -> Result<Model, Error> {
-    let path = models.join(file);
-    let mut doc = spec::read_document(&path)?;
+    let (mut doc, path) = models.document(file)?;
     for (k, v) in sets {
         spec::set_path(&mut doc, k, v.clone()).map_err(|reason| Error::Set {
             arg: format!("{k}={v}"),
@@ -101,7 +102,7 @@ pub(crate) fn traced(model: &Model, seed: u64) -> (RunSummary, Vec<TraceLine>) {
 }
 
 /// Every comparison row, experiment by experiment.
-pub fn rows(models: &Path) -> Result<Vec<Row>, Error> {
+pub fn rows(models: &Models) -> Result<Vec<Row>, Error> {
     let mut rows = Vec::new();
     rows.extend(passive::rows(models)?);
     rows.extend(active::rows(models)?);

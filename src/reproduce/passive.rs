@@ -1,12 +1,12 @@
 //! E1–E5: nginx passive health checking (seeds 000, 002, 003).
 
+use super::Models;
 use super::{Row, load, replicate, traced};
 use crate::engine::rng::rep_seed;
 use crate::error::Error;
 use crate::metrics::RunSummary;
 use crate::stats::median;
 use serde_json::json;
-use std::path::Path;
 
 fn fives(s: &RunSummary) -> u64 {
     s.client
@@ -33,7 +33,7 @@ fn answered_by(s: &RunSummary) -> String {
     parts.join(", ")
 }
 
-fn e1(models: &Path) -> Result<Vec<Row>, Error> {
+fn e1(models: &Models) -> Result<Vec<Row>, Error> {
     let mut rows = vec![];
     for (case, file, seed_5xx, seed_who, band) in [
         ("(a) A killed", "e1a-refused.json", 0, "B: 150", 0..=0),
@@ -85,7 +85,7 @@ fn e1(models: &Path) -> Result<Vec<Row>, Error> {
     Ok(rows)
 }
 
-fn e2(models: &Path) -> Result<Vec<Row>, Error> {
+fn e2(models: &Models) -> Result<Vec<Row>, Error> {
     let mut rows = vec![];
     let table = [
         (0, 0.50, "0.0 s", "0"),
@@ -162,7 +162,7 @@ fn failure_times(model: &crate::spec::Model, seed: u64) -> Vec<f64> {
         .collect()
 }
 
-fn e3(models: &Path) -> Result<Vec<Row>, Error> {
+fn e3(models: &Models) -> Result<Vec<Row>, Error> {
     let mut rows = vec![];
     for (ft, seed_delays, seed_pattern, band) in [
         (2, "2.7 / 2.5 / 2.3 s", "[1.0 1.0 1.1 3.7]", (2.0, 3.2)),
@@ -234,7 +234,7 @@ fn e3(models: &Path) -> Result<Vec<Row>, Error> {
     Ok(rows)
 }
 
-fn e4(models: &Path) -> Result<Vec<Row>, Error> {
+fn e4(models: &Models) -> Result<Vec<Row>, Error> {
     let model = load(models, "e4-stopped-backend.json", &[])?;
     let (s, lines) = traced(&model, model.seed);
     let read_timeout = model.gateway.proxy_read_timeout.as_secs_f64();
@@ -298,7 +298,7 @@ fn e4(models: &Path) -> Result<Vec<Row>, Error> {
     ])
 }
 
-fn e5(models: &Path) -> Result<Vec<Row>, Error> {
+fn e5(models: &Models) -> Result<Vec<Row>, Error> {
     let first = load(models, "e5-client-timeout-first.json", &[])?;
     let s = crate::world::run(&first, first.seed);
     let frac = s.client.timeouts as f64 / s.client.requests.max(1) as f64;
@@ -332,7 +332,7 @@ fn e5(models: &Path) -> Result<Vec<Row>, Error> {
     ])
 }
 
-pub(super) fn rows(models: &Path) -> Result<Vec<Row>, Error> {
+pub(super) fn rows(models: &Models) -> Result<Vec<Row>, Error> {
     let mut rows = e1(models)?;
     rows.extend(e2(models)?);
     rows.extend(e3(models)?);

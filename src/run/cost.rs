@@ -295,6 +295,34 @@ fn sci(x: f64) -> String {
     }
 }
 
+/// The whole of `reps` replications run `threads` at a time, when it is
+/// worth a word (more than [`WARN_EVENTS`] events in all): their events, CPU
+/// and wall time, and the memory of the replications in flight together.
+pub fn replications_note(
+    model: &Model,
+    reps: u64,
+    threads: usize,
+    max_events: Option<u64>,
+) -> Option<String> {
+    let one = estimate(model).capped(max_events);
+    let events = one.events * reps as f64;
+    if reps < 2 || events <= WARN_EVENTS {
+        return None;
+    }
+    let together = threads.clamp(1, reps as usize) as f64;
+    let cpu = events / EVENTS_PER_SEC;
+    Some(format!(
+        "{reps} replications: about {} events in all, {} of CPU ({} on {} thread(s)), \
+         about {} of memory while {} run together",
+        sci(events),
+        human_secs(cpu),
+        human_secs(cpu / together),
+        together as u64,
+        human_bytes(one.bytes * together),
+        together as u64
+    ))
+}
+
 fn human_secs(s: f64) -> String {
     if s < 120.0 {
         format!("~{} s", s.ceil() as u64)

@@ -17,6 +17,7 @@ use crate::world::event_log::{EventLog, MAX_EVENT_LINES};
 use crate::world::{self, TraceLine, Truncated};
 use rayon::prelude::*;
 use std::path::Path;
+use std::sync::atomic::AtomicU64;
 
 /// Replications of one model: a builder (turmoil's `Builder` in spirit).
 #[derive(Clone, Copy, Debug)]
@@ -28,6 +29,7 @@ pub struct Replications<'m> {
     trace: bool,
     per_replica: bool,
     events: bool,
+    progress: Option<&'m AtomicU64>,
 }
 
 /// What the replications produced, in replication order.
@@ -53,6 +55,7 @@ impl<'m> Replications<'m> {
             trace: false,
             per_replica: false,
             events: false,
+            progress: None,
         }
     }
     /// The seed of the first replication (the others derive from it).
@@ -93,6 +96,13 @@ impl<'m> Replications<'m> {
         self
     }
 
+    /// Add the virtual microseconds simulated to `counter` as the
+    /// replications go (a progress bar reads it; the runs do not).
+    pub fn progress(mut self, counter: &'m AtomicU64) -> Self {
+        self.progress = Some(counter);
+        self
+    }
+
     /// The seed of each replication.
     pub fn seeds(&self) -> impl Iterator<Item = u64> + '_ {
         (0..self.reps).map(|r| rep_seed(self.seed, r))
@@ -119,14 +129,14 @@ impl<'m> Replications<'m> {
 
     fn one(&self, seed: u64) -> One {
         let events = self.events.then(|| self.events_cap());
-        let (m, e, r) = (self.model, self.max_events, self.per_replica);
+        let (m, e, r, p) = (self.model, self.max_events, self.per_replica, self.progress);
         if self.trace {
             let mut lines = Vec::new();
             let mut sink = |l: &TraceLine| lines.push(l.clone());
-            let (s, cut, log) = world::run_logged(m, seed, e, Some(&mut sink), r, events);
+            let (s, cut, log) = world::run_logged(m, seed, e, Some(&mut sink), r, events, p);
             (s, lines, cut, log)
         } else {
-            let (s, cut, log) = world::run_logged(m, seed, e, None, r, events);
+            let (s, cut, log) = world::run_logged(m, seed, e, None, r, events, p);
             (s, Vec::new(), cut, log)
         }
     }

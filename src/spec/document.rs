@@ -22,7 +22,12 @@ pub fn read_capped(path: &Path, what: &str) -> Result<String, Error> {
         path: path.to_path_buf(),
         source,
     };
-    let meta = std::fs::metadata(path).map_err(err)?;
+    let meta = std::fs::metadata(path).map_err(|e| match nearest_file(path) {
+        Some(near) if e.kind() == std::io::ErrorKind::NotFound => err(std::io::Error::other(
+            format!("{e} (did you mean {}?)", near.display()),
+        )),
+        _ => err(e),
+    })?;
     if !meta.is_file() {
         return Err(err(std::io::Error::other("not a regular file")));
     }
@@ -53,9 +58,43 @@ pub fn read_document(path: &Path) -> Result<Value, Error> {
             line: e.line(),
             column: e.column(),
             msg: strip_position(&e.to_string())
-                + diagnostics::json_hint(&text, e.line(), e.column()),
+                + diagnostics::json_hint(&text, e.line(), e.column())
+                + config_hint(path, &text),
         },
     })
+}
+
+/// The file beside `path` whose name is a typo away from it, if one is.
+fn nearest_file(path: &Path) -> Option<std::path::PathBuf> {
+    let name = path.file_name()?.to_str()?;
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => Path::new("."),
+    };
+    let names: Vec<String> = std::fs::read_dir(dir)
+        .ok()?
+        .filter_map(|e| e.ok()?.file_name().into_string().ok())
+        .collect();
+    let near = diagnostics::suggest(name, names.iter().map(String::as_str))?;
+    Some(path.with_file_name(near))
+}
+
+/// A gateway config given where a model belongs: say how to turn it into one.
+fn config_hint(path: &Path, text: &str) -> &'static str {
+    let ext = path.extension().and_then(|e| e.to_str()).unwrap_or("");
+    let head = text.trim_start();
+    let config = matches!(ext, "conf" | "cfg" | "yaml" | "yml" | "toml" | "caddyfile")
+        || [
+            "upstream", "http", "events", "global", "defaults", "backend", "frontend",
+        ]
+        .iter()
+        .any(|w| head.starts_with(w));
+    if config {
+        " (this looks like a gateway config, not a model: `hcsim import FILE > model.json` \
+         turns it into one)"
+    } else {
+        ""
+    }
 }
 
 fn strip_position(msg: &str) -> String {

@@ -198,10 +198,14 @@ impl Model {
     pub fn effective_spec(&self) -> ModelSpec {
         let mut spec = self.spec.clone();
         spec.schema = None;
-        spec.measure = Some(MeasureSpec {
-            from: self.measure_from.since_start(),
-            to: Some(self.measure_to.since_start()),
-        });
+        // A derived window stays derived: written out only where it differs
+        // from the whole run, so `--set duration=…` still moves its end.
+        let end = SimTime::ZERO + spec.duration;
+        spec.measure =
+            (self.measure_from != SimTime::ZERO || self.measure_to != end).then(|| MeasureSpec {
+                from: self.measure_from.since_start(),
+                to: (self.measure_to != end).then(|| self.measure_to.since_start()),
+            });
         if spec.gateway.flavor == GatewayFlavor::Haproxy {
             spec.gateway.haproxy = Some(spec.gateway.haproxy());
         }

@@ -74,7 +74,7 @@ pub struct MeasureSpec {
     #[serde(default)]
     pub from: SimDuration,
     /// Default: the end of the run.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub to: Option<SimDuration>,
 }
 

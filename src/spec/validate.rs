@@ -198,7 +198,11 @@ fn run_window(spec: &ModelSpec) -> Result<(SimTime, SimTime), Invalid> {
     if to > end {
         return Err(invalid(
             "measure.to",
-            format!("must not be after the end of the run ({})", spec.duration),
+            format!(
+                "must not be after the end of the run ({}): shorten it with the run \
+                 (--set measure.to={}) or leave it out to measure to the end",
+                spec.duration, spec.duration
+            ),
         ));
     }
     Ok((from, to))
@@ -867,7 +871,8 @@ mod tests {
             eff["policy"],
             json!({"kind": "max_fails", "max_fails": 1, "fail_timeout": "10s"})
         );
-        assert_eq!(eff["measure"], json!({"from": "0s", "to": "10s"}));
+        // The whole run is measured: derived, so not written out.
+        assert_eq!(eff.get("measure"), None);
         assert_eq!(eff["clients"]["timeout"], Value::Null);
         assert_eq!(eff["clients"]["arrivals"], "poisson");
         assert_eq!(eff["faults"][0]["for"], Value::Null);
@@ -878,5 +883,27 @@ mod tests {
         );
         let again = Model::from_document(&eff, Path::new("m.json")).unwrap();
         assert_eq!(serde_json::to_value(again.effective_spec()).unwrap(), eff);
+    }
+
+    #[test]
+    fn a_measurement_window_is_written_only_where_it_differs_from_the_run() {
+        let doc = |measure: Value| {
+            json!({
+                "name": "t", "duration": "10s", "measure": measure,
+                "clients": {"kind": "open", "rate_per_s": 10.0},
+                "nodes": [{"name": "a"}]
+            })
+        };
+        let eff = |measure: Value| {
+            let model = Model::from_document(&doc(measure), Path::new("m.json")).unwrap();
+            serde_json::to_value(model.effective_spec()).unwrap()["measure"].clone()
+        };
+        assert_eq!(eff(json!({"from": "0s", "to": "10s"})), Value::Null);
+        assert_eq!(eff(json!({"from": "2s"})), json!({"from": "2s"}));
+        assert_eq!(eff(json!({"to": "5s"})), json!({"from": "0s", "to": "5s"}));
+        let e = Model::from_document(&doc(json!({"to": "20s"})), Path::new("m.json"))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("--set measure.to=10s"), "{e}");
     }
 }

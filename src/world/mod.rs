@@ -96,6 +96,7 @@ use crate::policy::{AttemptResult, Charge, PolicyTimer, ProbeResult};
 use crate::spec::Model;
 use fleet::Fleet;
 use policies::PolicyBank;
+use std::sync::atomic::{AtomicU64, Ordering};
 use streams::Streams;
 
 pub use gateway::Reply;
@@ -272,7 +273,14 @@ pub(crate) struct Observers<'s> {
     pub(crate) events: Option<Box<event_log::Logger>>,
     /// A trace or an event log is kept: every attempt is observed.
     pub(crate) any: bool,
+    /// Where the run adds the virtual microseconds it has simulated, every
+    /// [`PROGRESS_EVERY`] events (`hcsim run`'s progress bar).
+    pub(crate) progress: Option<&'s AtomicU64>,
 }
+
+/// Events between two progress reports: rare enough to cost nothing, often
+/// enough (a few ms of CPU) for a smooth bar.
+const PROGRESS_EVERY: u64 = 1 << 16;
 
 /// Runs `model` with `seed` (the model's own seed is ignored) and returns its metrics.
 pub fn run(model: &Model, seed: u64) -> RunSummary {
@@ -314,7 +322,7 @@ pub fn run_with<'s>(
     trace: Option<TraceSink<'s>>,
     per_replica: bool,
 ) -> (RunSummary, Option<Truncated>) {
-    let (summary, cut, _) = run_logged(model, seed, max_events, trace, per_replica, None);
+    let (summary, cut, _) = run_logged(model, seed, max_events, trace, per_replica, None, None);
     (summary, cut)
 }
 
@@ -327,9 +335,11 @@ pub fn run_logged<'s>(
     trace: Option<TraceSink<'s>>,
     per_replica: bool,
     events: Option<usize>,
+    progress: Option<&'s AtomicU64>,
 ) -> (RunSummary, Option<Truncated>, Option<event_log::EventLog>) {
     let mut w = World::new(model, seed, trace);
     w.max_events = max_events;
+    w.obs.progress = progress;
     if per_replica {
         w.rec.track_replicas();
     }
@@ -380,6 +390,7 @@ impl<'s> World<'s> {
                 any: trace.is_some(),
                 trace,
                 events: None,
+                progress: None,
             },
             seed,
             max_events: u64::MAX,
@@ -403,8 +414,17 @@ impl<'s> World<'s> {
         let mut cut = None;
         let end = self.model.end();
         self.begin();
+        // One comparison per event whether or not progress is reported: the
+        // limit is the budget, or the next progress report before it.
+        let mut reported = SimTime::ZERO;
+        let mut limit = self.next_stop();
         loop {
-            if self.q.popped() >= self.max_events {
+            if self.q.popped() >= limit {
+                if limit < self.max_events {
+                    reported = self.report_progress(reported, self.q.now());
+                    limit = self.next_stop();
+                    continue;
+                }
                 if let Some(t) = self.q.peek_time().filter(|&t| t < end) {
                     self.rec.cut_at(t);
                     cut = Some(t);
@@ -416,6 +436,7 @@ impl<'s> World<'s> {
             };
             self.dispatch(ev);
         }
+        self.report_progress(reported, cut.unwrap_or(end));
         let log = self.obs.events.take().map(|l| l.log);
         let unfinished = self.gw.in_flight_counted() as u64;
         let seed_phase = self.fleet.clock(0).phase();
@@ -431,6 +452,31 @@ impl<'s> World<'s> {
                 .collect();
         }
         (summary, cut, log)
+    }
+
+    /// The event count at which the loop next looks up from its work.
+    fn next_stop(&self) -> u64 {
+        match self.obs.progress {
+            Some(_) => self
+                .max_events
+                .min(self.q.popped().saturating_add(PROGRESS_EVERY)),
+            None => self.max_events,
+        }
+    }
+
+    /// Adds the virtual time simulated since `reported` to the progress
+    /// counter; returns the new mark.
+    fn report_progress(&self, reported: SimTime, now: SimTime) -> SimTime {
+        if let Some(p) = self.obs.progress
+            && now > reported
+        {
+            p.fetch_add(
+                now.saturating_since(reported).as_micros(),
+                Ordering::Relaxed,
+            );
+            return now;
+        }
+        reported
     }
 
     /// Time zero: the faults' windows, the clients, the policies' `on_start`.

@@ -137,7 +137,7 @@ fn on_two_threads<T: Sync>(items: &[T], f: impl Fn(&T) + Sync) {
 fn no_chart_of_a_shipped_model_or_sweep_shows_an_internal_name() {
     let dir = tmp("vocabulary-walk");
     let bad = std::sync::Mutex::new(vec![]);
-    let models = files("models", "json");
+    let models = crate::shipped_models();
     on_two_threads(&models, |m| {
         let name = m.file_stem().unwrap().to_string_lossy().to_string();
         let out = dir.join(&name);

@@ -806,6 +806,9 @@ impl Gen {
 }
 
 fn files(dir: &str) -> Vec<PathBuf> {
+    if dir == "models" {
+        return crate::shipped_models();
+    }
     let Ok(rd) = std::fs::read_dir(root().join(dir)) else {
         return vec![];
     };

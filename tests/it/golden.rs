@@ -209,8 +209,15 @@ fn finish(problems: Mutex<Vec<String>>) {
 
 #[test]
 fn every_shipped_model_writes_its_golden_outputs() {
-    let models = names(&root().join("models"), "json");
-    assert!(models.len() > 50, "models/ has {} models", models.len());
+    let models: Vec<String> = crate::shipped_models()
+        .iter()
+        .map(|p| p.file_stem().unwrap().to_string_lossy().into_owned())
+        .collect();
+    assert!(
+        models.len() > 50,
+        "models/index.txt lists {} models",
+        models.len()
+    );
     for t in TRACED {
         assert!(models.iter().any(|m| m == t), "traced model {t} is gone");
     }
@@ -218,6 +225,43 @@ fn every_shipped_model_writes_its_golden_outputs() {
     stale(&golden_dir().join("runs"), &models, &problems);
     run_all(&models, |m| check_model(m, &problems));
     finish(problems);
+}
+
+/// `models/index.txt` names every model the repository ships (when git can
+/// say which files it tracks), and each of them exists.
+#[test]
+fn the_index_of_shipped_models_is_complete() {
+    let listed: Vec<String> = crate::shipped_models()
+        .iter()
+        .map(|p| {
+            assert!(
+                p.is_file(),
+                "models/index.txt lists {}, which is missing",
+                p.display()
+            );
+            p.file_name().unwrap().to_string_lossy().into_owned()
+        })
+        .collect();
+    let tracked = Command::new("git")
+        .args(["ls-files", "models/*.json"])
+        .current_dir(root())
+        .output();
+    let Some(o) = tracked
+        .ok()
+        .filter(|o| o.status.success() && !o.stdout.is_empty())
+    else {
+        eprintln!("skipped the completeness check: git cannot list the tracked files here");
+        return;
+    };
+    let mut files: Vec<String> = String::from_utf8_lossy(&o.stdout)
+        .lines()
+        .map(|l| l.trim_start_matches("models/").to_string())
+        .collect();
+    files.sort();
+    assert_eq!(
+        listed, files,
+        "models/index.txt and the shipped models differ: add the new one"
+    );
 }
 
 #[test]

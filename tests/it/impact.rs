@@ -8,6 +8,12 @@ use std::path::PathBuf;
 /// Runs `hcsim run ARGS` into a fresh directory: summary.json, the table
 /// printed, and the directory.
 fn run(args: &[&str], name: &str) -> (Value, String, PathBuf) {
+    let (doc, table, _, dir) = run_with_stderr(args, name);
+    (doc, table, dir)
+}
+
+/// Like [`run`], with what the run printed on stderr too.
+fn run_with_stderr(args: &[&str], name: &str) -> (Value, String, String, PathBuf) {
     let dir = tmp(name);
     let mut all = vec!["run"];
     all.extend_from_slice(args);
@@ -15,8 +21,9 @@ fn run(args: &[&str], name: &str) -> (Value, String, PathBuf) {
     let o = hcsim(&all);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let table = String::from_utf8(o.stdout).unwrap();
+    let stderr = String::from_utf8(o.stderr).unwrap();
     let doc = serde_json::from_slice(&std::fs::read(dir.join("summary.json")).unwrap()).unwrap();
-    (doc, table, dir)
+    (doc, table, stderr, dir)
 }
 
 /// A hang with 1 s upstream timeouts at 10k requests/s: the requests that
@@ -69,7 +76,7 @@ fn hang_at_10k_rps_shows_the_read_timeout_in_p999_and_the_timeline() {
 /// says so instead of printing "errors 0 timeouts 0".
 #[test]
 fn e2_at_50k_rps_warns_of_overload() {
-    let (doc, table, _) = run(
+    let (doc, table, stderr, _) = run_with_stderr(
         &[
             "models/e2-p02-flaky-2pct.json",
             "--set",
@@ -103,8 +110,33 @@ fn e2_at_50k_rps_warns_of_overload() {
     assert!(u > 0.99, "B: utilization {u}");
     assert!(b["backlog_refused"]["median"].as_f64().unwrap() > 0.0);
     assert!(b["peak_queue"]["median"].as_f64().unwrap() >= 511.0);
-    assert!(table.contains("warning (overload): "), "{table}");
+    assert!(stderr.contains("warning (overload): "), "{stderr}");
+    assert!(!table.contains("warning"), "warnings go to stderr: {table}");
     assert!(table.contains("busy"), "{table}");
+}
+
+/// `--quiet` and `--format json` keep the overload warnings on stderr: a
+/// script must not report a saturated system's figures without a sign.
+#[test]
+fn overload_warnings_reach_stderr_with_quiet_and_json() {
+    for (mode, name) in [
+        ("--quiet", "impact-quiet"),
+        ("--format=json", "impact-json"),
+    ] {
+        let (_, stdout, stderr, _) = run_with_stderr(
+            &[
+                "models/e2-p02-flaky-2pct.json",
+                "--set",
+                "clients.rate_per_s=50000",
+                "--set",
+                "duration=5s",
+                mode,
+            ],
+            name,
+        );
+        assert!(stderr.contains("warning (overload): "), "{mode}: {stderr}");
+        assert!(!stdout.contains("warning ("), "{mode}: {stdout}");
+    }
 }
 
 /// A model well inside its capacity has no warning, and a light node's

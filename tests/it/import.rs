@@ -170,14 +170,7 @@ fn bad_configs_fail_with_their_expected_message() {
 /// The shipped models with their gateway written as `format`, each with its path.
 fn exported(format: Format) -> Vec<(PathBuf, Model, String)> {
     let mut out = vec![];
-    let mut files: Vec<PathBuf> = std::fs::read_dir(root().join("models"))
-        .unwrap()
-        .flatten()
-        .map(|e| e.path())
-        .filter(|p| p.extension().is_some_and(|x| x == "json"))
-        .collect();
-    files.sort();
-    for f in files {
+    for f in crate::shipped_models() {
         let Ok(m) = Model::load(&f) else { continue };
         let text = match format {
             Format::Nginx => export::nginx::write(&m),

@@ -6,6 +6,7 @@ mod cli;
 mod corpus;
 mod determinism;
 mod fidelity;
+mod first_hour;
 mod fleet;
 mod fleet_registry;
 mod fuzz;
@@ -43,6 +44,21 @@ use std::process::{Child, Command, Output};
 /// The repository root (tests run the binary from there).
 pub fn root() -> &'static Path {
     Path::new(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// The shipped models (`models/index.txt`), sorted: the tests cover
+/// exactly these, so a user's own file in `models/` breaks none of them.
+pub fn shipped_models() -> Vec<PathBuf> {
+    let index = root().join("models/index.txt");
+    let text = std::fs::read_to_string(&index).expect("models/index.txt");
+    let mut v: Vec<PathBuf> = text
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty() && !l.starts_with('#'))
+        .map(|l| root().join("models").join(l))
+        .collect();
+    v.sort();
+    v
 }
 
 /// A fresh temporary directory for one test.

@@ -4,7 +4,8 @@ use crate::root;
 
 #[test]
 fn every_seed_figure_is_within_its_band() {
-    let rows = hcsim::reproduce::rows(&root().join("models")).expect("shipped models load");
+    let rows = hcsim::reproduce::rows(&hcsim::reproduce::Models::Dir(root().join("models")))
+        .expect("shipped models load");
     assert!(
         rows.len() >= 30,
         "expected the E1–E5 rows, got {}",
@@ -18,7 +19,8 @@ fn every_seed_figure_is_within_its_band() {
 /// Regenerate on purpose with `scripts/seed-table.sh` (or HCSIM_BLESS=1).
 #[test]
 fn seed_comparison_doc_is_current() {
-    let rows = hcsim::reproduce::rows(&root().join("models")).expect("shipped models load");
+    let rows = hcsim::reproduce::rows(&hcsim::reproduce::Models::Dir(root().join("models")))
+        .expect("shipped models load");
     let table = hcsim::reproduce::markdown(&rows);
     let path = root().join("docs/seed-comparison.md");
     let doc = std::fs::read_to_string(&path).unwrap_or_default();

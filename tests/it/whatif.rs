@@ -290,7 +290,8 @@ fn exports_and_quiet() {
     // errors still reach stderr with --quiet
     let err = user_error(hcsim_in(&dir, &["run", "missing.json", "--quiet"]));
     assert!(err.starts_with("error: missing.json: cannot read"), "{err}");
-    two_runs(&dir, &["--no-charts", "--quiet"]);
+    // The 3-replication run of output/m is replaced on purpose.
+    two_runs(&dir, &["--no-charts", "--quiet", "--force"]);
     ok(hcsim_in(
         &dir,
         &[

@@ -1,0 +1,255 @@
+//! What a new user trips on in the first hour, through the binary: the
+//! import → what-if loop, a long run that says nothing, a rerun that
+//! replaces another run, `hcsim reproduce` outside the repository.
+
+use crate::{root, tmp};
+use std::path::Path;
+use std::process::{Command, Output, Stdio};
+
+fn hcsim_in(dir: &Path, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_hcsim"))
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .expect("run hcsim")
+}
+
+/// The one directory in `parent`, if there is exactly one.
+fn only_dir(parent: &Path) -> Option<std::path::PathBuf> {
+    let dirs: Vec<_> = std::fs::read_dir(parent)
+        .ok()?
+        .filter_map(|e| Some(e.ok()?.path()))
+        .filter(|p| p.is_dir())
+        .collect();
+    (dirs.len() == 1).then(|| dirs[0].clone())
+}
+
+fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+/// `hcsim import nginx.conf > shop.json` then `hcsim run shop.json --set
+/// duration=20s`: the imported model's measurement window is derived from
+/// its duration, so the what-if runs; a window the user wrote out is kept,
+/// and the error says which override to add.
+#[test]
+fn an_imported_model_takes_a_shorter_duration() {
+    let dir = tmp("first-hour-import");
+    let conf = root().join("tests/configs/e3-nginx.conf");
+    let o = hcsim_in(&dir, &["import", conf.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    std::fs::write(dir.join("shop.json"), &o.stdout).unwrap();
+    let doc: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(doc.get("measure"), None, "a derived window is not written");
+    let o = hcsim_in(
+        &dir,
+        &[
+            "run",
+            "shop.json",
+            "--set",
+            "duration=20s",
+            "--no-charts",
+            "-q",
+        ],
+    );
+    assert!(o.status.success(), "{}", text(&o.stderr));
+
+    let mut doc = doc;
+    doc["measure"] = serde_json::json!({"from": "0s", "to": "60s"});
+    std::fs::write(dir.join("own.json"), doc.to_string()).unwrap();
+    let o = hcsim_in(&dir, &["run", "own.json", "--set", "duration=20s", "-q"]);
+    assert_eq!(o.status.code(), Some(2));
+    let err = text(&o.stderr);
+    assert!(err.contains("measure.to"), "{err}");
+    assert!(err.contains("--set measure.to=20s"), "{err}");
+}
+
+/// A run of many replications says what they cost in all, not one's cost
+/// (read from its first lines on stderr; the run is then stopped).
+#[test]
+fn the_estimate_of_a_long_run_counts_every_replication() {
+    use std::io::BufRead;
+    let dir = tmp("first-hour-estimate");
+    let model = root().join("models/e2-p02-flaky-2pct.json");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_hcsim"))
+        .args([
+            "run",
+            model.to_str().unwrap(),
+            "--set",
+            "clients.rate_per_s=100000",
+            "--set",
+            "duration=40s",
+            "--reps",
+            "20",
+            "--jobs",
+            "1",
+            "--no-charts",
+            "-q",
+        ])
+        .current_dir(&dir)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let stderr = child.stderr.take().unwrap();
+    let mut seen = String::new();
+    for line in std::io::BufReader::new(stderr).lines().take(10) {
+        let line = line.unwrap_or_default();
+        seen.push_str(&line);
+        seen.push('\n');
+        if line.contains("replications:") {
+            break;
+        }
+    }
+    crate::kill(child);
+    assert!(seen.contains("20 replications: about"), "{seen}");
+    assert!(seen.contains("of CPU ("), "{seen}");
+}
+
+/// Ctrl-C during `hcsim run` says that nothing was written, and leaves no
+/// empty directory behind.
+#[test]
+fn ctrl_c_in_a_run_says_nothing_was_written() {
+    let dir = tmp("first-hour-sigint");
+    let model = root().join("models/e2-p02-flaky-2pct.json");
+    let child = Command::new(env!("CARGO_BIN_EXE_hcsim"))
+        .args([
+            "run",
+            model.to_str().unwrap(),
+            "--set",
+            "clients.rate_per_s=10000",
+            "--set",
+            "duration=1h",
+            "--jobs",
+            "1",
+        ])
+        .current_dir(&dir)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let start = std::time::Instant::now();
+    let out = loop {
+        if let Some(d) = only_dir(&dir.join("output"))
+            && d.join(".hcsim.lock").exists()
+        {
+            break d;
+        }
+        if start.elapsed().as_secs() > 60 {
+            crate::kill(child);
+            panic!("the run never locked its directory");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    };
+    // The handler is installed right after the lock is taken.
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    let o = crate::interrupt(child, "the run").expect("kill(1) sends SIGINT");
+    let err = text(&o.stderr);
+    assert_eq!(o.status.code(), Some(130), "{err}");
+    assert!(err.contains("nothing was written"), "{err}");
+    assert!(err.contains("was not created"), "{err}");
+    assert!(!out.exists(), "the empty directory is removed");
+}
+
+/// On a terminal, `hcsim run` shows a bar of the virtual time simulated;
+/// with `--format json` (or off a terminal) it does not.
+#[test]
+fn a_long_run_shows_progress_on_a_terminal_only() {
+    if Command::new("script").arg("--version").output().is_err() {
+        eprintln!("skipped: script(1) (util-linux) is not installed");
+        return;
+    }
+    let dir = tmp("first-hour-progress");
+    let model = root().join("models/e2-p02-flaky-2pct.json");
+    let run = |extra: &str| {
+        let cmd = format!(
+            "timeout 120 {} run {} --set clients.rate_per_s=20000 --set duration=150s \
+             --no-charts --jobs 1 --out out {extra}",
+            env!("CARGO_BIN_EXE_hcsim"),
+            model.display()
+        );
+        let o = Command::new("script")
+            .args(["-qec", &cmd, "/dev/null"])
+            .current_dir(&dir)
+            .stdin(Stdio::null())
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{}", text(&o.stdout));
+        text(&o.stdout)
+    };
+    let shown = run("");
+    assert!(
+        shown.contains("simulated") && shown.contains("ETA"),
+        "{shown}"
+    );
+    let json = run("--format json");
+    assert!(!json.contains("ETA"), "{json}");
+}
+
+/// A rerun with other replications or another seed does not silently
+/// replace the run in the default directory (a compare may be based on it).
+#[test]
+fn a_rerun_with_other_replications_is_refused_without_force() {
+    let dir = tmp("first-hour-rerun");
+    let model = root().join("models/e2-p02-flaky-2pct.json");
+    let m = model.to_str().unwrap();
+    let run = |extra: &[&str]| {
+        let mut args = vec!["run", m, "--set", "duration=2s", "--no-charts", "-q"];
+        args.extend_from_slice(extra);
+        hcsim_in(&dir, &args)
+    };
+    assert!(run(&["--reps", "3"]).status.success());
+    assert!(run(&["--reps", "3"]).status.success(), "the same run again");
+    let o = run(&["--reps", "1"]);
+    assert_eq!(o.status.code(), Some(2));
+    let err = text(&o.stderr);
+    assert!(err.contains("--reps 3") && err.contains("--force"), "{err}");
+    let o = run(&["--seed", "7", "--reps", "3"]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o.stderr));
+    let summary = only_dir(&dir.join("output")).unwrap().join("summary.json");
+    let reps = |p: &Path| {
+        let doc: serde_json::Value = serde_json::from_slice(&std::fs::read(p).unwrap()).unwrap();
+        doc["reps"].as_u64()
+    };
+    assert_eq!(reps(&summary), Some(3), "the 3-replication run is kept");
+    assert!(run(&["--reps", "1", "--force"]).status.success());
+    assert_eq!(reps(&summary), Some(1));
+}
+
+/// `hcsim reproduce` runs from any directory (its models are built in),
+/// fits its table to the width, ends with a verdict line, and exits 1 when
+/// a figure leaves its band.
+#[test]
+fn reproduce_runs_anywhere_and_fails_when_a_figure_is_outside() {
+    let dir = tmp("first-hour-reproduce");
+    let o = hcsim_in(&dir, &["reproduce"]);
+    let out = text(&o.stdout);
+    assert!(o.status.success(), "{}{out}", text(&o.stderr));
+    assert!(out.lines().all(|l| l.chars().count() <= 120), "{out}");
+    let last = out.lines().last().unwrap_or_default();
+    assert!(
+        last.starts_with("reproduce: ") && last.contains(" 0 outside"),
+        "{last}"
+    );
+
+    // The same models, one of them changed: E2's 2% node fails 40%.
+    let models = dir.join("models");
+    std::fs::create_dir_all(&models).unwrap();
+    for e in std::fs::read_dir(root().join("models")).unwrap() {
+        let p = e.unwrap().path();
+        let name = p.file_name().unwrap().to_str().unwrap().to_string();
+        if name.starts_with('e') && name.ends_with(".json") {
+            std::fs::copy(&p, models.join(&name)).unwrap();
+        }
+    }
+    let e2 = models.join("e2-p02-flaky-2pct.json");
+    let t = std::fs::read_to_string(&e2).unwrap();
+    std::fs::write(&e2, t.replace("\"p\": 0.02", "\"p\": 0.4")).unwrap();
+    let o = hcsim_in(&dir, &["reproduce", "--models", "models"]);
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o.stdout));
+    let err = text(&o.stderr);
+    assert!(
+        err.contains("reproduce: ") && !err.contains(" 0 outside"),
+        "{err}"
+    );
+}
