@@ -10,7 +10,7 @@
 use super::api::HealthPolicy;
 use super::none::NoParams;
 use super::{
-    ActiveProbeSpec, FailureAccrualParams, HeartbeatTtlSpec, HystrixParams, IstioParams,
+    ActiveProbeSpec, FailureAccrualParams, HeartbeatTtlSpec, HystrixParams, IstioParams, KongParams,
     LatencyEjectionParams, MaxFailsParams, OutlierDetectionParams, RatioEjectionParams,
     Resilience4jParams,
 };
@@ -61,6 +61,10 @@ pub enum PolicySpec {
     /// interval exceeds `factor` × the other nodes' median is ejected.
     #[serde(deserialize_with = "crate::diagnostics::tracked")]
     LatencyEjection(LatencyEjectionParams),
+    /// Kong's upstream `healthchecks` (lua-resty-healthcheck): active and
+    /// passive checks on one four-counter state per target.
+    #[serde(deserialize_with = "crate::diagnostics::tracked")]
+    Kong(KongParams),
 }
 
 /// What a policy's parameters (one [`PolicySpec`] variant) say before a run,
@@ -130,6 +134,7 @@ impl PolicySpec {
             PolicySpec::Hystrix(p) => p,
             PolicySpec::FailureAccrual(p) => p,
             PolicySpec::LatencyEjection(p) => p,
+            PolicySpec::Kong(p) => p,
         }
     }
 
