@@ -10,9 +10,9 @@
 use super::api::HealthPolicy;
 use super::none::NoParams;
 use super::{
-    ActiveProbeSpec, FailureAccrualParams, HeartbeatTtlSpec, HystrixParams, IstioParams, KongParams,
-    LatencyEjectionParams, MaxFailsParams, OutlierDetectionParams, RatioEjectionParams,
-    Resilience4jParams,
+    ActiveProbeSpec, FailureAccrualParams, HeartbeatTtlSpec, HystrixParams, IstioParams,
+    KongParams, LatencyEjectionParams, LinkerdParams, MaxFailsParams, OutlierDetectionParams,
+    RatioEjectionParams, Resilience4jParams,
 };
 use crate::engine::SimDuration;
 use schemars::JsonSchema;
@@ -65,6 +65,10 @@ pub enum PolicySpec {
     /// passive checks on one four-counter state per target.
     #[serde(deserialize_with = "crate::diagnostics::tracked")]
     Kong(KongParams),
+    /// Linkerd 2.x's per-endpoint breaker (`failure_accrual: consecutive`
+    /// or `unified`), as the outbound proxy runs it.
+    #[serde(deserialize_with = "crate::diagnostics::tracked")]
+    Linkerd(LinkerdParams),
 }
 
 /// What a policy's parameters (one [`PolicySpec`] variant) say before a run,
@@ -135,6 +139,7 @@ impl PolicySpec {
             PolicySpec::FailureAccrual(p) => p,
             PolicySpec::LatencyEjection(p) => p,
             PolicySpec::Kong(p) => p,
+            PolicySpec::Linkerd(p) => p,
         }
     }
 

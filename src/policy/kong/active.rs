@@ -319,7 +319,9 @@ mod tests {
         let tick = h.policy.first_tick + SimDuration::from_millis(900);
         let (timer, _) = (h.pending_timers()[0].1, ());
         let m = h.policy.due(timer).unwrap();
-        h.call(tick, |c, cx| c.run(cx, m, [NodeId(0), NodeId(1)].into_iter()));
+        h.call(tick, |c, cx| {
+            c.run(cx, m, [NodeId(0), NodeId(1)].into_iter())
+        });
         assert_eq!(h.take_in_flight().len(), 2, "one package per target");
         // Neither answers; one interval later the lock (ttl 4 s) still holds.
         let next = h.pending_timers().last().unwrap().1;
@@ -327,7 +329,10 @@ mod tests {
         h.call(tick + SimDuration::from_secs(1), |c, cx| {
             c.run(cx, m, [NodeId(0), NodeId(1)].into_iter())
         });
-        assert!(h.take_in_flight().is_empty(), "skipped: the round holds the lock");
+        assert!(
+            h.take_in_flight().is_empty(),
+            "skipped: the round holds the lock"
+        );
         assert_eq!(
             h.timer_times().last().copied(),
             Some(tick + SimDuration::from_secs(2)),
@@ -340,7 +345,9 @@ mod tests {
         let mut h = Harness::part(checker(1000, 0, 2), 1);
         h.call(ms(0), |c, cx| c.start(cx));
         let nodes = [0, 1, 2, 3, 4].map(NodeId);
-        h.call(ms(1000), |c, cx| c.run(cx, Mode::Healthy, nodes.into_iter()));
+        h.call(ms(1000), |c, cx| {
+            c.run(cx, Mode::Healthy, nodes.into_iter())
+        });
         // Packages {0, 2, 4} and {1, 3}: 0 and 1 first.
         let sent: Vec<u32> = h.take_in_flight().iter().map(|p| p.node.0).collect();
         assert_eq!(sent, vec![0, 1]);
@@ -350,11 +357,17 @@ mod tests {
         for (t, tag) in [(1020, 1), (1030, 0), (1040, 1)] {
             h.call(ms(t), |c, cx| c.checked(cx, tag));
         }
-        assert!(h.policy.modes[0].lock_until.is_some(), "node 4 still to check");
+        assert!(
+            h.policy.modes[0].lock_until.is_some(),
+            "node 4 still to check"
+        );
         let sent: Vec<u32> = h.take_in_flight().iter().map(|p| p.node.0).collect();
         assert_eq!(sent, vec![3, 4]);
         h.call(ms(1050), |c, cx| c.checked(cx, 0));
-        assert!(h.policy.modes[0].lock_until.is_none(), "the last package removes the lock");
+        assert!(
+            h.policy.modes[0].lock_until.is_none(),
+            "the last package removes the lock"
+        );
         assert_eq!(h.probe_rounds(), vec![SimDuration::from_millis(50)]);
     }
 }

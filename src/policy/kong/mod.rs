@@ -275,13 +275,29 @@ impl PolicyParams for KongParams {
             return err("active.concurrency", "must be at least 1".into());
         }
         let lists = [
-            ("active.healthy.http_statuses", &self.active.healthy.http_statuses),
-            ("active.unhealthy.http_statuses", &self.active.unhealthy.http_statuses),
-            ("passive.healthy.http_statuses", &self.passive.healthy.http_statuses),
-            ("passive.unhealthy.http_statuses", &self.passive.unhealthy.http_statuses),
+            (
+                "active.healthy.http_statuses",
+                &self.active.healthy.http_statuses,
+            ),
+            (
+                "active.unhealthy.http_statuses",
+                &self.active.unhealthy.http_statuses,
+            ),
+            (
+                "passive.healthy.http_statuses",
+                &self.passive.healthy.http_statuses,
+            ),
+            (
+                "passive.unhealthy.http_statuses",
+                &self.passive.unhealthy.http_statuses,
+            ),
         ];
         for (field, list) in lists {
-            if let Some((i, s)) = list.iter().enumerate().find(|(_, s)| !(100..=999).contains(*s)) {
+            if let Some((i, s)) = list
+                .iter()
+                .enumerate()
+                .find(|(_, s)| !(100..=999).contains(*s))
+            {
                 return err(
                     &format!("{field}[{i}]"),
                     format!("must be a status between 100 and 999, found {s}"),

@@ -49,7 +49,10 @@ fn a_target_out_by_passive_checks_never_comes_back_by_itself() {
     h.attempt(ms(2), 0, E500);
     assert_eq!(h.policy.health(NodeId(0)), Health::Unhealthy);
     assert_eq!(h.history(0), vec![(ms(2), true)]);
-    assert!(h.pending_timers().is_empty(), "nothing scheduled to bring it back");
+    assert!(
+        h.pending_timers().is_empty(),
+        "nothing scheduled to bring it back"
+    );
     h.advance_to(ms(3_600_000));
     assert!(!h.routable(0), "an hour later it is still out");
     let now = crate::policy::WallClock::new(SimDuration::ZERO).now(ms(3_600_000));
@@ -143,7 +146,11 @@ fn active_checks_run_on_the_tick_and_revive_a_target_after_its_successes() {
         h.advance_to(next);
         t = next;
         if !h.in_flight().is_empty() {
-            answer_all(&mut h, t + SimDuration::from_millis(1), ProbeResult::Refused);
+            answer_all(
+                &mut h,
+                t + SimDuration::from_millis(1),
+                ProbeResult::Refused,
+            );
             refused += 1;
         }
     }
@@ -159,7 +166,11 @@ fn active_checks_run_on_the_tick_and_revive_a_target_after_its_successes() {
         if to_zero {
             oks.push(next);
         }
-        answer_all(&mut h, next + SimDuration::from_millis(1), ProbeResult::Status(200));
+        answer_all(
+            &mut h,
+            next + SimDuration::from_millis(1),
+            ProbeResult::Status(200),
+        );
     }
     assert_eq!(oks.len(), 2);
     assert_eq!(
@@ -234,13 +245,24 @@ fn active_and_passive_share_one_counter_with_their_own_limits() {
 #[test]
 fn thresholds_of_255_are_refused_and_the_warnings_say_what_kong_does() {
     let mut p = passive(255, 0, 0, 0);
-    assert_eq!(p.validate().unwrap_err().0, "passive.unhealthy.http_failures");
+    assert_eq!(
+        p.validate().unwrap_err().0,
+        "passive.unhealthy.http_failures"
+    );
     p.passive.unhealthy.http_failures = 3;
     let w: Vec<String> = p.warnings().into_iter().map(|(f, _)| f).collect();
-    assert_eq!(w, vec!["passive.unhealthy"], "never re-enabled without active checks");
+    assert_eq!(
+        w,
+        vec!["passive.unhealthy"],
+        "never re-enabled without active checks"
+    );
     let mut p = active(1000, 1000);
     p.active.kind = CheckType::Tcp;
     let w = p.warnings();
-    assert!(w.iter().any(|(f, m)| f == "active.type" && m.contains("off")), "{w:?}");
+    assert!(
+        w.iter()
+            .any(|(f, m)| f == "active.type" && m.contains("off")),
+        "{w:?}"
+    );
     assert_eq!(Kong::new(&p, 2).checker.is_none(), true);
 }
