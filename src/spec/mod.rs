@@ -5,6 +5,7 @@
 
 pub mod charts;
 pub mod document;
+pub mod flavours;
 pub mod limits;
 pub mod model;
 pub mod schema;
@@ -18,6 +19,7 @@ pub use document::{
     file_kind, from_document, get_path, json_kind, load_with_overrides, note_sets, parse_set_value,
     read_document, set_path, shorten,
 };
+pub use flavours::{KongSpec, LinkerdSpec};
 pub use model::*;
 pub use sweep::{AxisSpec, RangeSpec, SeedMode, SweepSpec};
 pub use tune::TuneSpec;

@@ -218,6 +218,7 @@ impl Model {
         };
         check_gateway(&spec.gateway)?;
         check_nodes(&spec.nodes)?;
+        super::flavours::check(&spec.gateway, &spec.nodes)?;
         super::limits::check_size(&spec)?;
         let faults = faults(&spec)?;
         let policies = policies(&spec)?;
@@ -278,8 +279,11 @@ impl Model {
             from: self.measure_from.since_start(),
             to: Some(self.measure_to.since_start()),
         });
-        if spec.gateway.flavor == GatewayFlavor::Haproxy {
-            spec.gateway.haproxy = Some(spec.gateway.haproxy());
+        match spec.gateway.flavor {
+            GatewayFlavor::Haproxy => spec.gateway.haproxy = Some(spec.gateway.haproxy()),
+            GatewayFlavor::Kong => spec.gateway.kong = Some(spec.gateway.kong()),
+            GatewayFlavor::Linkerd => spec.gateway.linkerd = Some(spec.gateway.linkerd()),
+            GatewayFlavor::Nginx => {}
         }
         if spec.policies.is_empty() {
             spec.policy = self.policies.first().cloned();
@@ -349,7 +353,8 @@ impl Model {
         }
         // When a waiting attempt ends: (field, its value as written, when it fires).
         let waits: Vec<(String, String, Option<SimDuration>)> = match g.flavor {
-            GatewayFlavor::Nginx => vec![
+            GatewayFlavor::Linkerd => super::flavours::client_waits(g),
+            GatewayFlavor::Nginx | GatewayFlavor::Kong => vec![
                 (
                     "gateway.proxy_connect_timeout".into(),
                     g.proxy_connect_timeout.to_string(),
@@ -891,8 +896,10 @@ fn policies(spec: &ModelSpec) -> Result<Vec<PolicySpec>, Invalid> {
     let policies = match (&spec.policy, spec.policies.is_empty()) {
         (Some(p), _) => vec![p.clone()],
         (None, false) => spec.policies.clone(),
-        // HAProxy has no passive check of its own (`observe` belongs to `check`).
-        (None, true) if spec.gateway.flavor == GatewayFlavor::Haproxy => vec![PolicySpec::None],
+        // HAProxy has no passive check of its own (`observe` belongs to
+        // `check`); Kong's defaults check nothing; Linkerd accrues failures
+        // only when a Service asks.
+        (None, true) if spec.gateway.flavor != GatewayFlavor::Nginx => vec![PolicySpec::None],
         (None, true) => vec![PolicySpec::MaxFails(Default::default())],
     };
     for (i, p) in policies.iter().enumerate() {

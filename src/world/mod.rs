@@ -219,6 +219,15 @@ pub(crate) enum Event {
         node: u32,
         generation: u32,
     },
+    /// A Linkerd proxy's balancer queue enters failfast (`gateway/linkerd.rs`).
+    LinkerdFailfast {
+        replica: u32,
+        generation: u32,
+    },
+    /// A Linkerd proxy's balancer queue looks for a ready endpoint again.
+    LinkerdDrain {
+        replica: u32,
+    },
 }
 
 /// One line of the attempt trace (an access log of upstream attempts).
@@ -589,6 +598,11 @@ impl<'s> World<'s> {
                 node,
                 generation,
             } => self.on_self_check_timeout(policy, NodeId(node), generation),
+            Event::LinkerdFailfast {
+                replica,
+                generation,
+            } => self.on_linkerd_failfast(replica, generation),
+            Event::LinkerdDrain { replica } => self.linkerd_drain(replica as usize),
         }
     }
 
@@ -677,14 +691,19 @@ impl<'s> World<'s> {
             );
         }
         let mut named = Vec::new();
+        let mut readmitted = false;
         let first_scope = self.replica_of_policy(i) * self.sloc;
         for n in self.notices_buf.drain(..) {
             self.rec.notice(now, n, first_scope);
+            readmitted |= matches!(n, policy::Notice::Readmitted { .. });
             if let policy::Notice::Ejected { node, .. } | policy::Notice::Readmitted { node, .. } =
                 n
             {
                 named.push(node);
             }
+        }
+        if self.gw.linkerd.is_some() && readmitted {
+            self.linkerd_readmitted(self.replica_of_policy(i));
         }
         let now = self.clocks[self.replica_of_policy(i)].now(now);
         if self.gw.direct {
