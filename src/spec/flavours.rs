@@ -187,11 +187,11 @@ fn check_kong(g: &GatewaySpec, nodes: &[NodeSpec]) -> Result<(), Invalid> {
         .map(|n| n.weight as u64)
         .collect();
     let divisor = weights.iter().fold(0, |d, &w| gcd(d, w));
-    let slots = if divisor == 0 {
-        0
-    } else {
-        weights.iter().sum::<u64>() / divisor
-    };
+    let slots = weights
+        .iter()
+        .sum::<u64>()
+        .checked_div(divisor)
+        .unwrap_or(0);
     if slots * g.workers as u64 > MAX_KONG_WHEEL {
         return Err(invalid(
             "nodes",

@@ -264,5 +264,5 @@ fn thresholds_of_255_are_refused_and_the_warnings_say_what_kong_does() {
             .any(|(f, m)| f == "active.type" && m.contains("off")),
         "{w:?}"
     );
-    assert_eq!(Kong::new(&p, 2).checker.is_none(), true);
+    assert!(Kong::new(&p, 2).checker.is_none());
 }

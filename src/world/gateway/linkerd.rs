@@ -5,7 +5,7 @@
 //! - **The queue and failfast** (`linkerd/proxy/balance/queue`: `worker.rs`
 //!   `spawn`, `PoolDriver::ready_or_failfast`, `failfast.rs`): requests
 //!   are taken in order; each waits until the pool has a ready endpoint. The
-//!   first wait starts the failfast timer (`Failfast::entered`,
+//!   first wait starts the failfast timer (`Queue::entered`,
 //!   `LINKERD2_PROXY_OUTBOUND_HTTP_FAILFAST_TIMEOUT`, 3 s); readiness clears
 //!   it (`set_ready`), so every dispatch restarts the count for the next
 //!   waiting request. When it expires the pool is in failfast: the queued
@@ -40,7 +40,7 @@ use std::collections::VecDeque;
 
 /// A balancer queue's failfast state (`failfast::State`, or none).
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
-enum Failfast {
+enum Queue {
     Ready,
     /// A request waits for an endpoint; the timer of this generation fails fast.
     Waiting,
@@ -66,7 +66,7 @@ pub(crate) struct LinkerdPath {
     rtt: Vec<Rtt>,
     /// Per replica: the requests (slot, generation) waiting, in order.
     queue: Vec<VecDeque<(u32, u32)>>,
-    state: Vec<Failfast>,
+    state: Vec<Queue>,
     generation: Vec<u32>,
     /// The ready endpoints of the pick in progress.
     ready: Vec<NodeId>,
@@ -112,7 +112,7 @@ impl LinkerdPath {
             n,
             rtt: vec![initial; replicas * n],
             queue: vec![VecDeque::new(); replicas],
-            state: vec![Failfast::Ready; replicas],
+            state: vec![Queue::Ready; replicas],
             generation: vec![0; replicas],
             ready: Vec::with_capacity(n),
         })
@@ -157,15 +157,15 @@ impl World<'_> {
             };
             self.lk().queue[replica].pop_front();
             // `set_ready`: leaving failfast, or the wait is over.
-            self.linkerd_set_state(replica, Failfast::Ready);
+            self.linkerd_set_state(replica, Queue::Ready);
             self.take_peer(slot, node);
             self.start_attempt(slot, node);
         }
         match self.lk().state[replica] {
-            Failfast::Failfast => self.linkerd_fail_queued(replica),
-            Failfast::Waiting => {}
-            Failfast::Ready => {
-                self.linkerd_set_state(replica, Failfast::Waiting);
+            Queue::Failfast => self.linkerd_fail_queued(replica),
+            Queue::Waiting => {}
+            Queue::Ready => {
+                self.linkerd_set_state(replica, Queue::Waiting);
                 let l = self.lk();
                 let (at, generation) = (l.failfast, l.generation[replica]);
                 let at = self.q.now() + at;
@@ -180,7 +180,7 @@ impl World<'_> {
         }
     }
 
-    fn linkerd_set_state(&mut self, replica: usize, s: Failfast) {
+    fn linkerd_set_state(&mut self, replica: usize, s: Queue) {
         let l = self.lk();
         if l.state[replica] != s {
             l.state[replica] = s;
@@ -193,10 +193,10 @@ impl World<'_> {
     pub(crate) fn on_linkerd_failfast(&mut self, replica: u32, generation: u32) {
         let replica = replica as usize;
         let l = self.lk();
-        if l.state[replica] != Failfast::Waiting || l.generation[replica] != generation {
+        if l.state[replica] != Queue::Waiting || l.generation[replica] != generation {
             return;
         }
-        l.state[replica] = Failfast::Failfast;
+        l.state[replica] = Queue::Failfast;
         l.generation[replica] = l.generation[replica].wrapping_add(1);
         self.linkerd_drain(replica);
     }

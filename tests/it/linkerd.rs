@@ -1,0 +1,148 @@
+//! A Linkerd proxy's request path and breakers end to end (`gateway.flavor:
+//! linkerd`, `policy.kind: linkerd`), against linkerd2-proxy's sources (the
+//! P2C pool over peak-EWMA, the balancer queue's failfast, the breakers).
+//! There is no Linkerd binary here: these pin what the sources say.
+
+use hcsim::spec::Model;
+use hcsim::world;
+use serde_json::{Value, json};
+
+fn model(nodes: Value, faults: Value, policy: Value, clients: Value, linkerd: Value) -> Model {
+    let doc = json!({
+        "name": "linkerd", "duration": "60s",
+        "clients": clients,
+        "gateway": {"flavor": "linkerd", "linkerd": linkerd},
+        "nodes": nodes, "faults": faults, "policy": policy
+    });
+    Model::from_document(&doc, "inline.json".as_ref()).expect("valid model")
+}
+
+fn four() -> Value {
+    json!([{"name": "a"}, {"name": "b"}, {"name": "c"}, {"name": "d"}])
+}
+
+fn open(rate: f64) -> Value {
+    json!({"kind": "open", "rate_per_s": rate})
+}
+
+#[test]
+fn peak_ewma_starves_a_slow_endpoint() {
+    // a answers in 50 ms instead of 5 ms from 10 s to 40 s: its estimate
+    // jumps to the peak and P2C almost never picks it against a 5 ms one.
+    let m = model(
+        four(),
+        json!([{"kind": "slow", "node": "a", "at": "10s", "for": "30s", "factor": 10.0}]),
+        json!({"kind": "none"}),
+        open(200.0),
+        json!({}),
+    );
+    let r = world::run(&m, 1);
+    let a = &r.nodes[0];
+    // 30 s × 200 req/s = 6,000 requests in the fault, a quarter would be 1,500.
+    assert!(
+        a.fault_attempts < 100,
+        "{} attempts on the slow endpoint",
+        a.fault_attempts
+    );
+    assert_eq!(r.client.ok, r.client.requests - r.client.unfinished);
+}
+
+#[test]
+fn seven_failures_shut_a_crashed_endpoint_and_a_probe_brings_it_back() {
+    let m = model(
+        four(),
+        json!([{"kind": "crash", "node": "a", "at": "10s", "for": "30s"}]),
+        json!({"kind": "linkerd"}),
+        open(100.0),
+        json!({}),
+    );
+    let r = world::run(&m, 1);
+    let a = &r.nodes[0];
+    let e502 = r.client.status.get("502").copied().unwrap_or(0);
+    // Seven failures, then one failed probe per back-off (1, 2, 4–5, 8–9, 16–17 s).
+    assert!((11..=14).contains(&e502), "{e502} answers 502 (no retries)");
+    assert_eq!(a.failures, e502);
+    assert!(
+        a.recovery_delay_s.is_some(),
+        "a probe after the restart reopens it"
+    );
+}
+
+#[test]
+fn with_every_endpoint_shut_requests_fail_fast_with_504() {
+    let m = model(
+        json!([{"name": "a"}]),
+        json!([{"kind": "crash", "node": "a", "at": "5s", "for": "15s"}]),
+        json!({"kind": "linkerd"}),
+        open(10.0),
+        json!({}),
+    );
+    let r = world::run(&m, 1);
+    let e504 = r.client.status.get("504").copied().unwrap_or(0);
+    assert!(e504 > 80, "{e504} failed fast");
+    let p90 = r.client.latency_ms.p90.unwrap();
+    assert!(
+        p90 > 2_000.0,
+        "queued up to the 3 s failfast timeout: p90 {p90} ms"
+    );
+    // A shorter failfast timeout fails them sooner.
+    let m = model(
+        json!([{"name": "a"}]),
+        json!([{"kind": "crash", "node": "a", "at": "5s", "for": "15s"}]),
+        json!({"kind": "linkerd"}),
+        open(10.0),
+        json!({"failfast_timeout": "500ms"}),
+    );
+    let r = world::run(&m, 1);
+    let max = r.client.latency_ms.max.unwrap();
+    assert!(max < 1_100.0, "{max} ms");
+}
+
+#[test]
+fn a_hung_endpoint_never_trips_the_breaker_when_clients_give_up_first() {
+    // No response timeout (Linkerd's default): the client's 1 s timeout
+    // cancels the request, which classifies nothing.
+    let hang = json!([{"kind": "hang", "node": "a", "at": "10s", "for": "30s"}]);
+    let clients = json!({"kind": "open", "rate_per_s": 100.0, "timeout": "1s"});
+    let m = model(
+        four(),
+        hang.clone(),
+        json!({"kind": "linkerd"}),
+        clients.clone(),
+        json!({}),
+    );
+    let r = world::run(&m, 1);
+    assert_eq!(r.nodes[0].ejections, 0);
+    assert!(
+        r.client.timeouts > 100,
+        "{} client timeouts",
+        r.client.timeouts
+    );
+    // With a response timeout below the client's, the proxy answers 504
+    // itself and the breaker counts it.
+    let m = model(
+        four(),
+        hang,
+        json!({"kind": "linkerd"}),
+        clients,
+        json!({"response_timeout": "500ms"}),
+    );
+    let r = world::run(&m, 1);
+    assert!(r.nodes[0].ejections >= 1);
+}
+
+#[test]
+fn only_the_unified_breaker_ejects_a_quarter_failing_endpoint() {
+    let flaky = json!([{"kind": "flaky", "node": "a", "p": 0.25, "status": 503}]);
+    let run = |policy: Value| {
+        world::run(
+            &model(four(), flaky.clone(), policy, open(200.0), json!({})),
+            1,
+        )
+    };
+    let consecutive = run(json!({"kind": "linkerd"}));
+    assert_eq!(consecutive.nodes[0].ejections, 0, "never 7 in a row");
+    let unified = run(json!({"kind": "linkerd", "failure_accrual": "unified"}));
+    assert!(unified.nodes[0].ejections >= 1);
+    assert!(unified.nodes[0].share < consecutive.nodes[0].share);
+}
