@@ -96,6 +96,8 @@ pub enum ConfigFormat {
     Envoy,
     Istio,
     Kubernetes,
+    Kong,
+    Linkerd,
 }
 
 #[derive(Args, Debug)]
@@ -136,6 +138,9 @@ pub enum ExportFormat {
     Envoy,
     /// A DestinationRule (YAML).
     Istio,
+    /// Kong's declarative configuration (kong.yml): a Service, its upstream
+    /// and targets (a Kong gateway only).
+    Kong,
 }
 
 #[derive(Args, Debug)]

@@ -100,12 +100,14 @@ fn with_every_endpoint_shut_requests_fail_fast_with_504() {
 
 #[test]
 fn a_hung_endpoint_never_trips_the_breaker_when_clients_give_up_first() {
-    // No response timeout (Linkerd's default): the client's 1 s timeout
-    // cancels the request, which classifies nothing.
+    // One endpoint, hung from 10 s to 40 s. No response timeout (Linkerd's
+    // default): the client's 1 s timeout cancels the request, which
+    // classifies nothing, so the breaker never shuts.
+    let one = json!([{"name": "a"}]);
     let hang = json!([{"kind": "hang", "node": "a", "at": "10s", "for": "30s"}]);
     let clients = json!({"kind": "open", "rate_per_s": 100.0, "timeout": "1s"});
     let m = model(
-        four(),
+        one.clone(),
         hang.clone(),
         json!({"kind": "linkerd"}),
         clients.clone(),
@@ -114,14 +116,14 @@ fn a_hung_endpoint_never_trips_the_breaker_when_clients_give_up_first() {
     let r = world::run(&m, 1);
     assert_eq!(r.nodes[0].ejections, 0);
     assert!(
-        r.client.timeouts > 100,
+        r.client.timeouts > 2_000,
         "{} client timeouts",
         r.client.timeouts
     );
     // With a response timeout below the client's, the proxy answers 504
-    // itself and the breaker counts it.
+    // itself and the breaker counts it: shut, then failfast.
     let m = model(
-        four(),
+        one,
         hang,
         json!({"kind": "linkerd"}),
         clients,
@@ -129,6 +131,30 @@ fn a_hung_endpoint_never_trips_the_breaker_when_clients_give_up_first() {
     );
     let r = world::run(&m, 1);
     assert!(r.nodes[0].ejections >= 1);
+    assert!(
+        r.client.timeouts < 100,
+        "{} client timeouts",
+        r.client.timeouts
+    );
+}
+
+#[test]
+fn the_balancer_keeps_requests_off_a_hung_endpoint_among_others() {
+    // Among four, the hung endpoint's requests in flight (and, once the
+    // clients cancel them, their 1 s round trips) make its load the highest:
+    // P2C sends it almost nothing, though the breaker never shuts.
+    let hang = json!([{"kind": "hang", "node": "a", "at": "10s", "for": "30s"}]);
+    let clients = json!({"kind": "open", "rate_per_s": 100.0, "timeout": "1s"});
+    let r = world::run(
+        &model(four(), hang, json!({"kind": "linkerd"}), clients, json!({})),
+        1,
+    );
+    assert_eq!(r.nodes[0].ejections, 0);
+    assert!(
+        r.nodes[0].fault_attempts < 20,
+        "{} attempts",
+        r.nodes[0].fault_attempts
+    );
 }
 
 #[test]

@@ -90,8 +90,9 @@ pub struct Checker {
     next_round: u32,
 }
 
-/// Timer tags: the mode's index; the node field is unused.
-const NO_NODE: u32 = u32::MAX;
+/// Timer tags: the mode's index; every timer of the policy is the
+/// checker's, and the node field (which no verdict depends on) is 0.
+const NO_NODE: u32 = 0;
 
 impl Checker {
     /// A checker with `healthy` and `unhealthy` intervals (zero: off); `None`
@@ -171,8 +172,7 @@ impl Checker {
             1 => Mode::Unhealthy,
             _ => return None,
         };
-        (timer.node == NO_NODE && self.modes[m as usize].generation == timer.generation)
-            .then_some(m)
+        (self.modes[m as usize].generation == timer.generation).then_some(m)
     }
 
     /// The tick found mode `m` due: `checker_callback(m)` over `targets`

@@ -21,7 +21,9 @@
 //!   decays the estimate and moves its clock (`RttEstimate::decay`). Each
 //!   completed request updates it (`RttEstimate::update`): a longer RTT
 //!   replaces the estimate (the peak), a shorter one is averaged in with the
-//!   weight `1 − e^(−elapsed/decay)`. A new endpoint starts at `default_rtt`
+//!   weight `1 − e^(−elapsed/decay)`; a request the client cancels counts
+//!   too, with the time it waited (its `Handle` is dropped with it). A new
+//!   endpoint starts at `default_rtt`
 //!   (Linkerd's 30 ms, decay 10 s: `BALANCER_DEFAULT_RTT`,
 //!   `BALANCER_RTT_DECAY`). Endpoint weights play no part.
 //! - **Answers** (`ClientRescue::rescue`, `endpoint.rs`): a refused connect
@@ -262,9 +264,10 @@ impl World<'_> {
         l.load(k, pending, now.t)
     }
 
-    /// The request's RTT to `node` is known (a response or an error):
+    /// The request's RTT to `node` is known — a response, an error, or the
+    /// client's cancel (the future, and its load handle, dropped):
     /// `Handle::drop` → `RttEstimate::update`.
-    fn linkerd_completed(&mut self, slot: u32, node: NodeId) {
+    pub(super) fn linkerd_completed(&mut self, slot: u32, node: NodeId) {
         let now = self.q.now();
         let r = &self.gw.reqs[slot as usize];
         let (replica, start) = (self.replica_of(r.scope), r.att_start);

@@ -753,6 +753,10 @@ impl World<'_> {
         }
         let (counted, client, node, start) = (r.counted, r.client, r.node, r.start);
         if let Some(node) = node {
+            if self.gw.linkerd.is_some() {
+                // tower's load handle is dropped with the cancelled request.
+                self.linkerd_completed(slot, node);
+            }
             self.free_peer(slot, node, Charge::Success, AttemptResult::ClientAbort);
         }
         let now = self.q.now();
