@@ -362,7 +362,7 @@ def main():
          "`success_rate_window` 10s with `success_rate_min_requests` 5; a 429 "
          "counts against the rate). On a Linkerd proxy's request path "
          "(`gateway.flavor: linkerd`: P2C over peak-EWMA, no retries, failfast "
-         "504 after 3 s)",
+         "after 3 s: 504 for the queued requests, 503 for new ones)",
          "Linkerd meshes: `consecutive` for hard failures; `unified` also for a "
          "node failing part of its requests or shedding load with 429.",
          f"crash (consecutive): out after {med(f['crash', 'linkerd-consecutive']['first_ejection_delay_s'], '{:.3f}')} s, "

@@ -37,8 +37,8 @@ impl Default for KongSpec {
 pub struct LinkerdSpec {
     /// `LINKERD2_PROXY_OUTBOUND_HTTP_FAILFAST_TIMEOUT`: how long the balancer
     /// waits for an endpoint to become ready before it fails the queued
-    /// requests, and every new one until an endpoint is ready, with 504.
-    /// Default 3s.
+    /// requests with 504 and, until an endpoint is ready, refuses every new
+    /// one with 503. Default 3s.
     pub failfast_timeout: SimDuration,
     /// `LINKERD2_PROXY_OUTBOUND_CONNECT_TIMEOUT`; a connect that times out
     /// is answered 504. Default 1s.

@@ -256,7 +256,8 @@ pub enum GatewayFlavor {
     Kong,
     /// A Linkerd 2.x outbound proxy: P2C over peak-EWMA among the ready
     /// endpoints, no retries, requests queued while none is ready and failed
-    /// fast (504) after `failfast_timeout`.
+    /// fast after `failfast_timeout` (504 for those queued, 503 for the new
+    /// ones until an endpoint is ready).
     Linkerd,
 }
 

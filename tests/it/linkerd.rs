@@ -69,31 +69,30 @@ fn seven_failures_shut_a_crashed_endpoint_and_a_probe_brings_it_back() {
 }
 
 #[test]
-fn with_every_endpoint_shut_requests_fail_fast_with_504() {
-    let m = model(
-        json!([{"name": "a"}]),
-        json!([{"kind": "crash", "node": "a", "at": "5s", "for": "15s"}]),
-        json!({"kind": "linkerd"}),
-        open(10.0),
-        json!({}),
-    );
-    let r = world::run(&m, 1);
+fn with_every_endpoint_shut_requests_fail_fast_504_then_503() {
+    let shut = |linkerd: Value| {
+        let m = model(
+            json!([{"name": "a"}]),
+            json!([{"kind": "crash", "node": "a", "at": "5s", "for": "15s"}]),
+            json!({"kind": "linkerd"}),
+            open(10.0),
+            linkerd,
+        );
+        world::run(&m, 1)
+    };
+    let r = shut(json!({}));
     let e504 = r.client.status.get("504").copied().unwrap_or(0);
-    assert!(e504 > 80, "{e504} failed fast");
-    let p90 = r.client.latency_ms.p90.unwrap();
+    let e503 = r.client.status.get("503").copied().unwrap_or(0);
+    // Queued when the pool enters failfast: 504; new while in it: 503.
+    assert!(e504 >= 20, "{e504} queued requests failed fast");
+    assert!(e503 >= 50, "{e503} refused by LoadShed while in failfast");
+    let max = r.client.latency_ms.max.unwrap();
     assert!(
-        p90 > 2_000.0,
-        "queued up to the 3 s failfast timeout: p90 {p90} ms"
+        max >= 2_990.0,
+        "the first waited the whole 3 s failfast timeout: {max} ms"
     );
     // A shorter failfast timeout fails them sooner.
-    let m = model(
-        json!([{"name": "a"}]),
-        json!([{"kind": "crash", "node": "a", "at": "5s", "for": "15s"}]),
-        json!({"kind": "linkerd"}),
-        open(10.0),
-        json!({"failfast_timeout": "500ms"}),
-    );
-    let r = world::run(&m, 1);
+    let r = shut(json!({"failfast_timeout": "500ms"}));
     let max = r.client.latency_ms.max.unwrap();
     assert!(max < 1_100.0, "{max} ms");
 }

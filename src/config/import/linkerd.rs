@@ -45,7 +45,7 @@ pub fn import(path: &Path, text: &str, opts: &Options) -> Result<(Draft, String)
     let i = choose(&names, opts.target.as_deref(), Format::Linkerd, path)?;
     let (svc, name) = (services[i], names[i].0.clone());
     let mut d = Draft::default();
-    let top = lines.at(svc.line);
+    let top = lines.at(lines.key_value(svc.line, "kind", "Service"));
     d.gateway("flavor", json!("linkerd"), &top);
     d.default_nodes(
         opts.nodes.unwrap_or(3),
@@ -177,18 +177,17 @@ fn accrual(
         let Some((v, a)) = get(&key)? else {
             continue;
         };
-        let value =
-            match suffix {
-                "max-failures" => json!(v.parse::<u32>().map_err(|_| {
-                    a.error(format!("{key}: expected a whole number, found \"{v}\""))
-                })?),
-                "jitter-ratio" => json!(
-                    v.parse::<f32>()
-                        .map_err(|_| a.error(format!("{key}: expected a number, found \"{v}\"")))?
-                        as f64
-                ),
-                _ => json!(duration(&v).map_err(|e| a.error(format!("{key}: {e}")))?),
-            };
+        let value = match suffix {
+            "max-failures" => json!(v.parse::<u32>().map_err(|_| {
+                a.error(format!("{key}: expected a whole number, found \"{v}\""))
+            })?),
+            "jitter-ratio" => json!(
+                v.parse::<f32>()
+                    .map_err(|_| a.error(format!("{key}: expected a number, found \"{v}\"")))?
+                    as f64
+            ),
+            _ => json!(duration(&v).map_err(|e| a.error(format!("{key}: {e}")))?),
+        };
         field(name, value, &a, d);
     }
     let sr_keys: Vec<&String> = ann.keys().filter(|k| k.starts_with(SUCCESS_RATE)).collect();
@@ -224,17 +223,16 @@ fn accrual(
         let Some((v, a)) = get(&key)? else {
             continue;
         };
-        let value =
-            match suffix {
-                "-threshold" => json!(
-                    v.parse::<f64>()
-                        .map_err(|_| a.error(format!("{key}: expected a number, found \"{v}\"")))?
-                ),
-                "-min-requests" => json!(v.parse::<u32>().map_err(|_| {
-                    a.error(format!("{key}: expected a whole number, found \"{v}\""))
-                })?),
-                _ => json!(duration(&v).map_err(|e| a.error(format!("{key}: {e}")))?),
-            };
+        let value = match suffix {
+            "-threshold" => json!(
+                v.parse::<f64>()
+                    .map_err(|_| a.error(format!("{key}: expected a number, found \"{v}\"")))?
+            ),
+            "-min-requests" => json!(v.parse::<u32>().map_err(|_| {
+                a.error(format!("{key}: expected a whole number, found \"{v}\""))
+            })?),
+            _ => json!(duration(&v).map_err(|e| a.error(format!("{key}: {e}")))?),
+        };
         field(name, value, &a, d);
     }
     Ok(Value::Object(p))

@@ -9,10 +9,13 @@
 //!   `LINKERD2_PROXY_OUTBOUND_HTTP_FAILFAST_TIMEOUT`, 3 s); readiness clears
 //!   it (`set_ready`), so every dispatch restarts the count for the next
 //!   waiting request. When it expires the pool is in failfast: the queued
-//!   requests and every new one fail at once with `FailFastError`, answered
-//!   504 (`ServerRescue::rescue`: "gateway_timeout"), until an endpoint is
-//!   ready again. An endpoint is ready when its breaker's gate lets it
-//!   through (the policies: [`crate::policy::Linkerd`]'s probation admits one).
+//!   requests fail at once with `FailFastError`, answered 504
+//!   (`ServerRescue::rescue`: "gateway_timeout"), and the balancer's gate is
+//!   shut, so until an endpoint is ready again every new request is refused
+//!   by the route's `LoadShed` layer (`logical/policy/route.rs`) in front of
+//!   it: `LoadShedError`, answered 503 ("unavailable"). An endpoint is ready
+//!   when its breaker's gate lets it through (the policies:
+//!   [`crate::policy::Linkerd`]'s probation admits one).
 //! - **The balancer** (`linkerd/pool/p2c`, `P2cPool::p2c_ready_index`):
 //!   with one ready endpoint, that one; with more, two distinct ones at
 //!   random (`gen_pair`) and the one of lower load wins (`aload <= bload`:
@@ -138,6 +141,19 @@ impl World<'_> {
     pub(super) fn linkerd_connect(&mut self, slot: u32) {
         let r = &self.gw.reqs[slot as usize];
         let (replica, generation) = (self.replica_of(r.scope), r.req_gen);
+        if self.lk().state[replica] == Queue::Failfast {
+            // The balancer's gate is shut: `LoadShed` refuses the request,
+            // unless an endpoint is ready now (the pool leaves failfast).
+            match self.linkerd_pick(slot) {
+                Some(node) => {
+                    self.linkerd_set_state(replica, Queue::Ready);
+                    self.take_peer(slot, node);
+                    self.start_attempt(slot, node);
+                }
+                None => self.finalize(slot, 503, None),
+            }
+            return;
+        }
         self.lk().queue[replica].push_back((slot, generation));
         self.linkerd_drain(replica);
     }
