@@ -99,10 +99,11 @@ fn with_every_endpoint_shut_requests_fail_fast_504_then_503() {
 
 #[test]
 fn a_hung_endpoint_never_trips_the_breaker_when_clients_give_up_first() {
-    // One endpoint, hung from 10 s to 40 s. No response timeout (Linkerd's
-    // default): the client's 1 s timeout cancels the request, which
-    // classifies nothing, so the breaker never shuts.
-    let one = json!([{"name": "a"}]);
+    // One endpoint, hung from 10 s to 40 s, with room in its accept queue
+    // for every request (a full queue would time connects out, which count).
+    // No response timeout (Linkerd's default): the client's 1 s timeout
+    // cancels the request, which classifies nothing, so the breaker never shuts.
+    let one = json!([{"name": "a", "backlog": 10000}]);
     let hang = json!([{"kind": "hang", "node": "a", "at": "10s", "for": "30s"}]);
     let clients = json!({"kind": "open", "rate_per_s": 100.0, "timeout": "1s"});
     let m = model(
