@@ -24,6 +24,12 @@ import pathlib
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 
 # One node of four may be ejected (Envoy's default 10 % allows none below 10 hosts).
+
+# The passive half of both Kong models (Kong's circuit breaker).
+KONG_PASSIVE = {
+    "healthy": {"successes": 5},
+    "unhealthy": {"tcp_failures": 2, "timeouts": 3, "http_failures": 5},
+}
 OD_CAP = {"max_ejection_percent": 50}
 
 POLICIES = {
@@ -123,10 +129,7 @@ POLICIES = {
                 "unhealthy": {"interval": "5s", "tcp_failures": 2, "timeouts": 3,
                               "http_failures": 3},
             },
-            "passive": {
-                "healthy": {"successes": 5},
-                "unhealthy": {"tcp_failures": 2, "timeouts": 3, "http_failures": 5},
-            },
+            "passive": KONG_PASSIVE,
         },
         "kong",
     ),
@@ -135,13 +138,7 @@ POLICIES = {
         "tcp_failures 2, timeouts 3, http_failures 5 (429, 500, 503), healthy "
         "successes 5, no active checks, so a target out stays out; Kong's "
         "request path",
-        {
-            "kind": "kong",
-            "passive": {
-                "healthy": {"successes": 5},
-                "unhealthy": {"tcp_failures": 2, "timeouts": 3, "http_failures": 5},
-            },
-        },
+        {"kind": "kong", "passive": KONG_PASSIVE},
         "kong",
     ),
     "linkerd-consecutive": (

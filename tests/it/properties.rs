@@ -310,6 +310,15 @@ fn other_path(doc: &mut Value, path: u8, bits: u64) {
     if path > 1 || doc["gateway"]["flavor"] == "haproxy" {
         return;
     }
+    let nodes = doc["nodes"].as_array_mut().unwrap();
+    for n in nodes.iter_mut() {
+        let n = n.as_object_mut().unwrap();
+        n.remove("backup");
+        n.remove("max_conns");
+        if path == 1 {
+            n.remove("weight");
+        }
+    }
     let g = doc["gateway"].as_object_mut().unwrap();
     for k in [
         "proxy_next_upstream",
@@ -319,15 +328,6 @@ fn other_path(doc: &mut Value, path: u8, bits: u64) {
         "healthy_panic_threshold",
     ] {
         g.remove(k);
-    }
-    let nodes = doc["nodes"].as_array_mut().unwrap();
-    for n in nodes.iter_mut() {
-        let n = n.as_object_mut().unwrap();
-        n.remove("backup");
-        n.remove("max_conns");
-        if path == 1 {
-            n.remove("weight");
-        }
     }
     if path == 0 {
         g.insert("flavor".into(), json!("kong"));

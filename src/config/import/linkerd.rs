@@ -26,22 +26,7 @@ const SUCCESS_RATE: &str = "balancer.alpha.linkerd.io/failure-accrual-success-ra
 pub fn import(path: &Path, text: &str, opts: &Options) -> Result<(Draft, String), Error> {
     let docs = yaml::documents(path, text)?;
     let lines = Lines::new(path, text);
-    let services: Vec<&yaml::Doc> = docs
-        .iter()
-        .filter(|d| d.value.get("kind").and_then(Value::as_str) == Some("Service"))
-        .collect();
-    let mut names = vec![];
-    for s in &services {
-        let name = s
-            .value
-            .pointer("/metadata/name")
-            .and_then(Value::as_str)
-            .unwrap_or("");
-        names.push((
-            name.to_string(),
-            lines.at(lines.key_value(s.line, "name", name)),
-        ));
-    }
+    let (services, names) = yaml::named(&docs, &lines, &["Service"], "/metadata/name", "name");
     let i = choose(&names, opts.target.as_deref(), Format::Linkerd, path)?;
     let (svc, name) = (services[i], names[i].0.clone());
     let mut d = Draft::default();

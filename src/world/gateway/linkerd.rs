@@ -293,19 +293,11 @@ impl World<'_> {
         l.rtt[k].update(nanos(now.saturating_since(start)), now, decay);
     }
 
-    /// A response header (or a reset) from `node` reached the proxy.
+    /// A response header (or a reset) from `node` reached the proxy: the
+    /// status is relayed, a reset answered 502 — as HAProxy does.
     pub(super) fn linkerd_response(&mut self, slot: u32, node: NodeId, reply: Reply) {
         self.linkerd_completed(slot, node);
-        match reply {
-            Reply::Reset => {
-                self.free_peer(slot, node, Charge::Failed, AttemptResult::Reset);
-                self.finalize(slot, 502, None);
-            }
-            Reply::Status(s) => {
-                self.free_peer(slot, node, Charge::Success, AttemptResult::Status(s));
-                self.finalize(slot, s, Some(node));
-            }
-        }
+        self.haproxy_response(slot, node, reply);
     }
 
     /// An attempt ended without a response.
