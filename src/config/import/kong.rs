@@ -20,7 +20,7 @@ use std::path::Path;
 /// A Service's default timeouts (ms), `services.lua`.
 const DEFAULT_TIMEOUT_MS: u64 = 60_000;
 
-pub fn import(path: &Path, text: &str, opts: &Options) -> Result<(Draft, String), Error> {
+pub(super) fn import(path: &Path, text: &str, opts: &Options) -> Result<(Draft, String), Error> {
     let docs = yaml::documents(path, text)?;
     let lines = Lines::new(path, text);
     let Some(doc) = docs.first() else {

@@ -23,7 +23,7 @@ const MODE: &str = "balancer.linkerd.io/failure-accrual";
 const CONSECUTIVE: &str = "balancer.linkerd.io/failure-accrual-consecutive-";
 const SUCCESS_RATE: &str = "balancer.alpha.linkerd.io/failure-accrual-success-rate";
 
-pub fn import(path: &Path, text: &str, opts: &Options) -> Result<(Draft, String), Error> {
+pub(super) fn import(path: &Path, text: &str, opts: &Options) -> Result<(Draft, String), Error> {
     let docs = yaml::documents(path, text)?;
     let lines = Lines::new(path, text);
     let (services, names) = yaml::named(&docs, &lines, &["Service"], "/metadata/name", "name");

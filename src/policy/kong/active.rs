@@ -37,11 +37,11 @@ use rand::RngExt;
 use std::collections::VecDeque;
 
 /// `CHECK_INTERVAL`: the checker's tick.
-pub const CHECK_INTERVAL: SimDuration = SimDuration::from_millis(100);
+pub(super) const CHECK_INTERVAL: SimDuration = SimDuration::from_millis(100);
 
 /// The two modes, in the order the tick runs them.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
-pub enum Mode {
+pub(super) enum Mode {
     Healthy = 0,
     Unhealthy = 1,
 }
@@ -76,7 +76,7 @@ struct Round {
 
 /// The active checker of one Kong node.
 #[derive(Clone, Debug)]
-pub struct Checker {
+pub(super) struct Checker {
     kind: ProbeKind,
     timeout: SimDuration,
     concurrency: u32,
@@ -97,7 +97,7 @@ const NO_NODE: u32 = 0;
 impl Checker {
     /// A checker with `healthy` and `unhealthy` intervals (zero: off); `None`
     /// if both are off.
-    pub fn new(
+    pub(super) fn new(
         kind: ProbeKind,
         timeout: SimDuration,
         concurrency: u32,
@@ -128,7 +128,7 @@ impl Checker {
 
     /// `_M.new` and `start()` at time zero: the tick's jitter (whole
     /// milliseconds, as nginx's timers), then each mode's first due tick.
-    pub fn start(&mut self, cx: &mut PolicyCx) {
+    pub(super) fn start(&mut self, cx: &mut PolicyCx) {
         let jitter_ms = cx.rng().random_range(0..10u64);
         self.first_tick = SimTime::ZERO + CHECK_INTERVAL + SimDuration::from_millis(jitter_ms);
         for m in [Mode::Healthy, Mode::Unhealthy] {
@@ -166,7 +166,7 @@ impl Checker {
     }
 
     /// Is this timer one of the checker's (and still current)? Returns its mode.
-    pub fn due(&self, timer: PolicyTimer) -> Option<Mode> {
+    pub(super) fn due(&self, timer: PolicyTimer) -> Option<Mode> {
         let m = match timer.tag {
             0 => Mode::Healthy,
             1 => Mode::Unhealthy,
@@ -177,7 +177,12 @@ impl Checker {
 
     /// The tick found mode `m` due: `checker_callback(m)` over `targets`
     /// (those in the mode's states, in order), then the next due tick.
-    pub fn run(&mut self, cx: &mut PolicyCx, m: Mode, targets: impl Iterator<Item = NodeId>) {
+    pub(super) fn run(
+        &mut self,
+        cx: &mut PolicyCx,
+        m: Mode,
+        targets: impl Iterator<Item = NodeId>,
+    ) {
         let now = cx.now().t;
         let s = &mut self.modes[m as usize];
         s.last_run = now;
@@ -244,7 +249,7 @@ impl Checker {
 
     /// The check with probe tag `tag` ended: the package checks its next
     /// target; the last package of a round removes the mode's lock.
-    pub fn checked(&mut self, cx: &mut PolicyCx, tag: u32) {
+    pub(super) fn checked(&mut self, cx: &mut PolicyCx, tag: u32) {
         let Some(slot) = self.packages.get_mut(tag as usize) else {
             return;
         };

@@ -42,8 +42,8 @@ mod active;
 pub mod counter;
 
 use super::{
-    AttemptReport, AttemptResult, HealthPolicy, Now, PolicyCx, PolicyParams, PolicyTimer,
-    ProbeKind, ProbeOutcome, ProbeResult, Scope, ScopeSel, periodic_events_per_s,
+    AttemptReport, AttemptResult, HealthPolicy, Interests, Now, PolicyCx, PolicyParams,
+    PolicyTimer, ProbeKind, ProbeOutcome, ProbeResult, Scope, ScopeSel, periodic_events_per_s,
 };
 use crate::engine::SimDuration;
 use crate::ids::NodeId;
@@ -513,12 +513,14 @@ impl HealthPolicy for Kong {
         self.targets[node.index()].health.routable()
     }
 
-    fn hears_selections(&self) -> bool {
-        false
-    }
-
-    fn routes_by_notices(&self) -> bool {
-        true
+    fn interests(&self) -> Interests {
+        Interests {
+            selections: false,
+            // A target's state changes only in `set_health`, each time with
+            // its notice.
+            routes_by_notices: true,
+            ..Interests::DEFAULT
+        }
     }
 
     /// The passive check: what Kong's balancer and log phases report.

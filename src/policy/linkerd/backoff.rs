@@ -52,7 +52,7 @@ impl ExponentialBackoff {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::engine::{Stream, rng};
+    use crate::engine::rng;
 
     const S: fn(u64) -> SimDuration = SimDuration::from_secs;
 
@@ -63,7 +63,7 @@ mod tests {
             max: S(60),
             jitter: 0.0,
         };
-        let mut r = rng::stream(1, Stream::Policy);
+        let mut r = rng::stream(1, crate::policy::RNG_STREAM);
         let d: Vec<u64> = (0..8)
             .map(|n| b.delay(n, &mut r).as_micros() / 1_000_000)
             .collect();
@@ -79,7 +79,7 @@ mod tests {
             max: S(60),
             jitter: 0.5,
         };
-        let mut r = rng::stream(7, Stream::Policy);
+        let mut r = rng::stream(7, crate::policy::RNG_STREAM);
         let mut seen4 = std::collections::BTreeSet::new();
         for _ in 0..200 {
             assert_eq!(b.delay(0, &mut r), S(1), "⌊1 × U[0, 0.5)⌋ = 0");

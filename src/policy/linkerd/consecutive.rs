@@ -10,13 +10,13 @@ use super::Class;
 
 /// The count of one endpoint's breaker while open.
 #[derive(Copy, Clone, Debug, Default)]
-pub struct Count {
+pub(super) struct Count {
     failures: u64,
 }
 
 impl Count {
     /// One response while open; `true` if the breaker trips.
-    pub fn on_response(&mut self, class: Class, max_failures: u32) -> bool {
+    pub(super) fn on_response(&mut self, class: Class, max_failures: u32) -> bool {
         if class.is_success() {
             self.failures = 0;
             false
@@ -28,7 +28,7 @@ impl Count {
 }
 
 /// The probe's verdict: the classifier's.
-pub fn probe_recovers(class: Class) -> bool {
+pub(super) fn probe_recovers(class: Class) -> bool {
     class.is_success()
 }
 

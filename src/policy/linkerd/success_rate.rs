@@ -26,7 +26,7 @@ struct Bucket {
 
 /// The window of one endpoint's breaker.
 #[derive(Clone, Debug)]
-pub struct SuccessRateWindow {
+pub(super) struct SuccessRateWindow {
     buckets: [Bucket; BUCKETS],
     width_ns: u64,
     current: usize,
@@ -39,7 +39,7 @@ fn ns(t: SimTime) -> u64 {
 
 impl SuccessRateWindow {
     /// `new(window, now)`, `window` in microseconds.
-    pub fn new(window_us: u64, now: SimTime) -> Self {
+    pub(super) fn new(window_us: u64, now: SimTime) -> Self {
         SuccessRateWindow {
             buckets: [Bucket::default(); BUCKETS],
             width_ns: (window_us.saturating_mul(1_000)).max(MIN_WINDOW_NS) / BUCKETS as u64,
@@ -67,7 +67,7 @@ impl SuccessRateWindow {
     }
 
     /// `record(success, now)`.
-    pub fn record(&mut self, success: bool, now: SimTime) {
+    pub(super) fn record(&mut self, success: bool, now: SimTime) {
         self.roll(now);
         let b = &mut self.buckets[self.current];
         b.total = b.total.saturating_add(1);
@@ -77,26 +77,26 @@ impl SuccessRateWindow {
     }
 
     /// `(successes, total)` as of the last roll.
-    pub fn totals(&self) -> (u64, u64) {
+    pub(super) fn totals(&self) -> (u64, u64) {
         self.buckets.iter().fold((0, 0), |(s, t), b| {
             (s + b.successes as u64, t + b.total as u64)
         })
     }
 
     /// The ratio, `None` without samples.
-    pub fn ratio(&self) -> Option<f64> {
+    pub(super) fn ratio(&self) -> Option<f64> {
         let (s, t) = self.totals();
         (t != 0).then(|| s as f64 / t as f64)
     }
 
     /// `should_trip(min_requests, threshold)`.
-    pub fn should_trip(&self, min_requests: u64, threshold: f64) -> bool {
+    pub(super) fn should_trip(&self, min_requests: u64, threshold: f64) -> bool {
         let (s, t) = self.totals();
         t != 0 && t >= min_requests && (s as f64 / t as f64) < threshold
     }
 
     /// `reset(now)`: every slice cleared, anchored at `now`.
-    pub fn reset(&mut self, now: SimTime) {
+    pub(super) fn reset(&mut self, now: SimTime) {
         self.buckets = [Bucket::default(); BUCKETS];
         self.current = 0;
         self.last_roll_ns = ns(now);

@@ -29,7 +29,7 @@ pub enum TripReason {
 
 /// The unified breaker's settings, as the proxy holds them.
 #[derive(Copy, Clone, Debug)]
-pub struct Unified {
+pub(super) struct Unified {
     pub max_failures: u32,
     /// The threshold in basis points (0..=10000); 0 turns the window off.
     pub threshold_bp: u32,
@@ -38,20 +38,20 @@ pub struct Unified {
 }
 
 /// `SuccessRateThreshold::from_fraction`.
-pub fn basis_points(f: f64) -> u32 {
+pub(super) fn basis_points(f: f64) -> u32 {
     (f.clamp(0.0, 1.0) * 10000.0).round() as u32
 }
 
 /// `OpenState`.
 #[derive(Clone, Debug)]
-pub struct OpenState {
+pub(super) struct OpenState {
     consecutive: u64,
     window: Option<SuccessRateWindow>,
 }
 
 impl Unified {
     /// `OpenState::new`: the window exists only with a non-zero threshold.
-    pub fn state(&self, now: SimTime) -> OpenState {
+    pub(super) fn state(&self, now: SimTime) -> OpenState {
         OpenState {
             consecutive: 0,
             window: (self.threshold_bp > 0).then(|| SuccessRateWindow::new(self.window_us, now)),
@@ -59,7 +59,12 @@ impl Unified {
     }
 
     /// One response while open; the reason if the breaker trips.
-    pub fn on_response(&self, s: &mut OpenState, class: Class, now: SimTime) -> Option<TripReason> {
+    pub(super) fn on_response(
+        &self,
+        s: &mut OpenState,
+        class: Class,
+        now: SimTime,
+    ) -> Option<TripReason> {
         if self.max_failures > 0 {
             s.consecutive = if class == Class::Failure {
                 s.consecutive.saturating_add(1)
@@ -83,7 +88,7 @@ impl Unified {
     }
 
     /// `OpenState::reset` on reopening.
-    pub fn reset(&self, s: &mut OpenState, now: SimTime) {
+    pub(super) fn reset(&self, s: &mut OpenState, now: SimTime) {
         s.consecutive = 0;
         if let Some(w) = s.window.as_mut() {
             w.reset(now);
@@ -91,13 +96,13 @@ impl Unified {
     }
 
     /// The windowed ratio, for tests and traces.
-    pub fn ratio(s: &OpenState) -> Option<f64> {
+    pub(super) fn ratio(s: &OpenState) -> Option<f64> {
         s.window.as_ref().and_then(SuccessRateWindow::ratio)
     }
 }
 
 /// `is_probe_success`: the classifier's success, and not a rate-limit signal.
-pub fn probe_recovers(class: Class) -> bool {
+pub(super) fn probe_recovers(class: Class) -> bool {
     class == Class::Success
 }
 

@@ -105,7 +105,7 @@ impl World<'_> {
         let s = scope as usize;
         let kong = self.gw.kong.as_mut().expect("Kong's request path");
         if kong.wheels[s].is_empty() {
-            kong.wheels[s] = kong.build(&mut self.rng_gateway);
+            kong.wheels[s] = kong.build(&mut self.rng.gateway);
         }
         let kong = self.gw.kong.as_ref().expect("Kong's request path");
         if !self.kong_balancer_healthy(scope, now) {
@@ -203,7 +203,7 @@ impl World<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::engine::{Stream, rng};
+    use crate::world::streams::Stream;
     use std::path::Path;
 
     fn model(nodes: serde_json::Value) -> Model {
@@ -225,7 +225,7 @@ mod tests {
         let k = KongPath::of(&m).unwrap();
         assert_eq!(k.divisor, 50);
         assert_eq!(k.wheels.len(), 2, "one wheel per worker");
-        let mut r = rng::stream(1, Stream::Gateway);
+        let mut r = Stream::Gateway.of(1);
         let w = k.build(&mut r);
         let count = |n: u32| w.iter().filter(|x| x.0 == n).count();
         assert_eq!((count(0), count(1), count(2), count(3)), (2, 1, 3, 0));

@@ -140,7 +140,7 @@ impl World<'_> {
     /// the waiting ones and is dispatched when an endpoint is ready.
     pub(super) fn linkerd_connect(&mut self, slot: u32) {
         let r = &self.gw.reqs[slot as usize];
-        let (replica, generation) = (self.replica_of(r.scope), r.req_gen);
+        let (replica, generation) = (self.fleet.replica_of(r.scope), r.req_gen);
         if self.lk().state[replica] == Queue::Failfast {
             // The balancer's gate is shut: `LoadShed` refuses the request,
             // unless an endpoint is ready now (the pool leaves failfast).
@@ -257,8 +257,8 @@ impl World<'_> {
             0 => None,
             1 => Some(ready[0]),
             len => {
-                let a = self.rng_gateway.random_range(0..len);
-                let mut b = self.rng_gateway.random_range(0..len - 1);
+                let a = self.rng.gateway.random_range(0..len);
+                let mut b = self.rng.gateway.random_range(0..len - 1);
                 if b >= a {
                     b += 1;
                 }
@@ -274,7 +274,7 @@ impl World<'_> {
 
     fn linkerd_load(&mut self, scope: u16, node: NodeId, now: Now) -> f64 {
         let pending = self.gw.conns[self.gw.k(scope, node)];
-        let replica = self.replica_of(scope);
+        let replica = self.fleet.replica_of(scope);
         let l = self.lk();
         let k = replica * l.n + node.index();
         l.load(k, pending, now.t)
@@ -286,7 +286,7 @@ impl World<'_> {
     pub(super) fn linkerd_completed(&mut self, slot: u32, node: NodeId) {
         let now = self.q.now();
         let r = &self.gw.reqs[slot as usize];
-        let (replica, start) = (self.replica_of(r.scope), r.att_start);
+        let (replica, start) = (self.fleet.replica_of(r.scope), r.att_start);
         let l = self.lk();
         let k = replica * l.n + node.index();
         let decay = l.decay_ns;

@@ -11,7 +11,7 @@ impl World<'_> {
     /// Now on `scope`'s clock, with the cached verdicts whose expiry has
     /// come brought up to date.
     pub(super) fn usable_now(&mut self, scope: Scope) -> Now {
-        let now = self.now_in(scope);
+        let now = self.fleet.now_in(scope, self.q.now());
         if !self.gw.direct {
             self.refresh_due(now.t);
         }
