@@ -24,6 +24,12 @@ import pathlib
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 
 # One node of four may be ejected (Envoy's default 10 % allows none below 10 hosts).
+
+# The passive half of both Kong models (Kong's circuit breaker).
+KONG_PASSIVE = {
+    "healthy": {"successes": 5},
+    "unhealthy": {"tcp_failures": 2, "timeouts": 3, "http_failures": 5},
+}
 OD_CAP = {"max_ejection_percent": 50}
 
 POLICIES = {
@@ -109,7 +115,93 @@ POLICIES = {
         "1 s..60 s, jitter 0.5, one probe request)",
         {"kind": "failure_accrual", "flavour": "linkerd"},
     ),
+    "kong": (
+        "Kong upstream healthchecks, active and passive: passive unhealthy "
+        "tcp_failures 2, timeouts 3, http_failures 5 (429, 500, 503), passive "
+        "healthy successes 5; active every 5 s (healthy and unhealthy targets), "
+        "healthy successes 2, unhealthy tcp_failures 2, timeouts 3, "
+        "http_failures 3; Kong's request path (retries 5 on errors and "
+        "timeouts, never on a status)",
+        {
+            "kind": "kong",
+            "active": {
+                "healthy": {"interval": "5s", "successes": 2},
+                "unhealthy": {"interval": "5s", "tcp_failures": 2, "timeouts": 3,
+                              "http_failures": 3},
+            },
+            "passive": KONG_PASSIVE,
+        },
+        "kong",
+    ),
+    "kong-passive": (
+        "Kong passive checks only (its circuit breaker): unhealthy "
+        "tcp_failures 2, timeouts 3, http_failures 5 (429, 500, 503), healthy "
+        "successes 5, no active checks, so a target out stays out; Kong's "
+        "request path",
+        {"kind": "kong", "passive": KONG_PASSIVE},
+        "kong",
+    ),
+    "linkerd-consecutive": (
+        "Linkerd failure-accrual consecutive, the policy controller's defaults "
+        "(7 failures, 1 s..60 s, jitter 0.5, one probe), on a Linkerd proxy's "
+        "request path (P2C over peak-EWMA, no retries, failfast after 3 s)",
+        {"kind": "linkerd"},
+        "linkerd",
+    ),
+    "linkerd-unified": (
+        "Linkerd failure-accrual unified, defaults (7 failures, or a success "
+        "rate below 0.8 over 10 s with at least 5 requests, 429 a failure), on "
+        "a Linkerd proxy's request path",
+        {"kind": "linkerd", "failure_accrual": "unified"},
+        "linkerd",
+    ),
 }
+
+# How a situation's words change on another request path.
+PATH_WORDS = {
+    "kong": [
+        (", retried on another node via http_503.",
+         ", not retried: Kong never retries a status."),
+        ("; 503 is retried.", "; 503 is not retried: Kong never retries a status."),
+    ],
+    "linkerd": [
+        (", retried on another node via http_503.", ", not retried: Linkerd retries nothing."),
+        ("A quiet node (weight 1 of 1001: about 1 request/s) answering",
+         "Node q (the quiet node of the other policies' models) answering"),
+        ("; 503 is retried.",
+         "; 503 is not retried, and Linkerd's balancer does not weigh endpoints: "
+         "q gets about a sixth of the requests, not 1 in 1,001."),
+        ("upstream timeouts 1 s, so each request sent to a waits 1 s and is retried.",
+         "connect timeout and response timeout (timeout.linkerd.io/response) 1 s, so "
+         "each request sent to a waits 1 s and is answered 504, not retried."),
+    ],
+}
+
+
+def on_path(path, sit, base):
+    """The situation on Kong's or Linkerd's request path: the same nodes and
+    faults; the nginx-only settings replaced by that gateway's own."""
+    doc = json.loads(json.dumps(base))
+    g = doc.pop("gateway", {})
+    if path == "kong":
+        new = {"flavor": "kong"}
+        for k in ("proxy_connect_timeout", "proxy_read_timeout"):
+            if k in g:
+                new[k] = g[k]
+    else:
+        new = {"flavor": "linkerd"}
+        if "proxy_read_timeout" in g:
+            new["linkerd"] = {
+                "connect_timeout": g["proxy_connect_timeout"],
+                "response_timeout": g["proxy_read_timeout"],
+            }
+        for n in doc["nodes"]:
+            n.pop("weight", None)
+    doc["gateway"] = new
+    for old, words in PATH_WORDS[path]:
+        doc["description"] = doc["description"].replace(old, words)
+    return doc
+
 
 RETRY_503 = {"proxy_next_upstream": ["error", "timeout", "http_503"]}
 FOUR = [{"name": n} for n in "abcd"]
@@ -181,10 +273,11 @@ SITUATIONS = {
 
 def main():
     for sit, base in SITUATIONS.items():
-        for slug, (what, policy) in POLICIES.items():
+        for slug, (what, policy, *path) in POLICIES.items():
             name = f"{sit}-{slug}"
-            doc = {"name": name, **base}
-            doc["description"] = f"{base['description']} Policy: {what}."
+            situation = on_path(path[0], sit, base) if path else base
+            doc = {"name": name, **situation}
+            doc["description"] = f"{situation['description']} Policy: {what}."
             doc["seed"] = 1
             doc["policy"] = policy
             order = ["name", "description", "seed", "duration", "clients",

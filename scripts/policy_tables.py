@@ -35,6 +35,10 @@ POLICIES = [
     "finagle",
     "linkerd",
     "latency-ejection",
+    "kong",
+    "kong-passive",
+    "linkerd-consecutive",
+    "linkerd-unified",
 ]
 
 
@@ -336,11 +340,45 @@ def main():
          f"client p90 {med(f['slow-client', 'latency-ejection']['latency_ms']['p90'], '{:.1f}')} ms "
          f"(every other policy: {med(f['slow-client', 'max-fails']['latency_ms']['p90'], '{:.1f}')} ms); "
          f"crash: {med(f['crash', 'latency-ejection']['ejections'], '{:.0f}')} ejections (D, F)"],
+        ["`kong`",
+         "Kong's own defaults: every interval and threshold 0 (nothing is "
+         "checked). The `kong` models: passive `tcp_failures` 2, `timeouts` 3, "
+         "`http_failures` 5 (429, 500, 503), `successes` 5; active every 5 s, "
+         "`successes` 2, `tcp_failures` 2, `timeouts` 3, `http_failures` 3; "
+         "`kong-passive`: the passive half alone. On Kong's request path "
+         "(`gateway.flavor: kong`: retries 5 on errors and timeouts, never on a "
+         "status)",
+         "To check a Kong upstream's `healthchecks`. Passive checks alone "
+         "(Kong's circuit breaker) take a target out for good: pair them with "
+         "`active.unhealthy.interval`.",
+         f"crash: out after {med(f['crash', 'kong']['first_ejection_delay_s'], '{:.3f}')} s, "
+         f"{back(f['crash', 'kong']['recovery_delay_s'])}; passive only: out "
+         f"{med(f['crash', 'kong-passive']['ejected_time_s'])} s of 60, "
+         f"{back(f['crash', 'kong-passive']['recovery_delay_s'])} (D)"],
+        ["`linkerd`",
+         "`failure_accrual` consecutive (the policy controller's defaults: "
+         "`max_failures` 7, `min_penalty` 1s, `max_penalty` 60s, `jitter_ratio` "
+         "0.5) or unified (also `success_rate_threshold` 0.8 over "
+         "`success_rate_window` 10s with `success_rate_min_requests` 5; a 429 "
+         "counts against the rate). On a Linkerd proxy's request path "
+         "(`gateway.flavor: linkerd`: P2C over peak-EWMA, no retries, failfast "
+         "after 3 s: 504 for the queued requests, 503 for new ones)",
+         "Linkerd meshes: `consecutive` for hard failures; `unified` also for a "
+         "node failing part of its requests or shedding load with 429.",
+         f"crash (consecutive): out after {med(f['crash', 'linkerd-consecutive']['first_ejection_delay_s'], '{:.3f}')} s, "
+         f"{back(f['crash', 'linkerd-consecutive']['recovery_delay_s'])}; 30 % errors: "
+         f"consecutive {med(f['flaky30', 'linkerd-consecutive']['ejections'], '{:.0f}')} ejections, "
+         f"unified out after {med(f['flaky30', 'linkerd-unified']['first_ejection_delay_s'], '{:.3f}')} s (B, D)"],
     ]
     policy_table = (
         "### The policies\n\n"
         "Defaults are the product's own; the figure is a median of the tables "
-        "below (letter in brackets), for the model configuration named there.\n\n"
+        "below (letter in brackets), for the model configuration named there. "
+        "The `kong*` and `linkerd-*` models run on Kong's and a Linkerd proxy's "
+        "own request paths (Kong never retries a status, Linkerd retries "
+        "nothing and does not weigh endpoints), which the situations' nginx "
+        "retries and weights do not carry over to; both are modelled from "
+        "their sources only (no Kong or Linkerd binary to calibrate against).\n\n"
         + table(["policy (`kind`)", "parameters and defaults", "the right choice when",
                  "measured (median)"], policy_rows)
         + "\n"

@@ -114,6 +114,8 @@ pub enum ConfigFormat {
     Envoy,
     Istio,
     Kubernetes,
+    Kong,
+    Linkerd,
 }
 
 #[derive(Args, Debug)]
@@ -153,6 +155,9 @@ pub enum ExportFormat {
     Envoy,
     /// A DestinationRule (YAML).
     Istio,
+    /// Kong's declarative configuration (kong.yml): a Service, its upstream
+    /// and targets (a Kong gateway only).
+    Kong,
 }
 
 #[derive(Args, Debug)]

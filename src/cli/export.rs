@@ -17,6 +17,7 @@ pub(super) fn run(args: ExportArgs) -> Result<ExitCode, Error> {
         (ExportFormat::Haproxy, true) => export::haproxy::config(&model, &opts),
         (ExportFormat::Envoy, _) => export::envoy::write_with(&model, &opts),
         (ExportFormat::Istio, _) => export::istio::write(&model),
+        (ExportFormat::Kong, _) => export::kong::write_with(&model, &opts),
     }
     .map_err(|e| Error::Invalid {
         path: args.model.clone(),

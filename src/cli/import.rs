@@ -31,6 +31,8 @@ pub(super) fn run(args: ImportArgs) -> Result<ExitCode, Error> {
             ConfigFormat::Envoy => Format::Envoy,
             ConfigFormat::Istio => Format::Istio,
             ConfigFormat::Kubernetes => Format::Kubernetes,
+            ConfigFormat::Kong => Format::Kong,
+            ConfigFormat::Linkerd => Format::Linkerd,
         }),
         target: args.target.clone(),
         nodes: args.nodes,

@@ -11,8 +11,8 @@ use super::api::HealthPolicy;
 use super::none::NoParams;
 use super::{
     ActiveProbeSpec, FailureAccrualParams, HeartbeatTtlSpec, HystrixParams, IstioParams,
-    LatencyEjectionParams, MaxFailsParams, OutlierDetectionParams, RatioEjectionParams,
-    Resilience4jParams,
+    KongParams, LatencyEjectionParams, LinkerdParams, MaxFailsParams, OutlierDetectionParams,
+    RatioEjectionParams, Resilience4jParams,
 };
 use crate::engine::SimDuration;
 use schemars::JsonSchema;
@@ -61,6 +61,14 @@ pub enum PolicySpec {
     /// interval exceeds `factor` × the other nodes' median is ejected.
     #[serde(deserialize_with = "crate::diagnostics::tracked")]
     LatencyEjection(LatencyEjectionParams),
+    /// Kong's upstream `healthchecks` (lua-resty-healthcheck): active and
+    /// passive checks on one four-counter state per target.
+    #[serde(deserialize_with = "crate::diagnostics::tracked")]
+    Kong(KongParams),
+    /// Linkerd 2.x's per-endpoint breaker (`failure_accrual: consecutive`
+    /// or `unified`), as the outbound proxy runs it.
+    #[serde(deserialize_with = "crate::diagnostics::tracked")]
+    Linkerd(LinkerdParams),
 }
 
 /// What a policy's parameters (one [`PolicySpec`] variant) say before a run,
@@ -130,6 +138,8 @@ impl PolicySpec {
             PolicySpec::Hystrix(p) => p,
             PolicySpec::FailureAccrual(p) => p,
             PolicySpec::LatencyEjection(p) => p,
+            PolicySpec::Kong(p) => p,
+            PolicySpec::Linkerd(p) => p,
         }
     }
 

@@ -206,7 +206,8 @@ fn servers(b: &Base, kind: &Kind) -> Servers {
 
 fn timeouts(m: &Model) -> Timeouts {
     match m.gateway.flavor {
-        GatewayFlavor::Nginx => Timeouts {
+        // Kong's Service timeouts are nginx's.
+        GatewayFlavor::Nginx | GatewayFlavor::Kong => Timeouts {
             connect_s: m.gateway.proxy_connect_timeout.as_secs_f64(),
             read_s: m.gateway.proxy_read_timeout.as_secs_f64(),
         },
@@ -215,6 +216,13 @@ fn timeouts(m: &Model) -> Timeouts {
             Timeouts {
                 connect_s: h.timeout_connect.map_or(0.0, |t| t.as_secs_f64()),
                 read_s: h.timeout_server.map_or(0.0, |t| t.as_secs_f64()),
+            }
+        }
+        GatewayFlavor::Linkerd => {
+            let l = m.gateway.linkerd();
+            Timeouts {
+                connect_s: l.connect_timeout.as_secs_f64(),
+                read_s: l.response_timeout.map_or(0.0, |t| t.as_secs_f64()),
             }
         }
     }

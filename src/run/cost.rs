@@ -133,6 +133,28 @@ pub fn estimate(model: &Model) -> Cost {
                         read.as_secs_f64(),
                     )
                 }
+                GatewayFlavor::Kong => (
+                    g.kong().retries as f64 + 1.0,
+                    (g.proxy_connect_timeout + g.rtt + g.proxy_read_timeout).as_secs_f64(),
+                    g.proxy_connect_timeout
+                        .max(g.rtt + g.proxy_read_timeout)
+                        .as_secs_f64(),
+                ),
+                GatewayFlavor::Linkerd => {
+                    let l = g.linkerd();
+                    // queued at most `failfast_timeout`; without a response
+                    // timeout an attempt may wait to the end
+                    let response = l.response_timeout.unwrap_or(model.duration);
+                    // without a response timeout no read timer is armed
+                    let read = l
+                        .response_timeout
+                        .map_or(l.connect_timeout, |t| l.connect_timeout.max(g.rtt + t));
+                    (
+                        1.0,
+                        (l.failfast_timeout + l.connect_timeout + g.rtt + response).as_secs_f64(),
+                        read.as_secs_f64(),
+                    )
+                }
             };
             let mut lifetime_s = tries * attempt_s;
             if let Some(t) = model.clients.timeout() {

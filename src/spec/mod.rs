@@ -5,6 +5,8 @@
 
 pub mod charts;
 pub mod document;
+mod flavour_checks;
+pub mod flavours;
 pub mod limits;
 pub mod model;
 pub mod model_spec;
@@ -22,6 +24,7 @@ pub use document::{
     from_document, get_path, json_kind, load_with_overrides, note_sets, read_document, set_path,
     shorten, shorten_to,
 };
+pub use flavours::{KongSpec, LinkerdSpec};
 pub use model::{Clients, Fault, FaultKind, Model, NextUpstreamMask};
 pub use model_spec::*;
 pub use overrides::{FieldPath, MAX_PATH_SEGMENTS, Override};

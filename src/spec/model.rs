@@ -206,8 +206,11 @@ impl Model {
                 from: self.measure_from.since_start(),
                 to: (self.measure_to != end).then(|| self.measure_to.since_start()),
             });
-        if spec.gateway.flavor == GatewayFlavor::Haproxy {
-            spec.gateway.haproxy = Some(spec.gateway.haproxy());
+        match spec.gateway.flavor {
+            GatewayFlavor::Haproxy => spec.gateway.haproxy = Some(spec.gateway.haproxy()),
+            GatewayFlavor::Kong => spec.gateway.kong = Some(spec.gateway.kong()),
+            GatewayFlavor::Linkerd => spec.gateway.linkerd = Some(spec.gateway.linkerd()),
+            GatewayFlavor::Nginx => {}
         }
         if spec.policies.is_empty() {
             spec.policy = self.policies.first().cloned();

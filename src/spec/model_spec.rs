@@ -195,11 +195,17 @@ pub struct GatewaySpec {
     pub proxy_read_timeout: SimDuration,
     /// Network round-trip time between gateway and nodes. Default 0.2ms.
     pub rtt: SimDuration,
-    /// Whose request path: `nginx` (default) or `haproxy`.
+    /// Whose request path: `nginx` (default), `haproxy`, `kong` or `linkerd`.
     pub flavor: GatewayFlavor,
     /// HAProxy backend settings; only with `flavor: haproxy` (defaults if omitted).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub haproxy: Option<HaproxySpec>,
+    /// Kong Service and upstream settings; only with `flavor: kong` (defaults if omitted).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub kong: Option<super::flavours::KongSpec>,
+    /// Linkerd proxy settings; only with `flavor: linkerd` (defaults if omitted).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub linkerd: Option<super::flavours::LinkerdSpec>,
     /// Independent gateways in front of the same nodes (ingress replicas,
     /// service-mesh sidecars): each has its own copy of every policy's state,
     /// its own probes, balancer position, nginx workers and clock phase. A
@@ -259,6 +265,15 @@ pub enum GatewayFlavor {
     /// failed connects are retried, `retries` times, on the same server
     /// unless redispatched.
     Haproxy,
+    /// Kong (OpenResty): nginx's pipeline with Kong's balancer — a shuffled
+    /// round-robin wheel, `retries` more tries on errors and timeouts, 503
+    /// when no target takes traffic — and Kong's passive reporting.
+    Kong,
+    /// A Linkerd 2.x outbound proxy: P2C over peak-EWMA among the ready
+    /// endpoints, no retries, requests queued while none is ready and failed
+    /// fast after `failfast_timeout` (504 for those queued, 503 for the new
+    /// ones until an endpoint is ready).
+    Linkerd,
 }
 
 /// An HAProxy backend's request-path settings.
@@ -331,6 +346,8 @@ impl Default for GatewaySpec {
             rtt: SimDuration::from_micros(200),
             flavor: GatewayFlavor::Nginx,
             haproxy: None,
+            kong: None,
+            linkerd: None,
             replicas: 1,
             spread: Spread::RoundRobin,
             healthy_panic_threshold: None,
@@ -342,6 +359,16 @@ impl GatewaySpec {
     /// The HAProxy settings in force (defaults when the section is omitted).
     pub fn haproxy(&self) -> HaproxySpec {
         self.haproxy.clone().unwrap_or_default()
+    }
+
+    /// The Kong settings in force (defaults when the section is omitted).
+    pub fn kong(&self) -> super::flavours::KongSpec {
+        self.kong.clone().unwrap_or_default()
+    }
+
+    /// The Linkerd settings in force (defaults when the section is omitted).
+    pub fn linkerd(&self) -> super::flavours::LinkerdSpec {
+        self.linkerd.clone().unwrap_or_default()
     }
 }
 

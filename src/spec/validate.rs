@@ -85,6 +85,7 @@ impl Model {
         };
         check_gateway(&spec.gateway)?;
         check_nodes(&spec.nodes)?;
+        super::flavour_checks::check(&spec.gateway, &spec.nodes)?;
         super::limits::check_size(&spec)?;
         let faults = faults(&spec)?;
         let policies = policies(&spec)?;
@@ -623,8 +624,10 @@ fn policies(spec: &ModelSpec) -> Result<Vec<PolicySpec>, Invalid> {
     let policies = match (&spec.policy, spec.policies.is_empty()) {
         (Some(p), _) => vec![p.clone()],
         (None, false) => spec.policies.clone(),
-        // HAProxy has no passive check of its own (`observe` belongs to `check`).
-        (None, true) if spec.gateway.flavor == GatewayFlavor::Haproxy => vec![PolicySpec::None],
+        // HAProxy has no passive check of its own (`observe` belongs to
+        // `check`); Kong's defaults check nothing; Linkerd accrues failures
+        // only when a Service asks.
+        (None, true) if spec.gateway.flavor != GatewayFlavor::Nginx => vec![PolicySpec::None],
         (None, true) => vec![PolicySpec::MaxFails(Default::default())],
     };
     for (i, p) in policies.iter().enumerate() {

@@ -68,7 +68,8 @@ impl Model {
         }
         // When a waiting attempt ends: (field, its value as written, when it fires).
         let waits: Vec<(String, String, Option<SimDuration>)> = match g.flavor {
-            GatewayFlavor::Nginx => vec![
+            GatewayFlavor::Linkerd => super::flavour_checks::client_waits(g),
+            GatewayFlavor::Nginx | GatewayFlavor::Kong => vec![
                 (
                     "gateway.proxy_connect_timeout".into(),
                     g.proxy_connect_timeout.to_string(),

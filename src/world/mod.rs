@@ -220,6 +220,15 @@ pub(crate) enum Event {
         node: u32,
         generation: u32,
     },
+    /// A Linkerd proxy's balancer queue enters failfast (`gateway/linkerd.rs`).
+    LinkerdFailfast {
+        replica: u32,
+        generation: u32,
+    },
+    /// A Linkerd proxy's balancer queue looks for a ready endpoint again.
+    LinkerdDrain {
+        replica: u32,
+    },
 }
 
 /// One line of the attempt trace (an access log of upstream attempts).
@@ -545,6 +554,11 @@ impl<'s> World<'s> {
                 node,
                 generation,
             } => self.on_self_check_timeout(policy, NodeId(node), generation),
+            Event::LinkerdFailfast {
+                replica,
+                generation,
+            } => self.on_linkerd_failfast(replica, generation),
+            Event::LinkerdDrain { replica } => self.linkerd_drain(replica as usize),
         }
     }
 

@@ -235,12 +235,17 @@ impl World<'_> {
             );
         }
         let mut named = Vec::new();
+        let mut readmitted = false;
         let replica = self.fleet.replica_of_policy(i);
         for n in self.bank.notices.drain(..) {
             self.rec.notice(now, n, replica);
+            readmitted |= matches!(n, Notice::Readmitted { .. });
             if let Notice::Ejected { node, .. } | Notice::Readmitted { node, .. } = n {
                 named.push(node);
             }
+        }
+        if readmitted && self.gw.linkerd.is_some() {
+            self.linkerd_readmitted(replica);
         }
         let now = self.fleet.now_of_policy(i, now);
         if self.gw.direct {

@@ -253,3 +253,17 @@ fn reproduce_runs_anywhere_and_fails_when_a_figure_is_outside() {
         "{err}"
     );
 }
+
+/// A mistyped model path gets the nearest file's name; a gateway config
+/// given to `hcsim run` is pointed to `hcsim import`.
+#[test]
+fn a_wrong_file_gets_a_hint() {
+    let o = crate::hcsim(&["run", "models/e2-p02-flaky-2pc.json"]);
+    assert_eq!(o.status.code(), Some(2));
+    let err = text(&o.stderr);
+    assert!(err.contains("did you mean models/e2-p02-flaky-2pct.json?"), "{err}");
+    let o = crate::hcsim(&["run", "tests/configs/e3-nginx.conf"]);
+    assert_eq!(o.status.code(), Some(2));
+    let err = text(&o.stderr);
+    assert!(err.contains("hcsim import"), "{err}");
+}

@@ -27,6 +27,8 @@ const CASES: &[(&str, Option<&str>)] = &[
     ("istio-bookinfo-destination-rule-all.yaml", Some("reviews")),
     ("k8s-deployment.yaml", None),
     ("k8s-tcp-liveness-readiness.yaml", None),
+    ("kong-acceptance.yml", None),
+    ("linkerd-acceptance.yaml", None),
 ];
 
 #[test]
@@ -651,4 +653,41 @@ fn export_takes_the_listen_address_and_node_addresses() {
     assert_eq!(bad.status.code(), Some(2));
     let err = String::from_utf8_lossy(&bad.stderr);
     assert!(err.contains("no node named `Z`"), "{err}");
+}
+
+/// What a kong.yml carries of a Kong model: the gateway's Kong settings and
+/// timeouts, the targets' weights, the policy.
+fn kong_part(m: &Model) -> Value {
+    let g = &m.gateway;
+    serde_json::json!({
+        "kong": serde_json::to_value(g.kong()).unwrap(),
+        "timeouts": [g.proxy_connect_timeout.to_string(), g.proxy_read_timeout.to_string()],
+        "nodes": m.nodes.iter().map(|n| (n.weight, n.down)).collect::<Vec<_>>(),
+        "policies": serde_json::to_value(&m.policies).unwrap(),
+    })
+}
+
+#[test]
+fn kong_models_and_configs_round_trip_through_kong_yml() {
+    let dir = tmp("kong-roundtrip");
+    let mut models: Vec<(String, Model)> = std::fs::read_dir(root().join("models"))
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .filter_map(|p| Some((p.display().to_string(), Model::load(&p).ok()?)))
+        .filter(|(_, m)| m.gateway.flavor == GatewayFlavor::Kong)
+        .collect();
+    models.sort_by(|a, b| a.0.cmp(&b.0));
+    let path = root().join("tests/configs/kong-acceptance.yml");
+    let im = import::read(&path, &Options::default(), &Workload::default()).unwrap();
+    models.push(("kong-acceptance.yml".into(), im.model().unwrap()));
+    assert!(models.len() >= 7, "{} Kong models", models.len());
+    for (name, m) in &models {
+        let text = export::kong::write(m).unwrap_or_else(|e| panic!("{name}: {e}"));
+        let back = reimport(&dir, "kong.yml", &text, Format::Kong);
+        assert_eq!(kong_part(&back), kong_part(m), "{name}:\n{text}");
+    }
+    // Another request path has no kong.yml.
+    let nginx = Model::load(&root().join("models/e2-p02-flaky-2pct.json")).unwrap();
+    assert!(export::kong::write(&nginx).is_err());
 }

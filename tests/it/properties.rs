@@ -303,30 +303,85 @@ fn policy() -> impl Strategy<Value = Value> {
     ]
 }
 
+/// Kong's or a Linkerd proxy's request path in place of nginx's (one
+/// model in ten each): the nginx settings they do not have dropped, their
+/// own drawn from `bits`.
+fn other_path(doc: &mut Value, path: u8, bits: u64) {
+    if path > 1 || doc["gateway"]["flavor"] == "haproxy" {
+        return;
+    }
+    let nodes = doc["nodes"].as_array_mut().unwrap();
+    for n in nodes.iter_mut() {
+        let n = n.as_object_mut().unwrap();
+        n.remove("backup");
+        n.remove("max_conns");
+        if path == 1 {
+            n.remove("weight");
+        }
+    }
+    let g = doc["gateway"].as_object_mut().unwrap();
+    for k in [
+        "proxy_next_upstream",
+        "proxy_next_upstream_tries",
+        "proxy_next_upstream_timeout",
+        "balancer",
+        "healthy_panic_threshold",
+    ] {
+        g.remove(k);
+    }
+    if path == 0 {
+        g.insert("flavor".into(), json!("kong"));
+        g.insert(
+            "kong".into(),
+            json!({"retries": bits % 6, "health_threshold": (bits >> 8) % 3 * 25}),
+        );
+    } else {
+        let connect = g.remove("proxy_connect_timeout").unwrap_or(json!("1s"));
+        let read = g.remove("proxy_read_timeout");
+        g.insert("flavor".into(), json!("linkerd"));
+        g.insert("workers".into(), json!(1));
+        let mut l = json!({
+            "connect_timeout": connect,
+            "failfast_timeout": format!("{}ms", 1 + (bits >> 4) % 800),
+        });
+        if bits & 1 == 1 {
+            l["response_timeout"] = read.unwrap_or(json!("1s"));
+        }
+        g.insert("linkerd".into(), l);
+    }
+}
+
 /// A whole model document.
 fn model_doc() -> impl Strategy<Value = Value> {
     (200u64..=2000, nodes())
         .prop_flat_map(|(duration_ms, nodes)| {
             let n = nodes.len();
             (
-                Just(duration_ms),
-                Just(nodes),
-                faults(n, duration_ms),
-                clients(),
-                gateway(),
-                policy(),
-                any::<u64>(),
-                prop::option::of((0..duration_ms / 2, 1..=duration_ms)),
-                prop::sample::select(vec!["100ms", "250ms", "1s"]),
+                (
+                    Just(duration_ms),
+                    Just(nodes),
+                    faults(n, duration_ms),
+                    clients(),
+                    gateway(),
+                    policy(),
+                    any::<u64>(),
+                    prop::option::of((0..duration_ms / 2, 1..=duration_ms)),
+                    prop::sample::select(vec!["100ms", "250ms", "1s"]),
+                ),
+                (0u8..10, any::<u64>()),
             )
         })
         .prop_map(
-            |(duration_ms, nodes, faults, clients, gateway, policy, seed, measure, bucket)| {
+            |(
+                (duration_ms, nodes, faults, clients, gateway, policy, seed, measure, bucket),
+                (path, bits),
+            )| {
                 let mut doc = json!({
                     "name": "prop", "seed": seed, "duration": format!("{duration_ms}ms"),
                     "timeline_bucket": bucket,
                     "clients": clients, "gateway": gateway, "nodes": nodes, "faults": faults
                 });
+                other_path(&mut doc, path, bits);
                 if let Some((from, len)) = measure {
                     let to = (from + len).min(duration_ms);
                     doc["measure"] = json!({"from": format!("{from}ms"), "to": format!("{to}ms")});

@@ -17,12 +17,7 @@ pub fn write(model: &Model) -> Result<String, Unsupported> {
 /// [`write`] with other addresses.
 pub fn write_with(model: &Model, opts: &Options) -> Result<String, Unsupported> {
     let g = &model.gateway;
-    if g.flavor == crate::spec::GatewayFlavor::Haproxy {
-        return Err(Unsupported(
-            "the model's gateway is HAProxy (`flavor: haproxy`): export it with --to haproxy"
-                .into(),
-        ));
-    }
+    super::nginx_like(model)?;
     let name = ident(&model.name);
     let lb = match g.balancer {
         Balancer::RoundRobin => "ROUND_ROBIN",

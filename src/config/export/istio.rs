@@ -11,12 +11,7 @@ use serde_json::{Value, json};
 /// The DestinationRule as YAML.
 pub fn write(model: &Model) -> Result<String, Unsupported> {
     let g = &model.gateway;
-    if g.flavor == crate::spec::GatewayFlavor::Haproxy {
-        return Err(Unsupported(
-            "the model's gateway is HAProxy (`flavor: haproxy`): export it with --to haproxy"
-                .into(),
-        ));
-    }
+    super::nginx_like(model)?;
     let simple = match g.balancer {
         Balancer::RoundRobin => "ROUND_ROBIN",
         Balancer::RandomTwo => "LEAST_REQUEST",

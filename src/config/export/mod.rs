@@ -11,6 +11,7 @@
 pub mod envoy;
 pub mod haproxy;
 pub mod istio;
+pub mod kong;
 pub mod nginx;
 
 use crate::engine::SimDuration;
@@ -55,6 +56,22 @@ impl Options {
             listen: "127.0.0.1:8080".into(),
         }
     }
+}
+
+/// `Err` unless the model's gateway follows nginx's request path (the
+/// request path the nginx, Envoy and Istio exports describe).
+pub fn nginx_like(model: &Model) -> Result<(), Unsupported> {
+    use crate::spec::GatewayFlavor;
+    let (name, to) = match model.gateway.flavor {
+        GatewayFlavor::Nginx => return Ok(()),
+        GatewayFlavor::Haproxy => ("HAProxy", "--to haproxy"),
+        GatewayFlavor::Kong => ("Kong", "--to kong"),
+        GatewayFlavor::Linkerd => ("a Linkerd proxy", "the Service's annotations (no export)"),
+    };
+    let flavor = format!("{:?}", model.gateway.flavor).to_lowercase();
+    Err(Unsupported(format!(
+        "the model's gateway is {name} (`flavor: {flavor}`): export it with {to}"
+    )))
 }
 
 /// `HOST:PORT` with a numeric port.

@@ -7,7 +7,7 @@
 use super::{Options, Unsupported, ident, time};
 use crate::policy::PolicySpec;
 use crate::policy::active_probe::{ActiveProbeSpec, StatusClass};
-use crate::spec::{Balancer, GatewayFlavor, Model};
+use crate::spec::{Balancer, Model};
 use std::fmt::Write;
 
 /// The http-context snippet: `upstream` and `server` blocks.
@@ -18,12 +18,7 @@ pub fn write(model: &Model) -> Result<String, Unsupported> {
 /// [`write`] with other addresses.
 pub fn write_with(model: &Model, opts: &Options) -> Result<String, Unsupported> {
     let g = &model.gateway;
-    if g.flavor != GatewayFlavor::Nginx {
-        return Err(Unsupported(
-            "the model's gateway is HAProxy (`flavor: haproxy`): export it with --to haproxy"
-                .into(),
-        ));
-    }
+    super::nginx_like(model)?;
     if g.healthy_panic_threshold.is_some_and(|p| p > 0.0) {
         return Err(Unsupported(
             "gateway.healthy_panic_threshold is Envoy's; nginx has no panic mode".into(),

@@ -26,22 +26,7 @@ const OD_FIELDS: [&str; 8] = [
 pub(super) fn import(path: &Path, text: &str, opts: &Options) -> Result<(Draft, String), Error> {
     let docs = yaml::documents(path, text)?;
     let lines = Lines::new(path, text);
-    let rules: Vec<&yaml::Doc> = docs
-        .iter()
-        .filter(|d| d.value.get("kind").and_then(Value::as_str) == Some("DestinationRule"))
-        .collect();
-    let mut names = vec![];
-    for r in &rules {
-        let host = r
-            .value
-            .pointer("/spec/host")
-            .and_then(Value::as_str)
-            .unwrap_or("");
-        names.push((
-            host.to_string(),
-            lines.at(lines.key_value(r.line, "host", host)),
-        ));
-    }
+    let (rules, names) = yaml::named(&docs, &lines, &["DestinationRule"], "/spec/host", "host");
     let i = choose(&names, opts.target.as_deref(), Format::Istio, path)?;
     let (rule, host) = (rules[i], names[i].0.clone());
     let anchor = rule.line;

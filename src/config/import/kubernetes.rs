@@ -23,27 +23,7 @@ const KINDS: [&str; 5] = [
 pub(super) fn import(path: &Path, text: &str, opts: &Options) -> Result<(Draft, String), Error> {
     let docs = yaml::documents(path, text)?;
     let lines = Lines::new(path, text);
-    let work: Vec<&yaml::Doc> = docs
-        .iter()
-        .filter(|d| {
-            d.value
-                .get("kind")
-                .and_then(Value::as_str)
-                .is_some_and(|k| KINDS.contains(&k))
-        })
-        .collect();
-    let mut names = vec![];
-    for w in &work {
-        let name = w
-            .value
-            .pointer("/metadata/name")
-            .and_then(Value::as_str)
-            .unwrap_or("");
-        names.push((
-            name.to_string(),
-            lines.at(lines.key_value(w.line, "name", name)),
-        ));
-    }
+    let (work, names) = yaml::named(&docs, &lines, &KINDS, "/metadata/name", "name");
     let i = choose(&names, opts.target.as_deref(), Format::Kubernetes, path)?;
     let (w, name) = (work[i], names[i].0.clone());
     let anchor = w.line;

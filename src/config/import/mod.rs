@@ -10,11 +10,15 @@
 //! | Envoy | a bootstrap (YAML or JSON) or one cluster: endpoints, `lb_policy`, `outlier_detection`, `health_checks`, panic threshold, the route's timeout and retries | the cluster |
 //! | Istio | `DestinationRule` documents: `outlierDetection`, `connectionPool`, `loadBalancer` | the `host` |
 //! | Kubernetes | `Deployment`/`StatefulSet`/`Pod`: replicas and the `readinessProbe` | the workload's name |
+//! | Kong | declarative `kong.yml`: an upstream's `healthchecks` and `targets`, the Service proxying to it | the upstream (or a Service or route leading to it) |
+//! | Linkerd | a `Service`'s failure-accrual and response-timeout annotations | the Service's name |
 
 mod envoy;
 mod haproxy;
 mod istio;
+mod kong;
 mod kubernetes;
+mod linkerd;
 mod nginx;
 pub mod nginx_syntax;
 mod yaml;
@@ -35,6 +39,8 @@ pub enum Format {
     Envoy,
     Istio,
     Kubernetes,
+    Kong,
+    Linkerd,
 }
 
 impl Format {
@@ -45,6 +51,8 @@ impl Format {
             Format::Envoy => "envoy",
             Format::Istio => "istio",
             Format::Kubernetes => "kubernetes",
+            Format::Kong => "kong",
+            Format::Linkerd => "linkerd",
         }
     }
 
@@ -56,6 +64,8 @@ impl Format {
             Format::Envoy => "cluster",
             Format::Istio => "DestinationRule host",
             Format::Kubernetes => "workload",
+            Format::Kong => "upstream",
+            Format::Linkerd => "Service",
         }
     }
 }
@@ -88,6 +98,9 @@ pub fn detect(text: &str) -> Option<Format> {
     if kind_is(&["DestinationRule"]) {
         return Some(Format::Istio);
     }
+    if kind_is(&["Service"]) && text.contains("linkerd.io/") {
+        return Some(Format::Linkerd);
+    }
     if kind_is(&[
         "Deployment",
         "StatefulSet",
@@ -103,6 +116,10 @@ pub fn detect(text: &str) -> Option<Format> {
             l.starts_with(&format!("{k}:")) || l.starts_with(&format!("\"{k}\":"))
         })
     };
+    // Kong's declarative config: `_format_version`, or upstreams with targets.
+    if has_key("_format_version") || (has_key("upstreams") && has_key("targets")) {
+        return Some(Format::Kong);
+    }
     let envoy_keys = [
         "static_resources",
         "clusters",
@@ -383,8 +400,8 @@ pub fn read(path: &Path, opts: &Options, workload: &Workload) -> Result<Imported
         Some(f) => f,
         None => detect(&text).ok_or_else(|| {
             Loc::new(path, 1).error(
-                "cannot tell the format (nginx, haproxy, envoy, istio or kubernetes) from the \
-                 content: give it with --format",
+                "cannot tell the format (nginx, haproxy, envoy, istio, kubernetes, kong or \
+                 linkerd) from the content: give it with --format",
             )
         })?,
     };
@@ -394,6 +411,8 @@ pub fn read(path: &Path, opts: &Options, workload: &Workload) -> Result<Imported
         Format::Envoy => envoy::import(path, &text, opts)?,
         Format::Istio => istio::import(path, &text, opts)?,
         Format::Kubernetes => kubernetes::import(path, &text, opts)?,
+        Format::Kong => kong::import(path, &text, opts)?,
+        Format::Linkerd => linkerd::import(path, &text, opts)?,
     };
     Ok(draft.into_imported(format, path, target, workload))
 }
@@ -502,6 +521,14 @@ mod tests {
             (
                 "apiVersion: apps/v1\nkind: Deployment\n",
                 Some(Format::Kubernetes),
+            ),
+            (
+                "_format_version: \"3.0\"\nupstreams:\n- name: u\n",
+                Some(Format::Kong),
+            ),
+            (
+                "apiVersion: v1\nkind: Service\nmetadata:\n  annotations:\n    balancer.linkerd.io/failure-accrual: consecutive\n",
+                Some(Format::Linkerd),
             ),
             ("hello\n", None),
         ];

@@ -124,6 +124,41 @@ impl<'a> Lines<'a> {
     }
 }
 
+/// The documents of `docs` whose `kind` is one of `kinds`, each with the
+/// string at `pointer` (its name, or `""`) and the line where `key` gives it.
+pub(super) fn named<'d>(
+    docs: &'d [Doc],
+    lines: &Lines,
+    kinds: &[&str],
+    pointer: &str,
+    key: &str,
+) -> (Vec<&'d Doc>, Vec<(String, Loc)>) {
+    let picked: Vec<&Doc> = docs
+        .iter()
+        .filter(|d| {
+            d.value
+                .get("kind")
+                .and_then(Value::as_str)
+                .is_some_and(|k| kinds.contains(&k))
+        })
+        .collect();
+    let names = picked
+        .iter()
+        .map(|d| {
+            let name = d
+                .value
+                .pointer(pointer)
+                .and_then(Value::as_str)
+                .unwrap_or("");
+            (
+                name.to_string(),
+                lines.at(lines.key_value(d.line, key, name)),
+            )
+        })
+        .collect();
+    (picked, names)
+}
+
 /// A duration in proto3 JSON (`"5s"`, `"0.25s"`, `{seconds, nanos}`) or
 /// Kubernetes/Istio/Go spelling (`"1m30s"`, `"100ms"`).
 pub(super) fn duration(v: &Value) -> Result<crate::engine::SimDuration, String> {

@@ -12,11 +12,16 @@
 //! - [`balancer`]: which peer (`ngx_http_upstream_round_robin.c`, least_conn,
 //!   random, HAProxy's `roundrobin`), and freeing it with the passive accounting;
 //! - [`haproxy`]: the request path of an HAProxy backend (`flavor: haproxy`),
-//!   which differs after a failed connect and on the response.
+//!   which differs after a failed connect and on the response;
+//! - [`kong`] and [`linkerd`]: Kong's (`flavor: kong`) and a Linkerd
+//!   proxy's (`flavor: linkerd`) decisions on the same pipeline.
 
 mod balancer;
 mod haproxy;
+mod kong;
+mod linkerd;
 mod tried;
+mod usable;
 
 use super::policies::PolicyBank;
 use super::{Event, Fail, NodeId, World, lane};
@@ -26,6 +31,8 @@ use crate::spec::{Balancer, KERNEL_CONNECT_TIMEOUT, Model, NextUpstream};
 use balancer::pick::{LeastConn, Pickers, Rotation, SetPos, Swrr};
 use balancer::routing::Routing;
 use haproxy::Haproxy;
+use kong::KongPath;
+use linkerd::LinkerdPath;
 use tried::Tried;
 
 /// What came back from a node.
@@ -109,6 +116,10 @@ impl Request {
 pub(crate) struct Gateway {
     /// `Some`: the HAProxy request path.
     hap: Option<Haproxy>,
+    /// `Some`: Kong's request path.
+    pub(crate) kong: Option<KongPath>,
+    /// `Some`: a Linkerd proxy's request path.
+    pub(crate) linkerd: Option<LinkerdPath>,
     reqs: Vec<Request>,
     free: Vec<u32>,
     next_id: u64,
@@ -179,6 +190,9 @@ impl Gateway {
         let usable = model.nodes.iter().filter(|x| !x.down).count() as u32;
         let cap = model.gateway.proxy_next_upstream_tries;
         let hap = Haproxy::of(model);
+        let kong = KongPath::of(model);
+        let linkerd = LinkerdPath::of(model);
+        let nginx = hap.is_none() && kong.is_none() && linkerd.is_none();
         let mut set_of = vec![SetPos::default(); n];
         for (backup, set) in [(false, &primary), (true, &backup)] {
             for (pos, node) in set.iter().enumerate() {
@@ -248,23 +262,32 @@ impl Gateway {
             ew: (0..scopes).flat_map(|_| weight.iter().copied()).collect(),
             conns: vec![0; n * scopes],
             weight,
-            single: hap.is_none() && primary.len() == 1 && backup.is_empty(),
+            single: nginx && primary.len() == 1 && backup.is_empty(),
             primary,
             backup,
             down: model.nodes.iter().map(|x| x.down).collect(),
             max_conns: model.nodes.iter().map(|x| x.max_conns).collect(),
-            initial_tries: match &hap {
-                Some(h) => 1 + h.retries,
-                None if cap > 0 => usable.min(cap),
-                None => usable,
+            initial_tries: match (&hap, &kong) {
+                (Some(h), _) => 1 + h.retries,
+                (None, Some(k)) => 1 + k.retries,
+                (None, None) if cap > 0 => usable.min(cap),
+                (None, None) => usable,
             },
             hap,
+            kong,
+            linkerd,
             ranges,
             total_weight: acc,
             rr_pos: vec![0; n * scopes],
             rr_cur: vec![0; scopes],
             rr_step,
-            panic_threshold: balancer::panic_threshold(model),
+            // Kong and Linkerd have no panic routing.
+            panic_threshold: if nginx || model.gateway.flavor == crate::spec::GatewayFlavor::Haproxy
+            {
+                balancer::panic_threshold(model)
+            } else {
+                0.0
+            },
             set_of,
             routing: Routing::new(n, scopes, model.scopes_per_replica(), bank.len(), hosts),
             pickers,
@@ -389,11 +412,20 @@ impl World<'_> {
 
     /// `ngx_http_upstream_connect`: select a peer and start an attempt.
     fn connect(&mut self, slot: u32) {
+        if self.gw.linkerd.is_some() {
+            self.linkerd_connect(slot);
+            return;
+        }
         let Some(node) = self.select_peer(slot) else {
             // BUSY -> "no live upstreams" -> upstream_next(NOLIVE): nothing is
             // freed and NOLIVE is never in the mask, so 502 at once.
-            // HAProxy answers 503 when no server is usable.
-            let status = if self.gw.hap.is_some() { 503 } else { 502 };
+            // HAProxy answers 503 when no server is usable, Kong when no
+            // target is ("failure to get a peer from the ring-balancer").
+            let status = if self.gw.hap.is_some() || self.gw.kong.is_some() {
+                503
+            } else {
+                502
+            };
             if self.obs.events.is_some() {
                 self.no_live_upstreams(slot);
             }
@@ -438,12 +470,13 @@ impl World<'_> {
             }
         }
         let g = &self.model.gateway;
-        let (connect_timeout, read_timeout) = match &self.gw.hap {
-            None => (g.proxy_connect_timeout, Some(g.proxy_read_timeout)),
-            Some(h) => (
+        let (connect_timeout, read_timeout) = match (&self.gw.hap, &self.gw.linkerd) {
+            (None, None) => (g.proxy_connect_timeout, Some(g.proxy_read_timeout)),
+            (Some(h), _) => (
                 h.timeout_connect.unwrap_or(KERNEL_CONNECT_TIMEOUT),
                 h.timeout_server,
             ),
+            (None, Some(l)) => (l.connect_timeout, l.response_timeout),
         };
         let n = &self.nodes[node.index()];
         if n.refuses_connections() {
@@ -585,6 +618,14 @@ impl World<'_> {
             self.haproxy_failed(slot, node, why);
             return;
         }
+        if self.gw.kong.is_some() {
+            self.kong_failed(slot, node, why);
+            return;
+        }
+        if self.gw.linkerd.is_some() {
+            self.linkerd_failed(slot, node, why);
+            return;
+        }
         let (ft, result) = match why {
             Fail::Refused => (Ft::Error, AttemptResult::Refused),
             Fail::ConnectTimeout => (Ft::Timeout, AttemptResult::ConnectTimeout),
@@ -602,6 +643,14 @@ impl World<'_> {
         };
         if self.gw.hap.is_some() {
             self.haproxy_response(slot, node, reply);
+            return;
+        }
+        if self.gw.kong.is_some() {
+            self.kong_response(slot, node, reply);
+            return;
+        }
+        if self.gw.linkerd.is_some() {
+            self.linkerd_response(slot, node, reply);
             return;
         }
         match reply {
@@ -723,6 +772,10 @@ impl World<'_> {
         }
         let (counted, client, node, start) = (r.counted, r.client, r.node, r.start);
         if let Some(node) = node {
+            if self.gw.linkerd.is_some() {
+                // tower's load handle is dropped with the cancelled request.
+                self.linkerd_completed(slot, node);
+            }
             self.free_peer(slot, node, Charge::Success, AttemptResult::ClientAbort);
         }
         let now = self.q.now();

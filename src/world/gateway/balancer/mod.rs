@@ -56,6 +56,9 @@ pub(super) fn at_max_conns(max_conns: u32, conns: u32) -> bool {
 impl World<'_> {
     /// `get_round_robin_peer` (or the configured balancer) with the backup fallback.
     pub(super) fn select_peer(&mut self, slot: u32) -> Option<NodeId> {
+        if self.gw.kong.is_some() {
+            return self.kong_pick(slot);
+        }
         if self.gw.direct {
             return self.direct_select_peer(slot);
         }
@@ -350,6 +353,19 @@ impl World<'_> {
         charge: Charge,
         result: AttemptResult,
     ) {
+        self.free_peer_as(slot, node, charge, result, result);
+    }
+
+    /// [`free_peer`](Self::free_peer), the policies hearing `reported`
+    /// instead of `result` (what Kong's log phase makes of a last try).
+    pub(super) fn free_peer_as(
+        &mut self,
+        slot: u32,
+        node: NodeId,
+        charge: Charge,
+        result: AttemptResult,
+        reported: AttemptResult,
+    ) {
         let now = self.q.now();
         let r = &mut self.gw.reqs[slot as usize];
         r.node = None;
@@ -367,7 +383,7 @@ impl World<'_> {
         let report = AttemptReport {
             scope: self.fleet.local(scope),
             node,
-            result,
+            result: reported,
             charge,
             elapsed,
         };
