@@ -12,6 +12,36 @@ pub(super) fn run(args: PlotArgs) -> Result<ExitCode, Error> {
     } else {
         None
     };
-    crate::output::plot(&args.dir)?;
+    if !args.dir.join("summary.json").is_file() && !args.dir.join("results.json").is_file() {
+        if let Some(what) = other_output(&args.dir) {
+            return Err(Error::Usage(format!(
+                "{}: {what}; `hcsim plot` redraws the charts of a run's directory \
+                 (summary.json) or a sweep's (results.json)",
+                args.dir.display()
+            )));
+        }
+    }
+    let charts = crate::output::plot(&args.dir)?;
+    super::emit(&format!(
+        "wrote {charts} chart(s) and {}\n",
+        args.dir.join("report.html").display()
+    ))?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// What another command's output directory is, and where its pages are.
+fn other_output(dir: &std::path::Path) -> Option<String> {
+    if dir.join("tune.json").is_file() {
+        return Some(format!(
+            "this is a tune's output (tune.json): `hcsim tune` drew its report, {}",
+            dir.join("report.html").display()
+        ));
+    }
+    if dir.join("compare.html").is_file() {
+        return Some(format!(
+            "this is a compare's output: `hcsim compare` drew its page, {}",
+            dir.join("compare.html").display()
+        ));
+    }
+    None
 }

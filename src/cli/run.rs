@@ -110,7 +110,11 @@ pub(super) fn run(args: RunArgs) -> Result<ExitCode, Error> {
         Format::Json => emit(&summary.to_json())?,
         Format::Table => {
             emit(&table::table(&summary))?;
-            emit(&format!("\nwrote {}\n", out_dir.display()))?;
+            emit(&format!(
+                "\nwrote {} ({})\n",
+                out_dir.display(),
+                listing(&out_dir)
+            ))?;
         }
     }
     if let Some((seed, cut)) = outcome.cut.first() {
@@ -199,4 +203,31 @@ fn refuse_to_replace_another_run(out: &Path, args: &RunArgs, seed: u64) -> Resul
         args.model.display(),
         args.reps
     )))
+}
+
+/// The files of a run's directory, charts counted: `summary.json,
+/// timeline.csv, …, 3 charts (.png/.svg), report.html`.
+fn listing(dir: &Path) -> String {
+    let mut files: Vec<String> = std::fs::read_dir(dir)
+        .map(|rd| {
+            rd.filter_map(|e| e.ok()?.file_name().into_string().ok())
+                .filter(|n| !n.starts_with('.'))
+                .collect()
+        })
+        .unwrap_or_default();
+    files.sort();
+    let is_chart = |n: &String| n.ends_with(".png") || n.ends_with(".svg");
+    let charts = files.iter().filter(|n| n.ends_with(".png")).count();
+    let mut shown: Vec<String> = files
+        .iter()
+        .filter(|n| !is_chart(n) && *n != "report.html")
+        .cloned()
+        .collect();
+    if charts > 0 {
+        shown.push(format!("{charts} chart(s) as .png and .svg"));
+    }
+    if files.iter().any(|n| n == "report.html") {
+        shown.push("report.html".into());
+    }
+    shown.join(", ")
 }

@@ -176,14 +176,16 @@ fn remove_stale_charts(dir: &Path, drawn: &[charts::Drawn]) -> Result<(), Error>
 }
 
 /// Draws the charts of an output directory (a run's or a sweep's) and its report.html.
-pub fn plot(dir: &Path) -> Result<(), Error> {
+pub fn plot(dir: &Path) -> Result<usize, Error> {
     if dir.join("results.json").exists() {
         let drawn = charts::draw_sweep(dir)?;
         remove_stale_charts(dir, &drawn)?;
-        html::sweep_report(dir, &drawn)
+        html::sweep_report(dir, &drawn)?;
+        Ok(drawn.len())
     } else {
         let drawn = charts::draw_run(dir)?;
         remove_stale_charts(dir, &drawn)?;
-        html::run_report(dir, &drawn)
+        html::run_report(dir, &drawn)?;
+        Ok(drawn.len())
     }
 }

@@ -261,9 +261,46 @@ fn a_wrong_file_gets_a_hint() {
     let o = crate::hcsim(&["run", "models/e2-p02-flaky-2pc.json"]);
     assert_eq!(o.status.code(), Some(2));
     let err = text(&o.stderr);
-    assert!(err.contains("did you mean models/e2-p02-flaky-2pct.json?"), "{err}");
+    assert!(
+        err.contains("did you mean models/e2-p02-flaky-2pct.json?"),
+        "{err}"
+    );
     let o = crate::hcsim(&["run", "tests/configs/e3-nginx.conf"]);
     assert_eq!(o.status.code(), Some(2));
     let err = text(&o.stderr);
     assert!(err.contains("hcsim import"), "{err}");
+}
+
+/// `hcsim run` lists what it wrote; `hcsim plot` says what it drew, and
+/// on a tune's directory says what that directory is.
+#[test]
+fn run_and_plot_say_what_they_wrote() {
+    let dir = tmp("first-hour-wrote");
+    let model = root().join("models/e2-p02-flaky-2pct.json");
+    let o = hcsim_in(
+        &dir,
+        &["run", model.to_str().unwrap(), "--trace", "--out", "r"],
+    );
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let out = text(&o.stdout);
+    assert!(
+        out.contains("wrote r (attempts.csv, ejections.csv, summary.json"),
+        "{out}"
+    );
+    assert!(
+        out.contains("chart(s) as .png and .svg, report.html)"),
+        "{out}"
+    );
+    let o = hcsim_in(&dir, &["plot", "r"]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    assert!(text(&o.stdout).starts_with("wrote "), "{}", text(&o.stdout));
+    std::fs::create_dir_all(dir.join("t")).unwrap();
+    std::fs::write(dir.join("t/tune.json"), "{}").unwrap();
+    let o = hcsim_in(&dir, &["plot", "t"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        text(&o.stderr).contains("this is a tune's output"),
+        "{}",
+        text(&o.stderr)
+    );
 }
