@@ -81,7 +81,7 @@ pub fn prepare_dir(dir: &Path) -> Result<(), Error> {
     };
     if dir.exists() && !dir.is_dir() {
         return Err(Error::Usage(format!(
-            "{}: is a file, not a directory: --out must name a directory for the outputs",
+            "{}: is a file, not a directory: the outputs need a directory (name another with --out DIR)",
             dir.display()
         )));
     }

@@ -34,7 +34,7 @@ impl DirLock {
         };
         if dir.exists() && !dir.is_dir() {
             return Err(Error::Usage(format!(
-                "{}: is a file, not a directory: --out must name a directory for the sweep's outputs",
+                "{}: is a file, not a directory: the outputs need a directory (name another with --out DIR)",
                 dir.display()
             )));
         }

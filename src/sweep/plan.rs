@@ -790,11 +790,25 @@ pub fn missing_reason(doc: &Value, path: &str, how: &str) -> String {
             let optional = format!(
                 "; an optional field that the model leaves out can be given a value in the model or {how}"
             );
+            // A typo of a field the parent has: say which.
+            let parent = if i == 0 {
+                Some(doc)
+            } else {
+                spec::get_path(doc, &segs[..i].join("."))
+            };
+            let keys = parent.and_then(Value::as_object).map(|o| o.keys());
+            let near = keys
+                .and_then(|k| crate::diagnostics::suggest(segs[i], k.map(String::as_str)))
+                .map(|k| format!(" (did you mean `{k}`?)"))
+                .unwrap_or_default();
             return if i == 0 {
-                format!("the model has no top-level field `{}`{optional}", segs[0])
+                format!(
+                    "the model has no top-level field `{}`{near}{optional}",
+                    segs[0]
+                )
             } else {
                 format!(
-                    "`{}` has no field `{}`{optional}",
+                    "`{}` has no field `{}`{near}{optional}",
                     segs[..i].join("."),
                     segs[i]
                 )
@@ -865,7 +879,7 @@ mod tests {
         let doc = json!({"policy": {"max_fails": 1}, "nodes": [{"name": "A"}]});
         assert!(
             missing_reason(&doc, "policy.max_fail", "")
-                .starts_with("`policy` has no field `max_fail`")
+                .starts_with("`policy` has no field `max_fail` (did you mean `max_fails`?)")
         );
         assert!(
             missing_reason(&doc, "polcy.max_fails", "")
