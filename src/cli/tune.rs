@@ -116,7 +116,16 @@ pub(super) fn run(args: TuneArgs) -> Result<ExitCode, Error> {
     if !quiet {
         emit(&result::table(&result))?;
         let snippet = match &snippet {
-            Ok(name) => format!(", {name}"),
+            Ok(name) => {
+                // The recommendation as the gateway's own config.
+                if let Ok(text) = std::fs::read_to_string(out.join(name)) {
+                    emit(&format!(
+                        "\n{} ({name}):\n{text}",
+                        "the recommendation as config"
+                    ))?;
+                }
+                format!(", {name}")
+            }
             Err(why) => {
                 super::say(&format!("note: no config snippet: {why}"));
                 String::new()

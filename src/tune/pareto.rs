@@ -25,6 +25,9 @@ pub struct ConstraintOutcome {
 pub struct Evaluation {
     /// Per objective; `None` when no replication had a value.
     pub objectives: Vec<Option<f64>>,
+    /// Per objective: the replications that had no value and took the
+    /// objective's `missing` stand-in instead.
+    pub stand_ins: Vec<usize>,
     pub constraints: Vec<ConstraintOutcome>,
     pub feasible: bool,
 }
@@ -35,6 +38,14 @@ pub fn evaluate(setup: &Setup, values: &Values) -> Evaluation {
         .objectives
         .iter()
         .map(|o| statistic(&values[o.measure], o.stat, o.missing))
+        .collect();
+    let stand_ins: Vec<usize> = setup
+        .objectives
+        .iter()
+        .map(|o| match o.missing {
+            Some(_) => values[o.measure].iter().filter(|v| v.is_none()).count(),
+            None => 0,
+        })
         .collect();
     let constraints: Vec<ConstraintOutcome> = setup
         .constraints
@@ -68,6 +79,7 @@ pub fn evaluate(setup: &Setup, values: &Values) -> Evaluation {
     let feasible = constraints.iter().all(|c| c.holds);
     Evaluation {
         objectives,
+        stand_ins,
         constraints,
         feasible,
     }

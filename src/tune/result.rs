@@ -105,6 +105,10 @@ pub struct CandidateReport {
     pub reps: u32,
     /// Objective name → its value.
     pub objectives: BTreeMap<String, Option<f64>>,
+    /// Objective name → how many replications had no value and took the
+    /// objective's `missing` stand-in (only objectives where some did).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub stand_ins: BTreeMap<String, usize>,
     pub constraints: Vec<ConstraintOutcome>,
     pub feasible: bool,
     pub pareto: bool,
@@ -205,6 +209,13 @@ impl TuneResult {
                     rung: j.rung,
                     reps: j.reps,
                     objectives: objectives_map(setup, &j.eval),
+                    stand_ins: setup
+                        .objectives
+                        .iter()
+                        .zip(&j.eval.stand_ins)
+                        .filter(|&(_, &n)| n > 0)
+                        .map(|(o, &n)| (o.name.clone(), n))
+                        .collect(),
                     constraints: j.eval.constraints.clone(),
                     feasible: j.eval.feasible,
                     pareto: o.pareto.contains(&c.index),
@@ -429,9 +440,31 @@ pub fn table(r: &TuneResult) -> String {
             ""
         };
         let mut row = vec![mark.to_string(), format!("#{c} {}", cand.label)];
-        row.extend(r.objectives.iter().map(|o| cell(cand.objectives[&o.name])));
+        row.extend(r.objectives.iter().map(|o| {
+            let stood_in = cand.stand_ins.contains_key(&o.name);
+            cell(cand.objectives[&o.name]) + if stood_in { " †" } else { "" }
+        }));
         rows.push(row);
     }
+    let stood_in: Vec<String> = r
+        .pareto
+        .iter()
+        .flat_map(|&c| {
+            let cand = &r.candidates[c];
+            cand.stand_ins.iter().map(move |(name, n)| {
+                let value = r
+                    .objectives
+                    .iter()
+                    .find(|o| &o.name == name)
+                    .and_then(|o| o.missing)
+                    .map_or("–".into(), fmt_f64);
+                format!(
+                    "#{c} {name}: {n} of {} replication(s) had no value and count as {value}",
+                    cand.reps
+                )
+            })
+        })
+        .collect();
     let widths: Vec<usize> = (0..head.len())
         .map(|i| {
             rows.iter()
@@ -480,9 +513,21 @@ pub fn table(r: &TuneResult) -> String {
     for row in &rows {
         out += &line(row);
     }
+    if !stood_in.is_empty() {
+        out += "† not measured in every replication: the tune file's `missing` stand-in was used\n";
+        for s in &stood_in {
+            out += &format!("  {s}\n");
+        }
+    }
     match (&r.recommended, &r.verification) {
         (Some(rec), Some(v)) => {
-            out += &format!("\nrecommended (*): {}\n", rec.set.join(" "));
+            let flags: Vec<String> = rec
+                .set
+                .iter()
+                .map(|s| format!("--set {}", shell_word(s)))
+                .collect();
+            out += &format!("\nrecommended (*): #{} {}\n", rec.candidate, rec.label);
+            out += &format!("  as overrides: {}\n", flags.join(" "));
             let held = if v.recommended_holds {
                 "every constraint still holds"
             } else {
@@ -495,6 +540,21 @@ pub fn table(r: &TuneResult) -> String {
                 v.seed,
                 v.candidates.len()
             );
+            for c in v.candidates.iter().filter(|c| !c.feasible) {
+                let failed: Vec<&str> = c
+                    .constraints
+                    .iter()
+                    .zip(&r.constraints)
+                    .filter(|(o, _)| !o.holds)
+                    .map(|(_, k)| k.text.as_str())
+                    .collect();
+                out += &format!(
+                    "  not feasible on the fresh seeds: #{} {} ({})\n",
+                    c.candidate,
+                    r.candidates[c.candidate].label,
+                    failed.join("; ")
+                );
+            }
         }
         _ => out += "\nno candidate meets every constraint: nothing to recommend\n",
     }
