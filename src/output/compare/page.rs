@@ -229,7 +229,7 @@ impl Charts<'_> {
         let stem = self
             .dir
             .join("charts")
-            .join(format!("distribution-{}", metric.replace(['.', '/'], "-")));
+            .join(format!("distribution-{}", file_part(metric)));
         plot::distribution(&spec, &stem).map_err(plot_err)?;
         self.drawn.push(Drawn {
             title: spec.title,
@@ -307,7 +307,7 @@ fn draw(out: &Path, c: &Comparison, runs: &[RunDir]) -> Result<(Vec<Drawn>, usiz
         let series = timelines.iter().map(|t| t.share(node)).collect();
         let term = vocabulary::metric(&crate::metrics::path::node_metric(node, "share"));
         charts.lines(
-            &format!("timeline-share-{}", node.replace(['.', '/'], "-")),
+            &format!("timeline-share-{}", file_part(node)),
             &term,
             &format!("{} of the 2xx answers per bucket", term.full()),
             series,
@@ -333,7 +333,7 @@ fn draw(out: &Path, c: &Comparison, runs: &[RunDir]) -> Result<(Vec<Drawn>, usiz
         let series = timelines.iter().map(|t| t.column(col)).collect();
         let term = vocabulary::timeline_column(col);
         charts.lines(
-            &format!("timeline-{}", col.replace(['.', '/'], "-")),
+            &format!("timeline-{}", file_part(col)),
             &term,
             &format!("{} per bucket", term.full()),
             series,
@@ -435,4 +435,12 @@ pub fn write(out: &Path, c: &Comparison, runs: &[RunDir]) -> Result<PathBuf, Err
     let path = out.join("compare.html");
     crate::output::write_atomic(&path, page.as_bytes())?;
     Ok(path)
+}
+
+/// A metric or node name as part of a file name: `.` and `/` as `-`, and
+/// whatever a node name may hold that a file name should not (`:` of
+/// `10.1.0.11:8080`, quotes, brackets) as `-` too, with a hash to keep two
+/// names apart when anything was replaced.
+fn file_part(name: &str) -> String {
+    crate::spec::overrides::safe_name(&name.replace(['.', '/'], "-"), name, 100)
 }
