@@ -9,7 +9,9 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use std::collections::BTreeMap;
 
+pub mod connections;
 mod replicas;
+pub use connections::NodeConnections;
 use replicas::ReplicaTally;
 
 /// Latency percentiles in milliseconds, over every request that ended: an
@@ -167,6 +169,10 @@ pub struct NodeSummary {
     /// With `gateway.replicas` above 1: how the fleet of gateways saw it.
     #[serde(flatten, default, skip_serializing_if = "Option::is_none")]
     pub fleet: Option<NodeFleet>,
+    /// With connections kept for reuse (`gateway.pool`): opened, reused,
+    /// failures by cause.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub connections: Option<NodeConnections>,
 }
 
 impl NodeSummary {
@@ -978,6 +984,7 @@ impl Recorder {
                 peak_queue: self.peak_queue[i],
                 backlog_refused: self.backlog_refused[i],
                 fleet: (self.replicas > 1).then(|| self.node_fleet(i)),
+                connections: None,
             })
             .collect();
         let probe_rounds = {

@@ -6,7 +6,7 @@ use std::fmt::Write as _;
 
 /// `median` or `median [min–max]` when replications differ; `-` when no
 /// replication had a value.
-fn cell(s: &Spread, unit: &str, digits: usize) -> String {
+pub(super) fn cell(s: &Spread, unit: &str, digits: usize) -> String {
     match (s.median, s.min, s.max) {
         (Some(m), Some(lo), Some(hi)) if (hi - lo).abs() > 1e-9 => {
             format!("{m:.digits$}{unit} [{lo:.digits$}–{hi:.digits$}]")
@@ -17,7 +17,7 @@ fn cell(s: &Spread, unit: &str, digits: usize) -> String {
 }
 
 /// A share (a fraction) as a percentage cell.
-fn share_cell(s: &Spread) -> String {
+pub(super) fn share_cell(s: &Spread) -> String {
     let pct = |x: Option<f64>| x.map(|x| x * 100.0);
     let percent = Spread {
         median: pct(s.median),
@@ -105,6 +105,15 @@ pub fn table(report: &Summary) -> String {
     }
     out.push('\n');
     out.push_str(&align(&node_rows(&report.nodes, report.reps, true)));
+    let conns: Vec<_> = report
+        .nodes
+        .iter()
+        .map(|n| (n.name.clone(), n.connections.as_ref()))
+        .collect();
+    if let Some(block) = super::connections::table_block(&conns) {
+        out.push('\n');
+        out.push_str(&block);
+    }
     for (r, nodes) in report.per_replica.iter().enumerate() {
         let _ = writeln!(
             out,

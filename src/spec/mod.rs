@@ -4,6 +4,7 @@
 //! turns a [`ModelSpec`] into the [`Model`] a run simulates.
 
 pub mod charts;
+pub mod connections;
 pub mod document;
 pub mod limits;
 pub mod model;
@@ -13,6 +14,7 @@ pub mod tune;
 pub mod validate;
 
 pub use charts::ChartSpec;
+pub use connections::{ClientConnection, PoolSpec};
 pub use document::{
     FileKind, MAX_FILE_BYTES, MAX_PATH_SEGMENTS, apply_sets, canonical_path, check_path_depth,
     file_kind, from_document, get_path, json_kind, load_with_overrides, note_sets, parse_set_value,

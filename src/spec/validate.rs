@@ -95,6 +95,8 @@ pub enum FaultKind {
     Hang,
     Stop,
     Partition,
+    /// The listening socket is closed; open connections are served.
+    StopAccepting,
     Flaky {
         p: f64,
         error: FlakyError,
@@ -113,6 +115,7 @@ impl FaultKind {
             FaultKind::Hang => "hang",
             FaultKind::Stop => "stop",
             FaultKind::Partition => "partition",
+            FaultKind::StopAccepting => "stop_accepting",
             FaultKind::Flaky { .. } => "flaky",
             FaultKind::Slow { .. } => "slow",
         }
@@ -121,7 +124,11 @@ impl FaultKind {
     fn is_availability(&self) -> bool {
         matches!(
             self,
-            FaultKind::Crash | FaultKind::Hang | FaultKind::Stop | FaultKind::Partition
+            FaultKind::Crash
+                | FaultKind::Hang
+                | FaultKind::Stop
+                | FaultKind::Partition
+                | FaultKind::StopAccepting
         )
     }
 }
@@ -217,9 +224,11 @@ impl Model {
             _ => None,
         };
         check_gateway(&spec.gateway)?;
+        super::connections::check_pool(&spec.gateway)?;
         check_nodes(&spec.nodes)?;
         super::limits::check_size(&spec)?;
         let faults = faults(&spec)?;
+        super::connections::check_stop_accepting(&spec)?;
         let policies = policies(&spec)?;
         check_fleet(&spec.gateway, &policies)?;
         Ok(Model {
@@ -328,6 +337,7 @@ impl Model {
                 ));
             }
         }
+        w.extend(super::connections::warnings(&self.spec));
         for (i, p) in self.policies.iter().enumerate() {
             let base = policy_field(&self.spec, i);
             for (field, msg) in p.warnings() {
@@ -652,6 +662,7 @@ fn check_nodes(nodes: &[NodeSpec]) -> Result<(), Invalid> {
             return Err(invalid(at("workers"), "must be at least 1"));
         }
         check_latency(&n.service_time).map_err(|(f, r)| (at(&format!("service_time.{f}")), r))?;
+        super::connections::check_node(i, n)?;
     }
     if nodes.iter().all(|n| n.down || n.backup) {
         return Err(invalid(
@@ -721,7 +732,10 @@ fn faults(spec: &ModelSpec) -> Result<Vec<Fault>, Invalid> {
                 Some(d) => Some(drawn(d, &at("restart_delay"), false)?),
                 None => None,
             },
-            FaultSpec::Hang(w) | FaultSpec::Stop(w) | FaultSpec::Partition(w)
+            FaultSpec::Hang(w)
+            | FaultSpec::Stop(w)
+            | FaultSpec::Partition(w)
+            | FaultSpec::StopAccepting(w)
                 if w.restart_delay.is_some() =>
             {
                 return Err(invalid(
@@ -829,6 +843,7 @@ fn fault_kind(f: &FaultSpec) -> Result<FaultParts<'_>, Invalid> {
         FaultSpec::Hang(w) => (&w.node, &w.at, w.for_, FaultKind::Hang),
         FaultSpec::Stop(w) => (&w.node, &w.at, w.for_, FaultKind::Stop),
         FaultSpec::Partition(w) => (&w.node, &w.at, w.for_, FaultKind::Partition),
+        FaultSpec::StopAccepting(w) => (&w.node, &w.at, w.for_, FaultKind::StopAccepting),
         FaultSpec::Flaky(x) => {
             if !(0.0..=1.0).contains(&x.p) {
                 return Err(invalid(

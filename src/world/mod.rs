@@ -84,6 +84,7 @@ mod fault;
 mod gateway;
 mod heartbeat;
 mod node;
+mod node_conn;
 mod probe;
 
 use crate::engine::rng::{self, Stream};
@@ -187,6 +188,11 @@ pub(crate) enum Event {
         policy: u16,
         timer: PolicyTimer,
     },
+    /// A timer of the connection pool (`gateway.pool`).
+    Conn {
+        id: u32,
+        what: gateway::ConnTimer,
+    },
     /// HAProxy retries a failed connect after its turn-around pause.
     Retry {
         slot: u32,
@@ -268,6 +274,8 @@ pub struct World<'s> {
     pub(crate) fault_windows: Vec<(SimTime, Option<SimTime>)>,
     pub(crate) clients: client::Clients,
     pub(crate) gw: gateway::Gateway,
+    /// Connections kept for reuse (`gateway.pool`), if any.
+    pub(crate) pool: Option<Box<gateway::Pool>>,
     pub(crate) nodes: Vec<node::Node>,
     pub(crate) policies: Vec<Box<dyn HealthPolicy>>,
     /// The policies that listen to `on_connected`, by index within a replica.
@@ -455,6 +463,7 @@ impl<'s> World<'s> {
             fault_windows,
             clients: client::Clients::new(model),
             gw,
+            pool: gateway::Pool::of(model).map(Box::new),
             hear_connections: listeners(&policies[..npol], |p| p.hears_connections()),
             hear_selections: listeners(&policies[..npol], |p| p.hears_selections()),
             hear_attempts: listeners(&policies[..npol], |p| p.hears_attempts()),
@@ -511,6 +520,9 @@ impl<'s> World<'s> {
         let name = self.model.name.clone();
         let seed = self.seed;
         let mut summary = self.rec.finish(&name, seed, seed_phase, events, unfinished);
+        if let Some(p) = &self.pool {
+            p.summarize(&mut summary);
+        }
         if self.model.faults.iter().any(|f| f.phase.is_some()) {
             summary.fault_start_s = self
                 .fault_windows
@@ -538,6 +550,7 @@ impl<'s> World<'s> {
         self.refresh_all();
     }
 
+    #[inline(always)]
     fn dispatch(&mut self, ev: Event) {
         match ev {
             Event::Arrival => self.on_arrival(),
@@ -574,6 +587,7 @@ impl<'s> World<'s> {
                 })
             }
             Event::Retry { slot, generation } => self.on_retry(slot, generation),
+            Event::Conn { id, what } => self.on_conn_timer(id, what),
             Event::ProbeAtNode { probe, generation } => self.on_probe_at_node(probe, generation),
             Event::ProbeDone {
                 probe,

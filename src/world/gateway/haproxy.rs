@@ -21,7 +21,11 @@
 //!   wait. After a connect timeout it retries at once.
 //! - On the response (`http_wait_for_response`, src/http_ana.c) any status
 //!   is relayed; the server closing before a header is a 502, `timeout
-//!   server` a 504. Neither is retried.
+//!   server` a 504. Neither is retried. For a request that is not the
+//!   first of its keep-alive client connection (`TX_NOT_FIRST`, with
+//!   `gateway.pool`), a read error or close goes to `abort_keep_alive`: the
+//!   client connection is closed without an answer (status 0 in hcsim), not
+//!   logged and not counted by `observe`.
 
 use super::super::{Event, Fail, NodeId, World};
 use super::Reply;
@@ -59,6 +63,12 @@ impl World<'_> {
     /// the status, or answer 502 if the server closed before it.
     pub(super) fn haproxy_response(&mut self, slot: u32, node: NodeId, reply: Reply) {
         match reply {
+            Reply::Reset if self.pool.is_some() && self.pool_keepalive_abort(slot, node) => {
+                // `abort_keep_alive`: the client's keep-alive connection is
+                // closed without an answer (status 0); no check counts it.
+                self.free_peer(slot, node, Charge::Success, AttemptResult::ClientAbort);
+                self.finalize(slot, 0, None);
+            }
             Reply::Reset => {
                 self.free_peer(slot, node, Charge::Failed, AttemptResult::Reset);
                 self.finalize(slot, 502, None);
