@@ -504,7 +504,7 @@ mod tests {
         assert_eq!(
             eff["gateway"]["pool"],
             json!({"kind": "nginx", "keepalive": 16, "keepalive_timeout": "60s",
-                   "keepalive_requests": 1000, "keepalive_time": "1h",
+                   "keepalive_requests": 1000, "keepalive_time": "3600s",
                    "proxy_http_version": "1.0", "connection_header": "close"})
         );
         let w = m.warnings();

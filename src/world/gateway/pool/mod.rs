@@ -46,6 +46,8 @@ mod attempt;
 mod clients;
 mod haproxy;
 mod stats;
+#[cfg(test)]
+mod tests;
 
 use super::super::NodeId;
 use crate::engine::{SimDuration, SimTime};
