@@ -448,14 +448,14 @@ pub fn warnings(spec: &ModelSpec) -> Vec<(String, String)> {
         Some(PoolSpec::Nginx(n)) if !n.reuses() => w.push((
             "gateway.pool".into(),
             format!(
-                "with proxy_http_version {} and `Connection: {}`, nginx caches no connection: \
-                 every attempt opens one (set \"proxy_http_version\": \"1.1\" and \
-                 \"connection_header\": \"\" to reuse them)",
+                "{}: nginx caches no connection, every attempt opens one (set \
+                 \"proxy_http_version\": \"1.1\" and \"connection_header\": \"\" to reuse them)",
                 match n.proxy_http_version {
-                    HttpVersion::Http10 => "1.0",
-                    HttpVersion::Http11 => "1.1",
+                    HttpVersion::Http10 =>
+                        "nginx speaks HTTP/1.0 to the nodes (its default), \
+                                            after which they close the connection",
+                    HttpVersion::Http11 => "nginx sends `Connection: close` (its default)",
                 },
-                n.connection_header
             ),
         )),
         Some(PoolSpec::Haproxy(h))

@@ -12,6 +12,7 @@ pub mod envoy;
 pub mod haproxy;
 pub mod istio;
 pub mod nginx;
+mod pool;
 
 use crate::engine::SimDuration;
 use crate::spec::Model;

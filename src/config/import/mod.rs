@@ -17,6 +17,7 @@ mod istio;
 mod kubernetes;
 mod nginx;
 mod nginx_syntax;
+mod pool;
 mod yaml;
 
 use super::source::{Loc, Warning, read_text};
