@@ -29,6 +29,8 @@
 
 use super::super::{Event, Fail, NodeId, World};
 use super::Reply;
+use super::balancer::at_max_conns;
+use super::pick::Pickers;
 use crate::engine::SimDuration;
 use crate::policy::{AttemptResult, Charge};
 use crate::spec::{Balancer, GatewayFlavor, Model};
@@ -171,6 +173,52 @@ impl World<'_> {
         }
     }
 
+    /// `fwrr_get_next_server(px, srvtoavoid)` (src/lb_fwrr.c) for a
+    /// redispatch: when the server to avoid comes up first in the rotation,
+    /// its position is updated (`fwrr_update_position`) before it is set
+    /// aside, so it uses up its turn, and the next server is taken. Without
+    /// this, the dead server kept its turn and took the next new request.
+    fn spend_avoided_turn(&mut self, slot: u32, avoid: NodeId) {
+        if self.model.gateway.balancer != Balancer::RoundRobin
+            || self.gw.set_of[avoid.index()].backup
+        {
+            return;
+        }
+        let scope = self.gw.reqs[slot as usize].scope;
+        let s = scope as usize;
+        if !self.gw.direct {
+            let at = self.gw.set_of[avoid.index()].pos;
+            let gw = &mut self.gw;
+            if let Pickers::Rotation(v) = &mut gw.pickers
+                && v[s * 2].peek(gw.rr_cur[s]) == Some(at)
+            {
+                v[s * 2].pick(&mut gw.rr_cur[s]);
+            }
+            return;
+        }
+        let now = self.now_in(scope);
+        let (policies, local) = self.replica_policies(scope);
+        let cur = self.gw.rr_cur[s];
+        let gw = &self.gw;
+        let next = gw
+            .primary
+            .iter()
+            .filter(|&&n| {
+                !gw.down[n.index()]
+                    && !at_max_conns(gw.max_conns[n.index()], gw.conns[gw.k(scope, n)])
+                    && policies.iter().all(|p| p.is_routable(local, n, now))
+            })
+            .map(|&n| (gw.rr_pos[gw.k(scope, n)].max(cur), n))
+            .min_by_key(|&(pos, n)| (pos, gw.set_of[n.index()].pos));
+        if let Some((pos, n)) = next
+            && n == avoid
+        {
+            let k = self.gw.k(scope, n);
+            self.gw.rr_cur[s] = pos;
+            self.gw.rr_pos[k] = pos + self.gw.rr_step[n.index()];
+        }
+    }
+
     /// HAProxy: the next connection attempt of a request.
     fn retry(&mut self, slot: u32) {
         let r = &mut self.gw.reqs[slot as usize];
@@ -186,6 +234,7 @@ impl World<'_> {
         r.clear_tried();
         if let Some(l) = last {
             r.mark_tried(l);
+            self.spend_avoided_turn(slot, l);
         }
         let picked = self.select_peer(slot).or_else(|| {
             let r = &mut self.gw.reqs[slot as usize];
