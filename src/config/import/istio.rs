@@ -190,6 +190,7 @@ fn outlier_detection(
 #[cfg(test)]
 mod tests {
     use super::super::{Options, Workload, read};
+    use serde_json::json;
     use std::path::PathBuf;
 
     fn import(text: &str) -> super::super::Imported {
