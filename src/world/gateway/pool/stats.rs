@@ -80,7 +80,7 @@ impl World<'_> {
         }
         if self.events.is_some() {
             let line = "[debug][router] upstream reset: reset reason: overflow, transport failure \
-                        reason: , response flags: UO"
+                        reason: "
                 .to_string();
             self.log_line(self.replica_of(scope), Some(node), "envoy", line);
         }
@@ -97,18 +97,14 @@ impl World<'_> {
         let line = match (&pool.rules, cause) {
             (_, Cause::None) => return,
             (Rules::Envoy { .. }, _) => "[debug][router] upstream reset: reset reason: \
-                                         connection termination, transport failure reason: , \
-                                         response flags: UC"
+                                         connection termination, transport failure reason: "
                 .to_string(),
             (Rules::Haproxy { .. }, _) => {
                 let Some(l) = self.events.as_ref() else {
                     return;
                 };
-                format!(
-                    "{}/{} 502 SH-- (server closed the connection before the response)",
-                    l.upstream_name(),
-                    l.server_name(node)
-                )
+                // The `%b/%s %ST %tsc` fields of HAProxy's HTTP log line.
+                format!("{}/{} 502 SH--", l.upstream_name(), l.server_name(node))
             }
             (Rules::Nginx { .. }, _) => return,
         };

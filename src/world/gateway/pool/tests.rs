@@ -284,3 +284,33 @@ fn envoy_circuit_breakers_overflow_with_a_local_503_that_outlier_detection_ignor
     assert!(s.client.latency_ms.max.unwrap() > 200.0);
     assert!(s.client.unfinished > 0);
 }
+
+#[test]
+fn envoy_makes_no_retry_beyond_max_retries_in_flight_nor_of_a_reset_without_retry_on_reset() {
+    // A answers 503 to every request, retried on B (`retry_on: 5xx`): with
+    // `max_retries: 0` no retry may be in flight, so every 503 reaches the
+    // client (`RetryStateImpl::shouldRetry` returns NoOverflow).
+    let doc = |max_retries: u32, fault: Value, retry_on_reset: bool| {
+        json!({
+            "name": "t", "duration": "1s",
+            "clients": {"kind": "open", "rate_per_s": 20.0, "arrivals": "constant"},
+            "gateway": {"proxy_next_upstream": ["error", "http_503"],
+                        "pool": {"kind": "envoy", "retry_on_reset": retry_on_reset,
+                                 "circuit_breakers": {"max_retries": max_retries}}},
+            "nodes": [{"name": "A"}, {"name": "B"}],
+            "faults": [fault],
+            "policy": {"kind": "none"}
+        })
+    };
+    let e503 = json!({"kind": "flaky", "node": "A", "p": 1.0, "status": 503});
+    let s = crate::world::run(&model(doc(3, e503.clone(), true)), 1);
+    assert_eq!(s.client.status.get("200"), Some(&20));
+    let s = crate::world::run(&model(doc(0, e503, true)), 1);
+    assert_eq!(s.client.status.get("503"), Some(&10));
+    // A reset is retried only with retry_on_reset.
+    let reset = json!({"kind": "flaky", "node": "A", "p": 1.0, "error": "reset"});
+    let s = crate::world::run(&model(doc(3, reset.clone(), true)), 1);
+    assert_eq!(s.client.status.get("200"), Some(&20));
+    let s = crate::world::run(&model(doc(3, reset, false)), 1);
+    assert_eq!(s.client.status.get("200"), Some(&10));
+}
