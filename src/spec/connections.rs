@@ -21,7 +21,7 @@
 //!   breakers (`max_connections`, `max_pending_requests`, `max_requests`
 //!   1024, `max_retries` 3).
 
-use super::model::{ClientsSpec, FaultSpec, GatewayFlavor, GatewaySpec, ModelSpec, NodeSpec};
+use super::model_spec::{ClientsSpec, FaultSpec, GatewayFlavor, GatewaySpec, ModelSpec, NodeSpec};
 use crate::diagnostics::tracked;
 use crate::engine::SimDuration;
 use schemars::JsonSchema;

@@ -30,7 +30,7 @@
 use super::super::{Event, Fail, NodeId, World};
 use super::Reply;
 use super::balancer::at_max_conns;
-use super::pick::Pickers;
+use super::balancer::pick::Pickers;
 use crate::engine::SimDuration;
 use crate::policy::{AttemptResult, Charge};
 use crate::spec::{Balancer, GatewayFlavor, Model};
@@ -106,7 +106,7 @@ impl World<'_> {
             return;
         }
         let (scope, retries_done) = (r.scope, r.retries_done + 1);
-        let now = self.now_in(scope);
+        let now = self.fleet.now_in(scope, self.q.now());
         if !self.gw.direct {
             self.refresh_due(now.t);
         }
@@ -196,7 +196,7 @@ impl World<'_> {
             }
             return;
         }
-        let now = self.now_in(scope);
+        let now = self.fleet.now_in(scope, self.q.now());
         let (policies, local) = self.replica_policies(scope);
         let cur = self.gw.rr_cur[s];
         let gw = &self.gw;

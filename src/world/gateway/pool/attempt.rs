@@ -215,7 +215,7 @@ impl World<'_> {
         if let Some(p) = self.pool.as_deref_mut() {
             p.counts[node.index()].overflow += counted as u64;
         }
-        if self.observed {
+        if self.obs.any {
             self.observe_overflow(id, scope, node);
         }
         self.finalize(slot, 503, None);
@@ -241,7 +241,7 @@ impl World<'_> {
         };
         let cause = pool.slot(slot).cause;
         pool.last_cause = cause;
-        if cause != Cause::None && result == AttemptResult::Reset && self.events.is_some() {
+        if cause != Cause::None && result == AttemptResult::Reset && self.obs.events.is_some() {
             self.log_pool_reset(scope, node, cause);
         }
         let Some(pool) = self.pool.as_deref_mut() else {

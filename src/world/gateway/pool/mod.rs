@@ -51,6 +51,7 @@ mod tests;
 
 use super::super::NodeId;
 use crate::engine::{SimDuration, SimTime};
+use crate::ids::FleetLayout;
 use crate::spec::connections::{
     CircuitBreakersSpec, HaproxyOption, HaproxyPoolSpec, HttpReuse, PoolSpec, client_connection,
     keeps_connections,
@@ -204,7 +205,8 @@ pub(crate) struct Pool {
     pub(super) rules: Rules,
     n: usize,
     half: SimDuration,
-    sloc: usize,
+    /// How the run's scopes fall into gateway replicas.
+    layout: FleetLayout,
     conns: Vec<Conn>,
     spare: Vec<u32>,
     /// Per (global scope, node): its idle connections, oldest first.
@@ -275,7 +277,7 @@ impl Pool {
         Some(Pool {
             n,
             half: model.gateway.rtt.half(),
-            sloc: model.scopes_per_replica(),
+            layout: model.fleet_layout(),
             conns: Vec::new(),
             spare: Vec::new(),
             idle: vec![Vec::new(); n * scopes],
@@ -319,7 +321,7 @@ impl Pool {
     }
 
     fn replica(&self, scope: u16) -> usize {
-        scope as usize / self.sloc
+        self.layout.replica_of(scope)
     }
 
     fn slot(&mut self, slot: u32) -> &mut SlotConn {

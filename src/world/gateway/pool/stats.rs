@@ -68,7 +68,7 @@ impl World<'_> {
     /// (Envoy's router debug line, `Filter::onUpstreamReset`).
     #[cold]
     pub(super) fn observe_overflow(&mut self, request: u64, scope: u16, node: NodeId) {
-        if let Some(sink) = self.trace.as_mut() {
+        if let Some(sink) = self.obs.trace.as_mut() {
             sink(&TraceLine {
                 t_s: self.q.now().as_secs_f64(),
                 request,
@@ -78,11 +78,11 @@ impl World<'_> {
                 charge: "none",
             });
         }
-        if self.events.is_some() {
+        if self.obs.events.is_some() {
             let line = "[debug][router] upstream reset: reset reason: overflow, transport failure \
                         reason: "
                 .to_string();
-            self.log_line(self.replica_of(scope), Some(node), "envoy", line);
+            self.log_line(self.fleet.replica_of(scope), Some(node), "envoy", line);
         }
     }
 
@@ -100,7 +100,7 @@ impl World<'_> {
                                          connection termination, transport failure reason: "
                 .to_string(),
             (Rules::Haproxy { .. }, _) => {
-                let Some(l) = self.events.as_ref() else {
+                let Some(l) = self.obs.events.as_ref() else {
                     return;
                 };
                 // The `%b/%s %ST %tsc` fields of HAProxy's HTTP log line.
@@ -112,6 +112,6 @@ impl World<'_> {
             Rules::Envoy { .. } => "envoy",
             _ => "haproxy",
         };
-        self.log_line(self.replica_of(scope), Some(node), source, line);
+        self.log_line(self.fleet.replica_of(scope), Some(node), source, line);
     }
 }
