@@ -1,7 +1,7 @@
 //! The connections of each node over the replications (`gateway.pool`):
-//! `summary.json`'s `nodes[].connections` and the table's block for them.
+//! `summary.json`'s `nodes[].connections` (the table's block for them is
+//! `table::connection_block`).
 
-use super::table::align;
 use crate::metrics::{NodeConnections, NodeSummary};
 use crate::stats::Spread;
 use serde::{Deserialize, Serialize};
@@ -43,43 +43,4 @@ impl ConnStats {
             timed_out: of(|c| c.timed_out as f64),
         })
     }
-}
-
-/// The table's connection block: one row per node, `None` without a pool.
-pub fn table_block(nodes: &[(String, Option<&ConnStats>)]) -> Option<String> {
-    if nodes.iter().all(|(_, c)| c.is_none()) {
-        return None;
-    }
-    let cell = |s: &Spread| super::table::cell(s, "", 0);
-    let mut rows = vec![
-        [
-            "connections",
-            "opened",
-            "reused",
-            "reused share",
-            "refused",
-            "reset on reuse",
-            "closed before response",
-            "timeouts",
-            "overflow",
-        ]
-        .iter()
-        .map(|s| s.to_string())
-        .collect::<Vec<_>>(),
-    ];
-    for (name, c) in nodes {
-        let Some(c) = c else { continue };
-        rows.push(vec![
-            name.clone(),
-            cell(&c.opened),
-            cell(&c.reused),
-            super::table::share_cell(&c.reused_share),
-            cell(&c.refused),
-            cell(&c.reset_on_reuse),
-            cell(&c.closed_before_response),
-            cell(&c.timed_out),
-            cell(&c.overflow),
-        ]);
-    }
-    Some(align(&rows))
 }

@@ -1,5 +1,6 @@
 //! The people's view of a run on stdout: aligned columns with units.
 
+use super::connections::ConnStats;
 use super::summary::{NodeStats, Summary};
 use crate::spec::overrides::shown;
 use crate::stats::Spread;
@@ -111,7 +112,7 @@ pub fn table(report: &Summary) -> String {
         .iter()
         .map(|n| (n.name.clone(), n.connections.as_ref()))
         .collect();
-    if let Some(block) = super::connections::table_block(&conns) {
+    if let Some(block) = connection_block(&conns) {
         out.push('\n');
         out.push_str(&block);
     }
@@ -275,4 +276,43 @@ mod tests {
         assert_eq!(cell(&Spread::default(), "s", 2), "-");
         assert_eq!(delay_cell(&Spread::of(&[1.0]), 3), "1.00s (1/3 runs)");
     }
+}
+
+/// The table's connection block: one row per node, `None` without a pool.
+fn connection_block(nodes: &[(String, Option<&ConnStats>)]) -> Option<String> {
+    if nodes.iter().all(|(_, c)| c.is_none()) {
+        return None;
+    }
+    let count = |s: &Spread| cell(s, "", 0);
+    let mut rows = vec![
+        [
+            "connections",
+            "opened",
+            "reused",
+            "reused share",
+            "refused",
+            "reset on reuse",
+            "closed before response",
+            "timeouts",
+            "overflow",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect::<Vec<_>>(),
+    ];
+    for (name, c) in nodes {
+        let Some(c) = c else { continue };
+        rows.push(vec![
+            name.clone(),
+            count(&c.opened),
+            count(&c.reused),
+            share_cell(&c.reused_share),
+            count(&c.refused),
+            count(&c.reset_on_reuse),
+            count(&c.closed_before_response),
+            count(&c.timed_out),
+            count(&c.overflow),
+        ]);
+    }
+    Some(align(&rows))
 }

@@ -4,6 +4,7 @@
 //! turns a [`ModelSpec`] into the [`Model`] a run simulates.
 
 pub mod charts;
+pub mod connection_checks;
 pub mod connections;
 pub mod document;
 pub mod limits;

@@ -84,11 +84,11 @@ impl Model {
             _ => None,
         };
         check_gateway(&spec.gateway)?;
-        super::connections::check_pool(&spec.gateway)?;
+        super::connection_checks::check_pool(&spec.gateway)?;
         check_nodes(&spec.nodes)?;
         super::limits::check_size(&spec)?;
         let faults = faults(&spec)?;
-        super::connections::check_stop_accepting(&spec)?;
+        super::connection_checks::check_stop_accepting(&spec)?;
         let policies = policies(&spec)?;
         check_fleet(&spec.gateway, &policies)?;
         Ok(Model {
@@ -370,7 +370,7 @@ fn check_nodes(nodes: &[NodeSpec]) -> Result<(), Invalid> {
             return Err(invalid(at("workers"), "must be at least 1"));
         }
         check_latency(&n.service_time).map_err(|(f, r)| (at(&format!("service_time.{f}")), r))?;
-        super::connections::check_node(i, n)?;
+        super::connection_checks::check_node(i, n)?;
     }
     if nodes.iter().all(|n| n.down || n.backup) {
         return Err(invalid(

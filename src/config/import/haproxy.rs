@@ -213,7 +213,7 @@ impl Backend {
             ["no", rest @ ..] => (true, rest.to_vec()),
             _ => (false, w),
         };
-        if self.pool.line(neg, &w, at, d)? {
+        if self.pool.line((neg, &w), at, d, time)? {
             return Ok(());
         }
         match w.as_slice() {

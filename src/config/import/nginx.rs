@@ -54,7 +54,7 @@ pub(super) fn import(path: &Path, text: &str, opts: &Options) -> Result<(Draft, 
     let workers = worker_processes(main, &mut d)?;
     upstream(up, workers, &mut d)?;
     proxy_settings(&http, &name, &mut d)?;
-    super::pool::nginx(main, up, &http, &name, &mut d)?;
+    super::pool::nginx(main, (up, &name), &http, &mut d, parse_time)?;
     Ok((d, name))
 }
 

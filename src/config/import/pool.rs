@@ -29,10 +29,10 @@ use serde_json::{Map, Value, json};
 /// is an error, as in nginx).
 pub(super) fn nginx(
     main: &[Directive],
-    up: &Directive,
+    (up, name): (&Directive, &str),
     http: &[&Directive],
-    name: &str,
     d: &mut Draft,
+    parse_time: fn(&str, bool) -> Result<SimDuration, String>,
 ) -> Result<(), Error> {
     misplaced_keepalive(main)?;
     let mut pool = Map::new();
@@ -63,7 +63,7 @@ pub(super) fn nginx(
                 }
                 json!(n)
             }
-            _ => json!(super::nginx::parse_time(v, false).map_err(|e| {
+            _ => json!(parse_time(v, false).map_err(|e| {
                 x.at.error(format!("\"{key}\" directive invalid value \"{v}\": {e}"))
             })?),
         };
@@ -212,13 +212,13 @@ pub(super) struct HaproxyPool {
 impl HaproxyPool {
     /// Reads a backend line if it is a connection setting (`true`: consumed);
     /// `server` and `default-server` lines give their `pool-*` keywords and
-    /// are left to the caller.
+    /// are left to the caller. `time` reads an HAProxy time (the caller's).
     pub(super) fn line(
         &mut self,
-        neg: bool,
-        w: &[&str],
+        (neg, w): (bool, &[&str]),
         at: &Loc,
         d: &mut Draft,
+        time: fn(&str, &Loc) -> Result<SimDuration, Error>,
     ) -> Result<bool, Error> {
         match w {
             ["http-reuse", mode] => {
@@ -240,7 +240,7 @@ impl HaproxyPool {
                 self.set("option", json!(v.replace('-', "_")), at, d);
             }
             ["timeout", "http-keep-alive", v] => {
-                let t = super::haproxy::time(v, at)?;
+                let t = time(v, at)?;
                 if t.is_zero() {
                     return Err(at.error("timeout http-keep-alive: must be positive"));
                 }
@@ -258,7 +258,7 @@ impl HaproxyPool {
                         continue;
                     };
                     let value = if field == "pool_purge_delay" {
-                        json!(super::haproxy::time(v, at)?)
+                        json!(time(v, at)?)
                     } else {
                         match v.parse::<i64>() {
                             Ok(-1) if field == "pool_max_conn" => Value::Null,

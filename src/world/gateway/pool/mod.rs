@@ -52,9 +52,9 @@ mod tests;
 use super::super::NodeId;
 use crate::engine::{SimDuration, SimTime};
 use crate::ids::FleetLayout;
+use crate::spec::connection_checks::{client_connection, keeps_connections};
 use crate::spec::connections::{
-    CircuitBreakersSpec, HaproxyOption, HaproxyPoolSpec, HttpReuse, PoolSpec, client_connection,
-    keeps_connections,
+    CircuitBreakersSpec, HaproxyOption, HaproxyPoolSpec, HttpReuse, PoolSpec,
 };
 use crate::spec::{ClientConnection, GatewayFlavor, Model};
 use clients::ClientConns;
