@@ -256,28 +256,6 @@ pub fn align(rows: &[Vec<String>]) -> String {
     out
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn align_pads_columns() {
-        let rows = vec![
-            vec!["node".to_string(), "share".into()],
-            vec!["a".to_string(), "50.0%".into()],
-        ];
-        assert_eq!(align(&rows), "node  share\na     50.0%\n");
-    }
-
-    #[test]
-    fn cells_show_the_range_only_when_replications_differ() {
-        assert_eq!(cell(&Spread::of(&[2.0, 2.0]), "s", 1), "2.0s");
-        assert_eq!(cell(&Spread::of(&[1.0, 3.0]), "", 0), "2 [1–3]");
-        assert_eq!(cell(&Spread::default(), "s", 2), "-");
-        assert_eq!(delay_cell(&Spread::of(&[1.0]), 3), "1.00s (1/3 runs)");
-    }
-}
-
 /// The table's connection block: one row per node, `None` without a pool.
 fn connection_block(nodes: &[(String, Option<&ConnStats>)]) -> Option<String> {
     if nodes.iter().all(|(_, c)| c.is_none()) {
@@ -315,4 +293,26 @@ fn connection_block(nodes: &[(String, Option<&ConnStats>)]) -> Option<String> {
         ]);
     }
     Some(align(&rows))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn align_pads_columns() {
+        let rows = vec![
+            vec!["node".to_string(), "share".into()],
+            vec!["a".to_string(), "50.0%".into()],
+        ];
+        assert_eq!(align(&rows), "node  share\na     50.0%\n");
+    }
+
+    #[test]
+    fn cells_show_the_range_only_when_replications_differ() {
+        assert_eq!(cell(&Spread::of(&[2.0, 2.0]), "s", 1), "2.0s");
+        assert_eq!(cell(&Spread::of(&[1.0, 3.0]), "", 0), "2 [1–3]");
+        assert_eq!(cell(&Spread::default(), "s", 2), "-");
+        assert_eq!(delay_cell(&Spread::of(&[1.0]), 3), "1.00s (1/3 runs)");
+    }
 }
