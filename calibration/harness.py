@@ -17,6 +17,8 @@ import sys
 import threading
 import time
 
+import conns
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 NGINX = "/usr/sbin/nginx"
 HAPROXY = "/usr/sbin/haproxy"
@@ -115,10 +117,11 @@ class Procs:
 class Backend:
     """One node: backend.py on its port, controlled through its stdin."""
 
-    def __init__(self, procs, name, port, seed, delay_s):
+    def __init__(self, procs, name, port, seed, delay_s, extra=()):
         self.procs, self.name, self.port, self.seed = procs, name, port, seed
-        self.delay_s = delay_s
+        self.delay_s, self.extra = delay_s, list(extra)
         self.conns = []  # (accepted, ended, what)
+        self.events = []  # other lines, split (conns.py: keep-alive connections)
         self.p = None
         self.start()
 
@@ -126,7 +129,8 @@ class Backend:
         mode = "healthy %.6f" % self.delay_s
         self.p = self.procs.add(subprocess.Popen(
             [sys.executable, os.path.join(HERE, "backend.py"), "--port", str(self.port),
-             "--seed", str(self.seed), "--mode", mode, "--listen-at", "%.6f" % listen_at],
+             "--seed", str(self.seed), "--mode", mode, "--listen-at", "%.6f" % listen_at]
+            + self.extra,
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True))
         line = self.p.stdout.readline()
         if not line.startswith("ready"):
@@ -138,6 +142,8 @@ class Backend:
                 w = l.split()
                 if len(w) == 4 and w[0] == "conn":
                     self.conns.append((float(w[1]), float(w[2]), w[3]))
+                elif w:
+                    self.events.append(w)
 
         threading.Thread(target=read, daemon=True).start()
 
@@ -222,6 +228,8 @@ def fault_actions(model, backends, t0):
         elif kind == "slow":
             d = b.delay_s * float(f.get("factor", 1.0)) + dur(f.get("extra", "0s"))
             start, end = (lambda b=b, d=d: b.cmd("slow %.6f" % d)), b.healthy
+        elif conns.fault(kind, b):
+            start, end = conns.fault(kind, b)
         else:
             raise ValueError("calibration: fault kind %s is not driven" % kind)
         acts.append((at, ("start", b.name), start))
@@ -350,7 +358,8 @@ def run_rep(hcsim, model_path, model, rep, workdir, time_bound, pids):
     try:
         for i, n in enumerate(nodes):
             backends_started.append(
-                Backend(procs, n["name"], ports[i], 1000 * rep + i + 1, service_delay(n)))
+                Backend(procs, n["name"], ports[i], 1000 * rep + i + 1, service_delay(n),
+                        conns.backend_args(model, n)))
         backends = backends_started
         addrs = [(n["name"], "127.0.0.1:%d" % ports[i]) for i, n in enumerate(nodes)]
         listen = "127.0.0.1:%d" % listen_port
@@ -403,9 +412,9 @@ def run_rep(hcsim, model_path, model, rep, workdir, time_bound, pids):
         t0_seen[0] = t0
         duration = dur(model["duration"])
         c = model["clients"]
-        client = Client(("127.0.0.1", listen_port), float(c["rate_per_s"]),
-                        int(round(duration * float(c["rate_per_s"]))),
-                        dur(c.get("timeout")) or 30.0)
+        args = (("127.0.0.1", listen_port), float(c["rate_per_s"]),
+                int(round(duration * float(c["rate_per_s"]))), dur(c.get("timeout")) or 30.0)
+        client = conns.client_for(model, *args) or Client(*args)
         acts = fault_actions(model, backends, t0)
 
         done = []  # (start|end, node, wall time the action took effect)

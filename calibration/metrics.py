@@ -17,7 +17,7 @@ import re
 
 from harness import dur
 
-ACCESS = re.compile(r'^(\S+) (\S+) "GET /r/(\d+) [^"]*" (\d+) "([^"]*)" "([^"]*)" "([^"]*)"$')
+ACCESS = re.compile(r'^(\S+) (\S+) "[A-Z]+ /r/(\d+) [^"]*" (\d+) "([^"]*)" "([^"]*)" "([^"]*)"$')
 DISABLED = re.compile(r'upstream server temporarily disabled.*upstream: "http://127\.0\.0\.1:(\d+)/r/(\d+)"')
 HA_STATE = re.compile(r'^Server \S+/(\S+) is (DOWN|UP)')
 HA_REQ = re.compile(r'^REQ /r/(\d+) (\S+) (-?\d+) (\S+) (-?\d+) (\S+)')
@@ -83,7 +83,8 @@ def real_figures(model, t0, client, rec):
     fig["client.timeouts"] = timeouts
     fig["client.unfinished"] = unfinished
     for k, v in statuses.items():
-        fig["client.status." + k] = v
+        # A connection closed without an answer: hcsim's status 0.
+        fig["client.status." + ("0" if k == "error" else k)] = v
     fig["client.latency_ms.p50"] = percentile(lat, 0.5)
     node = {n: {"attempts": 0, "answered": 0, "ejections": 0, "eject_times": [], "ok_times": []}
             for n in names}

@@ -6,12 +6,19 @@ METHOD = """## Method and tolerances
 
 - Backends: `calibration/backend.py`, one process per node on 127.0.0.1,
   HTTP/1.0 with one connection per request; the node's constant
-  `service_time` is its answer delay. Faults: `crash` is `kill -9` and, at
-  its end, a new process (started 1 s early, so that it listens on time),
-  `stop` is SIGSTOP/SIGCONT, `hang` (accept, read, answer only when the fault
-  ends), `flaky` (a seeded RNG per node and replication) and `slow` are
-  commands on the backend's stdin. Delays are measured from when each fault
-  action took effect.
+  `service_time` is its answer delay. When the gateway keeps connections
+  (`gateway.pool`, or HAProxy with keep-alive clients) or the node has a
+  `keepalive_timeout` / `keepalive_requests`, it speaks HTTP/1.1 keep-alive
+  to a gateway that asks for it, closing a connection idle that long or
+  after that many requests (`calibration/conns.py`); a node's `backlog` N is
+  `listen(N - 1)` (Linux queues one more than it is told). Faults: `crash` is
+  `kill -9` and, at its end, a new process (started 1 s early, so that it
+  listens on time), `stop` is SIGSTOP/SIGCONT, `hang` (accept, read, answer
+  only when the fault ends), `stop_accepting` (the listening socket is shut
+  down at once; open connections are served; listening again at its end),
+  `flaky` (a seeded RNG per node and replication) and `slow` are commands on
+  the backend's stdin. Delays are measured from when each fault action took
+  effect.
 - Gateways: `hcsim export --to nginx|haproxy MODEL --listen … --address …`
   writes the upstream/backend; the harness adds the logging (nginx
   `log_format` with `$msec $request_time $upstream_addr $upstream_status
@@ -20,11 +27,18 @@ METHOD = """## Method and tolerances
   its own prefix and config under a temporary directory; it is stopped by its
   pid (nginx: the master, then its workers), also when a run fails.
 - Client: open loop, request i at t0 + i/rate whatever the replies, with the
-  model's client timeout. nginx: t0 is a whole wall-clock second and hcsim
+  model's client timeout; one HTTP/1.0 connection per request, or with
+  `clients.connection: keepalive` HTTP/1.1 on the most recently idle
+  connection (a new one if none), and the model's method. A connection
+  closed without an answer is `client.status.0`. nginx: t0 is a whole wall-clock second and hcsim
   runs with `gateway.clock_phase` 0s; HAProxy: t0 is the first check of the
   first server (hcsim's first check runs at 0).
 - Figures: those of hcsim's `summary.json` (see `calibration/metrics.py`),
-  request figures over the model's `measure` window.
+  request figures over the model's `measure` window. With kept connections
+  and no active checks also, per node, `connections.opened` (connections the
+  backend accepted), `connections.reused` (requests after the first on a
+  connection) and, for nginx, `connections.reset_on_reuse` (error-log lines
+  `upstream prematurely closed connection` / `recv() failed (104: ...)`).
 - Verdict: hcsim's median must lie in the real [min–max] widened by a
   tolerance: delays max(50 ms, one request interval); shares 0.02; request
   counts max(2, 2% of the requests sent); p50 latency 5 ms or the real median,
@@ -37,6 +51,36 @@ METHOD = """## Method and tolerances
   counts the lines that follow a 2xx answer of the node (which resets `fails`)."""
 
 NOTES = {
+    "haproxy-sigstop-connect-timeout": """**Changed hcsim: a redispatched retry uses up the
+avoided server's turn.** Once A's backlog is full every connect to it times
+out after 1 s and is redispatched. `fwrr_get_next_server(px, srvtoavoid)`
+(src/lb_fwrr.c) takes the servers in position order; when the first is the
+one to avoid, its position is updated (`fwrr_update_position`) before it is
+set aside, so it uses up its turn, and the next server is taken. hcsim set the
+avoided server aside without moving it, so it kept its turn and took the next
+new request: here it sent A 157 attempts (median of 10 runs) where it now
+sends 120, and A's 2xx answers were 80, outside the real 73 [73–74]; now 70.
+No shipped model retries a connect with `roundrobin` and redispatch, so no
+golden output changed.""",
+    "haproxy-hang-check-fall1": """A check on a hung server at `inter 500ms fall 1`
+without `timeout check` (`tcpcheck_eval_connect` sets the check's deadline to
+its start + `inter`; the next check is `inter` after the previous one ends,
+`process_chk_conn`): DOWN at the end of the first check started after the
+hang, as hcsim says. The same agreement held for a SIGSTOP instead of the
+hang, without `timeout connect`, and with the hang at 2.0 s (0.528 s real,
+0.522 s hcsim). With the hang at 10.3 s the real DOWN came later (0.879 s
+[0.849–0.919]) than hcsim's 0.813 s: each real check lasts 6–8 ms (the Python
+backend) against hcsim's 5.4 ms, so the real checks drift 1–3 ms per check
+behind hcsim's, and which check is the first after the hang moves; the
+tolerance covers it. A difference of 0.2 s with hcsim *later* was not
+reproduced.""",
+    "nginx-idle-close-get": """A's 1 s keep-alive timeout closes its connection before
+each next request (1.33 s later): its FIN reaches nginx, which drops the
+connection (`keepalive_close_handler`) and opens a new one, without error.
+The race itself (a reuse within the round trip of the close, ~0.05 ms on
+loopback) is too narrow to hit on purpose here; hcsim's unit tests pin its
+boundaries (`src/world/gateway/pool/tests.rs`), and the shipped model
+`keepalive-idle-race` shows its rate with a 1 ms round trip.""",
     "haproxy-hang-tcheck-short": """**Not deterministic in HAProxy 2.6.12; hcsim
 takes its upper bound.** A `timeout check` shorter than the connect window:
 hcsim ends every failing check at the window (`min(inter, timeout connect)` =
@@ -93,6 +137,19 @@ EXPLAINED = {
 }
 
 CHANGES = """## What changed in hcsim because of these runs
+
+- HAProxy `roundrobin` redispatch (`spend_avoided_turn`,
+  `src/world/gateway/haproxy.rs`): the server to avoid uses up its turn when
+  it comes first in the rotation, as `fwrr_get_next_server` does; see
+  haproxy-sigstop-connect-timeout (A's attempts 157 → 120, answers 80 → 70,
+  real 73).
+- Connections (`gateway.pool`): the scenarios with reuse on nginx and HAProxy
+  agree with the binaries; two harness details mattered: Linux queues
+  `listen(n)`'s n + 1 connections (a node's `backlog` is `listen(N - 1)`:
+  with it haproxy-keepalive-sigstop's 504s went from 10 real / 9 hcsim to 9 /
+  9), and `stop_accepting` must shut the listening socket at once (a late
+  close let one more request reach A: real first refusal 0.099 s after the
+  fault, hcsim 0).
 
 - HAProxy 2.6 `timeout check` (`src/policy/active_probe/haproxy.rs`, the
   `AfterConnect::Later` deadline in `src/world/probe.rs`): a check now ends at

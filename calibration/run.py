@@ -23,6 +23,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 sys.path.insert(0, HERE)
 
+import conns  # noqa: E402
 import harness  # noqa: E402
 import metrics  # noqa: E402
 import notes  # noqa: E402
@@ -103,12 +104,15 @@ def scenario(name, hcsim, reps, sim_reps, workdir, pids):
     real = []
     for r in range(reps):
         bound = harness.dur(model["duration"]) + 20.0
-        t0, _b, client, rec = harness.run_rep(
+        t0, backends, client, rec = harness.run_rep(
             hcsim, path, model, r, os.path.join(workdir, name), bound, pids)
-        real.append(metrics.real_figures(model, t0, client, rec))
+        figs = metrics.real_figures(model, t0, client, rec)
+        figs.update(conns.real_figures(model, t0, backends, rec))
+        real.append(figs)
     summ = run_hcsim(hcsim, path, model, sim_reps, os.path.join(workdir, name, "hcsim"))
     flavor = model.get("gateway", {}).get("flavor", "nginx")
-    sim = [metrics.hcsim_figures(run, flavor) for run in summ["runs"]]
+    sim = [dict(metrics.hcsim_figures(run, flavor), **conns.hcsim_figures(model, run))
+           for run in summ["runs"]]
     keys = []
     for figs in real + sim:
         for k in figs:

@@ -3,10 +3,12 @@
 //! [`path`] names a metric of a run summary, the one vocabulary of runs.csv,
 //! points.csv, `hcsim compare`, tune objectives and charts.
 
+pub mod connections;
 pub mod path;
 mod recorder;
 mod replicas;
 mod summary;
 
+pub use connections::NodeConnections;
 pub use recorder::Recorder;
 pub use summary::*;

@@ -648,6 +648,7 @@ impl Recorder {
                 peak_queue: self.peak_queue[i],
                 backlog_refused: self.backlog_refused[i],
                 fleet: (self.replicas > 1).then(|| self.node_fleet(i)),
+                connections: None,
             })
             .collect();
         let probe_rounds = {

@@ -151,6 +151,10 @@ pub struct NodeSummary {
     /// With `gateway.replicas` above 1: how the fleet of gateways saw it.
     #[serde(flatten, default, skip_serializing_if = "Option::is_none")]
     pub fleet: Option<NodeFleet>,
+    /// With connections kept for reuse (`gateway.pool`): opened, reused,
+    /// failures by cause.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub connections: Option<super::NodeConnections>,
 }
 
 /// Durations of probing rounds (a prober that probes all nodes in rounds).

@@ -7,6 +7,7 @@
 
 pub mod charts;
 pub mod compare;
+pub mod connections;
 pub mod csv;
 pub mod html;
 pub mod summary;

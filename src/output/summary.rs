@@ -79,6 +79,9 @@ pub struct NodeStats {
     pub attempts: Spread,
     #[serde(default)]
     pub backlog_refused: Spread,
+    /// With `gateway.pool`: connections opened, reused, failures by cause.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub connections: Option<super::connections::ConnStats>,
     pub ejected_time_s: Spread,
     pub ejections: Spread,
     pub failures: Spread,
@@ -232,6 +235,7 @@ impl NodeStats {
             answered: count(|n| n.answered),
             attempts: count(|n| n.attempts),
             backlog_refused: count(|n| n.backlog_refused),
+            connections: super::connections::ConnStats::over(nodes),
             ejected_time_s: over(nodes, |n| n.ejected_time_s),
             ejections: count(|n| n.ejections),
             failures: count(|n| n.failures),

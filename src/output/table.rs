@@ -1,5 +1,6 @@
 //! The people's view of a run on stdout: aligned columns with units.
 
+use super::connections::ConnStats;
 use super::summary::{NodeStats, Summary};
 use crate::spec::overrides::shown;
 use crate::stats::Spread;
@@ -7,7 +8,7 @@ use std::fmt::Write as _;
 
 /// `median` or `median [min–max]` when replications differ; `-` when no
 /// replication had a value.
-fn cell(s: &Spread, unit: &str, digits: usize) -> String {
+pub(super) fn cell(s: &Spread, unit: &str, digits: usize) -> String {
     match (s.median, s.min, s.max) {
         (Some(m), Some(lo), Some(hi)) if (hi - lo).abs() > 1e-9 => {
             format!("{m:.digits$}{unit} [{lo:.digits$}–{hi:.digits$}]")
@@ -18,7 +19,7 @@ fn cell(s: &Spread, unit: &str, digits: usize) -> String {
 }
 
 /// A share (a fraction) as a percentage cell.
-fn share_cell(s: &Spread) -> String {
+pub(super) fn share_cell(s: &Spread) -> String {
     let pct = |x: Option<f64>| x.map(|x| x * 100.0);
     let percent = Spread {
         median: pct(s.median),
@@ -106,6 +107,15 @@ pub fn table(report: &Summary) -> String {
     }
     out.push('\n');
     out.push_str(&align(&node_rows(&report.nodes, report.reps, true)));
+    let conns: Vec<_> = report
+        .nodes
+        .iter()
+        .map(|n| (n.name.clone(), n.connections.as_ref()))
+        .collect();
+    if let Some(block) = connection_block(&conns) {
+        out.push('\n');
+        out.push_str(&block);
+    }
     for (r, nodes) in report.per_replica.iter().enumerate() {
         let _ = writeln!(
             out,
@@ -347,6 +357,45 @@ fn wrap_words(s: &str, width: usize) -> Vec<String> {
         lines.pop();
     }
     lines
+}
+
+/// The table's connection block: one row per node, `None` without a pool.
+fn connection_block(nodes: &[(String, Option<&ConnStats>)]) -> Option<String> {
+    if nodes.iter().all(|(_, c)| c.is_none()) {
+        return None;
+    }
+    let count = |s: &Spread| cell(s, "", 0);
+    let mut rows = vec![
+        [
+            "connections",
+            "opened",
+            "reused",
+            "reused share",
+            "refused",
+            "reset on reuse",
+            "closed before response",
+            "timeouts",
+            "overflow",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect::<Vec<_>>(),
+    ];
+    for (name, c) in nodes {
+        let Some(c) = c else { continue };
+        rows.push(vec![
+            name.clone(),
+            count(&c.opened),
+            count(&c.reused),
+            share_cell(&c.reused_share),
+            count(&c.refused),
+            count(&c.reset_on_reuse),
+            count(&c.closed_before_response),
+            count(&c.timed_out),
+            count(&c.overflow),
+        ]);
+    }
+    Some(align(&rows))
 }
 
 #[cfg(test)]

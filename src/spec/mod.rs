@@ -4,6 +4,8 @@
 //! turns a [`ModelSpec`] into the [`Model`] a run simulates.
 
 pub mod charts;
+pub mod connection_checks;
+pub mod connections;
 pub mod document;
 mod flavour_checks;
 pub mod flavours;
@@ -19,6 +21,7 @@ pub mod validate;
 mod warnings;
 
 pub use charts::ChartSpec;
+pub use connections::{ClientConnection, PoolSpec};
 pub use document::{
     FileKind, MAX_FILE_BYTES, apply_sets, canonical_path, check_path_depth, file_kind,
     from_document, get_path, json_kind, load_with_overrides, note_sets, read_document, set_path,

@@ -97,6 +97,8 @@ pub enum FaultKind {
     Hang,
     Stop,
     Partition,
+    /// The listening socket is closed; open connections are served.
+    StopAccepting,
     Flaky {
         p: f64,
         error: FlakyError,
@@ -115,6 +117,7 @@ impl FaultKind {
             FaultKind::Hang => "hang",
             FaultKind::Stop => "stop",
             FaultKind::Partition => "partition",
+            FaultKind::StopAccepting => "stop_accepting",
             FaultKind::Flaky { .. } => "flaky",
             FaultKind::Slow { .. } => "slow",
         }
@@ -123,7 +126,11 @@ impl FaultKind {
     pub(super) fn is_availability(&self) -> bool {
         matches!(
             self,
-            FaultKind::Crash | FaultKind::Hang | FaultKind::Stop | FaultKind::Partition
+            FaultKind::Crash
+                | FaultKind::Hang
+                | FaultKind::Stop
+                | FaultKind::Partition
+                | FaultKind::StopAccepting
         )
     }
 }

@@ -6,6 +6,7 @@
 //! timeouts, `max_fails=1 fail_timeout=10s`). Durations are strings with units.
 
 use super::charts::ChartSpec;
+use super::connections::{ClientConnection, PoolSpec};
 use crate::diagnostics::tracked;
 use crate::engine::SimDuration;
 use crate::policy::PolicySpec;
@@ -116,6 +117,10 @@ pub struct OpenClientsSpec {
     /// replay` writes the workload of an access log this way.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub schedule: Vec<RateStep>,
+    /// `close` (default: one request per connection) or `keepalive`
+    /// (see [`ClientConnection`](super::connections::ClientConnection)).
+    #[serde(default, skip_serializing_if = "ClientConnection::is_default")]
+    pub connection: ClientConnection,
 }
 
 /// One step of `clients.schedule`.
@@ -137,6 +142,9 @@ pub struct ClosedClientsSpec {
     pub timeout: Option<SimDuration>,
     #[serde(default)]
     pub method: Method,
+    /// `close` (default) or `keepalive`: each client keeps its connection.
+    #[serde(default, skip_serializing_if = "ClientConnection::is_default")]
+    pub connection: ClientConnection,
 }
 
 #[derive(Clone, Copy, Debug, Default, Deserialize, Serialize, PartialEq, Eq, JsonSchema)]
@@ -227,6 +235,12 @@ pub struct GatewaySpec {
     /// `minHealthPercent` with `istio`), else 0 = off, as in nginx.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub healthy_panic_threshold: Option<f64>,
+    /// Idle connections to the nodes kept for reuse, by the rules of
+    /// `kind` (`nginx`, `haproxy` or `envoy`). Default: none, every
+    /// attempt opens its own connection (HAProxy: its `http-reuse safe`
+    /// applies to keep-alive clients).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pool: Option<PoolSpec>,
 }
 
 fn is_one(n: &u32) -> bool {
@@ -351,6 +365,7 @@ impl Default for GatewaySpec {
             replicas: 1,
             spread: Spread::RoundRobin,
             healthy_panic_threshold: None,
+            pool: None,
         }
     }
 }
@@ -435,6 +450,14 @@ pub struct NodeSpec {
     /// Time a worker spends on one request. Default constant 5ms.
     #[serde(default = "default_service")]
     pub service_time: LatencySpec,
+    /// The node closes a kept-alive connection idle this long (Node.js 5s,
+    /// gunicorn 2s). Default: never.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub keepalive_timeout: Option<SimDuration>,
+    /// The node closes a connection after this many requests (answering
+    /// the last with `Connection: close`). Default: no limit.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub keepalive_requests: Option<u32>,
 }
 
 fn one() -> u32 {
@@ -546,6 +569,12 @@ pub enum FaultSpec {
     /// The network between gateway and node drops packets.
     #[serde(deserialize_with = "tracked")]
     Partition(WindowSpec),
+    /// The process closes its listening socket and keeps serving the
+    /// connections it has (the first step of a graceful shutdown): new
+    /// connects are refused; `for` ends it. Needs a gateway that keeps
+    /// connections (`gateway.pool`).
+    #[serde(deserialize_with = "tracked")]
+    StopAccepting(WindowSpec),
     /// Each request fails with probability `p`.
     #[serde(deserialize_with = "tracked")]
     Flaky(FlakySpec),
@@ -561,7 +590,8 @@ impl FaultSpec {
             FaultSpec::Crash(w)
             | FaultSpec::Hang(w)
             | FaultSpec::Stop(w)
-            | FaultSpec::Partition(w) => (&w.at, w.for_),
+            | FaultSpec::Partition(w)
+            | FaultSpec::StopAccepting(w) => (&w.at, w.for_),
             FaultSpec::Flaky(x) => (&x.at, x.for_),
             FaultSpec::Slow(x) => (&x.at, x.for_),
         }

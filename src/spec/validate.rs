@@ -84,10 +84,12 @@ impl Model {
             _ => None,
         };
         check_gateway(&spec.gateway)?;
+        super::connection_checks::check_pool(&spec.gateway)?;
         check_nodes(&spec.nodes)?;
         super::flavour_checks::check(&spec.gateway, &spec.nodes)?;
         super::limits::check_size(&spec)?;
         let faults = faults(&spec)?;
+        super::connection_checks::check_stop_accepting(&spec)?;
         let policies = policies(&spec)?;
         check_fleet(&spec.gateway, &policies)?;
         Ok(Model {
@@ -373,6 +375,7 @@ fn check_nodes(nodes: &[NodeSpec]) -> Result<(), Invalid> {
             return Err(invalid(at("workers"), "must be at least 1"));
         }
         check_latency(&n.service_time).map_err(|(f, r)| (at(&format!("service_time.{f}")), r))?;
+        super::connection_checks::check_node(i, n)?;
     }
     if nodes.iter().all(|n| n.down || n.backup) {
         return Err(invalid(
@@ -442,7 +445,10 @@ fn faults(spec: &ModelSpec) -> Result<Vec<Fault>, Invalid> {
                 Some(d) => Some(drawn(d, &at("restart_delay"), false)?),
                 None => None,
             },
-            FaultSpec::Hang(w) | FaultSpec::Stop(w) | FaultSpec::Partition(w)
+            FaultSpec::Hang(w)
+            | FaultSpec::Stop(w)
+            | FaultSpec::Partition(w)
+            | FaultSpec::StopAccepting(w)
                 if w.restart_delay.is_some() =>
             {
                 return Err(invalid(
@@ -550,6 +556,7 @@ fn fault_kind(f: &FaultSpec) -> Result<FaultParts<'_>, Invalid> {
         FaultSpec::Hang(w) => (&w.node, &w.at, w.for_, FaultKind::Hang),
         FaultSpec::Stop(w) => (&w.node, &w.at, w.for_, FaultKind::Stop),
         FaultSpec::Partition(w) => (&w.node, &w.at, w.for_, FaultKind::Partition),
+        FaultSpec::StopAccepting(w) => (&w.node, &w.at, w.for_, FaultKind::StopAccepting),
         FaultSpec::Flaky(x) => {
             if !(0.0..=1.0).contains(&x.p) {
                 return Err(invalid(

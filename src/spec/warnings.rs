@@ -47,6 +47,7 @@ impl Model {
                 ));
             }
         }
+        w.extend(super::connection_checks::warnings(&self.spec));
         for (i, p) in self.policies.iter().enumerate() {
             let base = policy_field(&self.spec, i);
             for (field, msg) in p.warnings() {

@@ -99,8 +99,21 @@ impl Logger {
             addresses: export::Options::of(model).addresses,
             servers: server_names(model),
             nginx: model.gateway.flavor == GatewayFlavor::Nginx
-                && !model.policies.iter().any(is_envoy),
+                && !model.policies.iter().any(is_envoy)
+                && !matches!(model.gateway.pool, Some(crate::spec::PoolSpec::Envoy(_))),
         }
+    }
+}
+
+impl Logger {
+    /// The upstream, backend or cluster as the product names it.
+    pub(crate) fn upstream_name(&self) -> &str {
+        &self.upstream
+    }
+
+    /// HAProxy's name of the server of `node`.
+    pub(crate) fn server_name(&self, node: NodeId) -> &str {
+        &self.servers[node.index()]
     }
 }
 
@@ -200,7 +213,7 @@ fn json_f64(x: f64) -> String {
 }
 
 impl World<'_> {
-    fn log_line(
+    pub(crate) fn log_line(
         &mut self,
         replica: usize,
         node: Option<NodeId>,
@@ -231,7 +244,11 @@ impl World<'_> {
             AttemptResult::Refused | AttemptResult::ConnectTimeout => CONNECTING,
             _ => READING,
         };
-        let Some(msg) = nginx_attempt_error(result) else {
+        // A reset on a connection the node had closed unseen (pool/).
+        let cause = self.pool.as_ref().map(|p| p.last_cause);
+        let Some(msg) = super::gateway::nginx_reuse_error(cause, result)
+            .or_else(|| nginx_attempt_error(result))
+        else {
             return;
         };
         let line = format!(

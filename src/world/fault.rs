@@ -44,8 +44,13 @@ impl World<'_> {
             FaultKind::Stop => {
                 self.nodes[node.index()].stopped = true;
                 self.freeze_node(node);
+                self.conn_fault(node, FaultKind::Stop, true);
             }
-            FaultKind::Partition => self.nodes[node.index()].partitioned = true,
+            FaultKind::Partition => {
+                self.nodes[node.index()].partitioned = true;
+                self.conn_fault(node, FaultKind::Partition, true);
+            }
+            FaultKind::StopAccepting => self.nodes[node.index()].not_listening = true,
             FaultKind::Flaky { p, error, status } => {
                 self.nodes[node.index()].flaky = Some((p, error, status))
             }
@@ -81,9 +86,14 @@ impl World<'_> {
             }
             FaultKind::Stop => {
                 n.stopped = false;
+                self.conn_fault(node, FaultKind::Stop, false);
                 self.thaw_node(node);
             }
-            FaultKind::Partition => n.partitioned = false,
+            FaultKind::Partition => {
+                n.partitioned = false;
+                self.conn_fault(node, FaultKind::Partition, false);
+            }
+            FaultKind::StopAccepting => n.not_listening = false,
             FaultKind::Flaky { .. } => n.flaky = None,
             FaultKind::Slow { .. } => n.slow = None,
         }

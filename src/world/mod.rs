@@ -85,6 +85,7 @@ mod fleet;
 mod gateway;
 mod heartbeat;
 mod node;
+mod node_conn;
 mod policies;
 mod probe;
 mod streams;
@@ -188,6 +189,11 @@ pub(crate) enum Event {
         policy: u16,
         timer: PolicyTimer,
     },
+    /// A timer of the connection pool (`gateway.pool`).
+    Conn {
+        id: u32,
+        what: gateway::ConnTimer,
+    },
     /// HAProxy retries a failed connect after its turn-around pause.
     Retry {
         slot: u32,
@@ -260,6 +266,8 @@ pub struct World<'s> {
     pub(crate) fault_windows: Vec<(SimTime, Option<SimTime>)>,
     pub(crate) clients: client::Clients,
     pub(crate) gw: gateway::Gateway,
+    /// Connections kept for reuse (`gateway.pool`), if any.
+    pub(crate) pool: Option<Box<gateway::Pool>>,
     pub(crate) nodes: Vec<node::Node>,
     /// Every policy instance and what it hears (`policies.rs`).
     pub(crate) bank: PolicyBank,
@@ -391,6 +399,7 @@ impl<'s> World<'s> {
             rng: Streams::new(seed),
             fault_windows,
             clients: client::Clients::new(model),
+            pool: gateway::Pool::of(model).map(Box::new),
             nodes: model.nodes.iter().map(node::Node::new).collect(),
             probes: probe::Probes::default(),
             heartbeats: Vec::new(),
@@ -453,6 +462,9 @@ impl<'s> World<'s> {
         let name = self.model.name.clone();
         let seed = self.seed;
         let mut summary = self.rec.finish(&name, seed, seed_phase, events, unfinished);
+        if let Some(p) = &self.pool {
+            p.summarize(&mut summary);
+        }
         if self.model.faults.iter().any(|f| f.phase.is_some()) {
             summary.fault_start_s = self
                 .fault_windows
@@ -503,6 +515,7 @@ impl<'s> World<'s> {
         self.refresh_all();
     }
 
+    #[inline(always)]
     fn dispatch(&mut self, ev: Event) {
         match ev {
             Event::Arrival => self.on_arrival(),
@@ -539,6 +552,7 @@ impl<'s> World<'s> {
                 })
             }
             Event::Retry { slot, generation } => self.on_retry(slot, generation),
+            Event::Conn { id, what } => self.on_conn_timer(id, what),
             Event::ProbeAtNode { probe, generation } => self.on_probe_at_node(probe, generation),
             Event::ProbeDone {
                 probe,

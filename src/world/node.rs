@@ -54,8 +54,13 @@ impl Sampler {
 /// Work in a node's accept queue or on a worker.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Job {
-    /// A gateway attempt: (request slot, attempt generation).
-    Request { slot: u32, generation: u32 },
+    /// A gateway attempt: (request slot, attempt generation); `kept`: on a
+    /// connection the node accepted before (it holds no backlog slot).
+    Request {
+        slot: u32,
+        generation: u32,
+        kept: bool,
+    },
     /// An HTTP probe.
     Probe { probe: u32, generation: u32 },
     /// A TCP probe's connection: accepted, then closed; no work.
@@ -79,6 +84,11 @@ pub(crate) struct Node {
     idle_workers: Vec<u32>,
     /// Accepted connections waiting for a worker.
     queue: VecDeque<Job>,
+    /// Of `queue`, the requests on kept connections (`Job::Request::kept`),
+    /// which the accept queue's `backlog` does not count.
+    kept_waiting: usize,
+    /// `stop_accepting`: the listening socket is closed (world/node_conn.rs).
+    pub(crate) not_listening: bool,
     /// Bumped when in-service completions are invalidated (crash, freeze).
     epoch: u32,
     pub(crate) crashed: bool,
@@ -103,6 +113,8 @@ impl Node {
             busy: vec![None; spec.workers as usize],
             idle_workers: (0..spec.workers).rev().collect(),
             queue: VecDeque::new(),
+            kept_waiting: 0,
+            not_listening: false,
             epoch: 0,
             crashed: false,
             restarts: 0,
@@ -117,7 +129,7 @@ impl Node {
 
     /// Connection refused: nothing listens.
     pub(crate) fn refuses_connections(&self) -> bool {
-        self.crashed
+        self.crashed || self.not_listening
     }
 
     /// The SYN is lost: the link is cut, or the accept queue is full.
@@ -127,7 +139,7 @@ impl Node {
 
     /// The accept queue is full: new connections, even local ones, are not accepted.
     pub(crate) fn accept_queue_full(&self) -> bool {
-        self.queue.len() >= self.backlog
+        self.queue.len() - self.kept_waiting >= self.backlog
     }
 
     /// Workers occupied by a job (a frozen one included).
@@ -167,14 +179,21 @@ impl World<'_> {
             self.arm_read_timeout(slot, generation, true);
             return;
         }
-        let job = Job::Request { slot, generation };
+        let kept = self.pool.as_ref().is_some_and(|p| p.is_kept(slot));
+        let job = Job::Request {
+            slot,
+            generation,
+            kept,
+        };
         if n.queue.is_empty() && n.runnable() && !n.idle_workers.is_empty() {
             // The common case: a worker is free and no one waits; the accept
             // queue is not touched.
             self.serve(node, job);
             return;
         }
-        self.nodes[node.index()].queue.push_back(job);
+        let n = &mut self.nodes[node.index()];
+        n.kept_waiting += kept as usize;
+        n.queue.push_back(job);
         self.start_work(node);
         let waiting = self.nodes[node.index()].queue.len();
         if waiting > 0 {
@@ -195,6 +214,7 @@ impl World<'_> {
     }
 
     /// Hands queued requests to idle workers while the process runs.
+    #[inline]
     fn start_work(&mut self, node: NodeId) {
         loop {
             let n = &mut self.nodes[node.index()];
@@ -204,6 +224,9 @@ impl World<'_> {
             let Some(job) = n.queue.pop_front() else {
                 return;
             };
+            if let Job::Request { kept: true, .. } = job {
+                n.kept_waiting -= 1;
+            }
             self.serve(node, job);
         }
     }
@@ -245,7 +268,10 @@ impl World<'_> {
                 epoch,
             },
         );
-        if let Job::Request { slot, generation } = job {
+        if let Job::Request {
+            slot, generation, ..
+        } = job
+        {
             let answer_at = done_at + self.model.gateway.rtt.half();
             if self
                 .read_deadline(slot, generation)
@@ -286,7 +312,9 @@ impl World<'_> {
         self.start_work(node);
         let half = self.model.gateway.rtt.half();
         match job.job {
-            Job::Request { slot, generation } => {
+            Job::Request {
+                slot, generation, ..
+            } => {
                 if partitioned {
                     self.arm_read_timeout(slot, generation, false);
                 } else if half.is_zero() {
@@ -349,6 +377,7 @@ impl World<'_> {
         n.restarts = n.restarts.wrapping_add(1);
         n.epoch = n.epoch.wrapping_add(1);
         let mut victims: Vec<Job> = n.queue.drain(..).collect();
+        n.kept_waiting = 0;
         for (w, b) in n.busy.iter_mut().enumerate() {
             if let Some(job) = b.take() {
                 victims.push(job.job);
@@ -357,11 +386,15 @@ impl World<'_> {
         }
         let busy = n.busy_workers();
         self.rec.workers_busy(self.q.now(), node, busy);
+        if self.pool.is_some() {
+            // Its kernel closes the kept connections too (node_conn.rs).
+            self.pool_node_crashed(node);
+        }
         for job in victims {
             match job {
-                Job::Request { slot, generation } => {
-                    self.send_reply(slot, generation, Reply::Reset)
-                }
+                Job::Request {
+                    slot, generation, ..
+                } => self.send_reply(slot, generation, Reply::Reset),
                 Job::Probe { probe, generation } => {
                     self.send_probe_result(probe, generation, ProbeResult::Reset)
                 }
@@ -379,7 +412,10 @@ impl World<'_> {
         let mut frozen = Vec::new();
         for job in n.busy.iter_mut().flatten() {
             job.remaining = job.done_at.saturating_since(now);
-            if let Job::Request { slot, generation } = job.job {
+            if let Job::Request {
+                slot, generation, ..
+            } = job.job
+            {
                 frozen.push((slot, generation));
             }
         }

@@ -96,10 +96,13 @@ fn the_nginx_acceptance_case_has_exactly_its_settings() {
     assert_eq!(m["nodes"][2]["backup"], true);
     assert_eq!(m["policy"]["max_fails"], 2);
     assert_eq!(m["policy"]["fail_timeout"], "5s");
+    // keepalive 32 is read, but the location keeps nginx's HTTP/1.0: no reuse.
+    assert_eq!(g["pool"]["keepalive"], 32);
     let stderr = String::from_utf8_lossy(&o.stderr);
     assert!(
         stderr.contains(
-            "warning: tests/configs/nginx-acceptance/nginx.conf:13: keepalive is not modelled"
+            "warning: tests/configs/nginx-acceptance/nginx.conf:13: keepalive has no effect \
+             here: the location at tests/configs/nginx-acceptance/nginx.conf:23 speaks HTTP/1.0"
         ),
         "{stderr}"
     );

@@ -3,6 +3,7 @@
 mod calibration;
 mod charts;
 mod cli;
+mod connections;
 mod corpus;
 mod determinism;
 mod fidelity;

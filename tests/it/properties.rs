@@ -394,6 +394,69 @@ fn model_doc() -> impl Strategy<Value = Value> {
         )
 }
 
+/// Connections on a third of the models: a pool of the gateway's kind
+/// (nginx with or without reuse, or Envoy with small circuit breakers;
+/// HAProxy's in any reuse mode), the nodes' own keep-alive limits,
+/// keep-alive clients and a `stop_accepting` fault on node 0.
+fn with_connections() -> impl Strategy<Value = Value> {
+    (
+        model_doc(),
+        prop::option::weighted(
+            0.33,
+            (
+                (0u8..=3, 1u32..=4, prop::bool::ANY),
+                (optional(ms(1, 500)), prop::option::of(1u32..=4)),
+                (0u32..=3, 1u32..=4, prop::bool::ANY, prop::bool::ANY),
+            ),
+        ),
+    )
+        .prop_map(|(mut doc, extras)| {
+            let Some(((kind, n, reuse), (node_timeout, node_requests), (cb, cap, keep, stop))) =
+                extras
+            else {
+                return doc;
+            };
+            let haproxy = doc["gateway"]["flavor"] == "haproxy";
+            let modes = ["never", "safe", "aggressive", "always"];
+            doc["gateway"]["pool"] = if haproxy {
+                json!({"kind": "haproxy", "http_reuse": modes[kind as usize],
+                       "option": if reuse { "http_keep_alive" } else { "http_server_close" },
+                       "timeout_http_keep_alive": node_timeout, "pool_purge_delay": "300ms"})
+            } else if kind < 2 {
+                json!({"kind": "nginx", "keepalive": n, "keepalive_timeout": "200ms",
+                       "keepalive_requests": cap,
+                       "proxy_http_version": if reuse { "1.1" } else { "1.0" },
+                       "connection_header": ""})
+            } else {
+                json!({"kind": "envoy", "max_requests_per_connection": cap,
+                       "circuit_breakers": {"max_connections": n, "max_pending_requests": cb,
+                                            "max_requests": n + cb, "max_retries": cb}})
+            };
+            if let Some(nodes) = doc["nodes"].as_array_mut() {
+                for node in nodes {
+                    node["keepalive_timeout"] = node_timeout.clone();
+                    if let Some(r) = node_requests {
+                        node["keepalive_requests"] = json!(r);
+                    }
+                }
+            }
+            if keep {
+                doc["clients"]["connection"] = json!("keepalive");
+            }
+            let n0_free = doc["faults"].as_array().is_some_and(|fs| {
+                !fs.iter().any(|f| {
+                    f["node"] == "n0" && !matches!(f["kind"].as_str(), Some("flaky" | "slow"))
+                })
+            });
+            if stop && n0_free {
+                let f =
+                    json!({"kind": "stop_accepting", "node": "n0", "at": "100ms", "for": "100ms"});
+                doc["faults"].as_array_mut().unwrap().push(f);
+            }
+            doc
+        })
+}
+
 fn schema() -> &'static jsonschema::Validator {
     static V: OnceLock<jsonschema::Validator> = OnceLock::new();
     V.get_or_init(|| jsonschema::validator_for(&hcsim::spec::schema::model()).unwrap())
@@ -474,7 +537,7 @@ fn invariants_hold_over_random_models() {
     let ran = std::sync::atomic::AtomicUsize::new(0);
     let requests = std::sync::atomic::AtomicU64::new(0);
     let mut runner = TestRunner::new(config);
-    let result = runner.run(&model_doc(), |doc| {
+    let result = runner.run(&with_connections(), |doc| {
         ran.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let r = check_invariants(&doc)?;
         requests.fetch_add(r, std::sync::atomic::Ordering::Relaxed);

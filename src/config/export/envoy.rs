@@ -96,5 +96,6 @@ pub fn write_with(model: &Model, opts: &Options) -> Result<String, Unsupported> 
         }
     }
     c["common_lb_config"] = json!({"healthy_panic_threshold": {"value": panic.unwrap_or(50.0)}});
+    super::pool::envoy_cluster(model, &mut c)?;
     serde_yaml_ng::to_string(&c).map_err(|e| Unsupported(e.to_string()))
 }

@@ -100,6 +100,8 @@ pub fn write_with(model: &Model, opts: &Options) -> Result<String, Unsupported> 
     if let Some(d) = h.timeout_server {
         let _ = writeln!(s, "    timeout server {}", t(d)?);
     }
+    s.push_str(&super::pool::haproxy_backend(model)?);
+    let pool_params = super::pool::haproxy_server(model)?;
     if let Some(c) = &check {
         if let Some(d) = c.timeout_check {
             let _ = writeln!(s, "    timeout check {}", t(d)?);
@@ -160,6 +162,7 @@ pub fn write_with(model: &Model, opts: &Options) -> Result<String, Unsupported> 
         if n.down {
             s.push_str(" disabled");
         }
+        s.push_str(&pool_params);
         s.push('\n');
     }
     Ok(s)

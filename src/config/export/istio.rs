@@ -48,6 +48,7 @@ pub fn write(model: &Model) -> Result<String, Unsupported> {
             }
         }
     }
+    super::pool::istio(model, &mut tp["connectionPool"])?;
     let name = ident(&model.name);
     let dr = json!({
         "apiVersion": "networking.istio.io/v1",

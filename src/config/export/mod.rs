@@ -13,6 +13,7 @@ pub mod haproxy;
 pub mod istio;
 pub mod kong;
 pub mod nginx;
+mod pool;
 
 use crate::engine::SimDuration;
 use crate::spec::Model;

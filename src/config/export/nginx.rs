@@ -121,6 +121,7 @@ pub fn write_with(model: &Model, opts: &Options) -> Result<String, Unsupported> 
             .collect();
         let _ = writeln!(s, "    check_http_expect_alive {};", classes.join(" "));
     }
+    s.push_str(&super::pool::nginx_upstream(model)?);
     s.push_str("}\n\n");
     let words: Vec<String> = g
         .proxy_next_upstream
@@ -155,6 +156,7 @@ pub fn write_with(model: &Model, opts: &Options) -> Result<String, Unsupported> 
         "        proxy_read_timeout {};",
         time(g.proxy_read_timeout, None)?
     );
+    s.push_str(&super::pool::nginx_location(model)?);
     s.push_str("    }\n}\n");
     Ok(s)
 }

@@ -125,6 +125,7 @@ pub(super) fn import(path: &Path, text: &str, opts: &Options) -> Result<(Draft, 
     };
     r.cluster(cluster, opts)?;
     route(doc, &name, &lines, anchor, &mut d)?;
+    super::pool::envoy_retry_on_reset(&mut d);
     Ok((d, name))
 }
 
@@ -201,12 +202,12 @@ impl Reader<'_> {
         if !any {
             self.d.policy(json!({"kind": "none"}), &at);
         }
+        let (lines, anchor) = (self.lines, self.anchor);
+        super::pool::envoy(c, &|k: &[&str]| lines.at(lines.path(anchor, k)), self.d)?;
         for k in [
-            "circuit_breakers",
             "upstream_connection_options",
             "lb_subset_config",
             "least_request_lb_config",
-            "common_http_protocol_options",
         ] {
             if c.get(k).is_some() {
                 let at = self.at(&[k]);

@@ -201,6 +201,8 @@ struct Backend {
     haproxy: Map<String, Value>,
     httpchk: Option<(bool, Loc)>,
     timeout_check: Option<(SimDuration, Loc)>,
+    /// `http-reuse` and the other connection settings (pool.rs).
+    pool: super::pool::HaproxyPool,
 }
 
 impl Backend {
@@ -211,6 +213,9 @@ impl Backend {
             ["no", rest @ ..] => (true, rest.to_vec()),
             _ => (false, w),
         };
+        if self.pool.line((neg, &w), at, d, time)? {
+            return Ok(());
+        }
         match w.as_slice() {
             ["balance", alg, ..] => {
                 let b = match *alg {
@@ -303,7 +308,7 @@ impl Backend {
             }
             [
                 kw @ ("cookie" | "stick-table" | "stick" | "use-server" | "server-template"
-                | "hash-type" | "http-reuse"),
+                | "hash-type"),
                 ..,
             ] => d.warn(at, format!("`{kw}` is not modelled")),
             _ => {}
@@ -311,7 +316,8 @@ impl Backend {
         Ok(())
     }
 
-    fn finish(self, global: &[&Line], d: &mut Draft) -> Result<(), Error> {
+    fn finish(mut self, global: &[&Line], d: &mut Draft) -> Result<(), Error> {
+        std::mem::take(&mut self.pool).finish(d);
         if self.servers.is_empty() {
             let at = d.origins.first().map(|o| o.1.clone());
             return Err(at

@@ -95,21 +95,11 @@ pub(super) fn import(path: &Path, text: &str, opts: &Options) -> Result<(Draft, 
     for (section, inner) in [
         (
             "tcp",
-            vec![
-                "maxConnections",
-                "tcpKeepalive",
-                "maxConnectionDuration",
-                "idleTimeout",
-            ],
+            vec!["tcpKeepalive", "maxConnectionDuration", "idleTimeout"],
         ),
         (
             "http",
             vec![
-                "http1MaxPendingRequests",
-                "http2MaxRequests",
-                "maxRequestsPerConnection",
-                "maxRetries",
-                "idleTimeout",
                 "h2UpgradePolicy",
                 "useClientProtocol",
                 "maxConcurrentStreams",
@@ -128,6 +118,8 @@ pub(super) fn import(path: &Path, text: &str, opts: &Options) -> Result<(Draft, 
             }
         }
     }
+    super::pool::istio(&tp, &at, &mut d)?;
+    super::pool::envoy_retry_on_reset(&mut d);
     outlier_detection(&tp, &at, &root, &mut d)?;
     for k in ["subsets", "trafficPolicy/portLevelSettings"] {
         if rule.value.pointer(&format!("/spec/{k}")).is_some() {
@@ -183,6 +175,7 @@ fn outlier_detection(
 #[cfg(test)]
 mod tests {
     use super::super::{Options, Workload, read};
+    use serde_json::json;
     use std::path::PathBuf;
 
     fn import(text: &str) -> super::super::Imported {
@@ -208,12 +201,21 @@ mod tests {
         assert_eq!(v["gateway"]["balancer"], "round_robin");
         assert_eq!(v["gateway"]["proxy_connect_timeout"], "30ms");
         assert_eq!(v["nodes"].as_array().unwrap().len(), 3);
+        // connectionPool: Envoy's circuit breakers, istiod's 2³²−1 for the rest.
+        assert_eq!(
+            v["gateway"]["pool"]["circuit_breakers"],
+            json!({"max_connections": 100, "max_pending_requests": 4294967295u64,
+                   "max_requests": 4294967295u64, "max_retries": 4294967295u64})
+        );
+        assert_eq!(v["gateway"]["pool"]["retry_on_reset"], false);
         let w: Vec<String> = im.warnings.iter().map(|w| w.to_string()).collect();
+        assert!(!w.iter().any(|w| w.contains("maxConnections")), "{w:?}");
         assert!(
-            w.iter().any(
-                |w| w.contains("dr.yaml:12: connectionPool.tcp.maxConnections is not modelled")
+            im.origins.iter().any(
+                |(f, at)| f == "gateway.pool.circuit_breakers.max_connections" && at.line == 12
             ),
-            "{w:?}"
+            "{:?}",
+            im.origins
         );
     }
 }

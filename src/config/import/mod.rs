@@ -21,6 +21,7 @@ mod kubernetes;
 mod linkerd;
 mod nginx;
 pub mod nginx_syntax;
+mod pool;
 mod yaml;
 
 use super::source::{Loc, Warning, read_text};

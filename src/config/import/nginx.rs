@@ -54,6 +54,7 @@ pub(super) fn import(path: &Path, text: &str, opts: &Options) -> Result<(Draft, 
     let workers = worker_processes(main, &mut d)?;
     upstream(up, workers, &mut d)?;
     proxy_settings(&http, &name, &mut d)?;
+    super::pool::nginx(main, (up, &name), &http, &mut d, parse_time)?;
     Ok((d, name))
 }
 
@@ -111,14 +112,8 @@ fn upstream(up: &Directive, workers: u32, d: &mut Draft) -> Result<(), Error> {
                 ),
             },
             "zone" => d.gateway("zone", json!(true), at),
-            "keepalive" | "keepalive_requests" | "keepalive_time" | "keepalive_timeout" => d.warn(
-                at,
-                format!(
-                    "{} is not modelled: connections to the nodes are not reused (a reused \
-                         connection to a black-holed node waits for proxy_read_timeout)",
-                    x.name
-                ),
-            ),
+            // gateway.pool, with the location's settings (pool.rs).
+            "keepalive" | "keepalive_requests" | "keepalive_time" | "keepalive_timeout" => {}
             "hash" | "ip_hash" | "least_time" | "sticky" => d.warn(
                 at,
                 format!(

@@ -21,10 +21,16 @@
 //!   wait. After a connect timeout it retries at once.
 //! - On the response (`http_wait_for_response`, src/http_ana.c) any status
 //!   is relayed; the server closing before a header is a 502, `timeout
-//!   server` a 504. Neither is retried.
+//!   server` a 504. Neither is retried. For a request that is not the
+//!   first of its keep-alive client connection (`TX_NOT_FIRST`, with
+//!   `gateway.pool`), a read error or close goes to `abort_keep_alive`: the
+//!   client connection is closed without an answer (status 0 in hcsim), not
+//!   logged and not counted by `observe`.
 
 use super::super::{Event, Fail, NodeId, World};
 use super::Reply;
+use super::balancer::at_max_conns;
+use super::balancer::pick::Pickers;
 use crate::engine::SimDuration;
 use crate::policy::{AttemptResult, Charge};
 use crate::spec::{Balancer, GatewayFlavor, Model};
@@ -59,6 +65,12 @@ impl World<'_> {
     /// the status, or answer 502 if the server closed before it.
     pub(super) fn haproxy_response(&mut self, slot: u32, node: NodeId, reply: Reply) {
         match reply {
+            Reply::Reset if self.pool.is_some() && self.pool_keepalive_abort(slot, node) => {
+                // `abort_keep_alive`: the client's keep-alive connection is
+                // closed without an answer (status 0); no check counts it.
+                self.free_peer(slot, node, Charge::Success, AttemptResult::ClientAbort);
+                self.finalize(slot, 0, None);
+            }
             Reply::Reset => {
                 self.free_peer(slot, node, Charge::Failed, AttemptResult::Reset);
                 self.finalize(slot, 502, None);
@@ -161,6 +173,52 @@ impl World<'_> {
         }
     }
 
+    /// `fwrr_get_next_server(px, srvtoavoid)` (src/lb_fwrr.c) for a
+    /// redispatch: when the server to avoid comes up first in the rotation,
+    /// its position is updated (`fwrr_update_position`) before it is set
+    /// aside, so it uses up its turn, and the next server is taken. Without
+    /// this, the dead server kept its turn and took the next new request.
+    fn spend_avoided_turn(&mut self, slot: u32, avoid: NodeId) {
+        if self.model.gateway.balancer != Balancer::RoundRobin
+            || self.gw.set_of[avoid.index()].backup
+        {
+            return;
+        }
+        let scope = self.gw.reqs[slot as usize].scope;
+        let s = scope as usize;
+        if !self.gw.direct {
+            let at = self.gw.set_of[avoid.index()].pos;
+            let gw = &mut self.gw;
+            if let Pickers::Rotation(v) = &mut gw.pickers
+                && v[s * 2].peek(gw.rr_cur[s]) == Some(at)
+            {
+                v[s * 2].pick(&mut gw.rr_cur[s]);
+            }
+            return;
+        }
+        let now = self.fleet.now_in(scope, self.q.now());
+        let (policies, local) = self.replica_policies(scope);
+        let cur = self.gw.rr_cur[s];
+        let gw = &self.gw;
+        let next = gw
+            .primary
+            .iter()
+            .filter(|&&n| {
+                !gw.down[n.index()]
+                    && !at_max_conns(gw.max_conns[n.index()], gw.conns[gw.k(scope, n)])
+                    && policies.iter().all(|p| p.is_routable(local, n, now))
+            })
+            .map(|&n| (gw.rr_pos[gw.k(scope, n)].max(cur), n))
+            .min_by_key(|&(pos, n)| (pos, gw.set_of[n.index()].pos));
+        if let Some((pos, n)) = next
+            && n == avoid
+        {
+            let k = self.gw.k(scope, n);
+            self.gw.rr_cur[s] = pos;
+            self.gw.rr_pos[k] = pos + self.gw.rr_step[n.index()];
+        }
+    }
+
     /// HAProxy: the next connection attempt of a request.
     fn retry(&mut self, slot: u32) {
         let r = &mut self.gw.reqs[slot as usize];
@@ -176,6 +234,7 @@ impl World<'_> {
         r.clear_tried();
         if let Some(l) = last {
             r.mark_tried(l);
+            self.spend_avoided_turn(slot, l);
         }
         let picked = self.select_peer(slot).or_else(|| {
             let r = &mut self.gw.reqs[slot as usize];

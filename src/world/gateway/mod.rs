@@ -20,6 +20,7 @@ mod balancer;
 mod haproxy;
 mod kong;
 mod linkerd;
+mod pool;
 mod tried;
 mod usable;
 
@@ -33,6 +34,7 @@ use balancer::routing::Routing;
 use haproxy::Haproxy;
 use kong::KongPath;
 use linkerd::LinkerdPath;
+pub(crate) use pool::{ConnTimer, Pool, nginx_reuse_error};
 use tried::Tried;
 
 /// What came back from a node.
@@ -454,7 +456,7 @@ impl World<'_> {
         r.att_faulty = faulty;
         r.last_node = Some(node);
         r.att_start = now;
-        let (scope, single) = (r.scope, self.gw.single && !r.in_backup);
+        let scope = r.scope;
         let generation = r.att_gen;
         let counted = r.counted;
         self.rec.attempt(now, node, counted, faulty);
@@ -469,6 +471,19 @@ impl World<'_> {
                 None => return,
             }
         }
+        // Connections kept for reuse (`gateway.pool`, pool/); one test without.
+        if self.pool.is_some() && self.pool_attempt(slot, node, generation, cap_at) {
+            return;
+        }
+        self.open_connection(slot, node, generation, cap_at);
+    }
+
+    /// Connects to `node` for the attempt `generation` of `slot` and sends
+    /// the request: refused, the SYN dropped, or connected.
+    #[inline(always)]
+    fn open_connection(&mut self, slot: u32, node: NodeId, generation: u32, cap_at: SimTime) {
+        let now = self.q.now();
+        let counted = self.gw.reqs[slot as usize].counted;
         let g = &self.model.gateway;
         let (connect_timeout, read_timeout) = match (&self.gw.hap, &self.gw.linkerd) {
             (None, None) => (g.proxy_connect_timeout, Some(g.proxy_read_timeout)),
@@ -506,13 +521,11 @@ impl World<'_> {
             // The read timeout is armed lazily (see `arm_read_timeout`): most
             // responses are known to come first, and a timer per attempt would
             // keep rate × proxy_read_timeout events pending.
-            let (first, local) = (self.fleet.policies_of(scope).start, self.fleet.local(scope));
-            for k in 0..self.bank.hear_connections.len() {
-                let i = first + self.bank.hear_connections[k];
-                if !(single && self.bank.bypass_single[i]) {
-                    self.with_policy(i, Some(node), |p, cx| p.on_connected(cx, local, node));
-                }
+            self.tell_connected(slot, node);
+            if self.pool.is_some() {
+                self.pool_connected(slot, node);
             }
+            let g = &self.model.gateway;
             let sent_at = now + g.rtt;
             let r = &mut self.gw.reqs[slot as usize];
             r.sent = true;
@@ -533,6 +546,20 @@ impl World<'_> {
                         node,
                     },
                 );
+            }
+        }
+    }
+
+    /// The policies that listen hear that the attempt of `slot` is connected.
+    #[inline(always)]
+    fn tell_connected(&mut self, slot: u32, node: NodeId) {
+        let r = &self.gw.reqs[slot as usize];
+        let (scope, single) = (r.scope, self.gw.single && !r.in_backup);
+        let (first, local) = (self.fleet.policies_of(scope).start, self.fleet.local(scope));
+        for k in 0..self.bank.hear_connections.len() {
+            let i = first + self.bank.hear_connections[k];
+            if !(single && self.bank.bypass_single[i]) {
+                self.with_policy(i, Some(node), |p, cx| p.on_connected(cx, local, node));
             }
         }
     }
@@ -700,6 +727,10 @@ impl World<'_> {
             _ => Charge::Failed,
         };
         self.free_peer(slot, node, charge, result);
+        if self.pool.is_some() {
+            // nginx: an error on a cached connection gives the try back.
+            self.pool_after_failure(slot, ft == Ft::Error);
+        }
         let status = match ft {
             Ft::Timeout | Ft::Http(504) => 504,
             Ft::Http(s @ (500 | 503 | 403 | 404 | 429)) => s,
@@ -719,6 +750,8 @@ impl World<'_> {
             || !listed
             || (non_idem && !mask.contains(NextUpstream::NonIdempotent))
             || self.next_upstream_timed_out(r);
+        // Envoy: `retry_on` without `reset`, the retries circuit breaker.
+        let give_up = give_up || (self.pool.is_some() && !self.pool_may_retry(slot, result));
         if give_up {
             self.finalize(slot, status, None);
         } else {
@@ -729,6 +762,9 @@ impl World<'_> {
     /// The gateway answers the client with `status`; `by` is the node whose
     /// response is relayed (already freed as a success).
     fn finalize(&mut self, slot: u32, status: u16, by: Option<NodeId>) {
+        if self.pool.is_some() {
+            self.pool_request_done(slot, Some(status), by.is_some());
+        }
         let now = self.q.now();
         let r = &self.gw.reqs[slot as usize];
         let (start, counted, client, faulty) = (r.start, r.counted, r.client, r.att_faulty);
@@ -777,6 +813,9 @@ impl World<'_> {
                 self.linkerd_completed(slot, node);
             }
             self.free_peer(slot, node, Charge::Success, AttemptResult::ClientAbort);
+        }
+        if self.pool.is_some() {
+            self.pool_request_done(slot, None, false);
         }
         let now = self.q.now();
         self.rec

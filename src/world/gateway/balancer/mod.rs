@@ -290,7 +290,7 @@ impl World<'_> {
     /// `node`'s connections in `scope` changed: `max_conns` may now keep it
     /// out or let it in, and `least_conn` ranks it anew.
     #[inline]
-    fn conns_changed(&mut self, scope: u16, node: NodeId) {
+    pub(super) fn conns_changed(&mut self, scope: u16, node: NodeId) {
         if self.gw.max_conns[node.index()] > 0 {
             self.sync_member(scope, node);
         }
@@ -376,6 +376,10 @@ impl World<'_> {
         self.gw.conns[k] = self.gw.conns[k].saturating_sub(1);
         if !self.gw.direct {
             self.conns_changed(scope, node);
+        }
+        if self.pool.is_some() {
+            // Keep or close the attempt's connection (pool/).
+            self.pool_free(slot, node, charge, result);
         }
         if self.obs.any {
             self.observe_attempt(id, scope, node, result, charge);

@@ -66,16 +66,27 @@ impl Rotation {
         }
     }
 
-    /// The next server, moving `cursor`; `None` when there are no members.
-    pub(crate) fn pick(&mut self, cursor: &mut u64) -> Option<u32> {
+    /// Moves the servers whose position the cursor reached into `behind`.
+    fn catch_up(&mut self, cursor: u64) {
         while let Some(i) = self.ahead.top() {
-            if self.pos[i as usize] > *cursor {
+            if self.pos[i as usize] > cursor {
                 break;
             }
             self.ahead.remove(&mut self.at, i, by_pos(&self.pos));
             self.behind.push(&mut self.at, i, by_order);
             self.in_behind[i as usize] = true;
         }
+    }
+
+    /// The server [`pick`](Self::pick) would take next, without taking it.
+    pub(crate) fn peek(&mut self, cursor: u64) -> Option<u32> {
+        self.catch_up(cursor);
+        self.behind.top().or_else(|| self.ahead.top())
+    }
+
+    /// The next server, moving `cursor`; `None` when there are no members.
+    pub(crate) fn pick(&mut self, cursor: &mut u64) -> Option<u32> {
+        self.catch_up(*cursor);
         let (i, at) = match self.behind.top() {
             Some(i) => {
                 self.behind.remove(&mut self.at, i, by_order);
