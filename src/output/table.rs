@@ -107,6 +107,18 @@ pub fn table(report: &Summary) -> String {
     }
     out.push('\n');
     out.push_str(&align(&node_rows(&report.nodes, report.reps, true)));
+    // Time out of rotation with no ejection: before the node was first
+    // routable (a registry's first registration, a probe's first pass).
+    let unejected_time = |n: &NodeStats| {
+        n.ejections.max.is_some_and(|x| x == 0.0) && n.ejected_time_s.max.is_some_and(|x| x > 0.0)
+    };
+    if report.nodes.iter().any(unejected_time) {
+        out.push_str(
+            "(`ejected` includes the time before a node was first routable: a registry's first \
+             registration or a probe's first pass; a node with 0 ejections was never taken out \
+             after that)\n",
+        );
+    }
     let conns: Vec<_> = report
         .nodes
         .iter()

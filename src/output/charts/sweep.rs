@@ -324,18 +324,24 @@ impl<'a> Sweep<'a> {
             if !slice.label.is_empty() {
                 title += &format!(" — {}", slice.label);
             }
+            let cells: Vec<Vec<Option<f64>>> = ys
+                .iter()
+                .map(|py| xs.iter().map(|px| cell(px, py)).collect())
+                .collect();
+            let mut caption = self.caption(slice);
+            if cells.iter().flatten().any(Option::is_none) {
+                // Say what a dash means where the chart shows one.
+                caption += " · – : it never happened in any run of the cell (e.g. never ejected)";
+            }
             let h = plot::HeatmapSpec {
                 title,
-                caption: self.caption(slice),
+                caption,
                 x_label: gx.label(),
                 y_label: gy.label(),
                 value_label: term.label(&shown),
                 x: xs.iter().map(|p| gx.text(p)).collect(),
                 y: ys.iter().map(|p| gy.text(p)).collect(),
-                cells: ys
-                    .iter()
-                    .map(|py| xs.iter().map(|px| cell(px, py)).collect())
-                    .collect(),
+                cells,
                 range: bounds.map(|(lo, hi)| (lo * shown.factor, hi * shown.factor)),
                 scale: axis_scale(scale),
                 format: shown.format,
