@@ -10,9 +10,9 @@
 use super::api::HealthPolicy;
 use super::none::NoParams;
 use super::{
-    ActiveProbeSpec, FailureAccrualParams, HeartbeatTtlSpec, HystrixParams, IstioParams,
+    ActiveProbeSpec, CaddyParams, FailureAccrualParams, HeartbeatTtlSpec, HystrixParams, IstioParams,
     LatencyEjectionParams, MaxFailsParams, OutlierDetectionParams, RatioEjectionParams,
-    Resilience4jParams,
+    Resilience4jParams, TraefikParams,
 };
 use crate::engine::SimDuration;
 use schemars::JsonSchema;
@@ -61,6 +61,13 @@ pub enum PolicySpec {
     /// interval exceeds `factor` × the other nodes' median is ejected.
     #[serde(deserialize_with = "crate::diagnostics::tracked")]
     LatencyEjection(LatencyEjectionParams),
+    /// Caddy's `reverse_proxy` health checks: `passive` and `active`.
+    #[serde(deserialize_with = "crate::diagnostics::tracked")]
+    Caddy(CaddyParams),
+    /// Traefik's load-balancer health checks: `healthCheck` and
+    /// `passiveHealthCheck`.
+    #[serde(deserialize_with = "crate::diagnostics::tracked")]
+    Traefik(TraefikParams),
 }
 
 /// What a policy's parameters (one [`PolicySpec`] variant) say before a run,
@@ -130,6 +137,8 @@ impl PolicySpec {
             PolicySpec::Hystrix(p) => p,
             PolicySpec::FailureAccrual(p) => p,
             PolicySpec::LatencyEjection(p) => p,
+            PolicySpec::Caddy(p) => p,
+            PolicySpec::Traefik(p) => p,
         }
     }
 
