@@ -10,9 +10,9 @@
 use super::api::HealthPolicy;
 use super::none::NoParams;
 use super::{
-    ActiveProbeSpec, CaddyParams, FailureAccrualParams, HeartbeatTtlSpec, HystrixParams, IstioParams,
-    LatencyEjectionParams, MaxFailsParams, OutlierDetectionParams, RatioEjectionParams,
-    Resilience4jParams, TraefikParams,
+    ActiveProbeSpec, CaddyParams, FailureAccrualParams, HeartbeatTtlSpec, HystrixParams,
+    IstioParams, LatencyEjectionParams, MaxFailsParams, OutlierDetectionParams,
+    RatioEjectionParams, Resilience4jParams, TraefikParams,
 };
 use crate::engine::SimDuration;
 use schemars::JsonSchema;

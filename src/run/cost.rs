@@ -89,6 +89,28 @@ pub fn estimate(model: &Model) -> Cost {
                         (connect + g.rtt + server).as_secs_f64(),
                     )
                 }
+                GatewayFlavor::Caddy => {
+                    let c = g.caddy();
+                    let server = c.response_header_timeout.unwrap_or(model.duration);
+                    let tries = if c.lb_try_duration.is_zero() {
+                        c.lb_retries as f64 + 1.0
+                    } else {
+                        // At most one try per interval over the duration.
+                        (c.lb_try_duration.as_secs_f64() / c.try_interval().as_secs_f64().max(1e-3))
+                            .ceil()
+                            .max(c.lb_retries as f64 + 1.0)
+                    };
+                    (tries, (c.dial_timeout + g.rtt + server).as_secs_f64())
+                }
+                GatewayFlavor::Traefik => {
+                    let t = g.traefik();
+                    let f = &t.forwarding_timeouts;
+                    let server = f.response_header_timeout.unwrap_or(model.duration);
+                    (
+                        t.retry.as_ref().map_or(1.0, |r| r.attempts as f64),
+                        (f.dial_timeout + g.rtt + server).as_secs_f64(),
+                    )
+                }
             };
             let mut lifetime_s = tries * attempt_s;
             if let Some(t) = model.clients.timeout() {

@@ -5,6 +5,7 @@
 
 pub mod charts;
 pub mod document;
+pub mod gateway_flavors;
 pub mod limits;
 pub mod model;
 pub mod schema;

@@ -180,11 +180,17 @@ pub struct GatewaySpec {
     pub proxy_read_timeout: SimDuration,
     /// Network round-trip time between gateway and nodes. Default 0.2ms.
     pub rtt: SimDuration,
-    /// Whose request path: `nginx` (default) or `haproxy`.
+    /// Whose request path: `nginx` (default), `haproxy`, `caddy` or `traefik`.
     pub flavor: GatewayFlavor,
     /// HAProxy backend settings; only with `flavor: haproxy` (defaults if omitted).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub haproxy: Option<HaproxySpec>,
+    /// Caddy `reverse_proxy` settings; only with `flavor: caddy`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub caddy: Option<super::gateway_flavors::CaddyGatewaySpec>,
+    /// Traefik router and transport settings; only with `flavor: traefik`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub traefik: Option<super::gateway_flavors::TraefikGatewaySpec>,
     /// Independent gateways in front of the same nodes (ingress replicas,
     /// service-mesh sidecars): each has its own copy of every policy's state,
     /// its own probes, balancer position, nginx workers and clock phase. A
@@ -244,6 +250,14 @@ pub enum GatewayFlavor {
     /// failed connects are retried, `retries` times, on the same server
     /// unless redispatched.
     Haproxy,
+    /// Caddy's `reverse_proxy` (`gateway.caddy`): random selection, no
+    /// retry unless `lb_retries` or `lb_try_duration`, 503 "no upstreams
+    /// available", no response timeout by default.
+    Caddy,
+    /// Traefik's router and load balancer (`gateway.traefik`): weighted
+    /// round robin, the retry and circuit-breaker middlewares, 503 "no
+    /// available server".
+    Traefik,
 }
 
 /// An HAProxy backend's request-path settings.
@@ -316,6 +330,8 @@ impl Default for GatewaySpec {
             rtt: SimDuration::from_micros(200),
             flavor: GatewayFlavor::Nginx,
             haproxy: None,
+            caddy: None,
+            traefik: None,
             replicas: 1,
             spread: Spread::RoundRobin,
             healthy_panic_threshold: None,
@@ -327,6 +343,16 @@ impl GatewaySpec {
     /// The HAProxy settings in force (defaults when the section is omitted).
     pub fn haproxy(&self) -> HaproxySpec {
         self.haproxy.clone().unwrap_or_default()
+    }
+
+    /// The Caddy settings in force (defaults when the section is omitted).
+    pub fn caddy(&self) -> super::gateway_flavors::CaddyGatewaySpec {
+        self.caddy.clone().unwrap_or_default()
+    }
+
+    /// The Traefik settings in force (defaults when the section is omitted).
+    pub fn traefik(&self) -> super::gateway_flavors::TraefikGatewaySpec {
+        self.traefik.clone().unwrap_or_default()
     }
 }
 

@@ -218,9 +218,11 @@ impl Model {
         };
         check_gateway(&spec.gateway)?;
         check_nodes(&spec.nodes)?;
+        super::gateway_flavors::check(&spec)?;
         super::limits::check_size(&spec)?;
         let faults = faults(&spec)?;
-        let policies = policies(&spec)?;
+        let mut policies = policies(&spec)?;
+        super::gateway_flavors::bind(&spec.gateway, &mut policies);
         check_fleet(&spec.gateway, &policies)?;
         Ok(Model {
             name: spec.name.clone(),
@@ -278,8 +280,11 @@ impl Model {
             from: self.measure_from.since_start(),
             to: Some(self.measure_to.since_start()),
         });
-        if spec.gateway.flavor == GatewayFlavor::Haproxy {
-            spec.gateway.haproxy = Some(spec.gateway.haproxy());
+        match spec.gateway.flavor {
+            GatewayFlavor::Haproxy => spec.gateway.haproxy = Some(spec.gateway.haproxy()),
+            GatewayFlavor::Caddy => spec.gateway.caddy = Some(spec.gateway.caddy()),
+            GatewayFlavor::Traefik => spec.gateway.traefik = Some(spec.gateway.traefik()),
+            GatewayFlavor::Nginx => {}
         }
         if spec.policies.is_empty() {
             spec.policy = self.policies.first().cloned();
@@ -293,6 +298,7 @@ impl Model {
     /// path of the field. Callers print them as `warning: file: field: message`.
     pub fn warnings(&self) -> Vec<(String, String)> {
         let mut w = self.client_timeout_warnings();
+        w.extend(super::gateway_flavors::warnings(&self.spec));
         let words = &self.gateway.proxy_next_upstream;
         if words.contains(&NextUpstream::Off) && words.len() > 1 {
             w.push((
@@ -379,6 +385,24 @@ impl Model {
                         h.timeout_server.map(|d| g.rtt + d),
                     ),
                 ]
+            }
+            GatewayFlavor::Caddy => {
+                let c = g.caddy();
+                vec![(
+                    "gateway.caddy.response_header_timeout".into(),
+                    c.response_header_timeout
+                        .map_or_else(|| "unset: never".into(), |d| d.to_string()),
+                    c.response_header_timeout.map(|d| g.rtt + d),
+                )]
+            }
+            GatewayFlavor::Traefik => {
+                let t = g.traefik().forwarding_timeouts;
+                vec![(
+                    "gateway.traefik.forwardingTimeouts.responseHeaderTimeout".into(),
+                    t.response_header_timeout
+                        .map_or_else(|| "unset: never".into(), |d| d.to_string()),
+                    t.response_header_timeout.map(|d| g.rtt + d),
+                )]
             }
         };
         let longer: Vec<String> = waits
@@ -891,8 +915,9 @@ fn policies(spec: &ModelSpec) -> Result<Vec<PolicySpec>, Invalid> {
     let policies = match (&spec.policy, spec.policies.is_empty()) {
         (Some(p), _) => vec![p.clone()],
         (None, false) => spec.policies.clone(),
-        // HAProxy has no passive check of its own (`observe` belongs to `check`).
-        (None, true) if spec.gateway.flavor == GatewayFlavor::Haproxy => vec![PolicySpec::None],
+        // HAProxy has no passive check of its own (`observe` belongs to
+        // `check`); Caddy and Traefik check nothing unless configured.
+        (None, true) if spec.gateway.flavor != GatewayFlavor::Nginx => vec![PolicySpec::None],
         (None, true) => vec![PolicySpec::MaxFails(Default::default())],
     };
     for (i, p) in policies.iter().enumerate() {

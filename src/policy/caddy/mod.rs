@@ -18,14 +18,14 @@ pub mod active;
 pub mod passive;
 
 use super::{
-    AttemptReport, HealthPolicy, Now, PolicyCx, PolicyParams, PolicyTimer, ProbeKind,
-    ProbeOutcome, ProbeRequest, Scope, ScopeSel, periodic_events_per_s,
+    AttemptReport, HealthPolicy, Now, PolicyCx, PolicyParams, PolicyTimer, ProbeKind, ProbeOutcome,
+    ProbeRequest, Scope, ScopeSel, periodic_events_per_s,
 };
 use crate::ids::NodeId;
 use active::ActiveState;
 pub use active::CaddyActiveParams;
-use passive::PassiveState;
 pub use passive::CaddyPassiveParams;
+use passive::PassiveState;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 

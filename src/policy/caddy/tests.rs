@@ -65,7 +65,10 @@ fn a_status_matching_two_entries_counts_twice() {
     h.attempt(ms(0), B, AttemptResult::Status(503));
     assert!(h.routable(B), "503 matches 5xx only: one failure");
     h.attempt(ms(10), A, AttemptResult::Status(500));
-    assert!(!h.routable(A), "one 500 matches `5xx` and `500`: two failures");
+    assert!(
+        !h.routable(A),
+        "one 500 matches `5xx` and `500`: two failures"
+    );
     assert_eq!(h.policy.passive.as_ref().unwrap().fails(NodeId(A)), 2);
     h.advance_to(ms(10_010));
     assert!(h.routable(A), "both expire together");
@@ -87,7 +90,10 @@ fn statuses_count_only_when_listed_and_slow_answers_count_once_more() {
     assert!(h.routable(A), "one slow answer");
     h.select(ms(3003), A);
     h.complete(ms(6003), A, AttemptResult::Status(200), secs(3));
-    assert!(!h.routable(A), "two slow answers (caddy's unhealthy_latency probe)");
+    assert!(
+        !h.routable(A),
+        "two slow answers (caddy's unhealthy_latency probe)"
+    );
 }
 
 #[test]
@@ -108,7 +114,10 @@ fn a_client_that_gives_up_is_never_counted() {
             SimDuration::from_millis(300),
         );
     }
-    assert!(h.routable(A), "a hung backend behind impatient clients stays in");
+    assert!(
+        h.routable(A),
+        "a hung backend behind impatient clients stays in"
+    );
     assert_eq!(h.ejections(A), 0);
 }
 
@@ -164,13 +173,18 @@ fn active(fails: u32, passes: u32) -> Caddy {
 /// next round; returns its time.
 fn check(h: &mut Harness<Caddy>, t: SimTime, r: ProbeResult) -> SimTime {
     h.answer(t, A, r);
-    h.fire_next(t + SimDuration::from_secs(1)).expect("next round")
+    h.fire_next(t + SimDuration::from_secs(1))
+        .expect("next round")
 }
 
 #[test]
 fn the_first_round_runs_at_start_and_hosts_start_healthy() {
     let mut h = Harness::new(active(1, 1));
-    assert_eq!(h.sent_to(A), [ms(0)], "doActiveHealthCheckForAllHosts at once");
+    assert_eq!(
+        h.sent_to(A),
+        [ms(0)],
+        "doActiveHealthCheckForAllHosts at once"
+    );
     assert!(h.routable(A), "the zero value is healthy");
     let t = check(&mut h, ms(5), ProbeResult::Status(200));
     assert_eq!(t, ms(200), "then on the ticker");
@@ -202,7 +216,11 @@ fn fails_count_since_the_last_change_of_state_not_in_a_row() {
         .map(|(t, _)| *t)
         .collect();
     assert_eq!(downs[0], ms(801), "the fifth check (the third 500)");
-    assert_eq!(h.history(A)[1], (ms(1001), false), "one pass brings it back");
+    assert_eq!(
+        h.history(A)[1],
+        (ms(1001), false),
+        "one pass brings it back"
+    );
 }
 
 #[test]
@@ -223,7 +241,10 @@ fn passes_count_since_the_change_too_and_pile_up_while_healthy() {
     t = check(&mut h, t + ms(1).since_start(), ProbeResult::Status(500));
     assert!(!h.routable(A));
     h.answer(t + ms(1).since_start(), A, ProbeResult::Status(200));
-    assert!(h.routable(A), "two passes since it went down, a failure between");
+    assert!(
+        h.routable(A),
+        "two passes since it went down, a failure between"
+    );
 }
 
 #[test]
@@ -255,7 +276,10 @@ fn active_and_passive_both_keep_a_host_out() {
     assert!(!h.routable(A), "passive: one failure");
     h.advance_to(ms(1000));
     h.answer(ms(1010), A, ProbeResult::Status(200));
-    assert!(!h.routable(A), "a passing check does not clear passive failures");
+    assert!(
+        !h.routable(A),
+        "a passing check does not clear passive failures"
+    );
     h.advance_to(ms(5100));
     assert!(h.routable(A), "the failure expired");
     assert_eq!(h.ejections(A), 1);

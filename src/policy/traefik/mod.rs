@@ -22,15 +22,15 @@ pub mod breaker;
 pub mod passive;
 
 use super::{
-    AttemptReport, HealthPolicy, Now, PolicyCx, PolicyParams, PolicyTimer, ProbeKind,
-    ProbeOutcome, ProbeRequest, Scope, ScopeSel,
+    AttemptReport, HealthPolicy, Now, PolicyCx, PolicyParams, PolicyTimer, ProbeKind, ProbeOutcome,
+    ProbeRequest, Scope, ScopeSel,
 };
 use crate::engine::SimDuration;
 use crate::ids::NodeId;
-use active::{HEALTHY, Loop, Next, UNHEALTHY};
 pub use active::TraefikActiveParams;
-use passive::{PassiveState, Verdict};
+use active::{HEALTHY, Loop, Next, UNHEALTHY};
 pub use passive::TraefikPassiveParams;
+use passive::{PassiveState, Verdict};
 use rand::RngExt;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};

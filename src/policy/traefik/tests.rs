@@ -33,10 +33,16 @@ fn one_failed_check_sets_a_server_down_and_one_success_up() {
     // No thresholds: SetStatus(up) or SetStatus(down) at every check.
     let mut h = Harness::new(active(1000, None, 1));
     assert!(h.routable(A), "servers start up");
-    assert!(h.in_flight().is_empty(), "the first tick is one interval in");
+    assert!(
+        h.in_flight().is_empty(),
+        "the first tick is one interval in"
+    );
     assert_eq!(h.fire_next(ms(5000)), Some(ms(1000)));
     h.answer(ms(1005), A, ProbeResult::Status(500));
-    assert!(!h.routable(A), "one failure: down (a thresholded check would wait)");
+    assert!(
+        !h.routable(A),
+        "one failure: down (a thresholded check would wait)"
+    );
     // Down: checked by the unhealthy loop, here at the same interval.
     h.advance_to(ms(2000));
     h.answer(ms(2005), A, ProbeResult::Status(302));

@@ -15,10 +15,13 @@
 //!   which differs after a failed connect and on the response.
 
 mod balancer;
+mod caddy;
 mod direct;
+mod flavor;
 mod haproxy;
 mod pick;
 mod routing;
+mod traefik;
 mod tried;
 
 use super::{Event, Fail, NodeId, World, lane};
@@ -111,6 +114,8 @@ impl Request {
 pub(crate) struct Gateway {
     /// `Some`: the HAProxy request path.
     hap: Option<Haproxy>,
+    /// `Some`: the Caddy or Traefik request path (`flavor.rs`).
+    pub(crate) flavored: Option<flavor::Flavored>,
     reqs: Vec<Request>,
     free: Vec<u32>,
     next_id: u64,
@@ -247,7 +252,9 @@ impl Gateway {
             ew: (0..scopes).flat_map(|_| weight.iter().copied()).collect(),
             conns: vec![0; n * scopes],
             weight,
-            single: hap.is_none() && primary.len() == 1 && backup.is_empty(),
+            single: model.gateway.flavor == crate::spec::GatewayFlavor::Nginx
+                && primary.len() == 1
+                && backup.is_empty(),
             primary,
             backup,
             down: model.nodes.iter().map(|x| x.down).collect(),
@@ -258,6 +265,7 @@ impl Gateway {
                 None => usable,
             },
             hap,
+            flavored: flavor::Flavored::of(model),
             ranges,
             total_weight: acc,
             rr_pos: vec![0; n * scopes],
@@ -343,6 +351,9 @@ impl World<'_> {
         r.last_node = None;
         r.retry_same = None;
         let generation = r.req_gen;
+        if self.gw.flavored.is_some() {
+            self.flavor_begin(slot);
+        }
         self.arm_client_timeout(slot, generation);
         if self.gw.warming[replica] > 0 {
             self.gw.held[replica].push((slot, generation));
@@ -370,6 +381,9 @@ impl World<'_> {
 
     /// `ngx_http_upstream_connect`: select a peer and start an attempt.
     fn connect(&mut self, slot: u32) {
+        if self.gw.flavored.is_some() {
+            return self.flavor_connect(slot);
+        }
         let Some(node) = self.select_peer(slot) else {
             // BUSY -> "no live upstreams" -> upstream_next(NOLIVE): nothing is
             // freed and NOLIVE is never in the mask, so 502 at once.
@@ -420,6 +434,7 @@ impl World<'_> {
         }
         let g = &self.model.gateway;
         let (connect_timeout, read_timeout) = match &self.gw.hap {
+            None if self.gw.flavored.is_some() => self.gw.flavored.as_ref().unwrap().timeouts(),
             None => (g.proxy_connect_timeout, Some(g.proxy_read_timeout)),
             Some(h) => (
                 h.timeout_connect.unwrap_or(KERNEL_CONNECT_TIMEOUT),
@@ -566,6 +581,9 @@ impl World<'_> {
             self.haproxy_failed(slot, node, why);
             return;
         }
+        if self.gw.flavored.is_some() {
+            return self.flavor_failed(slot, node, why);
+        }
         let (ft, result) = match why {
             Fail::Refused => (Ft::Error, AttemptResult::Refused),
             Fail::ConnectTimeout => (Ft::Timeout, AttemptResult::ConnectTimeout),
@@ -584,6 +602,9 @@ impl World<'_> {
         if self.gw.hap.is_some() {
             self.haproxy_response(slot, node, reply);
             return;
+        }
+        if self.gw.flavored.is_some() {
+            return self.flavor_response(slot, node, reply);
         }
         match reply {
             Reply::Reset => self.next_upstream(slot, node, Ft::Error, AttemptResult::Reset),
@@ -661,6 +682,9 @@ impl World<'_> {
     /// The gateway answers the client with `status`; `by` is the node whose
     /// response is relayed (already freed as a success).
     fn finalize(&mut self, slot: u32, status: u16, by: Option<NodeId>) {
+        if self.gw.flavored.is_some() {
+            self.flavor_finalize(slot, status);
+        }
         let now = self.q.now();
         let r = &self.gw.reqs[slot as usize];
         let (start, counted, client, faulty) = (r.start, r.counted, r.client, r.att_faulty);
@@ -705,6 +729,9 @@ impl World<'_> {
         let (counted, client, node, start) = (r.counted, r.client, r.node, r.start);
         if let Some(node) = node {
             self.free_peer(slot, node, Charge::Success, AttemptResult::ClientAbort);
+        }
+        if self.gw.flavored.is_some() {
+            self.flavor_finalize(slot, 499);
         }
         let now = self.q.now();
         self.rec

@@ -120,9 +120,9 @@ fn compare<T: PartialOrd>(a: T, op: Op, b: T) -> bool {
         Op::Eq => a == b,
         Op::Ne => a != b,
         Op::Lt => a < b,
-        Op::Le => a < b || a == b,
+        Op::Le => a <= b,
         Op::Gt => a > b,
-        Op::Ge => a > b || a == b,
+        Op::Ge => a >= b,
     }
 }
 
@@ -238,8 +238,7 @@ fn tokens(text: &str) -> Result<Vec<(Tok, usize)>, ExprError> {
         if c.is_ascii_digit() || (c == '.' && cs.get(i + 1).is_some_and(|d| d.is_ascii_digit())) {
             let s = i;
             let hex = c == '0' && matches!(cs.get(i + 1), Some('x' | 'X'));
-            while i < cs.len() && (cs[i].is_ascii_alphanumeric() || cs[i] == '_' || cs[i] == '.')
-            {
+            while i < cs.len() && (cs[i].is_ascii_alphanumeric() || cs[i] == '_' || cs[i] == '.') {
                 if !hex && matches!(cs[i], 'e' | 'E') && matches!(cs.get(i + 1), Some('+' | '-')) {
                     i += 1;
                 }
@@ -284,7 +283,12 @@ fn tokens(text: &str) -> Result<Vec<(Tok, usize)>, ExprError> {
             '%' => Tok::Op("%"),
             '&' => Tok::Op("&"),
             '|' => Tok::Op("|"),
-            '=' => return Err(err(col, "`=` is an assignment, not a comparison (use `==`)")),
+            '=' => {
+                return Err(err(
+                    col,
+                    "`=` is an assignment, not a comparison (use `==`)",
+                ));
+            }
             _ => return Err(err(col, format!("unexpected character `{c}`"))),
         };
         out.push((tok, col));
@@ -422,7 +426,10 @@ impl Parser {
                     (t, c) => {
                         return Err(err(
                             c,
-                            format!("expected `,` or `)` in the arguments, found {}", describe(&t)),
+                            format!(
+                                "expected `,` or `)` in the arguments, found {}",
+                                describe(&t)
+                            ),
                         ));
                     }
                 }
@@ -522,7 +529,10 @@ fn comparison(left: Node, op: Op, right: Node, col: usize) -> Result<Expr, ExprE
             ));
         }
         Node::Pred(_) => {
-            return Err(err(col, "comparisons cannot be chained; join them with `&&`"));
+            return Err(err(
+                col,
+                "comparisons cannot be chained; join them with `&&`",
+            ));
         }
     };
     match right {
@@ -537,7 +547,10 @@ fn comparison(left: Node, op: Op, right: Node, col: usize) -> Result<Expr, ExprE
             format!("expected an integer to compare with, found {v}"),
         )),
         Node::Call(_, c) => Err(err(c, "the right side of a comparison must be a number")),
-        Node::Pred(_) => Err(err(col, "comparisons cannot be chained; join them with `&&`")),
+        Node::Pred(_) => Err(err(
+            col,
+            "comparisons cannot be chained; join them with `&&`",
+        )),
     }
 }
 
@@ -601,7 +614,10 @@ mod tests {
             }
             other => panic!("{other:?}"),
         }
-        let e = parse("(NetworkErrorRatio() > 0.5 || NetworkErrorRatio() < 0.1) && RequestThreshold() > 5").unwrap();
+        let e = parse(
+            "(NetworkErrorRatio() > 0.5 || NetworkErrorRatio() < 0.1) && RequestThreshold() > 5",
+        )
+        .unwrap();
         assert!(matches!(e, Expr::And(..)));
         assert_eq!(
             e.to_string(),
@@ -622,19 +638,43 @@ mod tests {
         assert_eq!(c, 22, "{m}");
         assert!(m.contains("expected an operand"), "{m}");
         assert_eq!(col("NetworkErrorRatio() > 1").0, 23, "an int for a ratio");
-        assert_eq!(col("LatencyAtQuantileMS(50) > 100").0, 21, "a float quantile");
+        assert_eq!(
+            col("LatencyAtQuantileMS(50) > 100").0,
+            21,
+            "a float quantile"
+        );
         assert_eq!(col("LatencyAtQuantileMS(50.0) > 100.5").0, 29);
         assert_eq!(col("0.5 < NetworkErrorRatio()").0, 1);
-        assert!(col("NetworkErrorRatio()").1.contains("expected a condition"));
+        assert!(
+            col("NetworkErrorRatio()")
+                .1
+                .contains("expected a condition")
+        );
         assert!(col("Foo() > 1").1.contains("unsupported function: Foo"));
         assert!(col("NetworkErrorRatio > 0.5").1.contains("not defined"));
-        assert!(col("!(NetworkErrorRatio() > 0.5)").1.contains("`!` is not supported"));
-        assert!(col("NetworkErrorRatio() > -0.5").1.contains("`-` is not supported"));
+        assert!(
+            col("!(NetworkErrorRatio() > 0.5)")
+                .1
+                .contains("`!` is not supported")
+        );
+        assert!(
+            col("NetworkErrorRatio() > -0.5")
+                .1
+                .contains("`-` is not supported")
+        );
         assert_eq!(col("NetworkErrorRatio() > 0.5 &&").0, 29);
         assert_eq!(col("NetworkErrorRatio() = 0.5").0, 21);
-        assert!(col("ResponseCodeRatio(500, 600, 0) > 0.5").1.contains("4 arguments"));
+        assert!(
+            col("ResponseCodeRatio(500, 600, 0) > 0.5")
+                .1
+                .contains("4 arguments")
+        );
         assert_eq!(col("(NetworkErrorRatio() > 0.5").0, 27);
-        assert!(col("NetworkErrorRatio() > 0.5 0.3").1.contains("unexpected"));
+        assert!(
+            col("NetworkErrorRatio() > 0.5 0.3")
+                .1
+                .contains("unexpected")
+        );
         assert!(col("").1.contains("empty"));
         assert!(col("NetworkErrorRatio() > 0.5 > 0.3").1.contains("chained"));
         assert!(col("NetworkErrorRatio() + 1").1.contains("not supported"));

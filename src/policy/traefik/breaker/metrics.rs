@@ -40,7 +40,9 @@ impl Rolling {
     /// `Count()`: the buckets of the last 10 seconds.
     pub fn count(&self, now_s: i64) -> u64 {
         (0..10)
-            .filter(|&b| self.counts[b] > 0 && self.second[b] > now_s - 10 && self.second[b] <= now_s)
+            .filter(|&b| {
+                self.counts[b] > 0 && self.second[b] > now_s - 10 && self.second[b] <= now_s
+            })
             .map(|b| self.counts[b])
             .sum()
     }
@@ -327,7 +329,11 @@ mod tests {
         }
         assert!((m.network_error_ratio(3) - 0.4).abs() < 1e-12);
         assert!((m.response_code_ratio(3, 500, 600, 0, 600) - 0.6).abs() < 1e-12);
-        assert_eq!(m.response_code_ratio(3, 500, 600, 0, 100), 0.0, "no denominator");
+        assert_eq!(
+            m.response_code_ratio(3, 500, 600, 0, 100),
+            0.0,
+            "no denominator"
+        );
         assert_eq!(m.total(10), 3, "second 0 gone at 10");
         m.reset(t);
         assert_eq!(m.total(3), 0);

@@ -18,7 +18,9 @@ fn breaker(expr: &str) -> Harness<CircuitBreaker> {
 fn request(h: &mut Harness<CircuitBreaker>, t: SimTime, status: u16) -> bool {
     let (ok, _) = h.call(t, |b, cx| b.admit(cx.now()));
     if ok {
-        h.call(t, |b, cx| b.record(cx.now(), status, SimDuration::from_millis(5)));
+        h.call(t, |b, cx| {
+            b.record(cx.now(), status, SimDuration::from_millis(5))
+        });
     }
     ok
 }
@@ -99,7 +101,11 @@ fn it_trips_again_while_recovering() {
     // Still failing when it recovers: the served requests trip it again.
     let (served, _) = traffic(&mut h, 10_000, 300, 1);
     assert!(served > 0);
-    assert_eq!(h.policy.state(), State::Tripped, "re-tripped during recovery");
+    assert_eq!(
+        h.policy.state(),
+        State::Tripped,
+        "re-tripped during recovery"
+    );
 }
 
 #[test]
@@ -135,5 +141,9 @@ fn old_buckets_leave_the_window() {
     assert_eq!(h.policy.state(), State::Standby, "RequestThreshold() is 4");
     request(&mut h, ms(11_000), 200);
     request(&mut h, ms(11_200), 500);
-    assert_eq!(h.policy.state(), State::Standby, "the early errors left the window");
+    assert_eq!(
+        h.policy.state(),
+        State::Standby,
+        "the early errors left the window"
+    );
 }

@@ -1,0 +1,345 @@
+//! The request-path settings of the Caddy and Traefik gateways
+//! (`gateway.caddy`, `gateway.traefik`), their checks against the rest of
+//! the model, and the transport settings the health checks share with the
+//! proxy (bound into the policies).
+
+use super::model::{Balancer, GatewayFlavor, GatewaySpec, ModelSpec, NextUpstream};
+use crate::engine::SimDuration;
+use crate::policy::PolicySpec;
+use crate::policy::traefik::breaker::CircuitBreakerParams;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+/// Caddy's selection policies that hcsim models (`lb_policy`).
+#[derive(Clone, Copy, Debug, Default, Deserialize, Serialize, PartialEq, Eq, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum CaddyLbPolicy {
+    /// Uniformly among the available upstreams, weights ignored (Caddy's default).
+    #[default]
+    Random,
+    /// The next available upstream after the last one picked.
+    RoundRobin,
+    /// The first available upstream in the order listed.
+    First,
+}
+
+/// `gateway.caddy`: the `reverse_proxy` handler's load balancing and
+/// transport (Caddyfile names).
+#[derive(Clone, Debug, Deserialize, Serialize, PartialEq, JsonSchema)]
+#[serde(deny_unknown_fields, default)]
+pub struct CaddyGatewaySpec {
+    /// `lb_policy`. Default `random`.
+    pub lb_policy: CaddyLbPolicy,
+    /// `lb_retries`: tries after the first. Default 0.
+    pub lb_retries: u32,
+    /// `lb_try_duration`: how long to keep trying, 0 = no retries unless
+    /// `lb_retries`. Default 0s.
+    pub lb_try_duration: SimDuration,
+    /// `lb_try_interval`: the wait before each retry. Default 250ms with a
+    /// `lb_try_duration`, else 0s.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub lb_try_interval: Option<SimDuration>,
+    /// `transport http { dial_timeout }`. Default 3s.
+    pub dial_timeout: SimDuration,
+    /// `transport http { response_header_timeout }`. Default: none (a hung
+    /// backend holds the request until the client leaves).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub response_header_timeout: Option<SimDuration>,
+}
+
+impl Default for CaddyGatewaySpec {
+    fn default() -> Self {
+        CaddyGatewaySpec {
+            lb_policy: CaddyLbPolicy::Random,
+            lb_retries: 0,
+            lb_try_duration: SimDuration::ZERO,
+            lb_try_interval: None,
+            dial_timeout: SimDuration::from_secs(3),
+            response_header_timeout: None,
+        }
+    }
+}
+
+impl CaddyGatewaySpec {
+    /// `lb_try_interval` in force (`Handler.Provision`: 250ms when a try
+    /// duration is set and the interval is 0).
+    pub fn try_interval(&self) -> SimDuration {
+        match self.lb_try_interval {
+            Some(d) if !d.is_zero() => d,
+            _ if !self.lb_try_duration.is_zero() => SimDuration::from_millis(250),
+            _ => SimDuration::ZERO,
+        }
+    }
+}
+
+/// The retry middleware (`retry`), Traefik's names.
+#[derive(Clone, Debug, Deserialize, Serialize, PartialEq, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct TraefikRetrySpec {
+    /// Attempts in all, the first included (at least 1).
+    pub attempts: u32,
+    /// The first wait of the exponential back-off (it grows to twice this
+    /// over the attempts, randomized by ±50 %); 0s or absent: retry at once.
+    #[serde(default)]
+    pub initial_interval: SimDuration,
+    /// Statuses that are retried too (`"500-599"`, `"503"`), for idempotent
+    /// methods (Traefik 3.7). Default: none (only failed connections).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub status: Vec<String>,
+    /// No retry once this long has passed since the request arrived; 0s: no
+    /// limit (Traefik 3.7).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub timeout: SimDuration,
+}
+
+impl TraefikRetrySpec {
+    /// The `status` ranges, parsed (`types.NewHTTPCodeRanges`).
+    pub fn ranges(&self) -> Result<Vec<(u16, u16)>, (usize, String)> {
+        self.status
+            .iter()
+            .enumerate()
+            .map(|(i, s)| {
+                let bad = || {
+                    (
+                        i,
+                        format!("expected a status or a range such as \"500-599\", found \"{s}\""),
+                    )
+                };
+                let (a, b) = match s.split_once('-') {
+                    Some((a, b)) => (a.trim(), b.trim()),
+                    None => (s.trim(), s.trim()),
+                };
+                let a: u16 = a.parse().map_err(|_| bad())?;
+                let b: u16 = b.parse().map_err(|_| bad())?;
+                if !(100..=599).contains(&a) || !(100..=599).contains(&b) || a > b {
+                    return Err(bad());
+                }
+                Ok((a, b))
+            })
+            .collect()
+    }
+}
+
+/// `serversTransport.forwardingTimeouts`.
+#[derive(Clone, Debug, Deserialize, Serialize, PartialEq, JsonSchema)]
+#[serde(deny_unknown_fields, default, rename_all = "camelCase")]
+pub struct ForwardingTimeoutsSpec {
+    /// Default 30s.
+    pub dial_timeout: SimDuration,
+    /// Waiting for the response header once the request is written.
+    /// Default: none (a hung backend holds the request until the client leaves).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub response_header_timeout: Option<SimDuration>,
+}
+
+impl Default for ForwardingTimeoutsSpec {
+    fn default() -> Self {
+        ForwardingTimeoutsSpec {
+            dial_timeout: SimDuration::from_secs(30),
+            response_header_timeout: None,
+        }
+    }
+}
+
+/// `gateway.traefik`: the router's middlewares and the servers transport.
+#[derive(Clone, Debug, Default, Deserialize, Serialize, PartialEq, JsonSchema)]
+#[serde(deny_unknown_fields, default, rename_all = "camelCase")]
+pub struct TraefikGatewaySpec {
+    /// The retry middleware; absent: one attempt.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub retry: Option<TraefikRetrySpec>,
+    /// The circuit-breaker middleware (outside the retry middleware: it
+    /// sees each request once, after its retries).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub circuit_breaker: Option<CircuitBreakerParams>,
+    pub forwarding_timeouts: ForwardingTimeoutsSpec,
+}
+
+fn is_zero(d: &SimDuration) -> bool {
+    d.is_zero()
+}
+
+type Invalid = (String, String);
+
+fn invalid(field: impl Into<String>, reason: impl Into<String>) -> Invalid {
+    (field.into(), reason.into())
+}
+
+/// nginx settings that the Caddy and Traefik gateways do not read: set to
+/// anything but their default, they are refused, naming what to use.
+fn nginx_only(g: &GatewaySpec, flavor: &str, hint: &str) -> Result<(), Invalid> {
+    let d = GatewaySpec::default();
+    let changed = [
+        (
+            "proxy_connect_timeout",
+            g.proxy_connect_timeout != d.proxy_connect_timeout,
+        ),
+        (
+            "proxy_read_timeout",
+            g.proxy_read_timeout != d.proxy_read_timeout,
+        ),
+        (
+            "proxy_next_upstream",
+            g.proxy_next_upstream != vec![NextUpstream::Error, NextUpstream::Timeout],
+        ),
+        (
+            "proxy_next_upstream_tries",
+            g.proxy_next_upstream_tries != 0,
+        ),
+        (
+            "proxy_next_upstream_timeout",
+            !g.proxy_next_upstream_timeout.is_zero(),
+        ),
+        ("zone", g.zone),
+        ("balancer", g.balancer != Balancer::RoundRobin),
+        (
+            "healthy_panic_threshold",
+            g.healthy_panic_threshold.is_some_and(|p| p > 0.0),
+        ),
+    ];
+    if let Some((f, _)) = changed.iter().find(|(_, c)| *c) {
+        return Err(invalid(
+            format!("gateway.{f}"),
+            format!("is nginx's; the {flavor} gateway does not read it ({hint})"),
+        ));
+    }
+    if g.workers > 1 {
+        return Err(invalid(
+            "gateway.workers",
+            format!("{flavor} is one process with one state per upstream: leave `workers` at 1"),
+        ));
+    }
+    Ok(())
+}
+
+/// The Caddy and Traefik sections against the flavour and the nodes.
+pub fn check(spec: &ModelSpec) -> Result<(), Invalid> {
+    let g = &spec.gateway;
+    if g.caddy.is_some() && g.flavor != GatewayFlavor::Caddy {
+        return Err(invalid(
+            "gateway.caddy",
+            "Caddy settings need `\"flavor\": \"caddy\"`",
+        ));
+    }
+    if g.traefik.is_some() && g.flavor != GatewayFlavor::Traefik {
+        return Err(invalid(
+            "gateway.traefik",
+            "Traefik settings need `\"flavor\": \"traefik\"`",
+        ));
+    }
+    let flavor = match g.flavor {
+        GatewayFlavor::Caddy => "Caddy",
+        GatewayFlavor::Traefik => "Traefik",
+        _ => return Ok(()),
+    };
+    if g.haproxy.is_some() {
+        return Err(invalid(
+            "gateway.haproxy",
+            "HAProxy settings need `\"flavor\": \"haproxy\"`",
+        ));
+    }
+    if g.flavor == GatewayFlavor::Caddy {
+        nginx_only(
+            g,
+            flavor,
+            "use gateway.caddy: lb_retries, lb_try_duration, dial_timeout, response_header_timeout, lb_policy",
+        )?;
+        let c = g.caddy.clone().unwrap_or_default();
+        if c.dial_timeout.is_zero() {
+            return Err(invalid("gateway.caddy.dial_timeout", "must be positive"));
+        }
+        if c.response_header_timeout.is_some_and(|d| d.is_zero()) {
+            return Err(invalid(
+                "gateway.caddy.response_header_timeout",
+                "must be positive (omit it for none)",
+            ));
+        }
+    } else {
+        nginx_only(
+            g,
+            flavor,
+            "use gateway.traefik: retry, circuitBreaker, forwardingTimeouts",
+        )?;
+        let t = g.traefik.clone().unwrap_or_default();
+        if let Some(r) = &t.retry {
+            if r.attempts == 0 {
+                return Err(invalid(
+                    "gateway.traefik.retry.attempts",
+                    "must be at least 1 (Traefik: \"incorrect (or empty) value for attempt\")",
+                ));
+            }
+            r.ranges()
+                .map_err(|(i, m)| invalid(format!("gateway.traefik.retry.status[{i}]"), m))?;
+        }
+        if let Some(b) = &t.circuit_breaker {
+            b.validate()
+                .map_err(|(f, m)| invalid(format!("gateway.traefik.circuitBreaker.{f}"), m))?;
+        }
+        if t.forwarding_timeouts.dial_timeout.is_zero() {
+            return Err(invalid(
+                "gateway.traefik.forwardingTimeouts.dialTimeout",
+                "must be positive",
+            ));
+        }
+        if t.forwarding_timeouts
+            .response_header_timeout
+            .is_some_and(|d| d.is_zero())
+        {
+            return Err(invalid(
+                "gateway.traefik.forwardingTimeouts.responseHeaderTimeout",
+                "must be positive (omit it for none)",
+            ));
+        }
+    }
+    for (i, n) in spec.nodes.iter().enumerate() {
+        if n.backup {
+            return Err(invalid(
+                format!("nodes[{i}].backup"),
+                format!("{flavor} has no backup servers"),
+            ));
+        }
+        if n.max_conns > 0 && g.flavor == GatewayFlavor::Traefik {
+            return Err(invalid(
+                format!("nodes[{i}].max_conns"),
+                "Traefik's load balancer has no per-server connection limit",
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// Legal but suspicious settings of the flavours.
+pub fn warnings(spec: &ModelSpec) -> Vec<(String, String)> {
+    let mut w = vec![];
+    if spec.gateway.flavor == GatewayFlavor::Caddy
+        && spec.gateway.caddy().lb_policy == CaddyLbPolicy::Random
+        && let Some(i) = spec.nodes.iter().position(|n| n.weight != 1)
+    {
+        w.push((
+            format!("nodes[{i}].weight"),
+            "Caddy's random selection ignores weights (Caddy's weighted_round_robin is not modelled)"
+                .into(),
+        ));
+    }
+    w
+}
+
+/// Gives the policies the transport settings they share with the proxy:
+/// Caddy's and Traefik's active checks dial through it.
+pub fn bind(g: &GatewaySpec, policies: &mut [PolicySpec]) {
+    for p in policies {
+        match p {
+            PolicySpec::Caddy(c) if g.flavor == GatewayFlavor::Caddy => {
+                if let Some(a) = &mut c.active {
+                    a.dial_timeout = Some(g.caddy().dial_timeout);
+                }
+            }
+            PolicySpec::Traefik(t) if g.flavor == GatewayFlavor::Traefik => {
+                if let Some(a) = &mut t.health_check {
+                    a.dial_timeout = Some(g.traefik().forwarding_timeouts.dial_timeout);
+                }
+            }
+            _ => {}
+        }
+    }
+}
