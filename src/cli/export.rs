@@ -17,6 +17,9 @@ pub fn run(args: ExportArgs) -> Result<ExitCode, Error> {
         (ExportFormat::Haproxy, true) => export::haproxy::config(&model, &opts),
         (ExportFormat::Envoy, _) => export::envoy::write_with(&model, &opts),
         (ExportFormat::Istio, _) => export::istio::write(&model),
+        (ExportFormat::Caddy, false) => export::caddy::write_with(&model, &opts),
+        (ExportFormat::Caddy, true) => export::caddy::config(&model, &opts),
+        (ExportFormat::Traefik, _) => export::traefik::write_with(&model, &opts),
     }
     .map_err(|e| Error::Invalid {
         path: args.model.clone(),

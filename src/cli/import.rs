@@ -31,6 +31,8 @@ pub fn run(args: ImportArgs) -> Result<ExitCode, Error> {
             ConfigFormat::Envoy => Format::Envoy,
             ConfigFormat::Istio => Format::Istio,
             ConfigFormat::Kubernetes => Format::Kubernetes,
+            ConfigFormat::Caddy => Format::Caddy,
+            ConfigFormat::Traefik => Format::Traefik,
         }),
         target: args.target.clone(),
         nodes: args.nodes,

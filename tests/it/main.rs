@@ -9,6 +9,7 @@ mod fidelity;
 mod fleet;
 mod fleet_registry;
 mod fuzz;
+mod gateways;
 mod golden;
 mod haproxy;
 mod impact;

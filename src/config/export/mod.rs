@@ -8,10 +8,12 @@
 //! name is itself an address (`10.0.0.1:8080`, as `hcsim import` names
 //! them); [`Options`] can give other addresses.
 
+pub mod caddy;
 pub mod envoy;
 pub mod haproxy;
 pub mod istio;
 pub mod nginx;
+pub mod traefik;
 
 use crate::engine::SimDuration;
 use crate::spec::Model;

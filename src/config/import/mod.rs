@@ -10,13 +10,18 @@
 //! | Envoy | a bootstrap (YAML or JSON) or one cluster: endpoints, `lb_policy`, `outlier_detection`, `health_checks`, panic threshold, the route's timeout and retries | the cluster |
 //! | Istio | `DestinationRule` documents: `outlierDetection`, `connectionPool`, `loadBalancer` | the `host` |
 //! | Kubernetes | `Deployment`/`StatefulSet`/`Pod`: replicas and the `readinessProbe` | the workload's name |
+//! | Caddy | a Caddyfile's `reverse_proxy` or Caddy's JSON handler: upstreams, load balancing and retries, passive and active checks, transport timeouts | the site (`:8080`, `site#2`) |
+//! | Traefik | dynamic configuration (file provider YAML/TOML, or the CRDs): a loadBalancer service, its health checks, servers transport, the routers' retry and circuitBreaker | the service |
 
+mod caddy;
+mod caddyfile;
 mod envoy;
 mod haproxy;
 mod istio;
 mod kubernetes;
 mod nginx;
 mod nginx_syntax;
+mod traefik;
 mod yaml;
 
 use super::source::{Loc, Warning, read_text};
@@ -35,6 +40,8 @@ pub enum Format {
     Envoy,
     Istio,
     Kubernetes,
+    Caddy,
+    Traefik,
 }
 
 impl Format {
@@ -45,6 +52,8 @@ impl Format {
             Format::Envoy => "envoy",
             Format::Istio => "istio",
             Format::Kubernetes => "kubernetes",
+            Format::Caddy => "caddy",
+            Format::Traefik => "traefik",
         }
     }
 
@@ -56,6 +65,8 @@ impl Format {
             Format::Envoy => "cluster",
             Format::Istio => "DestinationRule host",
             Format::Kubernetes => "workload",
+            Format::Caddy => "reverse_proxy site",
+            Format::Traefik => "service",
         }
     }
 }
@@ -70,6 +81,12 @@ impl fmt::Display for Format {
 /// `kind` or Envoy's keys, nginx by its braces and semicolons, HAProxy by
 /// its section keywords.
 pub fn detect(text: &str) -> Option<Format> {
+    if traefik::looks_like(text) {
+        return Some(Format::Traefik);
+    }
+    if caddy::looks_like(text) {
+        return Some(Format::Caddy);
+    }
     let lines: Vec<&str> = text
         .lines()
         .map(str::trim)
@@ -365,8 +382,8 @@ pub fn read(path: &Path, opts: &Options, workload: &Workload) -> Result<Imported
         Some(f) => f,
         None => detect(&text).ok_or_else(|| {
             Loc::new(path, 1).error(
-                "cannot tell the format (nginx, haproxy, envoy, istio or kubernetes) from the \
-                 content: give it with --format",
+                "cannot tell the format (nginx, haproxy, envoy, istio, kubernetes, caddy or \
+                 traefik) from the content: give it with --format",
             )
         })?,
     };
@@ -376,6 +393,8 @@ pub fn read(path: &Path, opts: &Options, workload: &Workload) -> Result<Imported
         Format::Envoy => envoy::import(path, &text, opts)?,
         Format::Istio => istio::import(path, &text, opts)?,
         Format::Kubernetes => kubernetes::import(path, &text, opts)?,
+        Format::Caddy => caddy::import(path, &text, opts)?,
+        Format::Traefik => traefik::import(path, &text, opts)?,
     };
     Ok(draft.into_imported(format, path, target, workload))
 }
