@@ -12,8 +12,9 @@ whose behaviour changes on command, one line at a time on stdin:
 
 Crashes (kill -9) and SIGSTOP/SIGCONT are done by the harness to the
 process itself. Prints `ready PORT` once listening, then one line per
-connection: `conn ACCEPTED ENDED WHAT` (wall-clock seconds; WHAT is the status
-answered, `closed` when the peer closed it first, or `reset`). Standard
+connection: `conn ACCEPTED ENDED WHAT PATH` (wall-clock seconds; WHAT is the
+status answered, `closed` when the peer closed it first, or `reset`; PATH
+the request's, `-` before one was read). Standard
 library only.
 """
 
@@ -64,9 +65,9 @@ REASONS = {200: "OK", 500: "Internal Server Error", 502: "Bad Gateway", 503: "Se
 OUT = threading.Lock()
 
 
-def report(accepted, what):
+def report(accepted, what, path="-"):
     with OUT:
-        sys.stdout.write("conn %.6f %.6f %s\n" % (accepted, time.time(), what))
+        sys.stdout.write("conn %.6f %.6f %s %s\n" % (accepted, time.time(), what, path))
         sys.stdout.flush()
 
 
@@ -84,6 +85,7 @@ def peer_closed(conn, wait):
 def serve(conn, state):
     accepted = time.time()
     what = "reset"
+    path = "-"
     try:
         conn.settimeout(120)
         data = b""
@@ -93,6 +95,9 @@ def serve(conn, state):
                 what = "closed"
                 return
             data += chunk
+        first = data.split(b"\r\n", 1)[0].split()
+        if len(first) >= 2:
+            path = first[1].decode("latin-1")
         while True:
             d = state.decide()
             if d is not None:
@@ -115,7 +120,7 @@ def serve(conn, state):
     except OSError:
         pass
     finally:
-        report(accepted, what)
+        report(accepted, what, path)
         try:
             conn.close()
         except OSError:
