@@ -158,25 +158,21 @@ def active_period(model):
 
 
 def t0_for(model, backends, health_path="/health"):
-    """t = 0 on the grid of the first node's health checks (hcsim's Caddy
-    checks at 0, interval, …; Traefik's at interval, 2·interval, … of its
-    start), at least 0.3 s from now; else 0.3 s from now."""
+    """t = 0 on the grid of the proxy's health checks (hcsim's Caddy checks
+    at 0, interval, …; Traefik's at interval, 2·interval, …), at least
+    0.3 s from now; else 0.3 s from now. The grid is read from the latest
+    check seen: Traefik restarts its checkers' tickers when it applies a
+    configuration again."""
     soon = time.time() + 0.3
     grid = active_period(model)
     if grid is None:
         return soon
-    first_tick, period = grid
-    w = time.time() + 3.0 + period
-    seen = None
-    while time.time() < w:
-        hits = [c[0] for c in backends[0].conns if c[3] == health_path]
-        if hits:
-            seen = hits[0]
-            break
-        time.sleep(0.005)
-    if seen is None:
+    _, period = grid
+    time.sleep(min(2.0, period) + 0.1)
+    hits = [c[0] for b in backends for c in b.conns if c[3] == health_path]
+    if not hits:
         return soon
-    # The first check seen is at offset `first_tick` periods of the grid.
-    origin = seen - first_tick * period
+    # The latest round's first check (Traefik checks one server after the other).
+    origin = min(x for x in hits if x > max(hits) - period / 2)
     k = max(0, int((soon - origin) / period) + 1)
     return origin + k * period

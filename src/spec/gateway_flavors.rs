@@ -21,6 +21,10 @@ pub enum CaddyLbPolicy {
     RoundRobin,
     /// The first available upstream in the order listed.
     First,
+    /// `weighted_round_robin` with the nodes' weights: a counter walks the
+    /// weights, and the position it lands on indexes the upstreams that are
+    /// available, so an unavailable one's turns go to its neighbours.
+    WeightedRoundRobin,
 }
 
 /// `gateway.caddy`: the `reverse_proxy` handler's load balancing and
@@ -312,13 +316,12 @@ pub fn check(spec: &ModelSpec) -> Result<(), Invalid> {
 pub fn warnings(spec: &ModelSpec) -> Vec<(String, String)> {
     let mut w = vec![];
     if spec.gateway.flavor == GatewayFlavor::Caddy
-        && spec.gateway.caddy().lb_policy == CaddyLbPolicy::Random
+        && spec.gateway.caddy().lb_policy != CaddyLbPolicy::WeightedRoundRobin
         && let Some(i) = spec.nodes.iter().position(|n| n.weight != 1)
     {
         w.push((
             format!("nodes[{i}].weight"),
-            "Caddy's random selection ignores weights (Caddy's weighted_round_robin is not modelled)"
-                .into(),
+            "Caddy ignores weights unless `gateway.caddy.lb_policy` is weighted_round_robin".into(),
         ));
     }
     w

@@ -42,12 +42,24 @@ fn caddy_retries_nothing_by_default_and_answers_503_without_upstreams() {
     // once the passive check has them out.
     let crash = json!([{"kind": "crash", "node": "A", "at": "5s", "for": "10s"}]);
     let r = world::run(
-        &scenario(model(json!({"flavor": "caddy"}), crash.clone(), json!({"kind": "none"}), open(20.0))),
+        &scenario(model(
+            json!({"flavor": "caddy"}),
+            crash.clone(),
+            json!({"kind": "none"}),
+            open(20.0),
+        )),
         1,
     );
     let a = r.nodes[0].attempts;
-    assert!(status(&r, "502") > 50, "every request random picks A while it is down: {r:?}");
-    assert_eq!(r.nodes.iter().map(|n| n.attempts).sum::<u64>(), r.client.requests, "one try each");
+    assert!(
+        status(&r, "502") > 50,
+        "every request random picks A while it is down: {r:?}"
+    );
+    assert_eq!(
+        r.nodes.iter().map(|n| n.attempts).sum::<u64>(),
+        r.client.requests,
+        "one try each"
+    );
     assert!(a > 0);
     // lb_try_duration: the same requests are tried again 250 ms later.
     let r = world::run(
@@ -60,7 +72,10 @@ fn caddy_retries_nothing_by_default_and_answers_503_without_upstreams() {
         1,
     );
     assert_eq!(status(&r, "502"), 0, "{:?}", r.client.status);
-    assert!(r.client.latency_ms.max.unwrap() >= 250.0, "a retry waits lb_try_interval");
+    assert!(
+        r.client.latency_ms.max.unwrap() >= 250.0,
+        "a retry waits lb_try_interval"
+    );
     let both = json!([
         {"kind": "crash", "node": "A", "at": "5s", "for": "10s"},
         {"kind": "crash", "node": "B", "at": "5s", "for": "10s"}
@@ -74,15 +89,30 @@ fn caddy_retries_nothing_by_default_and_answers_503_without_upstreams() {
         )),
         1,
     );
-    assert!(status(&r, "503") > 100, "no upstreams available: {:?}", r.client.status);
+    assert!(
+        status(&r, "503") > 100,
+        "no upstreams available: {:?}",
+        r.client.status
+    );
 }
 
 #[test]
 fn caddy_without_a_response_timeout_never_counts_a_hung_backend() {
     let hang = json!([{"kind": "hang", "node": "A", "at": "5s"}]);
     let p = json!({"kind": "caddy", "passive": {"fail_duration": "10s", "max_fails": 1}});
-    let r = world::run(&scenario(model(json!({"flavor": "caddy"}), hang.clone(), p.clone(), open(20.0))), 1);
-    assert_eq!(r.nodes[0].ejections, 0, "the clients leave first (499, not counted)");
+    let r = world::run(
+        &scenario(model(
+            json!({"flavor": "caddy"}),
+            hang.clone(),
+            p.clone(),
+            open(20.0),
+        )),
+        1,
+    );
+    assert_eq!(
+        r.nodes[0].ejections, 0,
+        "the clients leave first (499, not counted)"
+    );
     assert!(r.client.timeouts > 50);
     // With response_header_timeout the hang is a 504 and a failure.
     let r = world::run(
@@ -94,17 +124,28 @@ fn caddy_without_a_response_timeout_never_counts_a_hung_backend() {
         )),
         1,
     );
-    assert_eq!(r.nodes[0].ejections, 2, "out for 10 s after each counted timeout");
+    assert_eq!(
+        r.nodes[0].ejections, 2,
+        "out for 10 s after each counted timeout"
+    );
     assert!(status(&r, "504") >= 1);
 }
 
 #[test]
 fn traefik_balances_by_weight_retries_dial_errors_and_answers_503_when_all_are_down() {
-    let mut doc = model(json!({"flavor": "traefik"}), json!([]), json!({"kind": "none"}), open(30.0));
+    let mut doc = model(
+        json!({"flavor": "traefik"}),
+        json!([]),
+        json!({"kind": "none"}),
+        open(30.0),
+    );
     doc["nodes"] = json!([{"name": "A", "weight": 2}, {"name": "B"}]);
     let r = world::run(&scenario(doc), 1);
     let (a, b) = (r.nodes[0].answered as f64, r.nodes[1].answered as f64);
-    assert!((a / b - 2.0).abs() < 0.05, "EDF weighted round robin: {a} / {b}");
+    assert!(
+        (a / b - 2.0).abs() < 0.05,
+        "EDF weighted round robin: {a} / {b}"
+    );
     // The retry middleware: a refused connection (nothing written) is tried again.
     let crash = json!([{"kind": "crash", "node": "A", "at": "5s", "for": "10s"}]);
     let r = world::run(
@@ -118,10 +159,19 @@ fn traefik_balances_by_weight_retries_dial_errors_and_answers_503_when_all_are_d
     );
     assert_eq!(status(&r, "502"), 0, "{:?}", r.client.status);
     let r = world::run(
-        &scenario(model(json!({"flavor": "traefik"}), crash, json!({"kind": "none"}), open(30.0))),
+        &scenario(model(
+            json!({"flavor": "traefik"}),
+            crash,
+            json!({"kind": "none"}),
+            open(30.0),
+        )),
         1,
     );
-    assert!(status(&r, "502") > 100, "no retry middleware: {:?}", r.client.status);
+    assert!(
+        status(&r, "502") > 100,
+        "no retry middleware: {:?}",
+        r.client.status
+    );
     // No server up: 503 "no available server".
     let both = json!([
         {"kind": "flaky", "node": "A", "at": "5s", "p": 1.0, "status": 500},
@@ -141,13 +191,24 @@ fn traefik_balances_by_weight_retries_dial_errors_and_answers_503_when_all_are_d
 
 #[test]
 fn the_traefik_breaker_trips_under_errors_and_cuts_every_server_off() {
-    let flaky = json!([{"kind": "flaky", "node": "A", "at": "5s", "for": "10s", "p": 0.6, "status": 503}]);
+    let flaky =
+        json!([{"kind": "flaky", "node": "A", "at": "5s", "for": "10s", "p": 0.6, "status": 503}]);
     let gw = json!({"flavor": "traefik", "traefik": {"circuitBreaker": {"expression": "ResponseCodeRatio(500, 600, 0, 600) > 0.25"}}});
-    let r = world::run(&scenario(model(gw, flaky, json!({"kind": "none"}), open(50.0))), 1);
-    assert!(r.nodes[0].ejections >= 1 && r.nodes[1].ejections >= 1, "a trip ejects both");
+    let r = world::run(
+        &scenario(model(gw, flaky, json!({"kind": "none"}), open(50.0))),
+        1,
+    );
+    assert!(
+        r.nodes[0].ejections >= 1 && r.nodes[1].ejections >= 1,
+        "a trip ejects both"
+    );
     // The fallback answers 503 without an attempt.
     let attempts: u64 = r.nodes.iter().map(|n| n.attempts).sum();
-    assert!(attempts < r.client.requests - 200, "{attempts} of {}", r.client.requests);
+    assert!(
+        attempts < r.client.requests - 200,
+        "{attempts} of {}",
+        r.client.requests
+    );
 }
 
 /// The real binaries, when scripts/gateway-bins.sh could install them.
@@ -161,13 +222,20 @@ fn real(name: &str) -> Option<PathBuf> {
         "HCSIM_REQUIRE_TOOLS is set but {} is missing (scripts/gateway-bins.sh installs it)",
         p.display()
     );
-    eprintln!("skipped: {} is not installed (scripts/gateway-bins.sh)", p.display());
+    eprintln!(
+        "skipped: {} is not installed (scripts/gateway-bins.sh)",
+        p.display()
+    );
     None
 }
 
 fn run_ok(args: &[&str]) -> String {
     let out = hcsim(args);
-    assert!(out.status.success(), "hcsim {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "hcsim {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
@@ -189,26 +257,61 @@ fn free_ports(n: usize) -> Vec<u16> {
 fn round_trip(config: &str, to: &str, file: &str) -> (PathBuf, Value) {
     let d = tmp(&format!("rt-{to}"));
     let first = d.join("first.json");
-    run_ok(&["import", config, "-o", first.to_str().unwrap(), "--duration", "5s"]);
-    run_ok(&["run", first.to_str().unwrap(), "--quiet", "--no-charts", "--out", d.join("out").to_str().unwrap()]);
+    run_ok(&[
+        "import",
+        config,
+        "-o",
+        first.to_str().unwrap(),
+        "--duration",
+        "5s",
+    ]);
+    run_ok(&[
+        "run",
+        first.to_str().unwrap(),
+        "--quiet",
+        "--no-charts",
+        "--out",
+        d.join("out").to_str().unwrap(),
+    ]);
     let a = read_json(&first);
     let nodes = a["nodes"].as_array().unwrap().clone();
     let exported = d.join(file);
-    let mut args: Vec<String> = ["export", first.to_str().unwrap(), "--to", to, "-o", exported.to_str().unwrap()]
-        .map(String::from)
-        .to_vec();
+    let mut args: Vec<String> = [
+        "export",
+        first.to_str().unwrap(),
+        "--to",
+        to,
+        "-o",
+        exported.to_str().unwrap(),
+    ]
+    .map(String::from)
+    .to_vec();
     for (n, p) in nodes.iter().zip(free_ports(nodes.len())) {
         args.push("--address".into());
         args.push(format!("{}=127.0.0.1:{p}", n["name"].as_str().unwrap()));
     }
     run_ok(&args.iter().map(String::as_str).collect::<Vec<_>>());
     let second = d.join("second.json");
-    run_ok(&["import", exported.to_str().unwrap(), "-o", second.to_str().unwrap(), "--duration", "5s"]);
+    run_ok(&[
+        "import",
+        exported.to_str().unwrap(),
+        "-o",
+        second.to_str().unwrap(),
+        "--duration",
+        "5s",
+    ]);
     let b = read_json(&second);
     for k in ["gateway", "policy"] {
         assert_eq!(a[k], b[k], "{config}: `{k}` after export and import");
     }
-    let weights = |v: &Value| v["nodes"].as_array().unwrap().iter().map(|n| n["weight"].clone()).collect::<Vec<_>>();
+    let weights = |v: &Value| {
+        v["nodes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|n| n["weight"].clone())
+            .collect::<Vec<_>>()
+    };
     assert_eq!(weights(&a), weights(&b));
     (exported, a)
 }
@@ -225,28 +328,48 @@ fn a_caddyfile_round_trips_and_caddy_accepts_the_export() {
         .arg(&exported)
         .output()
         .expect("run caddy validate");
-    assert!(out.status.success(), "caddy validate: {}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "caddy validate: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
 }
 
 #[test]
 fn caddy_json_imports_its_handler() {
     let d = tmp("caddy-json");
     let m = d.join("m.json");
-    run_ok(&["import", "tests/configs/caddy/caddy.json", "-o", m.to_str().unwrap()]);
+    run_ok(&[
+        "import",
+        "tests/configs/caddy/caddy.json",
+        "-o",
+        m.to_str().unwrap(),
+    ]);
     let v = read_json(&m);
     assert_eq!(v["gateway"]["caddy"]["lb_retries"], 2);
     assert_eq!(v["policy"]["active"]["interval"], "1s", "1000000000 ns");
     assert_eq!(v["policy"]["passive"]["unhealthy_status"], json!([5]));
-    assert!(v["description"].as_str().unwrap().contains("policy.passive.max_fails ← caddy.json:23"));
+    assert!(
+        v["description"]
+            .as_str()
+            .unwrap()
+            .contains("policy.passive.max_fails ← caddy.json:23")
+    );
 }
 
 #[test]
 fn traefik_yaml_round_trips_and_traefik_runs_the_export() {
-    let (exported, m) = round_trip("tests/configs/traefik/dynamic.yml", "traefik", "dynamic.yml");
+    let (exported, m) = round_trip(
+        "tests/configs/traefik/dynamic.yml",
+        "traefik",
+        "dynamic.yml",
+    );
     assert_eq!(m["gateway"]["traefik"]["retry"]["attempts"], 3);
     assert_eq!(m["policy"]["healthCheck"]["unhealthyInterval"], "500ms");
     assert_eq!(m["nodes"][0]["weight"], 2);
-    let Some(traefik) = real("traefik") else { return };
+    let Some(traefik) = real("traefik") else {
+        return;
+    };
     let d = exported.parent().unwrap().to_path_buf();
     let ports = free_ports(2);
     let opts = hcsim::config::export::Options {
@@ -280,7 +403,8 @@ fn traefik_yaml_round_trips_and_traefik_runs_the_export() {
     }
     let _ = child.kill();
     let _ = child.wait();
-    let raw: Value = serde_json::from_str(&seen).unwrap_or_else(|_| panic!("no API answer: {seen}"));
+    let raw: Value =
+        serde_json::from_str(&seen).unwrap_or_else(|_| panic!("no API answer: {seen}"));
     for section in ["routers", "services", "middlewares"] {
         for (name, v) in raw[section].as_object().unwrap() {
             if name.ends_with("@file") {
@@ -295,34 +419,63 @@ fn traefik_yaml_round_trips_and_traefik_runs_the_export() {
 /// A plain HTTP/1.0 GET to 127.0.0.1, bounded in time.
 fn get(addr: &str, path: &str) -> std::io::Result<String> {
     use std::io::{Read, Write};
-    let mut s = std::net::TcpStream::connect_timeout(&addr.parse().unwrap(), Duration::from_millis(300))?;
+    let mut s =
+        std::net::TcpStream::connect_timeout(&addr.parse().unwrap(), Duration::from_millis(300))?;
     s.set_read_timeout(Some(Duration::from_secs(2)))?;
     write!(s, "GET {path} HTTP/1.0\r\nHost: x\r\n\r\n")?;
     let mut buf = String::new();
     s.read_to_string(&mut buf)?;
-    Ok(buf.split_once("\r\n\r\n").map_or(String::new(), |(_, b)| b.to_string()))
+    Ok(buf
+        .split_once("\r\n\r\n")
+        .map_or(String::new(), |(_, b)| b.to_string()))
 }
 
 #[test]
 fn traefik_toml_and_crds_import() {
     let d = tmp("traefik-imports");
     let m = d.join("toml.json");
-    run_ok(&["import", "tests/configs/traefik/dynamic.toml", "-o", m.to_str().unwrap()]);
+    run_ok(&[
+        "import",
+        "tests/configs/traefik/dynamic.toml",
+        "-o",
+        m.to_str().unwrap(),
+    ]);
     let v = read_json(&m);
     assert_eq!(v["policy"]["passiveHealthCheck"]["maxFailedAttempts"], 3);
-    assert_eq!(v["gateway"]["traefik"]["forwardingTimeouts"]["dialTimeout"], "1s");
-    assert!(v["description"].as_str().unwrap().contains("dynamic.toml:20"));
+    assert_eq!(
+        v["gateway"]["traefik"]["forwardingTimeouts"]["dialTimeout"],
+        "1s"
+    );
+    assert!(
+        v["description"]
+            .as_str()
+            .unwrap()
+            .contains("dynamic.toml:20")
+    );
     let m = d.join("crds.json");
-    run_ok(&["import", "tests/configs/traefik/crds.yaml", "--nodes", "2", "-o", m.to_str().unwrap()]);
+    run_ok(&[
+        "import",
+        "tests/configs/traefik/crds.yaml",
+        "--nodes",
+        "2",
+        "-o",
+        m.to_str().unwrap(),
+    ]);
     let v = read_json(&m);
     assert_eq!(v["nodes"].as_array().unwrap().len(), 2);
     assert_eq!(v["gateway"]["traefik"]["retry"]["attempts"], 4);
-    assert_eq!(v["gateway"]["traefik"]["circuitBreaker"]["expression"], "NetworkErrorRatio() > 0.50");
+    assert_eq!(
+        v["gateway"]["traefik"]["circuitBreaker"]["expression"],
+        "NetworkErrorRatio() > 0.50"
+    );
 }
 
 #[test]
 fn bad_configs_exit_2_naming_the_line() {
-    let out = hcsim(&["import", "tests/configs/caddy/unknown-subdirective.Caddyfile"]);
+    let out = hcsim(&[
+        "import",
+        "tests/configs/caddy/unknown-subdirective.Caddyfile",
+    ]);
     assert_eq!(out.status.code(), Some(2));
     let e = String::from_utf8_lossy(&out.stderr);
     assert!(
@@ -333,5 +486,8 @@ fn bad_configs_exit_2_naming_the_line() {
     let out = hcsim(&["import", "tests/configs/traefik/bad-expression.yml"]);
     assert_eq!(out.status.code(), Some(2));
     let e = String::from_utf8_lossy(&out.stderr);
-    assert!(e.contains("bad-expression.yml:10:") && e.contains("column 22: expected an operand"), "{e}");
+    assert!(
+        e.contains("bad-expression.yml:10:") && e.contains("column 22: expected an operand"),
+        "{e}"
+    );
 }

@@ -144,5 +144,5 @@ fn every_policy_comparison_model_is_valid() {
             n += 1;
         }
     }
-    assert_eq!(n, 6 * 12, "six situations under twelve policies");
+    assert_eq!(n, 6 * 17, "six situations under seventeen policies");
 }

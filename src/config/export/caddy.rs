@@ -41,7 +41,11 @@ fn policy(model: &Model) -> Result<Option<&CaddyParams>, Unsupported> {
 
 /// A status of Caddy's JSON (`5` for 5xx) as the Caddyfile writes it.
 fn status(s: u16) -> String {
-    if s < 100 { format!("{s}xx") } else { s.to_string() }
+    if s < 100 {
+        format!("{s}xx")
+    } else {
+        s.to_string()
+    }
 }
 
 /// The site block.
@@ -67,18 +71,29 @@ pub fn write_with(model: &Model, opts: &Options) -> Result<String, Unsupported> 
         ));
     }
     if let Some(n) = model.nodes.iter().find(|n| n.down) {
-        return Err(Unsupported(format!("node {} is `down`: Caddy has no such setting", n.name)));
+        return Err(Unsupported(format!(
+            "node {} is `down`: Caddy has no such setting",
+            n.name
+        )));
     }
     let port = opts.listen.rsplit_once(':').map_or("8080", |(_, p)| p);
     let host = opts.listen.rsplit_once(':').map_or("127.0.0.1", |(h, _)| h);
     let mut s = String::new();
-    let _ = writeln!(s, "# hcsim model \"{}\": the gateway as a Caddyfile (Caddy 2.11)", model.name);
+    let _ = writeln!(
+        s,
+        "# hcsim model \"{}\": the gateway as a Caddyfile (Caddy 2.11)",
+        model.name
+    );
     let _ = writeln!(s, "http://:{port} {{\n\tbind {host}");
     let _ = writeln!(s, "\treverse_proxy {} {{", opts.addresses.join(" "));
     let lb = match c.lb_policy {
-        CaddyLbPolicy::Random => "random",
-        CaddyLbPolicy::RoundRobin => "round_robin",
-        CaddyLbPolicy::First => "first",
+        CaddyLbPolicy::Random => "random".to_string(),
+        CaddyLbPolicy::RoundRobin => "round_robin".to_string(),
+        CaddyLbPolicy::First => "first".to_string(),
+        CaddyLbPolicy::WeightedRoundRobin => {
+            let w: Vec<String> = model.nodes.iter().map(|n| n.weight.to_string()).collect();
+            format!("weighted_round_robin {}", w.join(" "))
+        }
     };
     let _ = writeln!(s, "\t\tlb_policy {lb}");
     if c.lb_retries > 0 {
@@ -107,7 +122,8 @@ pub fn write_with(model: &Model, opts: &Options) -> Result<String, Unsupported> 
             if x.unhealthy_request_count > 0 {
                 if cap > 0 && cap != x.unhealthy_request_count {
                     return Err(Unsupported(
-                        "nodes' max_conns and unhealthy_request_count differ: a Caddyfile has one".into(),
+                        "nodes' max_conns and unhealthy_request_count differ: a Caddyfile has one"
+                            .into(),
                     ));
                 }
                 request_cap = x.unhealthy_request_count;
@@ -117,7 +133,11 @@ pub fn write_with(model: &Model, opts: &Options) -> Result<String, Unsupported> 
             let _ = writeln!(s, "\t\thealth_uri {HEALTH_URI}");
             let _ = writeln!(s, "\t\thealth_interval {}", t(a.interval)?);
             let _ = writeln!(s, "\t\thealth_timeout {}", t(a.timeout)?);
-            let _ = writeln!(s, "\t\thealth_passes {}\n\t\thealth_fails {}", a.passes, a.fails);
+            let _ = writeln!(
+                s,
+                "\t\thealth_passes {}\n\t\thealth_fails {}",
+                a.passes, a.fails
+            );
             if let Some(e) = a.expect_status {
                 let _ = writeln!(s, "\t\thealth_status {}", status(e));
             }
@@ -126,7 +146,11 @@ pub fn write_with(model: &Model, opts: &Options) -> Result<String, Unsupported> 
     if request_cap > 0 {
         let _ = writeln!(s, "\t\tunhealthy_request_count {request_cap}");
     }
-    let _ = writeln!(s, "\t\ttransport http {{\n\t\t\tdial_timeout {}", t(c.dial_timeout)?);
+    let _ = writeln!(
+        s,
+        "\t\ttransport http {{\n\t\t\tdial_timeout {}",
+        t(c.dial_timeout)?
+    );
     if let Some(r) = c.response_header_timeout {
         let _ = writeln!(s, "\t\t\tresponse_header_timeout {}", t(r)?);
     }
@@ -137,5 +161,7 @@ pub fn write_with(model: &Model, opts: &Options) -> Result<String, Unsupported> 
 /// A whole Caddyfile: global options, then [`write_with`]'s site.
 pub fn config(model: &Model, opts: &Options) -> Result<String, Unsupported> {
     let site = write_with(model, opts)?;
-    Ok(format!("{{\n\tadmin off\n\tauto_https off\n\tpersist_config off\n}}\n\n{site}"))
+    Ok(format!(
+        "{{\n\tadmin off\n\tauto_https off\n\tpersist_config off\n}}\n\n{site}"
+    ))
 }

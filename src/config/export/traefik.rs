@@ -59,7 +59,10 @@ pub fn document(model: &Model, opts: &Options) -> Result<Value, Unsupported> {
         })
         .collect();
     if let Some(n) = model.nodes.iter().find(|n| n.down) {
-        return Err(Unsupported(format!("node {} is `down`: Traefik has no such setting", n.name)));
+        return Err(Unsupported(format!(
+            "node {} is `down`: Traefik has no such setting",
+            n.name
+        )));
     }
     lb.insert("servers".into(), Value::Array(servers));
     let mut found = false;

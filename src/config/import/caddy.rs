@@ -25,15 +25,47 @@ use std::path::Path;
 
 /// Every subdirective of `reverse_proxy` in Caddy 2.11 (caddyfile.go).
 const KNOWN: &[&str] = &[
-    "to", "dynamic", "lb_policy", "lb_retries", "lb_try_duration", "lb_try_interval",
-    "lb_retry_match", "health_uri", "health_path", "health_upstream", "health_port",
-    "health_headers", "health_method", "health_request_body", "health_interval",
-    "health_timeout", "health_status", "health_body", "health_follow_redirects",
-    "health_passes", "health_fails", "max_fails", "fail_duration", "unhealthy_request_count",
-    "unhealthy_status", "unhealthy_latency", "flush_interval", "request_buffers",
-    "response_buffers", "stream_buffer_size", "stream_timeout", "stream_close_delay",
-    "trusted_proxies", "header_up", "header_down", "method", "rewrite", "transport",
-    "handle_response", "replace_status", "verbose_logs",
+    "to",
+    "dynamic",
+    "lb_policy",
+    "lb_retries",
+    "lb_try_duration",
+    "lb_try_interval",
+    "lb_retry_match",
+    "health_uri",
+    "health_path",
+    "health_upstream",
+    "health_port",
+    "health_headers",
+    "health_method",
+    "health_request_body",
+    "health_interval",
+    "health_timeout",
+    "health_status",
+    "health_body",
+    "health_follow_redirects",
+    "health_passes",
+    "health_fails",
+    "max_fails",
+    "fail_duration",
+    "unhealthy_request_count",
+    "unhealthy_status",
+    "unhealthy_latency",
+    "flush_interval",
+    "request_buffers",
+    "response_buffers",
+    "stream_buffer_size",
+    "stream_timeout",
+    "stream_close_delay",
+    "trusted_proxies",
+    "header_up",
+    "header_down",
+    "method",
+    "rewrite",
+    "transport",
+    "handle_response",
+    "replace_status",
+    "verbose_logs",
 ];
 
 /// What settings the reader collects from either form, with their lines.
@@ -47,6 +79,8 @@ struct Handler {
     active_on: Option<Loc>,
     active_at: Option<Loc>,
     passive_at: Option<Loc>,
+    /// `weighted_round_robin`'s weights, one per upstream in order.
+    weights: Option<(Vec<u64>, Loc)>,
 }
 
 /// `caddy.ParseDuration`: Go's durations, and days.
@@ -77,7 +111,11 @@ fn number(t: &Token, at: &Loc, what: &str) -> Result<u64, Error> {
 
 /// `health_status 2xx` / `unhealthy_status 5xx 503`: a class is its digit.
 fn status(t: &str, at: &Loc) -> Result<u64, Error> {
-    let s = if t.len() == 3 && t.ends_with("xx") { &t[..1] } else { t };
+    let s = if t.len() == 3 && t.ends_with("xx") {
+        &t[..1]
+    } else {
+        t
+    };
     s.parse()
         .map_err(|_| at.error(format!("bad status value '{t}'")))
 }
@@ -113,7 +151,11 @@ fn upstream(text: &str, at: &Loc) -> Result<String, Error> {
     }
     port.parse::<u16>()
         .map_err(|_| at.error(format!("upstream {text}: invalid port {port}")))?;
-    let host = if host.is_empty() { "localhost".into() } else { host };
+    let host = if host.is_empty() {
+        "localhost".into()
+    } else {
+        host
+    };
     Ok(format!("{host}:{port}"))
 }
 
@@ -122,24 +164,29 @@ fn caddyfile_handlers(path: &Path, text: &str) -> Result<Vec<(String, Loc, Direc
     let top = caddyfile::parse(path, text)?;
     let mut out = vec![];
     // One site may be written without braces: the first line is its address.
-    let sites: Vec<(String, usize, Vec<Directive>)> = if top.iter().any(|d| d.block.is_some() && !d.words.is_empty()) {
-        top.into_iter()
-            .filter(|d| !d.words.is_empty())
-            .map(|d| {
-                let label: Vec<&str> = d.words.iter().map(|t| t.text.trim_end_matches(',')).collect();
-                (label.join(","), d.line(), d.block.unwrap_or_default())
-            })
-            .collect()
-    } else {
-        let mut it = top.into_iter().filter(|d| !d.words.is_empty());
-        match it.next() {
-            Some(first) => {
-                let label: Vec<&str> = first.words.iter().map(|t| t.text.as_str()).collect();
-                vec![(label.join(","), first.line(), it.collect())]
+    let sites: Vec<(String, usize, Vec<Directive>)> =
+        if top.iter().any(|d| d.block.is_some() && !d.words.is_empty()) {
+            top.into_iter()
+                .filter(|d| !d.words.is_empty())
+                .map(|d| {
+                    let label: Vec<&str> = d
+                        .words
+                        .iter()
+                        .map(|t| t.text.trim_end_matches(','))
+                        .collect();
+                    (label.join(","), d.line(), d.block.unwrap_or_default())
+                })
+                .collect()
+        } else {
+            let mut it = top.into_iter().filter(|d| !d.words.is_empty());
+            match it.next() {
+                Some(first) => {
+                    let label: Vec<&str> = first.words.iter().map(|t| t.text.as_str()).collect();
+                    vec![(label.join(","), first.line(), it.collect())]
+                }
+                None => vec![],
             }
-            None => vec![],
-        }
-    };
+        };
     fn walk(ds: &[Directive], found: &mut Vec<Directive>) {
         for d in ds {
             if d.name() == "reverse_proxy" {
@@ -154,7 +201,11 @@ fn caddyfile_handlers(path: &Path, text: &str) -> Result<Vec<(String, Loc, Direc
         walk(&body, &mut found);
         let many = found.len() > 1;
         for (k, d) in found.into_iter().enumerate() {
-            let name = if many { format!("{label}#{}", k + 1) } else { label.clone() };
+            let name = if many {
+                format!("{label}#{}", k + 1)
+            } else {
+                label.clone()
+            };
             let _ = line;
             out.push((name, Loc::new(path, d.line()), d));
         }
@@ -162,7 +213,12 @@ fn caddyfile_handlers(path: &Path, text: &str) -> Result<Vec<(String, Loc, Direc
     Ok(out)
 }
 
-fn read_caddyfile_handler(path: &Path, d: &Directive, h: &mut Handler, draft: &mut Draft) -> Result<(), Error> {
+fn read_caddyfile_handler(
+    path: &Path,
+    d: &Directive,
+    h: &mut Handler,
+    draft: &mut Draft,
+) -> Result<(), Error> {
     let at = |line: usize| Loc::new(path, line);
     let mut args = d.args();
     // The matcher token: a path, `*` or a named matcher.
@@ -172,7 +228,8 @@ fn read_caddyfile_handler(path: &Path, d: &Directive, h: &mut Handler, draft: &m
         args = &args[1..];
     }
     for a in args {
-        h.upstreams.push((upstream(&a.text, &at(a.line))?, at(a.line)));
+        h.upstreams
+            .push((upstream(&a.text, &at(a.line))?, at(a.line)));
     }
     for s in d.block.as_deref().unwrap_or(&[]) {
         let (name, line) = (s.name(), s.line());
@@ -201,6 +258,13 @@ fn read_caddyfile_handler(path: &Path, d: &Directive, h: &mut Handler, draft: &m
                 let p = one_arg_or_more(s, path)?;
                 match p.as_str() {
                     "random" | "round_robin" | "first" => {
+                        h.caddy.insert("lb_policy".into(), json!(p));
+                        draft.origin("gateway.caddy.lb_policy", &here);
+                    }
+                    "weighted_round_robin" => {
+                        let w: Result<Vec<u64>, Error> =
+                            s.args()[1..].iter().map(|a| number(a, &here, "weight")).collect();
+                        h.weights = Some((w?, here.clone()));
                         h.caddy.insert("lb_policy".into(), json!(p));
                         draft.origin("gateway.caddy.lb_policy", &here);
                     }
@@ -276,11 +340,19 @@ fn one_arg_or_more(d: &Directive, path: &Path) -> Result<String, Error> {
     })
 }
 
-fn read_transport(path: &Path, s: &Directive, h: &mut Handler, draft: &mut Draft) -> Result<(), Error> {
+fn read_transport(
+    path: &Path,
+    s: &Directive,
+    h: &mut Handler,
+    draft: &mut Draft,
+) -> Result<(), Error> {
     let here = Loc::new(path, s.line());
     let kind = one_arg_or_more(s, path)?;
     if kind != "http" {
-        draft.warn(&here, format!("transport {kind} is not modelled: the model proxies over plain HTTP"));
+        draft.warn(
+            &here,
+            format!("transport {kind} is not modelled: the model proxies over plain HTTP"),
+        );
         return Ok(());
     }
     for t in s.block.as_deref().unwrap_or(&[]) {
@@ -291,12 +363,18 @@ fn read_transport(path: &Path, s: &Directive, h: &mut Handler, draft: &mut Draft
                 h.caddy.insert(t.name().into(), json!(v));
                 draft.origin(&format!("gateway.caddy.{}", t.name()), &at);
             }
-            n @ ("keepalive" | "keepalive_interval" | "keepalive_idle_conns" | "keepalive_idle_conns_per_host") => {
-                draft.warn(&at, format!("{n} is not modelled: every attempt opens its own connection"))
-            }
-            n @ ("read_timeout" | "write_timeout" | "max_conns_per_host" | "dial_fallback_delay" | "expect_continue_timeout") => {
-                draft.warn(&at, format!("{n} is not modelled"))
-            }
+            n @ ("keepalive"
+            | "keepalive_interval"
+            | "keepalive_idle_conns"
+            | "keepalive_idle_conns_per_host") => draft.warn(
+                &at,
+                format!("{n} is not modelled: every attempt opens its own connection"),
+            ),
+            n @ ("read_timeout"
+            | "write_timeout"
+            | "max_conns_per_host"
+            | "dial_fallback_delay"
+            | "expect_continue_timeout") => draft.warn(&at, format!("{n} is not modelled")),
             _ => {}
         }
     }
@@ -305,7 +383,8 @@ fn read_transport(path: &Path, s: &Directive, h: &mut Handler, draft: &mut Draft
 
 /// Caddy's JSON: every `reverse_proxy` handler, with its server's name.
 fn json_handlers(path: &Path, text: &str) -> Result<Vec<(String, usize, Value)>, Error> {
-    let v: Value = serde_json::from_str(text).map_err(|e| Loc::new(path, e.line()).error(format!("not valid JSON: {e}")))?;
+    let v: Value = serde_json::from_str(text)
+        .map_err(|e| Loc::new(path, e.line()).error(format!("not valid JSON: {e}")))?;
     let lines = Lines::new(path, text);
     let mut out = vec![];
     fn walk(v: &Value, found: &mut Vec<Value>) {
@@ -329,7 +408,11 @@ fn json_handlers(path: &Path, text: &str) -> Result<Vec<(String, usize, Value)>,
         let base = lines.key(1, name);
         for (k, h) in found.into_iter().enumerate() {
             from = lines.key_value(from.max(base), "handler", "reverse_proxy");
-            let label = if many { format!("{name}#{}", k + 1) } else { name.clone() };
+            let label = if many {
+                format!("{name}#{}", k + 1)
+            } else {
+                name.clone()
+            };
             out.push((label, from, h));
             from += 1;
         }
@@ -349,10 +432,23 @@ fn json_duration(v: &Value, at: &Loc, what: &str) -> Result<SimDuration, Error> 
     }
 }
 
-fn read_json_handler(path: &Path, text: &str, line: usize, v: &Value, h: &mut Handler, draft: &mut Draft) -> Result<(), Error> {
+fn read_json_handler(
+    path: &Path,
+    text: &str,
+    line: usize,
+    v: &Value,
+    h: &mut Handler,
+    draft: &mut Draft,
+) -> Result<(), Error> {
     let lines = Lines::new(path, text);
     let at = |keys: &[&str]| lines.at(lines.path(line, keys));
-    for (i, u) in v.get("upstreams").and_then(Value::as_array).into_iter().flatten().enumerate() {
+    for (i, u) in v
+        .get("upstreams")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .enumerate()
+    {
         let here = at(&["upstreams", "dial"]);
         let here = Loc::new(path, here.line + i);
         let dial = u.get("dial").and_then(Value::as_str).unwrap_or("");
@@ -362,28 +458,44 @@ fn read_json_handler(path: &Path, text: &str, line: usize, v: &Value, h: &mut Ha
         }
     }
     if let Some(lb) = v.get("load_balancing") {
-        if let Some(p) = lb.pointer("/selection_policy/policy").and_then(Value::as_str) {
+        if let Some(p) = lb
+            .pointer("/selection_policy/policy")
+            .and_then(Value::as_str)
+        {
             let here = at(&["load_balancing", "selection_policy", "policy"]);
             if matches!(p, "random" | "round_robin" | "first") {
                 h.caddy.insert("lb_policy".into(), json!(p));
                 draft.origin("gateway.caddy.lb_policy", &here);
             } else {
-                draft.warn(&here, format!("selection policy {p} is not modelled: the model keeps random"));
+                draft.warn(
+                    &here,
+                    format!("selection policy {p} is not modelled: the model keeps random"),
+                );
             }
         }
         if let Some(r) = lb.get("retries").and_then(Value::as_u64) {
             h.caddy.insert("lb_retries".into(), json!(r));
-            draft.origin("gateway.caddy.lb_retries", &at(&["load_balancing", "retries"]));
+            draft.origin(
+                "gateway.caddy.lb_retries",
+                &at(&["load_balancing", "retries"]),
+            );
         }
-        for (k, key) in [("try_duration", "lb_try_duration"), ("try_interval", "lb_try_interval")] {
+        for (k, key) in [
+            ("try_duration", "lb_try_duration"),
+            ("try_interval", "lb_try_interval"),
+        ] {
             if let Some(x) = lb.get(k) {
                 let here = at(&["load_balancing", k]);
-                h.caddy.insert(key.into(), json!(json_duration(x, &here, k)?));
+                h.caddy
+                    .insert(key.into(), json!(json_duration(x, &here, k)?));
                 draft.origin(&format!("gateway.caddy.{key}"), &here);
             }
         }
         if lb.get("retry_match").is_some() {
-            draft.warn(&at(&["load_balancing", "retry_match"]), "retry_match is not modelled");
+            draft.warn(
+                &at(&["load_balancing", "retry_match"]),
+                "retry_match is not modelled",
+            );
         }
     }
     if let Some(a) = v.pointer("/health_checks/active") {
@@ -402,12 +514,24 @@ fn read_json_handler(path: &Path, text: &str, line: usize, v: &Value, h: &mut Ha
         for k in ["passes", "fails", "expect_status"] {
             if let Some(x) = a.get(k).and_then(Value::as_u64) {
                 h.active.insert(k.into(), json!(x));
-                draft.origin(&format!("policy.active.{k}"), &at(&["health_checks", "active", k]));
+                draft.origin(
+                    &format!("policy.active.{k}"),
+                    &at(&["health_checks", "active", k]),
+                );
             }
         }
-        for k in ["expect_body", "follow_redirects", "headers", "body", "upstream"] {
+        for k in [
+            "expect_body",
+            "follow_redirects",
+            "headers",
+            "body",
+            "upstream",
+        ] {
             if a.get(k).is_some() {
-                draft.warn(&at(&["health_checks", "active", k]), format!("active.{k} is not modelled"));
+                draft.warn(
+                    &at(&["health_checks", "active", k]),
+                    format!("active.{k} is not modelled"),
+                );
             }
         }
     }
@@ -423,18 +547,27 @@ fn read_json_handler(path: &Path, text: &str, line: usize, v: &Value, h: &mut Ha
         for k in ["max_fails", "unhealthy_request_count"] {
             if let Some(x) = p.get(k).and_then(Value::as_u64) {
                 h.passive.insert(k.into(), json!(x));
-                draft.origin(&format!("policy.passive.{k}"), &at(&["health_checks", "passive", k]));
+                draft.origin(
+                    &format!("policy.passive.{k}"),
+                    &at(&["health_checks", "passive", k]),
+                );
             }
         }
         if let Some(x) = p.get("unhealthy_status") {
             h.passive.insert("unhealthy_status".into(), x.clone());
-            draft.origin("policy.passive.unhealthy_status", &at(&["health_checks", "passive", "unhealthy_status"]));
+            draft.origin(
+                "policy.passive.unhealthy_status",
+                &at(&["health_checks", "passive", "unhealthy_status"]),
+            );
         }
     }
     if let Some(t) = v.get("transport") {
         let proto = t.get("protocol").and_then(Value::as_str).unwrap_or("http");
         if proto != "http" {
-            draft.warn(&at(&["transport"]), format!("transport {proto} is not modelled"));
+            draft.warn(
+                &at(&["transport"]),
+                format!("transport {proto} is not modelled"),
+            );
         }
         for k in ["dial_timeout", "response_header_timeout"] {
             if let Some(x) = t.get(k) {
@@ -459,7 +592,10 @@ pub fn import(path: &Path, text: &str, opts: &Options) -> Result<(Draft, String)
     let anchor;
     if is_json(text) {
         let hs = json_handlers(path, text)?;
-        let names: Vec<(String, Loc)> = hs.iter().map(|(n, l, _)| (n.clone(), Loc::new(path, *l))).collect();
+        let names: Vec<(String, Loc)> = hs
+            .iter()
+            .map(|(n, l, _)| (n.clone(), Loc::new(path, *l)))
+            .collect();
         let i = choose(&names, opts.target.as_deref(), Format::Caddy, path)?;
         read_json_handler(path, text, hs[i].1, &hs[i].2, &mut h, &mut d)?;
         target = hs[i].0.clone();
@@ -479,14 +615,34 @@ pub fn import(path: &Path, text: &str, opts: &Options) -> Result<(Draft, String)
 /// The handler's settings as the model's gateway, nodes and policy.
 fn finish(h: Handler, d: &mut Draft, anchor: &Loc) -> Result<(), Error> {
     if h.upstreams.is_empty() {
-        return Err(anchor.error("reverse_proxy has no upstream (give them as arguments or with `to`)"));
+        return Err(
+            anchor.error("reverse_proxy has no upstream (give them as arguments or with `to`)")
+        );
     }
     d.gateway("flavor", json!("caddy"), anchor);
     if !h.caddy.is_empty() {
         d.gateway.insert("caddy".into(), Value::Object(h.caddy));
     }
+    if let Some((w, at)) = &h.weights
+        && w.len() != h.upstreams.len()
+    {
+        return Err(at.error(format!(
+            "weighted_round_robin has {} weights for {} upstreams (Caddy indexes one per upstream)",
+            w.len(),
+            h.upstreams.len()
+        )));
+    }
     for (i, (addr, at)) in h.upstreams.iter().enumerate() {
-        d.nodes.push(json!({ "name": addr }));
+        let mut n = json!({ "name": addr });
+        if let Some((w, _)) = &h.weights {
+            if w[i] == 0 {
+                return Err(at.error(
+                    "weight 0 is not modelled (an upstream that never takes traffic): remove it",
+                ));
+            }
+            n["weight"] = json!(w[i]);
+        }
+        d.nodes.push(n);
         d.origin(&format!("nodes[{i}]"), at);
     }
     let mut policy = json!({"kind": "caddy"});
@@ -503,11 +659,15 @@ fn finish(h: Handler, d: &mut Draft, anchor: &Loc) -> Result<(), Error> {
         (None, None) => {}
     }
     if policy.get("passive").is_some() || policy.get("active").is_some() {
-        let at = h.active_on.or(h.passive_at).unwrap_or_else(|| anchor.clone());
+        let at = h
+            .active_on
+            .or(h.passive_at)
+            .unwrap_or_else(|| anchor.clone());
         d.policy(policy, &at);
     } else {
         d.policy(json!({"kind": "none"}), anchor);
-        d.notes.push("The handler has no health checks (Caddy's default).".into());
+        d.notes
+            .push("The handler has no health checks (Caddy's default).".into());
     }
     Ok(())
 }

@@ -183,8 +183,12 @@ pub fn parse(path: &Path, text: &str) -> Result<Vec<Directive>, Error> {
         .iter()
         .filter_map(|d| {
             let n = d.name();
-            (n.starts_with('(') && n.ends_with(')') && d.words.len() == 1)
-                .then(|| (n[1..n.len() - 1].to_string(), d.block.clone().unwrap_or_default()))
+            (n.starts_with('(') && n.ends_with(')') && d.words.len() == 1).then(|| {
+                (
+                    n[1..n.len() - 1].to_string(),
+                    d.block.clone().unwrap_or_default(),
+                )
+            })
         })
         .collect();
     let rest: Vec<Directive> = top
@@ -194,12 +198,19 @@ pub fn parse(path: &Path, text: &str) -> Result<Vec<Directive>, Error> {
     Ok(expand(rest, &snippets, 0))
 }
 
-fn expand(ds: Vec<Directive>, snippets: &[(String, Vec<Directive>)], depth: usize) -> Vec<Directive> {
+fn expand(
+    ds: Vec<Directive>,
+    snippets: &[(String, Vec<Directive>)],
+    depth: usize,
+) -> Vec<Directive> {
     let mut out = vec![];
     for mut d in ds {
         if d.name() == "import"
             && depth < 8
-            && let Some(s) = d.args().first().and_then(|a| snippets.iter().find(|(n, _)| *n == a.text))
+            && let Some(s) = d
+                .args()
+                .first()
+                .and_then(|a| snippets.iter().find(|(n, _)| *n == a.text))
         {
             out.extend(expand(s.1.clone(), snippets, depth + 1));
             continue;
@@ -228,15 +239,28 @@ mod tests {
         assert_eq!(rp.name(), "reverse_proxy");
         assert_eq!(rp.line(), 9);
         assert_eq!(rp.args()[2].text, "10.0.0.2:80");
-        let sub: Vec<&str> = rp.block.as_ref().unwrap().iter().map(|d| d.name()).collect();
+        let sub: Vec<&str> = rp
+            .block
+            .as_ref()
+            .unwrap()
+            .iter()
+            .map(|d| d.name())
+            .collect();
         assert_eq!(sub, ["lb_retries", "health_uri"], "the snippet is expanded");
-        assert_eq!(rp.block.as_ref().unwrap()[0].line(), 5, "where the snippet says it");
+        assert_eq!(
+            rp.block.as_ref().unwrap()[0].line(),
+            5,
+            "where the snippet says it"
+        );
     }
 
     #[test]
     fn unbalanced_braces_name_the_line() {
-        let e = parse(Path::new("Caddyfile"), ":80 {\n  reverse_proxy a:1 {\n    lb_retries 1\n}\n")
-            .unwrap_err();
+        let e = parse(
+            Path::new("Caddyfile"),
+            ":80 {\n  reverse_proxy a:1 {\n    lb_retries 1\n}\n",
+        )
+        .unwrap_err();
         assert!(e.to_string().contains("Caddyfile:1"), "{e}");
         assert!(e.to_string().contains("never closed"), "{e}");
         let e = parse(Path::new("Caddyfile"), ":80 {\n}\n}\n").unwrap_err();

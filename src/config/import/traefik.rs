@@ -74,8 +74,9 @@ fn duration(v: &Value, at: &Loc, what: &str) -> Result<SimDuration, Error> {
             .ok_or_else(|| at.error(format!("{what}: expected a duration, found {v}"))),
         Value::String(s) => match s.trim().parse::<f64>() {
             Ok(secs) if secs >= 0.0 => Ok(SimDuration::from_secs_f64(secs)),
-            _ => crate::engine::time::parse_duration(s)
-                .map_err(|e| at.error(format!("{what}: {e}"))),
+            _ => {
+                crate::engine::time::parse_duration(s).map_err(|e| at.error(format!("{what}: {e}")))
+            }
         },
         _ => Err(at.error(format!("{what}: expected a duration, found {v}"))),
     }
@@ -87,14 +88,18 @@ fn uint(v: &Value, at: &Loc, what: &str) -> Result<u64, Error> {
 
 /// A server URL as a node name (`host:port`).
 fn server(url: &str, at: &Loc) -> Result<String, Error> {
-    let (scheme, rest) = url
-        .split_once("://")
-        .ok_or_else(|| at.error(format!("server url \"{url}\": expected scheme://host[:port]")))?;
+    let (scheme, rest) = url.split_once("://").ok_or_else(|| {
+        at.error(format!(
+            "server url \"{url}\": expected scheme://host[:port]"
+        ))
+    })?;
     let hostport = rest.split('/').next().unwrap_or(rest);
     if hostport.is_empty() {
         return Err(at.error(format!("server url \"{url}\" has no host")));
     }
-    let has_port = hostport.rsplit_once(':').is_some_and(|(h, p)| !h.is_empty() && p.parse::<u16>().is_ok());
+    let has_port = hostport
+        .rsplit_once(':')
+        .is_some_and(|(h, p)| !h.is_empty() && p.parse::<u16>().is_ok());
     Ok(if has_port {
         hostport.to_string()
     } else {
@@ -104,14 +109,20 @@ fn server(url: &str, at: &Loc) -> Result<String, Error> {
 
 fn is_toml(path: &Path, text: &str) -> bool {
     path.extension().is_some_and(|e| e == "toml")
-        || text.lines().map(str::trim).any(|l| l.starts_with("[http") || l.starts_with("[[http"))
+        || text
+            .lines()
+            .map(str::trim)
+            .any(|l| l.starts_with("[http") || l.starts_with("[[http"))
 }
 
 /// Is this a Kubernetes CRD file (rather than the file provider's)?
 fn is_crd(text: &str) -> bool {
     text.lines().any(|l| {
         let t = l.trim();
-        t.starts_with("kind:") && ["IngressRoute", "Middleware", "TraefikService"].iter().any(|k| t.ends_with(k))
+        t.starts_with("kind:")
+            && ["IngressRoute", "Middleware", "TraefikService"]
+                .iter()
+                .any(|k| t.ends_with(k))
     })
 }
 
@@ -130,7 +141,11 @@ impl Reader<'_> {
     fn load_balancer(&mut self, lb: &Value, base: usize, servers: bool) -> Result<(), Error> {
         let at = |r: &Reader, keys: &[&str]| r.f.at(r.f.path(base, keys));
         if servers {
-            let list = lb.get("servers").and_then(Value::as_array).cloned().unwrap_or_default();
+            let list = lb
+                .get("servers")
+                .and_then(Value::as_array)
+                .cloned()
+                .unwrap_or_default();
             if list.is_empty() {
                 return Err(at(self, &[]).error("the loadBalancer has no servers"));
             }
@@ -138,18 +153,25 @@ impl Reader<'_> {
             for s in &list {
                 from = self.f.key(from + 1, "url");
                 let here = self.f.at(from);
-                let url = s.get("url").and_then(Value::as_str).ok_or_else(|| here.error("a server needs a `url`"))?;
+                let url = s
+                    .get("url")
+                    .and_then(Value::as_str)
+                    .ok_or_else(|| here.error("a server needs a `url`"))?;
                 let mut node = json!({ "name": server(url, &here)? });
                 if let Some(w) = s.get("weight") {
                     let w = uint(w, &here, "weight")?;
                     if w == 0 {
-                        self.d.warn(&here, "weight 0: Traefik ignores this server; so does the model");
+                        self.d.warn(
+                            &here,
+                            "weight 0: Traefik ignores this server; so does the model",
+                        );
                         continue;
                     }
                     node["weight"] = json!(w);
                 }
                 self.d.nodes.push(node);
-                self.d.origin(&format!("nodes[{}]", self.d.nodes.len() - 1), &here);
+                self.d
+                    .origin(&format!("nodes[{}]", self.d.nodes.len() - 1), &here);
             }
         }
         if let Some(hc) = lb.get("healthCheck") {
@@ -169,10 +191,16 @@ impl Reader<'_> {
                 self.d.origin("policy.healthCheck.status", &l);
             }
             if hc.get("mode").and_then(Value::as_str) == Some("grpc") {
-                self.d.warn(&at(self, &["healthCheck", "mode"]), "gRPC health checks are not modelled: the model checks over HTTP");
+                self.d.warn(
+                    &at(self, &["healthCheck", "mode"]),
+                    "gRPC health checks are not modelled: the model checks over HTTP",
+                );
             }
             if hc.get("followRedirects").and_then(Value::as_bool) == Some(false) {
-                self.d.warn(&at(self, &["healthCheck", "followRedirects"]), "followRedirects: false is not modelled");
+                self.d.warn(
+                    &at(self, &["healthCheck", "followRedirects"]),
+                    "followRedirects: false is not modelled",
+                );
             }
             self.policy.insert("healthCheck".into(), Value::Object(m));
         }
@@ -182,23 +210,37 @@ impl Reader<'_> {
             let mut m = Map::new();
             if let Some(v) = p.get("failureWindow") {
                 let l = at(self, &["passiveHealthCheck", "failureWindow"]);
-                m.insert("failureWindow".into(), json!(duration(v, &l, "failureWindow")?));
+                m.insert(
+                    "failureWindow".into(),
+                    json!(duration(v, &l, "failureWindow")?),
+                );
                 self.d.origin("policy.passiveHealthCheck.failureWindow", &l);
             }
             if let Some(v) = p.get("maxFailedAttempts") {
                 let l = at(self, &["passiveHealthCheck", "maxFailedAttempts"]);
-                m.insert("maxFailedAttempts".into(), json!(uint(v, &l, "maxFailedAttempts")?));
-                self.d.origin("policy.passiveHealthCheck.maxFailedAttempts", &l);
+                m.insert(
+                    "maxFailedAttempts".into(),
+                    json!(uint(v, &l, "maxFailedAttempts")?),
+                );
+                self.d
+                    .origin("policy.passiveHealthCheck.maxFailedAttempts", &l);
             }
-            self.policy.insert("passiveHealthCheck".into(), Value::Object(m));
+            self.policy
+                .insert("passiveHealthCheck".into(), Value::Object(m));
         }
         if let Some(s) = lb.get("strategy").and_then(Value::as_str)
             && s != "wrr"
         {
-            self.d.warn(&at(self, &["strategy"]), format!("strategy {s} is not modelled: the model keeps weighted round robin (wrr)"));
+            self.d.warn(
+                &at(self, &["strategy"]),
+                format!("strategy {s} is not modelled: the model keeps weighted round robin (wrr)"),
+            );
         }
         if lb.get("sticky").is_some() {
-            self.d.warn(&at(self, &["sticky"]), "sticky sessions are not modelled: every request is balanced");
+            self.d.warn(
+                &at(self, &["sticky"]),
+                "sticky sessions are not modelled: every request is balanced",
+            );
         }
         Ok(())
     }
@@ -210,22 +252,34 @@ impl Reader<'_> {
             if let Some(v) = t.pointer(&format!("/forwardingTimeouts/{k}")) {
                 let l = self.f.at(self.f.path(base, &["forwardingTimeouts", k]));
                 m.insert(k.into(), json!(duration(v, &l, k)?));
-                self.d.origin(&format!("gateway.traefik.forwardingTimeouts.{k}"), &l);
+                self.d
+                    .origin(&format!("gateway.traefik.forwardingTimeouts.{k}"), &l);
             }
         }
         if !m.is_empty() {
-            self.traefik.insert("forwardingTimeouts".into(), Value::Object(m));
+            self.traefik
+                .insert("forwardingTimeouts".into(), Value::Object(m));
         }
         Ok(())
     }
 
     /// A middleware's settings (`retry`, `circuitBreaker`); others warn.
-    fn middleware(&mut self, name: &str, m: &Value, base: usize, order: &mut Vec<&'static str>) -> Result<(), Error> {
+    fn middleware(
+        &mut self,
+        name: &str,
+        m: &Value,
+        base: usize,
+        order: &mut Vec<&'static str>,
+    ) -> Result<(), Error> {
         let at = |r: &Reader, keys: &[&str]| r.f.at(r.f.path(base, keys));
         if let Some(r) = m.get("retry") {
             let mut out = Map::new();
             let l = at(self, &["retry", "attempts"]);
-            let attempts = r.get("attempts").map(|v| uint(v, &l, "attempts")).transpose()?.unwrap_or(0);
+            let attempts = r
+                .get("attempts")
+                .map(|v| uint(v, &l, "attempts"))
+                .transpose()?
+                .unwrap_or(0);
             if attempts == 0 {
                 return Err(l.error(format!("middleware {name}: retry needs attempts of at least 1 (Traefik: \"incorrect (or empty) value for attempt\")")));
             }
@@ -233,7 +287,10 @@ impl Reader<'_> {
             self.d.origin("gateway.traefik.retry.attempts", &l);
             if let Some(v) = r.get("initialInterval") {
                 let l = at(self, &["retry", "initialInterval"]);
-                out.insert("initialInterval".into(), json!(duration(v, &l, "initialInterval")?));
+                out.insert(
+                    "initialInterval".into(),
+                    json!(duration(v, &l, "initialInterval")?),
+                );
                 self.d.origin("gateway.traefik.retry.initialInterval", &l);
             }
             if let Some(v) = r.get("timeout") {
@@ -242,15 +299,37 @@ impl Reader<'_> {
             }
             if let Some(v) = r.get("status") {
                 let list: Vec<String> = match v {
-                    Value::Array(a) => a.iter().map(|x| x.as_str().map(String::from).unwrap_or_else(|| x.to_string())).collect(),
-                    other => vec![other.as_str().map(String::from).unwrap_or_else(|| other.to_string())],
+                    Value::Array(a) => a
+                        .iter()
+                        .map(|x| {
+                            x.as_str()
+                                .map(String::from)
+                                .unwrap_or_else(|| x.to_string())
+                        })
+                        .collect(),
+                    other => vec![
+                        other
+                            .as_str()
+                            .map(String::from)
+                            .unwrap_or_else(|| other.to_string()),
+                    ],
                 };
                 out.insert("status".into(), json!(list));
-                self.d.origin("gateway.traefik.retry.status", &at(self, &["retry", "status"]));
+                self.d.origin(
+                    "gateway.traefik.retry.status",
+                    &at(self, &["retry", "status"]),
+                );
             }
-            for k in ["disableRetryOnNetworkError", "retryNonIdempotentMethod", "maxRequestBodyBytes"] {
+            for k in [
+                "disableRetryOnNetworkError",
+                "retryNonIdempotentMethod",
+                "maxRequestBodyBytes",
+            ] {
                 if r.get(k).is_some() {
-                    self.d.warn(&at(self, &["retry", k]), format!("retry.{k} is not modelled"));
+                    self.d.warn(
+                        &at(self, &["retry", k]),
+                        format!("retry.{k} is not modelled"),
+                    );
                 }
             }
             self.traefik.insert("retry".into(), Value::Object(out));
@@ -258,7 +337,9 @@ impl Reader<'_> {
         } else if let Some(b) = m.get("circuitBreaker") {
             let l = at(self, &["circuitBreaker", "expression"]);
             let e = b.get("expression").and_then(Value::as_str).ok_or_else(|| {
-                l.error(format!("middleware {name}: circuitBreaker needs an `expression`"))
+                l.error(format!(
+                    "middleware {name}: circuitBreaker needs an `expression`"
+                ))
             })?;
             if let Err(err) = expression::parse(e) {
                 return Err(l.error(format!(
@@ -267,23 +348,32 @@ impl Reader<'_> {
             }
             let mut out = Map::new();
             out.insert("expression".into(), json!(e));
-            self.d.origin("gateway.traefik.circuitBreaker.expression", &l);
+            self.d
+                .origin("gateway.traefik.circuitBreaker.expression", &l);
             for k in ["checkPeriod", "fallbackDuration", "recoveryDuration"] {
                 if let Some(v) = b.get(k) {
                     let l = at(self, &["circuitBreaker", k]);
                     out.insert(k.into(), json!(duration(v, &l, k)?));
-                    self.d.origin(&format!("gateway.traefik.circuitBreaker.{k}"), &l);
+                    self.d
+                        .origin(&format!("gateway.traefik.circuitBreaker.{k}"), &l);
                 }
             }
             if let Some(v) = b.get("responseCode") {
                 let l = at(self, &["circuitBreaker", "responseCode"]);
                 out.insert("responseCode".into(), json!(uint(v, &l, "responseCode")?));
             }
-            self.traefik.insert("circuitBreaker".into(), Value::Object(out));
+            self.traefik
+                .insert("circuitBreaker".into(), Value::Object(out));
             order.push("circuitBreaker");
         } else if let Some(kind) = m.as_object().and_then(|o| o.keys().next()) {
-            if matches!(kind.as_str(), "rateLimit" | "inFlightReq" | "buffering" | "errors" | "forwardAuth") {
-                self.d.warn(&self.f.at(base), format!("middleware {name} ({kind}) is not modelled"));
+            if matches!(
+                kind.as_str(),
+                "rateLimit" | "inFlightReq" | "buffering" | "errors" | "forwardAuth"
+            ) {
+                self.d.warn(
+                    &self.f.at(base),
+                    format!("middleware {name} ({kind}) is not modelled"),
+                );
             }
         }
         Ok(())
@@ -292,11 +382,15 @@ impl Reader<'_> {
     fn into_draft(mut self, anchor: &Loc) -> Draft {
         self.d.gateway("flavor", json!("traefik"), anchor);
         if !self.traefik.is_empty() {
-            self.d.gateway.insert("traefik".into(), Value::Object(self.traefik));
+            self.d
+                .gateway
+                .insert("traefik".into(), Value::Object(self.traefik));
         }
         if self.policy.is_empty() {
             self.d.policy(json!({"kind": "none"}), anchor);
-            self.d.notes.push("The service has no health checks (Traefik's default).".into());
+            self.d
+                .notes
+                .push("The service has no health checks (Traefik's default).".into());
         } else {
             let mut p = self.policy;
             p.insert("kind".into(), json!("traefik"));
@@ -316,17 +410,33 @@ fn file_provider(path: &Path, text: &str, opts: &Options) -> Result<(Draft, Stri
     let toml = is_toml(path, text);
     let (root, f) = if toml {
         let v: Value = toml::from_str(text).map_err(|e| {
-            let line = e.span().map_or(1, |s| text[..s.start.min(text.len())].lines().count().max(1));
+            let line = e.span().map_or(1, |s| {
+                text[..s.start.min(text.len())].lines().count().max(1)
+            });
             Loc::new(path, line).error(format!("not valid TOML: {}", e.message()))
         })?;
-        (v, Finder::Toml { lines: text.lines().collect(), path })
+        (
+            v,
+            Finder::Toml {
+                lines: text.lines().collect(),
+                path,
+            },
+        )
     } else {
         let docs = yaml::documents(path, text)?;
-        let v = docs.into_iter().next().map(|d| d.value).unwrap_or(Value::Null);
+        let v = docs
+            .into_iter()
+            .next()
+            .map(|d| d.value)
+            .unwrap_or(Value::Null);
         (v, Finder::Yaml(Lines::new(path, text)))
     };
     let http = root.get("http").cloned().unwrap_or(Value::Null);
-    let services = http.get("services").and_then(Value::as_object).cloned().unwrap_or_default();
+    let services = http
+        .get("services")
+        .and_then(Value::as_object)
+        .cloned()
+        .unwrap_or_default();
     let svc_base = f.path(1, &["http", "services"]);
     let names: Vec<(String, Loc)> = services
         .iter()
@@ -336,9 +446,18 @@ fn file_provider(path: &Path, text: &str, opts: &Options) -> Result<(Draft, Stri
     let (name, anchor) = names[i].clone();
     let svc = &services[&name];
     let base = anchor.line;
-    let mut r = Reader { f, d: Draft::default(), traefik: Map::new(), policy: Map::new(), policy_at: None };
+    let mut r = Reader {
+        f,
+        d: Draft::default(),
+        traefik: Map::new(),
+        policy: Map::new(),
+        policy_at: None,
+    };
     let Some(lb) = svc.get("loadBalancer") else {
-        let kind = svc.as_object().and_then(|o| o.keys().next().cloned()).unwrap_or_default();
+        let kind = svc
+            .as_object()
+            .and_then(|o| o.keys().next().cloned())
+            .unwrap_or_default();
         return Err(anchor.error(format!(
             "service {name} is a `{kind}` service: hcsim models a loadBalancer service (pick one with --target)"
         )));
@@ -353,12 +472,22 @@ fn file_provider(path: &Path, text: &str, opts: &Options) -> Result<(Draft, Stri
         }
     }
     // The routers that send to the service, and their middlewares.
-    let routers = http.get("routers").and_then(Value::as_object).cloned().unwrap_or_default();
+    let routers = http
+        .get("routers")
+        .and_then(Value::as_object)
+        .cloned()
+        .unwrap_or_default();
     let users: Vec<(&String, &Value)> = routers
         .iter()
-        .filter(|(_, rt)| rt.get("service").and_then(Value::as_str).map(local) == Some(name.as_str()))
+        .filter(|(_, rt)| {
+            rt.get("service").and_then(Value::as_str).map(local) == Some(name.as_str())
+        })
         .collect();
-    let mws = http.get("middlewares").and_then(Value::as_object).cloned().unwrap_or_default();
+    let mws = http
+        .get("middlewares")
+        .and_then(Value::as_object)
+        .cloned()
+        .unwrap_or_default();
     if let Some((rname, rt)) = users.first() {
         if users.len() > 1 {
             r.d.warn(&anchor, format!("{} routers use service {name}: the model takes the middlewares of router {rname}", users.len()));
@@ -366,7 +495,12 @@ fn file_provider(path: &Path, text: &str, opts: &Options) -> Result<(Draft, Stri
         let list: Vec<String> = rt
             .get("middlewares")
             .and_then(Value::as_array)
-            .map(|a| a.iter().filter_map(Value::as_str).map(String::from).collect())
+            .map(|a| {
+                a.iter()
+                    .filter_map(Value::as_str)
+                    .map(String::from)
+                    .collect()
+            })
             .unwrap_or_default();
         let mut order = vec![];
         let mut stack: Vec<String> = list.into_iter().rev().collect();
@@ -378,7 +512,10 @@ fn file_provider(path: &Path, text: &str, opts: &Options) -> Result<(Draft, Stri
             }
             let key = local(&m).to_string();
             let Some(mv) = mws.get(&key) else {
-                r.d.warn(&anchor, format!("middleware {m} is not in this file: not modelled"));
+                r.d.warn(
+                    &anchor,
+                    format!("middleware {m} is not in this file: not modelled"),
+                );
                 continue;
             };
             let mb = r.f.path(1, &["middlewares", &key]);
@@ -394,7 +531,10 @@ fn file_provider(path: &Path, text: &str, opts: &Options) -> Result<(Draft, Stri
             r.d.warn(&anchor, "the retry middleware comes before the circuit breaker: Traefik's breaker then sees every try; the model puts the breaker outside the retries (it sees each request once)");
         }
     } else {
-        r.d.warn(&anchor, format!("no router uses service {name}: the model has no middlewares"));
+        r.d.warn(
+            &anchor,
+            format!("no router uses service {name}: the model has no middlewares"),
+        );
     }
     Ok((r.into_draft(&anchor), name))
 }
@@ -402,26 +542,60 @@ fn file_provider(path: &Path, text: &str, opts: &Options) -> Result<(Draft, Stri
 fn crds(path: &Path, text: &str, opts: &Options) -> Result<(Draft, String), Error> {
     let docs = yaml::documents(path, text)?;
     let f = Finder::Yaml(Lines::new(path, text));
-    let kind = |d: &yaml::Doc| d.value.get("kind").and_then(Value::as_str).unwrap_or("").to_string();
-    let meta = |d: &yaml::Doc| d.value.pointer("/metadata/name").and_then(Value::as_str).unwrap_or("").to_string();
+    let kind = |d: &yaml::Doc| {
+        d.value
+            .get("kind")
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_string()
+    };
+    let meta = |d: &yaml::Doc| {
+        d.value
+            .pointer("/metadata/name")
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_string()
+    };
     // Targets: every service of every route of every IngressRoute.
     let mut targets: Vec<(String, Loc, usize, Value, Vec<String>)> = vec![];
     for d in docs.iter().filter(|d| kind(d) == "IngressRoute") {
         let ir = meta(d);
         let mut from = d.line;
-        for route in d.value.pointer("/spec/routes").and_then(Value::as_array).into_iter().flatten() {
+        for route in d
+            .value
+            .pointer("/spec/routes")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+        {
             let mws: Vec<String> = route
                 .get("middlewares")
                 .and_then(Value::as_array)
-                .map(|a| a.iter().filter_map(|m| m.get("name").and_then(Value::as_str)).map(String::from).collect())
+                .map(|a| {
+                    a.iter()
+                        .filter_map(|m| m.get("name").and_then(Value::as_str))
+                        .map(String::from)
+                        .collect()
+                })
                 .unwrap_or_default();
-            for s in route.get("services").and_then(Value::as_array).into_iter().flatten() {
+            for s in route
+                .get("services")
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+            {
                 let sname = s.get("name").and_then(Value::as_str).unwrap_or("");
                 from = match &f {
                     Finder::Yaml(l) => l.key_value(from, "name", sname),
                     _ => from,
                 };
-                targets.push((format!("{ir}/{sname}"), f.at(from), from, s.clone(), mws.clone()));
+                targets.push((
+                    format!("{ir}/{sname}"),
+                    f.at(from),
+                    from,
+                    s.clone(),
+                    mws.clone(),
+                ));
                 from += 1;
             }
         }
@@ -429,31 +603,55 @@ fn crds(path: &Path, text: &str, opts: &Options) -> Result<(Draft, String), Erro
     let names: Vec<(String, Loc)> = targets.iter().map(|t| (t.0.clone(), t.1.clone())).collect();
     let i = choose(&names, opts.target.as_deref(), Format::Traefik, path)?;
     let (name, anchor, base, svc, mws) = targets[i].clone();
-    let mut r = Reader { f, d: Draft::default(), traefik: Map::new(), policy: Map::new(), policy_at: None };
+    let mut r = Reader {
+        f,
+        d: Draft::default(),
+        traefik: Map::new(),
+        policy: Map::new(),
+        policy_at: None,
+    };
     if svc.get("kind").and_then(Value::as_str) == Some("TraefikService") {
-        return Err(anchor.error("a TraefikService (weighted or mirroring) is not modelled: pick a Kubernetes Service"));
+        return Err(anchor.error(
+            "a TraefikService (weighted or mirroring) is not modelled: pick a Kubernetes Service",
+        ));
     }
-    r.d.default_nodes(opts.nodes.unwrap_or(3), &anchor, "an IngressRoute names a Kubernetes Service, not its endpoints");
+    r.d.default_nodes(
+        opts.nodes.unwrap_or(3),
+        &anchor,
+        "an IngressRoute names a Kubernetes Service, not its endpoints",
+    );
     r.load_balancer(&svc, base, false)?;
     if let Some(t) = svc.get("serversTransport").and_then(Value::as_str) {
-        match docs.iter().find(|d| kind(d) == "ServersTransport" && meta(d) == t) {
+        match docs
+            .iter()
+            .find(|d| kind(d) == "ServersTransport" && meta(d) == t)
+        {
             Some(td) => {
                 let spec = td.value.get("spec").cloned().unwrap_or(Value::Null);
                 let b = r.f.key(td.line, "spec");
                 r.transport(&spec, b)?;
             }
-            None => r.d.warn(&anchor, format!("ServersTransport {t} is not in this file: Traefik's defaults")),
+            None => r.d.warn(
+                &anchor,
+                format!("ServersTransport {t} is not in this file: Traefik's defaults"),
+            ),
         }
     }
     let mut order = vec![];
     for m in &mws {
-        match docs.iter().find(|d| kind(d) == "Middleware" && meta(d) == *m) {
+        match docs
+            .iter()
+            .find(|d| kind(d) == "Middleware" && meta(d) == *m)
+        {
             Some(md) => {
                 let spec = md.value.get("spec").cloned().unwrap_or(Value::Null);
                 let b = r.f.key(md.line, "spec");
                 r.middleware(m, &spec, b, &mut order)?;
             }
-            None => r.d.warn(&anchor, format!("Middleware {m} is not in this file: not modelled")),
+            None => r.d.warn(
+                &anchor,
+                format!("Middleware {m} is not in this file: not modelled"),
+            ),
         }
     }
     if order == ["retry", "circuitBreaker"] {
@@ -474,7 +672,12 @@ pub fn import(path: &Path, text: &str, opts: &Options) -> Result<(Draft, String)
 /// YAML or TOML, or its CRDs)? (For `import`'s format detection.)
 pub fn looks_like(text: &str) -> bool {
     is_crd(text)
-        || text.lines().map(str::trim).any(|l| l.starts_with("[http.services") || l.starts_with("[[http.services"))
-        || (text.lines().any(|l| l.trim_start().starts_with("loadBalancer:"))
+        || text
+            .lines()
+            .map(str::trim)
+            .any(|l| l.starts_with("[http.services") || l.starts_with("[[http.services"))
+        || (text
+            .lines()
+            .any(|l| l.trim_start().starts_with("loadBalancer:"))
             && text.lines().any(|l| l.trim_start().starts_with("http:")))
 }

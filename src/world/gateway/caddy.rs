@@ -46,8 +46,12 @@ pub(crate) struct CaddyPath {
     get: bool,
     /// Per request slot: its last error.
     last: Vec<LastError>,
-    /// Per replica: `RoundRobinSelection.robin`.
+    /// Per replica: `RoundRobinSelection.robin` (and
+    /// `WeightedRoundRobinSelection.index`).
     robin: Vec<u32>,
+    /// The nodes' weights and their sum (`weighted_round_robin`).
+    weights: Vec<u32>,
+    total_weight: u32,
 }
 
 impl CaddyPath {
@@ -57,6 +61,8 @@ impl CaddyPath {
             get: model.clients.method() == Method::Get,
             last: vec![],
             robin: vec![0; model.replicas()],
+            weights: model.nodes.iter().map(|n| n.weight).collect(),
+            total_weight: model.nodes.iter().map(|n| n.weight).sum(),
         }
     }
 
@@ -110,6 +116,7 @@ impl World<'_> {
                 }
                 found
             }
+            CaddyLbPolicy::WeightedRoundRobin => self.caddy_weighted(scope, replica, now),
         };
         match picked {
             Some(i) => {
@@ -128,6 +135,36 @@ impl World<'_> {
                 self.caddy_try_again(slot, status, any_method);
             }
         }
+    }
+
+    /// `WeightedRoundRobinSelection.Select`: the counter picks a position
+    /// by the weights, then that position among the available upstreams.
+    fn caddy_weighted(
+        &mut self,
+        scope: u16,
+        replica: usize,
+        now: crate::policy::Now,
+    ) -> Option<usize> {
+        let n = self.gw.primary.len();
+        if n < 2 {
+            return Some(0); // `len(r.Weights) < 2`: pool[0], available or not
+        }
+        let c = self.caddy();
+        c.robin[replica] = c.robin[replica].wrapping_add(1);
+        let current = c.robin[replica] % c.total_weight.max(1);
+        let mut acc = 0;
+        let mut index = 0;
+        for (i, &w) in c.weights.iter().enumerate() {
+            acc += w;
+            if current < acc {
+                index = i;
+                break;
+            }
+        }
+        let available: Vec<usize> = (0..n)
+            .filter(|&i| self.flavor_eligible(scope, self.gw.primary[i], now))
+            .collect();
+        (!available.is_empty()).then(|| available[index % available.len()])
     }
 
     /// An attempt ended without a response: a dial error, or the response
