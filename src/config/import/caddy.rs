@@ -498,6 +498,33 @@ fn read_json_handler(
             );
         }
     }
+    read_json_checks(v, &at, h, draft)?;
+    if let Some(t) = v.get("transport") {
+        let proto = t.get("protocol").and_then(Value::as_str).unwrap_or("http");
+        if proto != "http" {
+            draft.warn(
+                &at(&["transport"]),
+                format!("transport {proto} is not modelled"),
+            );
+        }
+        for k in ["dial_timeout", "response_header_timeout"] {
+            if let Some(x) = t.get(k) {
+                let l = at(&["transport", k]);
+                h.caddy.insert(k.into(), json!(json_duration(x, &l, k)?));
+                draft.origin(&format!("gateway.caddy.{k}"), &l);
+            }
+        }
+    }
+    Ok(())
+}
+
+/// `health_checks.active` and `.passive` of a JSON handler.
+fn read_json_checks(
+    v: &Value,
+    at: &dyn Fn(&[&str]) -> Loc,
+    h: &mut Handler,
+    draft: &mut Draft,
+) -> Result<(), Error> {
     if let Some(a) = v.pointer("/health_checks/active") {
         let here = at(&["health_checks", "active"]);
         if ["uri", "path", "port"].iter().any(|k| a.get(k).is_some()) {
@@ -559,22 +586,6 @@ fn read_json_handler(
                 "policy.passive.unhealthy_status",
                 &at(&["health_checks", "passive", "unhealthy_status"]),
             );
-        }
-    }
-    if let Some(t) = v.get("transport") {
-        let proto = t.get("protocol").and_then(Value::as_str).unwrap_or("http");
-        if proto != "http" {
-            draft.warn(
-                &at(&["transport"]),
-                format!("transport {proto} is not modelled"),
-            );
-        }
-        for k in ["dial_timeout", "response_header_timeout"] {
-            if let Some(x) = t.get(k) {
-                let l = at(&["transport", k]);
-                h.caddy.insert(k.into(), json!(json_duration(x, &l, k)?));
-                draft.origin(&format!("gateway.caddy.{k}"), &l);
-            }
         }
     }
     Ok(())
