@@ -17,15 +17,7 @@ pub fn write(model: &Model) -> Result<String, Unsupported> {
 /// [`write`] with other addresses.
 pub fn write_with(model: &Model, opts: &Options) -> Result<String, Unsupported> {
     let g = &model.gateway;
-    if matches!(
-        g.flavor,
-        crate::spec::GatewayFlavor::Caddy | crate::spec::GatewayFlavor::Traefik
-    ) {
-        return Err(Unsupported(
-            "the model's gateway is Caddy or Traefik: export it with --to caddy or --to traefik"
-                .into(),
-        ));
-    }
+    super::own_format(g)?;
     if g.flavor == crate::spec::GatewayFlavor::Haproxy {
         return Err(Unsupported(
             "the model's gateway is HAProxy (`flavor: haproxy`): export it with --to haproxy"

@@ -11,15 +11,7 @@ use serde_json::{Value, json};
 /// The DestinationRule as YAML.
 pub fn write(model: &Model) -> Result<String, Unsupported> {
     let g = &model.gateway;
-    if matches!(
-        g.flavor,
-        crate::spec::GatewayFlavor::Caddy | crate::spec::GatewayFlavor::Traefik
-    ) {
-        return Err(Unsupported(
-            "the model's gateway is Caddy or Traefik: export it with --to caddy or --to traefik"
-                .into(),
-        ));
-    }
+    super::own_format(g)?;
     if g.flavor == crate::spec::GatewayFlavor::Haproxy {
         return Err(Unsupported(
             "the model's gateway is HAProxy (`flavor: haproxy`): export it with --to haproxy"

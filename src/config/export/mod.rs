@@ -59,6 +59,18 @@ impl Options {
     }
 }
 
+/// Caddy's and Traefik's gateways have formats of their own.
+fn own_format(g: &crate::spec::GatewaySpec) -> Result<(), Unsupported> {
+    use crate::spec::GatewayFlavor;
+    if matches!(g.flavor, GatewayFlavor::Caddy | GatewayFlavor::Traefik) {
+        return Err(Unsupported(
+            "the model's gateway is Caddy or Traefik: export it with --to caddy or --to traefik"
+                .into(),
+        ));
+    }
+    Ok(())
+}
+
 /// `HOST:PORT` with a numeric port.
 pub fn is_address(name: &str) -> bool {
     name.rsplit_once(':').is_some_and(|(h, p)| {
