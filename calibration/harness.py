@@ -303,7 +303,15 @@ def nginx_conf(snippet, d, workers):
 HAPROXY_LOG = 'REQ %HP %s %ST %rc %Ta %ts'
 
 
+# Set by replay_pairs.py: HAProxy logs as it does by default in production,
+# `option httplog` behind a syslog header (RFC 5424, microsecond stamps),
+# instead of the harness's own log-format.
+HAPROXY_HTTPLOG = False
+
+
 def haproxy_conf(snippet, listen, backend):
+    if HAPROXY_HTTPLOG:
+        return haproxy_conf_httplog(snippet, listen, backend)
     # HAPROXY_NBTHREAD (run.py --haproxy-nbthread) pins the thread count;
     # default: HAProxy's own (one per CPU).
     nb = os.environ.get("HAPROXY_NBTHREAD")
@@ -312,6 +320,16 @@ def haproxy_conf(snippet, listen, backend):
             "    log-format \"%s\"\n    timeout client 60s\n\n%s\n"
             "frontend calib_in\n    mode http\n    bind %s\n    default_backend %s\n") % (
         HAPROXY_LOG, snippet, listen, backend)
+
+
+def haproxy_conf_httplog(snippet, listen, backend):
+    """haproxy_conf with `option httplog` and an RFC 5424 syslog header."""
+    nb = os.environ.get("HAPROXY_NBTHREAD")
+    return ("global\n    log stdout format rfc5424 local0\n" + ("    nbthread %d\n" % int(nb) if nb else "") + "\n"
+            "defaults\n    mode http\n    log global\n    option httplog\n    option log-health-checks\n"
+            "    timeout client 60s\n\n%s\n"
+            "frontend calib_in\n    mode http\n    bind %s\n    default_backend %s\n") % (
+        snippet, listen, backend)
 
 
 def run_rep(hcsim, model_path, model, rep, workdir, time_bound, pids):

@@ -26,6 +26,74 @@ use std::collections::BTreeMap;
 /// Separates the relative path from the message inside a tracked error.
 const MARK: char = '\u{1}';
 
+/// Characters of user text a message quotes whole; longer text is cut to
+/// an [`excerpt`] of this many.
+pub const EXCERPT_CHARS: usize = 80;
+/// A quoted run (`"..."` or `` `...` ``) longer than this in a message is
+/// cut to an excerpt by [`clip_message`].
+const MAX_QUOTED_CHARS: usize = 200;
+/// The longest message [`clip_message`] leaves whole.
+const MAX_MESSAGE_CHARS: usize = 2_000;
+
+/// `text` as a message quotes it: whole if at most `max` characters, else
+/// its start, `…` and its length: `xxxx… (1000000 characters)`. For names,
+/// values and lines a user wrote, which may be a megabyte long.
+pub fn excerpt(text: &str, max: usize) -> std::borrow::Cow<'_, str> {
+    let mut chars = text.char_indices();
+    if chars.nth(max).is_none() {
+        return text.into();
+    }
+    let keep = max.saturating_sub(20).max(1);
+    let end = text.char_indices().nth(keep).map_or(text.len(), |(i, _)| i);
+    format!("{}… ({} characters)", &text[..end], text.chars().count()).into()
+}
+
+/// `msg` with every quoted run (between `"` or `` ` `` and the next of the
+/// same) longer than 200 characters cut to an [`excerpt`], and the whole
+/// cut in the middle if it is still over 2,000 characters: no error or
+/// warning ever echoes a huge input whole. Linear in `msg`.
+pub fn clip_message(msg: &str) -> std::borrow::Cow<'_, str> {
+    if msg.len() <= MAX_QUOTED_CHARS {
+        return msg.into();
+    }
+    let mut out = String::with_capacity(msg.len().min(4 * MAX_MESSAGE_CHARS));
+    let mut rest = msg;
+    while let Some(open) = rest.find(['"', '`']) {
+        let q = rest.as_bytes()[open] as char;
+        out.push_str(&rest[..=open]);
+        let body = &rest[open + 1..];
+        let Some(close) = body.find(q) else {
+            rest = body;
+            break;
+        };
+        let inner = &body[..close];
+        if inner.len() > MAX_QUOTED_CHARS && inner.chars().nth(MAX_QUOTED_CHARS).is_some() {
+            out.push_str(&excerpt(inner, EXCERPT_CHARS));
+        } else {
+            out.push_str(inner);
+        }
+        out.push(q);
+        rest = &body[close + 1..];
+    }
+    out.push_str(rest);
+    let n = out.chars().count();
+    if n <= MAX_MESSAGE_CHARS {
+        return out.into();
+    }
+    let head_end = out.char_indices().nth(1_500).map_or(out.len(), |(i, _)| i);
+    let tail_start = out
+        .char_indices()
+        .nth(n - 300)
+        .map_or(out.len(), |(i, _)| i);
+    format!(
+        "{} … ({} characters left out) … {}",
+        &out[..head_end],
+        n - 1_800,
+        &out[tail_start..]
+    )
+    .into()
+}
+
 /// Deserializes a tagged enum's variant body, keeping the JSON path of an
 /// error inside it (see the module docs). Use with `deserialize_with` on
 /// newtype variants; struct variants wrap a mirror struct with it.
@@ -88,7 +156,11 @@ pub fn join(outer: &str, msg: &str) -> (String, String) {
 /// suggestion for an unknown name.
 pub fn describe<E: std::fmt::Display>(e: &serde_path_to_error::Error<E>) -> (String, String) {
     let (path, msg) = join(&e.path().to_string(), &e.inner().to_string());
-    (path, with_number_hint(&with_suggestion(&msg)))
+    let msg = with_number_hint(&with_suggestion(&msg));
+    (
+        excerpt(&path, EXCERPT_CHARS).into_owned(),
+        clip_message(&msg).into_owned(),
+    )
 }
 
 /// Appends "(did you mean 10000?)" to serde's `invalid type: string "10k",
@@ -111,6 +183,14 @@ pub fn with_number_hint(msg: &str) -> String {
         return msg.to_string();
     }
     let t = text.trim();
+    let yaml_special = [".nan", ".inf", "+.inf", "-.inf"];
+    if yaml_special.iter().any(|y| t.eq_ignore_ascii_case(y))
+        || t.parse::<f64>().is_ok_and(|x| !x.is_finite())
+    {
+        return format!(
+            "{msg} (a number here must be finite: NaN and infinity are not numbers a model can hold)"
+        );
+    }
     let (digits, factor) = match t.char_indices().last() {
         Some((i, 'k' | 'K')) => (&t[..i], 1e3),
         Some((i, 'M' | 'm')) => (&t[..i], 1e6),
@@ -213,8 +293,46 @@ pub fn suggest<'a>(
 /// repeated in one object is an error (serde_json would keep the last one
 /// silently) and a leading byte-order mark is skipped.
 pub fn parse_json(text: &str) -> Result<serde_json::Value, serde_json::Error> {
+    parse_json_capped(text, &[]).map_err(|e| match e {
+        JsonError::Syntax(e) => e,
+        JsonError::TooLong { .. } => unreachable!("no caps were given"),
+    })
+}
+
+/// A list at the top level of a document that may not grow past `max`
+/// items while it is read: `("nodes", 20_000)`.
+pub type ListCap = (&'static str, usize);
+
+/// Why [`parse_json_capped`] failed.
+#[derive(Debug)]
+pub enum JsonError {
+    /// Not JSON (or a repeated key), with its line and column.
+    Syntax(serde_json::Error),
+    /// The top-level list `key` has `found` items, more than its cap.
+    TooLong { key: &'static str, found: u64 },
+}
+
+/// [`parse_json`], refusing a capped top-level list as soon as it grows
+/// past its cap: the items beyond it are counted, not kept, so a 56 MB
+/// file of 2.9 million nodes costs no more memory than 20,000 of them.
+pub fn parse_json_capped(text: &str, caps: &[ListCap]) -> Result<serde_json::Value, JsonError> {
+    use serde::de::DeserializeSeed;
     let text = text.strip_prefix('\u{feff}').unwrap_or(text);
-    serde_json::from_str::<Strict>(text).map(|s| s.0)
+    let over = std::cell::Cell::new(None);
+    let level = if caps.is_empty() {
+        Level::Inner
+    } else {
+        Level::Top(caps, &over)
+    };
+    let mut de = serde_json::Deserializer::from_str(text);
+    let parsed = StrictVisitor(level)
+        .deserialize(&mut de)
+        .and_then(|v| de.end().map(|()| v));
+    match (parsed, over.get()) {
+        (_, Some((key, found))) => Err(JsonError::TooLong { key, found }),
+        (Ok(v), None) => Ok(v),
+        (Err(e), None) => Err(JsonError::Syntax(e)),
+    }
 }
 
 /// A hint for a JSON syntax error at `line`:`column` (1-based) caused by
@@ -233,17 +351,41 @@ pub fn json_hint(text: &str, line: usize, column: usize) -> &'static str {
     }
 }
 
+/// A JSON value read by [`StrictVisitor`] at the inner level.
 struct Strict(serde_json::Value);
 
 impl<'de> Deserialize<'de> for Strict {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        d.deserialize_any(StrictVisitor).map(Strict)
+        d.deserialize_any(StrictVisitor(Level::Inner)).map(Strict)
     }
 }
 
-struct StrictVisitor;
+/// Where the count of a capped list over its cap is kept: its key, its items.
+type Over = std::cell::Cell<Option<(&'static str, u64)>>;
 
-impl<'de> serde::de::Visitor<'de> for StrictVisitor {
+/// Where a value is in a document being read.
+#[derive(Clone, Copy)]
+enum Level<'a> {
+    /// Anywhere without a cap.
+    Inner,
+    /// The top level: these keys' lists are capped.
+    Top(&'a [ListCap], &'a Over),
+    /// A capped list: `key`, at most `max` items.
+    List(&'static str, usize, &'a Over),
+}
+
+/// Reads a JSON value refusing repeated keys and non-finite numbers, and
+/// (at [`Level::List`]) a list longer than its cap.
+struct StrictVisitor<'a>(Level<'a>);
+
+impl<'de> serde::de::DeserializeSeed<'de> for StrictVisitor<'_> {
+    type Value = serde_json::Value;
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
+        d.deserialize_any(self)
+    }
+}
+
+impl<'de> serde::de::Visitor<'de> for StrictVisitor<'_> {
     type Value = serde_json::Value;
 
     fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
@@ -258,8 +400,11 @@ impl<'de> serde::de::Visitor<'de> for StrictVisitor {
     fn visit_u64<E>(self, v: u64) -> Result<Self::Value, E> {
         Ok(v.into())
     }
-    fn visit_f64<E>(self, v: f64) -> Result<Self::Value, E> {
-        Ok(serde_json::Number::from_f64(v).map_or(serde_json::Value::Null, Into::into))
+    fn visit_f64<E: serde::de::Error>(self, v: f64) -> Result<Self::Value, E> {
+        // Never `null` in its place: a model holds finite numbers only.
+        serde_json::Number::from_f64(v)
+            .map(Into::into)
+            .ok_or_else(|| E::custom(format!("{v} is not a finite number")))
     }
     fn visit_str<E>(self, v: &str) -> Result<Self::Value, E> {
         Ok(v.into())
@@ -273,6 +418,18 @@ impl<'de> serde::de::Visitor<'de> for StrictVisitor {
     fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
         let mut items = Vec::new();
         while let Some(Strict(v)) = seq.next_element()? {
+            if let Level::List(key, max, over) = self.0
+                && items.len() == max
+            {
+                let mut found = items.len() as u64 + 1;
+                while seq.next_element::<IgnoredAny>()?.is_some() {
+                    found += 1;
+                }
+                over.set(Some((key, found)));
+                return Err(A::Error::custom(format!(
+                    "`{key}` has {found} items, more than {max}"
+                )));
+            }
             items.push(v);
         }
         Ok(items.into())
@@ -285,7 +442,14 @@ impl<'de> serde::de::Visitor<'de> for StrictVisitor {
                     "duplicate key `{k}` (only one value can count)"
                 )));
             }
-            let Strict(v) = map.next_value()?;
+            let level = match self.0 {
+                Level::Top(caps, over) => caps
+                    .iter()
+                    .find(|(key, _)| *key == k)
+                    .map_or(Level::Inner, |&(key, max)| Level::List(key, max, over)),
+                _ => Level::Inner,
+            };
+            let v = map.next_value_seed(StrictVisitor(level))?;
             m.insert(k, v);
         }
         Ok(m.into())
@@ -316,6 +480,19 @@ impl schemars::transform::Transform for AcceptAlias {
     }
 }
 
+/// Paths and arguments longer than this are cut short in messages.
+const MAX_SHOWN_CHARS: usize = 80;
+
+/// `text`, cut short for a message if it is long: `x.x.x.x… (131071 characters)`.
+pub fn shorten(text: &str) -> String {
+    excerpt(text, MAX_SHOWN_CHARS).into_owned()
+}
+
+/// `text` cut to about `max` characters, saying how long it was.
+pub fn shorten_to(text: &str, max: usize) -> String {
+    excerpt(text, max).into_owned()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -334,6 +511,44 @@ mod tests {
         assert_eq!(with_number_hint(fast), fast);
         let dur = r#"invalid type: string "10k", expected a duration"#;
         assert_eq!(with_number_hint(dur), dur);
+        for special in [".nan", ".inf", "-.Inf", "NaN", "inf", "Infinity", "1e999"] {
+            let m = format!("invalid type: string \"{special}\", expected f64");
+            assert!(
+                with_number_hint(&m).ends_with("(a number here must be finite: NaN and infinity are not numbers a model can hold)"),
+                "{special}"
+            );
+        }
+    }
+
+    #[test]
+    fn huge_quoted_input_is_cut_to_an_excerpt() {
+        let big = "x".repeat(1_000_000);
+        assert_eq!(excerpt("short", 80), "short");
+        let e = excerpt(&big, 80);
+        assert!(
+            e.ends_with("… (1000000 characters)") && e.len() < 100,
+            "{e}"
+        );
+        let wide = "é".repeat(100);
+        assert!(excerpt(&wide, 80).starts_with(&"é".repeat(60)));
+        let msg = format!("unknown field `{big}`, expected `a` or `b` (did you mean `a`?)");
+        let c = clip_message(&msg);
+        assert!(c.len() < 300, "{c}");
+        assert!(
+            c.starts_with("unknown field `xxxx")
+                && c.ends_with("`, expected `a` or `b` (did you mean `a`?)"),
+            "{c}"
+        );
+        let msg = format!("no node named \"{big}\" (nodes are \"A\", \"B\")");
+        assert!(clip_message(&msg).ends_with("characters)\" (nodes are \"A\", \"B\")"));
+        // Short quoted runs are left alone; a long message is cut in its middle.
+        let list: Vec<String> = (0..5000).map(|i| format!("`n{i}`")).collect();
+        let msg = format!("expected one of {}", list.join(", "));
+        let c = clip_message(&msg);
+        assert!(c.chars().count() < 1_900 && c.ends_with("`n4999`"), "{c}");
+        assert!(c.contains("characters left out"), "{c}");
+        let fine = "unknown field `x`, expected `a`";
+        assert_eq!(clip_message(fine), fine);
     }
 
     #[test]

@@ -25,13 +25,16 @@
 //! ```text
 //! cli          one file per subcommand: arguments → library calls → stdout
 //! reproduce    the seed experiments beside hcsim's figures
+//! tune         settings recommended from simulation: candidates × scenarios, Pareto set
+//! replay       an incident's access log → inferred model, its fit, what-ifs (hcsim replay)
 //! output       every file a run or sweep writes: summary.json, CSVs, charts, report.html
 //! sweep        grids of model variants × replications: axes, plan, checkpoint, shards
 //! run          replications of one model, seeded; the cost estimate before a run
-//! world        the simulated system: clients → gateway → nodes, faults, probes, beats
-//! metrics      the Recorder during a run → RunSummary after it
+//! world        the simulated system: a few typed parts (fleet, policies, streams,
+//!              clients, gateway, nodes) and the event loop
+//! metrics      the Recorder during a run → RunSummary after it; metric names
 //! config       gateway configs in and out: nginx, HAProxy, Envoy, Istio, Kubernetes
-//! spec         what is read from files: ModelSpec → validated Model, sweeps, charts
+//! spec         what is read from files: ModelSpec → validated Model, overrides, sweeps
 //! policy       health policies: the HealthPolicy port and each implementation
 //! engine, ids, stats, error, diagnostics, atomic, plot: no knowledge of the layers above
 //! ```
@@ -41,7 +44,8 @@
 //!   [`engine::EventQueue`] and seeded random streams. It knows nothing of gateways.
 //! - [`spec`]: the model file as written ([`spec::ModelSpec`] and its
 //!   sections) and its validation into the [`spec::Model`] a run simulates;
-//!   sweep and chart specs; the dotted paths `--set` and sweep axes patch.
+//!   sweep and chart specs; [`spec::Override`], a `--set PATH=VALUE` parsed
+//!   once, and the dotted paths it and sweep axes patch.
 //! - [`config`]: `hcsim import` (an nginx, HAProxy, Envoy, Istio or
 //!   Kubernetes config → a model, with warnings naming file:line for what is
 //!   not modelled) and `hcsim export` (a model's gateway → config).
@@ -55,7 +59,9 @@
 //!   a generic ratio ejector, and the Resilience4j, Hystrix and
 //!   Finagle/Linkerd breakers; `docs/policies.md` compares them. Several run
 //!   at once: a node is routable only if none ejects it.
-//! - [`metrics`]: the streaming `Recorder` and the [`metrics::RunSummary`] it yields.
+//! - [`metrics`]: the streaming `Recorder` and the [`metrics::RunSummary`] it
+//!   yields; [`metrics::path`], the names of a run's metrics that sweeps,
+//!   `hcsim compare`, tune objectives and charts all use.
 //! - [`run`]: [`run::Replications`] of a model and what a run would cost.
 //! - [`sweep`]: grids of model variants × seeded replications, run in
 //!   parallel, checkpointed, sharded across machines; the outputs never depend
@@ -91,6 +97,8 @@
 //! assert!(summary.nodes[0].share < 0.25); // a is ejected most of the time
 //! ```
 
+#![warn(unreachable_pub)]
+
 pub mod atomic;
 pub mod cli;
 pub mod config;
@@ -102,6 +110,7 @@ pub mod metrics;
 pub mod output;
 pub mod plot;
 pub mod policy;
+pub mod replay;
 pub mod reproduce;
 pub mod run;
 pub mod spec;

@@ -13,3 +13,21 @@ fn main() -> ExitCode {
         }
     }
 }
+
+/// Notes whether standard output is closed (`hcsim check m.json >&-`) as
+/// the process starts. It must run before `main`: the Rust runtime opens
+/// `/dev/null` on a closed standard descriptor before calling `main`,
+/// after which the output would vanish without an error. Entries of
+/// `.init_array` run before the runtime's setup.
+#[cfg(target_os = "linux")]
+#[used]
+#[unsafe(link_section = ".init_array")]
+static NOTE_CLOSED_STDOUT: extern "C" fn() = note_closed_stdout;
+
+#[cfg(target_os = "linux")]
+extern "C" fn note_closed_stdout() {
+    let fds = std::path::Path::new("/proc/self/fd");
+    if fds.is_dir() && std::fs::symlink_metadata(fds.join("1")).is_err() {
+        hcsim::cli::mark_stdout_closed();
+    }
+}

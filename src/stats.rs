@@ -3,7 +3,7 @@
 //! `hcsim reproduce` report. Values are rounded to 6 decimals so that output
 //! files are stable and readable.
 
-pub mod rank_test;
+pub mod mann_whitney;
 
 use crate::engine::SimDuration;
 use serde::{Deserialize, Serialize};

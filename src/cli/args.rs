@@ -2,7 +2,8 @@
 //! text. Execution lives in one file per subcommand; domain code never sees
 //! these types.
 
-use crate::sweep::Shard;
+use crate::spec::Override;
+use crate::sweep::shard::ShardArg;
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use std::path::PathBuf;
 
@@ -27,7 +28,9 @@ pub enum Command {
     Schema(SchemaArgs),
     /// Run a model over a grid of parameters (points × replications) in parallel.
     Sweep(SweepArgs),
-    /// Combine the outputs of `hcsim sweep --shard K/N` into those of the whole sweep.
+    /// Combine the outputs of `hcsim sweep --shard K/N` into those of the
+    /// whole sweep. With shards missing or unfinished, write nothing, list
+    /// them with the command that reruns each, and exit with code 2.
     Merge(MergeArgs),
     /// Recommend health-check settings: run a tune file's candidates through
     /// its scenarios, keep those meeting its constraints, and write the Pareto
@@ -49,6 +52,10 @@ pub enum Command {
     Import(ImportArgs),
     /// Write the gateway part of a model as nginx, HAProxy, Envoy or Istio config.
     Export(ExportArgs),
+    /// Replay an incident from the gateway's access log: infer the workload
+    /// and what each backend did, check the replay against the log, and
+    /// show what other settings (`--set`) would have given the clients.
+    Replay(ReplayArgs),
     /// Print a shell completion script, e.g. `hcsim completions bash > ~/.local/share/bash-completion/completions/hcsim`.
     Completions(CompletionsArgs),
     /// Print the manual page (roff), e.g. `hcsim man | man -l -`.
@@ -84,9 +91,8 @@ pub struct ImportArgs {
     /// cluster fed by EDS, a DaemonSet). Default 3.
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=10_000))]
     pub nodes: Option<u32>,
-    /// Then override a field of the model, as `hcsim run --set` does. Repeatable.
-    #[arg(long = "set", value_name = "PATH=VALUE")]
-    pub set: Vec<String>,
+    #[command(flatten)]
+    pub overrides: SetArgs,
 }
 
 #[derive(Copy, Clone, Debug, PartialEq, Eq, ValueEnum)]
@@ -113,9 +119,8 @@ pub struct ExportArgs {
     /// a frontend too) instead of the snippet.
     #[arg(long)]
     pub full: bool,
-    /// Override a field of the model first, as `hcsim run --set` does. Repeatable.
-    #[arg(long = "set", value_name = "PATH=VALUE")]
-    pub set: Vec<String>,
+    #[command(flatten)]
+    pub overrides: SetArgs,
     /// Write to FILE instead of stdout.
     #[arg(long, short = 'o', value_name = "FILE")]
     pub out: Option<PathBuf>,
@@ -161,6 +166,11 @@ pub struct CompareArgs {
     /// Skip compare.html and its charts.
     #[arg(long)]
     pub no_charts: bool,
+    /// Show every metric, also those that are 0 in every run (by default
+    /// a row is shown when some run has it, or it is one of the metrics a
+    /// what-if is read for).
+    #[arg(long)]
+    pub all: bool,
     /// Also write the comparison as a Markdown table to FILE.
     #[arg(long, value_name = "FILE")]
     pub export_markdown: Option<PathBuf>,
@@ -216,9 +226,8 @@ pub struct ReproduceArgs {
 pub struct CheckArgs {
     /// The model file (JSON).
     pub file: PathBuf,
-    /// Override a field first, as `hcsim run --set` does. Repeatable.
-    #[arg(long = "set", value_name = "PATH=VALUE")]
-    pub set: Vec<String>,
+    #[command(flatten)]
+    pub overrides: SetArgs,
 }
 
 #[derive(Args, Debug)]
@@ -242,10 +251,8 @@ pub enum SchemaKind {
 pub struct RunArgs {
     /// The model file (JSON), e.g. models/e2-p02-flaky-2pct.json.
     pub model: PathBuf,
-    /// Override a field of the model, e.g. `--set clients.rate_per_s=10000`
-    /// or `--set policy.fail_timeout=30s`. Repeatable. VALUE is JSON, or a string.
-    #[arg(long = "set", value_name = "PATH=VALUE")]
-    pub set: Vec<String>,
+    #[command(flatten)]
+    pub overrides: SetArgs,
     /// Seed of the first replication (default: the model's `seed`).
     #[arg(long)]
     pub seed: Option<u64>,
@@ -308,10 +315,8 @@ pub struct SweepArgs {
     /// the last varying fastest.
     #[arg(long = "param", value_name = "PATH=LIST")]
     pub param: Vec<String>,
-    /// Override a field of the model before the grid is applied (after a
-    /// sweep file's own `set`), as `hcsim run --set` does. Repeatable.
-    #[arg(long = "set", value_name = "PATH=VALUE")]
-    pub set: Vec<String>,
+    #[command(flatten)]
+    pub overrides: SetArgs,
     /// Replications per point (default: the sweep file's `reps`, or 1).
     #[arg(long, value_parser = clap::value_parser!(u32).range(1..=100_000))]
     pub reps: Option<u32>,
@@ -333,9 +338,8 @@ pub struct SweepArgs {
     /// Finish an interrupted sweep: run only the runs its checkpoint lacks.
     #[arg(long)]
     pub resume: bool,
-    /// Run only shard K of N (the runs whose index modulo N is K-1), for `hcsim merge`.
-    #[arg(long, value_name = "K/N")]
-    pub shard: Option<Shard>,
+    #[command(flatten)]
+    pub shard: ShardArgs,
     /// Run even above 10^10 estimated simulated requests.
     #[arg(long)]
     pub yes: bool,
@@ -360,11 +364,31 @@ pub struct TuneArgs {
     /// Finish an interrupted tune: keep the stages and runs it finished.
     #[arg(long)]
     pub resume: bool,
-    /// Run only shard K of N of the first unfinished stage, then stop.
-    /// Gather every shard's runs/*.jsonl into one runs/ directory and run
-    /// again (with --shard for the next stage, or --resume to finish here).
-    #[arg(long, value_name = "K/N")]
-    pub shard: Option<Shard>,
+    #[command(flatten)]
+    pub shard: ShardArgs,
+}
+
+/// `--shard K/N` or `--shard auto`, `--shard-base`, `--shards` (sweep and tune).
+#[derive(Args, Debug, Clone, Copy)]
+pub struct ShardArgs {
+    /// Run only shard K of N: the runs whose index modulo N is K-1 (a tune:
+    /// shard K of its first unfinished stage, then stop), for `hcsim merge`
+    /// (a tune: for the next run with --shard or --resume). `auto` reads K and
+    /// N from the array task's environment: Slurm (SLURM_ARRAY_TASK_ID,
+    /// _MIN, _STEP, _COUNT), AWS Batch (AWS_BATCH_JOB_ARRAY_INDEX, _SIZE),
+    /// Google Cloud Batch (BATCH_TASK_INDEX, BATCH_TASK_COUNT), Cloud Run
+    /// (CLOUD_RUN_TASK_INDEX, _COUNT) or a Kubernetes Indexed Job
+    /// (JOB_COMPLETION_INDEX, with --shards N).
+    #[arg(long, value_name = "K/N|auto")]
+    pub shard: Option<ShardArg>,
+    /// What the K of --shard K/N counts from: 1 (the default: 1/N to N/N)
+    /// or 0 (0/N to (N-1)/N, as 0-based task indices do).
+    #[arg(long, value_name = "0|1", requires = "shard", value_parser = clap::value_parser!(u32).range(0..=1))]
+    pub shard_base: Option<u32>,
+    /// With --shard auto: the number of shards, where the engine does not
+    /// tell it (a Kubernetes Indexed Job's completions).
+    #[arg(long, value_name = "N", requires = "shard", value_parser = clap::value_parser!(u32).range(1..))]
+    pub shards: Option<u32>,
 }
 
 #[derive(Args, Debug)]
@@ -389,4 +413,102 @@ pub enum Format {
     Table,
     /// One JSON document (the same as summary.json).
     Json,
+}
+
+#[derive(Args, Debug)]
+pub struct ReplayArgs {
+    /// The access log (plain or gzip): nginx with any log_format that has
+    /// the upstream fields, ingress-nginx's default, the "upstream timing"
+    /// format, or HAProxy's option httplog (with or without syslog headers).
+    pub log: PathBuf,
+    /// The gateway's config the log was written under (nginx.conf,
+    /// haproxy.cfg…, read as `hcsim import` reads it); also where the
+    /// log_format is found.
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<PathBuf>,
+    /// The upstream / backend of the config (or ingress-nginx's
+    /// $proxy_upstream_name without a config) the log is of.
+    #[arg(long, value_name = "NAME")]
+    pub target: Option<String>,
+    /// The log's format: a log_format name of --config, a preset
+    /// (ingress-nginx, upstream-timing, calibration, combined), haproxy, or
+    /// a format's text. Default: the one the lines match.
+    #[arg(long, value_name = "NAME|FORMAT")]
+    pub log_format: Option<String>,
+    /// nginx's error log of the same time: its "upstream server
+    /// temporarily disabled" lines confirm the ejections.
+    #[arg(long, value_name = "FILE")]
+    pub error_log: Option<PathBuf>,
+    /// What if: override a field of the inferred model, e.g. `--set
+    /// policy.max_fails=5 --set policy.fail_timeout=30s` (as `hcsim run
+    /// --set`). Repeatable: all of them make one what-if.
+    #[command(flatten)]
+    pub overrides: SetArgs,
+    /// Another what-if, its overrides separated by `;`, e.g. `--compare
+    /// 'gateway.proxy_read_timeout=1s'`. Repeatable.
+    #[arg(long = "compare", value_name = "PATH=VALUE[;PATH=VALUE…]")]
+    pub compare: Vec<String>,
+    /// The settings the log was written under, where --config does not say
+    /// them (or says them wrong), e.g. `--actual policy.max_fails=3`.
+    /// Repeatable.
+    #[arg(long = "actual", value_name = "PATH=VALUE", value_parser = OverrideParser("--actual"))]
+    pub actual: Vec<Override>,
+    /// Replications of each replay.
+    #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u64).range(1..=10_000))]
+    pub reps: u64,
+    /// Seed of the first replication (default 1).
+    #[arg(long)]
+    pub seed: Option<u64>,
+    /// Output directory (default: output/<log>-replay/).
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+    /// Replications in parallel on this many threads (default: all cores).
+    #[arg(long, short = 'j')]
+    pub jobs: Option<usize>,
+    /// Skip the charts, report.html and compare.html.
+    #[arg(long)]
+    pub no_charts: bool,
+    /// Print nothing on stdout, and no progress bar.
+    #[arg(long, short = 'q')]
+    pub quiet: bool,
+}
+
+/// `--set PATH=VALUE`, the same flag wherever a model is read.
+#[derive(Args, Debug, Clone, Default)]
+pub struct SetArgs {
+    /// Override a field of the model, e.g. `--set clients.rate_per_s=10000`,
+    /// `--set policy.fail_timeout=30s` or `--set 'nodes["10.0.0.1:80"].weight=3'`
+    /// (a sweep: before the grid is applied, after its own `set`).
+    /// Repeatable, applied in order. VALUE is JSON, or a string.
+    #[arg(long = "set", value_name = "PATH=VALUE", value_parser = OverrideParser("--set"))]
+    pub set: Vec<Override>,
+}
+
+/// Parses an override (`--set`, and `hcsim replay --actual`) where it
+/// enters; a malformed one is a usage error (exit code 2) worded as every
+/// override error is: `--FLAG ARG: reason`.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct OverrideParser(pub(crate) &'static str);
+
+impl clap::builder::TypedValueParser for OverrideParser {
+    type Value = Override;
+
+    fn parse_ref(
+        &self,
+        _cmd: &clap::Command,
+        _arg: Option<&clap::Arg>,
+        value: &std::ffi::OsStr,
+    ) -> Result<Override, clap::Error> {
+        use clap::error::ErrorKind;
+        let flag = self.0;
+        let text = value.to_str().ok_or_else(|| {
+            clap::Error::raw(ErrorKind::InvalidUtf8, format!("{flag}: not UTF-8\n"))
+        })?;
+        Override::parse(text).map_err(|reason| {
+            clap::Error::raw(
+                ErrorKind::ValueValidation,
+                format!("{flag} {}: {reason}\n", crate::spec::shorten(text)),
+            )
+        })
+    }
 }

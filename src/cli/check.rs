@@ -10,16 +10,17 @@ use serde_json::Value;
 use std::path::Path;
 use std::process::ExitCode;
 
-pub fn run(args: CheckArgs) -> Result<ExitCode, Error> {
+pub(super) fn run(args: CheckArgs) -> Result<ExitCode, Error> {
     let doc = read_document(&args.file)?;
     let json = match file_kind(&doc) {
         FileKind::Model => {
-            let (model, warnings) = crate::run::load_checked(&args.file, &args.set, None)?;
+            let (model, warnings) =
+                crate::run::load_checked(&args.file, &args.overrides.set, None)?;
             print_warnings(&args.file, &warnings);
             serde_json::to_string_pretty(&model.effective_spec())
         }
         FileKind::Sweep => {
-            if !args.set.is_empty() {
+            if !args.overrides.set.is_empty() {
                 return Err(Error::Usage(
                     "--set applies to models; a sweep sets fields with its own `set`".into(),
                 ));
@@ -29,7 +30,7 @@ pub fn run(args: CheckArgs) -> Result<ExitCode, Error> {
             serde_json::to_string_pretty(&plan)
         }
         FileKind::Tune => {
-            if !args.set.is_empty() {
+            if !args.overrides.set.is_empty() {
                 return Err(Error::Usage(
                     "--set applies to models; a tune file's scenarios set their own fields".into(),
                 ));

@@ -6,13 +6,13 @@ use crate::error::Error;
 use crate::output::compare::{self, RunDir, page, render};
 use std::process::ExitCode;
 
-pub fn run(args: CompareArgs) -> Result<ExitCode, Error> {
+pub(super) fn run(args: CompareArgs) -> Result<ExitCode, Error> {
     let runs: Vec<RunDir> = args
         .dirs
         .iter()
         .map(|d| RunDir::read(d))
         .collect::<Result<_, _>>()?;
-    let c = compare::compare(&runs);
+    let c = compare::compare(&runs, args.all);
     export(
         &c,
         args.export_markdown.as_deref(),
@@ -26,6 +26,7 @@ pub fn run(args: CompareArgs) -> Result<ExitCode, Error> {
             .clone()
             .unwrap_or_else(|| compare::default_out(&runs));
         crate::output::prepare_dir(&out)?;
+        let _lock = crate::sweep::DirLock::acquire(&out)?;
         Some(page::write(&out, &c, &runs)?)
     };
     match args.format {

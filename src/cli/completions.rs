@@ -6,7 +6,7 @@ use crate::error::Error;
 use clap::CommandFactory;
 use std::process::ExitCode;
 
-pub fn run(args: CompletionsArgs) -> Result<ExitCode, Error> {
+pub(super) fn run(args: CompletionsArgs) -> Result<ExitCode, Error> {
     use clap_complete::Shell as S;
     let shell = match args.shell {
         Shell::Bash => S::Bash,

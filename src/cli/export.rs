@@ -6,8 +6,8 @@ use crate::config::export::{self, Options};
 use crate::error::Error;
 use std::process::ExitCode;
 
-pub fn run(args: ExportArgs) -> Result<ExitCode, Error> {
-    let (model, warnings) = crate::run::load_checked(&args.model, &args.set, None)?;
+pub(super) fn run(args: ExportArgs) -> Result<ExitCode, Error> {
+    let (model, warnings) = crate::run::load_checked(&args.model, &args.overrides.set, None)?;
     print_warnings(&args.model, &warnings);
     let opts = options(&args, &model)?;
     let text = match (args.to, args.full) {

@@ -7,7 +7,7 @@ use crate::error::Error;
 use crate::spec::apply_sets;
 use std::process::ExitCode;
 
-pub fn run(args: ImportArgs) -> Result<ExitCode, Error> {
+pub(super) fn run(args: ImportArgs) -> Result<ExitCode, Error> {
     let mut workload = Workload::default();
     if let Some(r) = args.rps {
         if !(r.is_finite() && r > 0.0) {
@@ -39,10 +39,10 @@ pub fn run(args: ImportArgs) -> Result<ExitCode, Error> {
     };
     let imported = import::read(&args.file, &opts, &workload)?;
     for w in &imported.warnings {
-        eprintln!("warning: {w}");
+        super::say(&format!("warning: {w}"));
     }
     let mut doc = imported.doc.clone();
-    apply_sets(&mut doc, &args.file, &args.set)?;
+    apply_sets(&mut doc, &args.file, &args.overrides.set)?;
     let model = imported.model_of(&doc, &args.file)?;
     print_warnings(&args.file, &model.warnings());
     let json = serde_json::to_string_pretty(&model.effective_spec())

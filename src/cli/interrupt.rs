@@ -20,7 +20,7 @@ fn resume_command() -> String {
 /// On Ctrl-C during `hcsim tune`, print what is kept in `out` (the finished
 /// stages, the checkpoint of the stage in progress) and the command that
 /// finishes the tune, then exit with code 130.
-pub fn hint_resume_tune(out: &Path) {
+pub(super) fn hint_resume_tune(out: &Path) {
     let command = resume_command();
     let (runs, stages) = (
         out.join(crate::tune::search::RUNS_DIR),
@@ -38,7 +38,7 @@ pub fn hint_resume_tune(out: &Path) {
 
 /// On Ctrl-C (SIGINT), print how to resume the sweep checkpointed in `out`,
 /// then exit with code 130. Installing the handler twice is harmless.
-pub fn hint_resume(out: &Path) {
+pub(super) fn hint_resume(out: &Path) {
     let checkpoint: PathBuf = out.join(".checkpoint").join(crate::sweep::RUNS_FILE);
     let command = resume_command();
     let _ = ctrlc::set_handler(move || {

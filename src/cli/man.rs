@@ -6,7 +6,7 @@ use crate::error::Error;
 use clap::CommandFactory;
 use std::process::ExitCode;
 
-pub fn run() -> Result<ExitCode, Error> {
+pub(super) fn run() -> Result<ExitCode, Error> {
     let mut page = vec![];
     clap_mangen::Man::new(Cli::command())
         .render(&mut page)

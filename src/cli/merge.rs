@@ -5,7 +5,7 @@ use crate::error::Error;
 use crate::output;
 use std::process::ExitCode;
 
-pub fn run(args: MergeArgs) -> Result<ExitCode, Error> {
+pub(super) fn run(args: MergeArgs) -> Result<ExitCode, Error> {
     let (header, records) = crate::sweep::merge::merge(&args.dirs)?;
     let _lock = crate::sweep::DirLock::acquire(&args.out)?;
     output::sweep::write_outputs(&args.out, &header, &records)?;

@@ -12,9 +12,11 @@ mod interrupt;
 mod man;
 mod merge;
 mod plot;
+mod replay;
 mod reproduce;
 mod run;
 mod schema;
+mod shard;
 mod sweep;
 mod tune;
 
@@ -38,16 +40,21 @@ pub fn run(cli: Cli) -> Result<ExitCode, Error> {
         Command::Compare(args) => compare::run(args),
         Command::Import(args) => import::run(args),
         Command::Export(args) => export::run(args),
+        Command::Replay(args) => replay::run(args),
         Command::Completions(args) => completions::run(args),
         Command::Man => man::run(),
     }
 }
 
 /// Writes to stdout. A closed pipe (`hcsim ... | head`) quietly ends the
-/// output instead of panicking; any other write error (a full disk) is an
-/// error, so the command exits non-zero.
+/// output instead of panicking; any other write error (a full disk), or a
+/// stdout closed when hcsim started (`>&-`), is an error, so the command
+/// exits non-zero.
 pub(crate) fn emit(text: &str) -> Result<(), Error> {
     use std::io::Write;
+    if crate::atomic::stdout_closed() {
+        return Err(Error::Stdout(crate::atomic::closed_stdout_error()));
+    }
     let mut out = std::io::stdout().lock();
     match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
         Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => Err(Error::Stdout(e)),
@@ -55,10 +62,20 @@ pub(crate) fn emit(text: &str) -> Result<(), Error> {
     }
 }
 
+/// Records, before `main` runs, that the process started with its standard
+/// output closed (`>&-`): writes to it then fail instead of vanishing into
+/// the `/dev/null` the runtime puts there (see `main.rs`).
+pub fn mark_stdout_closed() {
+    crate::atomic::mark_stdout_closed();
+}
+
 /// Writes a line to stderr. Unlike `eprintln!`, a stderr that cannot be
-/// written (`2>/dev/full`) loses the line instead of panicking.
+/// written (`2>/dev/full`) loses the line instead of panicking; a huge
+/// value the line quotes is cut to an excerpt
+/// ([`crate::diagnostics::clip_message`]).
 pub fn say(line: &str) {
     use std::io::Write;
+    let line = crate::diagnostics::clip_message(line);
     let mut err = std::io::stderr().lock();
     let _ = writeln!(err, "{line}").and_then(|()| err.flush());
 }

@@ -5,7 +5,7 @@ use crate::error::Error;
 use crate::output::table::align;
 use std::process::ExitCode;
 
-pub fn run(args: ReproduceArgs) -> Result<ExitCode, Error> {
+pub(super) fn run(args: ReproduceArgs) -> Result<ExitCode, Error> {
     let rows = crate::reproduce::rows(&args.models)?;
     if args.markdown {
         emit(&crate::reproduce::markdown(&rows))?;

@@ -8,8 +8,8 @@ use crate::run::{Replications, load_checked, thread_pool};
 use std::path::Path;
 use std::process::ExitCode;
 
-pub fn run(args: RunArgs) -> Result<ExitCode, Error> {
-    let (model, warnings) = load_checked(&args.model, &args.set, args.max_events)?;
+pub(super) fn run(args: RunArgs) -> Result<ExitCode, Error> {
+    let (model, warnings) = load_checked(&args.model, &args.overrides.set, args.max_events)?;
     crate::spec::limits::check_reps(&model, args.reps as u64).map_err(|reason| Error::Limit {
         path: args.model.clone(),
         reason,
@@ -20,12 +20,13 @@ pub fn run(args: RunArgs) -> Result<ExitCode, Error> {
     let out_dir = match &args.out {
         Some(out) => out.clone(),
         None => Path::new("output").join(
-            whatif::run_dir_name(&model.name, &args.set, args.label.as_deref())
+            whatif::run_dir_name(&model.name, &args.overrides.set, args.label.as_deref())
                 .map_err(Error::Usage)?,
         ),
     };
-    // Fail before the work, not after it.
+    // Fail before the work, not after it; one writer at a time, as a sweep's.
     output::prepare_dir(&out_dir)?;
+    let _lock = crate::sweep::DirLock::acquire(&out_dir)?;
     let reps = Replications::of(&model)
         .seed(base)
         .reps(args.reps as u64)
@@ -40,7 +41,7 @@ pub fn run(args: RunArgs) -> Result<ExitCode, Error> {
         super::say(&format!("note: {note}"));
     }
     let outcome = thread_pool(jobs)?.install(|| reps.run());
-    let summary = Summary::new(&model, &args.model, base, &args.set, outcome.runs);
+    let summary = Summary::new(&model, &args.model, base, &args.overrides.set, outcome.runs);
     let traces = args.trace.then_some(outcome.traces.as_slice());
     let events = args.events.then_some(outcome.events.as_slice());
     output::write_run(&out_dir, &summary, traces, events)?;
@@ -60,7 +61,7 @@ pub fn run(args: RunArgs) -> Result<ExitCode, Error> {
             dir: out_dir.clone(),
             summary: summary.clone(),
         };
-        let metrics = compare::compare(std::slice::from_ref(&run));
+        let metrics = compare::compare(std::slice::from_ref(&run), false);
         export(
             &metrics,
             args.export_markdown.as_deref(),

@@ -4,7 +4,7 @@ use super::{SchemaArgs, SchemaKind, emit};
 use crate::error::Error;
 use std::process::ExitCode;
 
-pub fn run(args: SchemaArgs) -> Result<ExitCode, Error> {
+pub(super) fn run(args: SchemaArgs) -> Result<ExitCode, Error> {
     let schema = match args.kind {
         SchemaKind::Model => crate::spec::schema::model(),
         SchemaKind::Sweep => crate::spec::schema::sweep(),

@@ -13,24 +13,25 @@ use std::path::Path;
 use std::process::ExitCode;
 
 /// Above this many simulated requests, `hcsim sweep` asks for `--yes`.
-pub const CONFIRM_ABOVE_REQUESTS: f64 = 1e10;
+pub(super) const CONFIRM_ABOVE_REQUESTS: f64 = 1e10;
 /// Test hook: checkpoint this many runs, then stop as if the process had been
 /// killed (runs finishing after that are lost) and exit with an error.
-pub const STOP_AFTER_ENV: &str = "HCSIM_STOP_AFTER";
+pub(super) const STOP_AFTER_ENV: &str = "HCSIM_STOP_AFTER";
 /// Test hook: after checkpointing this many runs, stay alive holding the
 /// output directory's lock (for at most a minute), as a sweep in progress
 /// that another process meets, or that is then killed.
-pub const HANG_AFTER_ENV: &str = "HCSIM_HANG_AFTER";
+pub(super) const HANG_AFTER_ENV: &str = "HCSIM_HANG_AFTER";
 
-pub fn run(args: SweepArgs) -> Result<ExitCode, Error> {
+pub(super) fn run(args: SweepArgs) -> Result<ExitCode, Error> {
     let overrides = Overrides {
-        set: args.set.clone(),
+        set: args.overrides.set.clone(),
         reps: args.reps,
         seed: args.seed,
     };
     let plan = Plan::open(&args.sweep, &args.param, &overrides)?;
     let h = &plan.header;
-    let shard = args.shard.unwrap_or(Shard::WHOLE);
+    let placement = super::shard::placement(&args.shard)?;
+    let shard = placement.shard;
     let out = args.out.clone().unwrap_or_else(|| {
         let base = Path::new("output").join(&h.name);
         if shard.is_whole() {
@@ -52,6 +53,9 @@ pub fn run(args: SweepArgs) -> Result<ExitCode, Error> {
         );
         if !shard.is_whole() {
             line += &format!("; shard {shard} runs {} of them", mine.len());
+            if let Some(source) = &placement.source {
+                line += &format!(" ({source})");
+            }
         }
         let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
         let jobs = clamp_jobs(args.jobs, mine.len()).0.unwrap_or(cores);
@@ -83,7 +87,8 @@ pub fn run(args: SweepArgs) -> Result<ExitCode, Error> {
         }
         return Ok(ExitCode::SUCCESS);
     }
-    let mut session = Session::open(&plan, &out, shard, args.resume, lock)?;
+    let mut session = Session::open(&plan, &out, shard, args.resume, lock)
+        .map_err(|e| super::shard::retry_hint(e, &placement))?;
     let (jobs, note) = clamp_jobs(args.jobs, session.todo().len());
     if let Some(note) = note
         && !args.quiet
@@ -99,8 +104,12 @@ pub fn run(args: SweepArgs) -> Result<ExitCode, Error> {
                 out.display()
             ));
         } else {
+            let retry = placement
+                .retry
+                .as_ref()
+                .map_or(String::new(), |r| format!(" (a retried task: {r})"));
             super::say(&format!(
-                "resuming: {} runs already done, {} to go",
+                "resuming{retry}: {} runs already done, {} to go",
                 session.resumed(),
                 session.todo().len()
             ));

@@ -14,16 +14,24 @@ use std::process::ExitCode;
 
 /// The file with the wall time of the last `hcsim tune` in a directory:
 /// kept apart from tune.json, whose bytes do not depend on the machine.
-pub const TIMING_FILE: &str = "timing.json";
+pub(super) const TIMING_FILE: &str = "timing.json";
 
-pub fn run(args: TuneArgs) -> Result<ExitCode, Error> {
+pub(super) fn run(args: TuneArgs) -> Result<ExitCode, Error> {
     // Everything is checked before anything is simulated.
     let mut setup = Setup::load(&args.file)?;
     let out = args
         .out
         .clone()
         .unwrap_or_else(|| Path::new("output").join(&setup.name));
-    let _lock = DirLock::acquire(&out)?;
+    let placement = super::shard::placement(&args.shard)?;
+    let shard = placement.shard;
+    // A shard locks only its own part of the stage (`run_stage`), so that the
+    // tasks of an array can share one --out; the whole tune locks all of it.
+    let _lock = if shard.is_whole() {
+        Some(DirLock::acquire(&out)?)
+    } else {
+        None
+    };
     if let Some(imported) = &setup.imported {
         if !args.quiet {
             for w in &imported.warnings {
@@ -35,12 +43,11 @@ pub fn run(args: TuneArgs) -> Result<ExitCode, Error> {
         crate::output::write_atomic(&file, imported.json.as_bytes())?;
         setup.model_file = file;
     }
-    let shard = args.shard.unwrap_or(crate::sweep::Shard::WHOLE);
-    if !args.resume {
+    // A shard meets only its own checkpoint (which `run_stage` refuses
+    // without --resume); the other shards' may be in progress beside it.
+    if !args.resume && shard.is_whole() {
         search::refuse_stale_checkpoints(&out)?;
-        if shard.is_whole() {
-            search::clear_previous(&out)?;
-        }
+        search::clear_previous(&out)?;
     }
     let first = setup.candidates.len() * setup.scenarios.len() * tune::schedule(&setup)[0] as usize;
     let (jobs, note) = clamp_jobs(args.jobs, first);
@@ -52,6 +59,9 @@ pub fn run(args: TuneArgs) -> Result<ExitCode, Error> {
     };
     if let Some(note) = note {
         say(&format!("note: {note}"));
+    }
+    if let Some(source) = &placement.source {
+        say(&format!("shard {shard} from {source}"));
     }
     let pool = thread_pool(jobs)?;
     super::interrupt::hint_resume_tune(&out);
@@ -75,7 +85,8 @@ pub fn run(args: TuneArgs) -> Result<ExitCode, Error> {
         stop_after,
         shard,
     };
-    let outcome = match tune::run(&setup, &mut opts, &mut |l| say(l))? {
+    let ran = tune::run(&setup, &mut opts, &mut |l| say(l));
+    let outcome = match ran.map_err(|e| super::shard::retry_hint(e, &placement))? {
         Progress::Finished(outcome) => outcome,
         Progress::Sharded { stage, file, runs } => {
             if !quiet {

@@ -61,6 +61,6 @@ impl fmt::Display for Warning {
 }
 
 /// Reads a config file (a regular file of a sane size).
-pub fn read_text(path: &Path) -> Result<String, Error> {
+pub(super) fn read_text(path: &Path) -> Result<String, Error> {
     crate::spec::document::read_capped(path, "a config file")
 }

@@ -6,5 +6,5 @@ pub mod rng;
 pub mod time;
 
 pub use queue::EventQueue;
-pub use rng::{SimRng, Stream};
+pub use rng::SimRng;
 pub use time::{SimDuration, SimTime};

@@ -45,11 +45,68 @@ impl SimDuration {
     pub const fn from_micros(us: u64) -> Self {
         SimDuration(us)
     }
+    /// For constants: saturates rather than wraps. A number read from a
+    /// user's file goes through [`SimDuration::try_from_millis`].
     pub const fn from_millis(ms: u64) -> Self {
-        SimDuration(ms * 1_000)
+        SimDuration(ms.saturating_mul(1_000))
     }
+    /// For constants: saturates rather than wraps. A number read from a
+    /// user's file goes through [`SimDuration::try_from_secs`].
     pub const fn from_secs(s: u64) -> Self {
-        SimDuration(s * MICROS_PER_SEC)
+        SimDuration(s.saturating_mul(MICROS_PER_SEC))
+    }
+    /// `us` microseconds of a user's number: at most [`MAX_DURATION_US`],
+    /// else the reason, quoting the number as given.
+    pub fn try_from_micros(us: u64) -> Result<Self, String> {
+        Self::scaled(us as u128, 1, us, "us")
+    }
+    /// `ms` milliseconds of a user's number (see [`SimDuration::try_from_micros`]).
+    pub fn try_from_millis(ms: u64) -> Result<Self, String> {
+        Self::scaled(ms as u128, 1_000, ms, "ms")
+    }
+    /// `s` seconds of a user's number (`periodSeconds: 5`): at most 10⁹ s,
+    /// else the reason, quoting `s` (never a product that wrapped).
+    pub fn try_from_secs(s: u64) -> Result<Self, String> {
+        Self::scaled(s as u128, MICROS_PER_SEC as u128, s, "s")
+    }
+    /// Whole seconds and nanoseconds, as protobuf's `Duration` and Go's
+    /// `time.Duration` write them (`{seconds: 5, nanos: 500000000}`); the
+    /// nanoseconds must be whole microseconds and below a second.
+    pub fn try_from_secs_nanos(secs: u64, nanos: u64) -> Result<Self, String> {
+        if nanos >= 1_000_000_000 {
+            return Err(format!(
+                "nanos must be below 1000000000 (a second), found {nanos}"
+            ));
+        }
+        if nanos % 1_000 != 0 {
+            return Err(format!(
+                "{nanos} nanoseconds is finer than the simulator's 1us resolution"
+            ));
+        }
+        let us = secs as u128 * MICROS_PER_SEC as u128 + nanos as u128 / 1_000;
+        if us > MAX_DURATION_US as u128 {
+            return Err(too_large(&format!("{secs}s {nanos}ns")));
+        }
+        Ok(SimDuration(us as u64))
+    }
+    /// Seconds of a user's number that may have a fraction: finite, not
+    /// negative, at most 10⁹ s; rounded to the nearest microsecond.
+    pub fn try_from_secs_f64(s: f64) -> Result<Self, String> {
+        if !s.is_finite() || s < 0.0 {
+            return Err(format!(
+                "expected a finite, non-negative number of seconds, found {s}"
+            ));
+        }
+        if s * MICROS_PER_SEC as f64 > MAX_DURATION_US as f64 {
+            return Err(too_large(&format!("{s}s")));
+        }
+        Ok(Self::from_secs_f64(s))
+    }
+    fn scaled(n: u128, scale: u128, shown: u64, unit: &str) -> Result<Self, String> {
+        match n.checked_mul(scale) {
+            Some(us) if us <= MAX_DURATION_US as u128 => Ok(SimDuration(us as u64)),
+            _ => Err(too_large(&format!("{shown}{unit}"))),
+        }
     }
     /// Rounds to the nearest microsecond; negative and NaN inputs give zero.
     #[inline]
@@ -151,12 +208,7 @@ pub fn parse_duration(text: &str) -> Result<SimDuration, String> {
             "expected a duration with a unit such as \"5s\", \"300ms\" or \"1m30s\", found \"{text}\""
         )
     };
-    let too_large = || {
-        format!(
-            "duration \"{text}\" is too large: at most \"{}s\" (about 31 years)",
-            MAX_DURATION_US / 1_000_000
-        )
-    };
+    let too_large = || too_large(text);
     // Exact decimal arithmetic: a duration written by `Display` reads back
     // as the same number of microseconds, however large.
     let mut total: u128 = 0;
@@ -218,6 +270,14 @@ pub fn parse_duration(text: &str) -> Result<SimDuration, String> {
         return Err(too_large());
     }
     Ok(SimDuration(total as u64))
+}
+
+/// Why a duration the user wrote as `text` is refused for its size.
+fn too_large(text: &str) -> String {
+    format!(
+        "duration \"{text}\" is too large: at most \"{}s\" (about 31 years)",
+        MAX_DURATION_US / 1_000_000
+    )
 }
 
 /// The longest duration a model may write, in µs: 10⁹ s.
@@ -369,6 +429,53 @@ mod tests {
         assert_eq!(us(f64::NAN), 0);
         assert_eq!(us(f64::NEG_INFINITY), 0);
         assert_eq!(us(f64::INFINITY), u64::MAX);
+    }
+
+    #[test]
+    fn user_numbers_are_checked_and_quoted_as_given() {
+        assert_eq!(SimDuration::try_from_secs(5), Ok(SimDuration::from_secs(5)));
+        assert_eq!(
+            SimDuration::try_from_secs(1_000_000_000),
+            Ok(SimDuration::from_secs(1_000_000_000))
+        );
+        // 288230376151711749 × 10⁶ wraps to 5 s in u64 arithmetic.
+        let wraps = 288_230_376_151_711_749u64;
+        assert_eq!(
+            wraps.wrapping_mul(MICROS_PER_SEC),
+            SimDuration::from_secs(5).as_micros()
+        );
+        let e = SimDuration::try_from_secs(wraps).unwrap_err();
+        assert!(e.contains("\"288230376151711749s\" is too large"), "{e}");
+        assert!(
+            SimDuration::try_from_secs(u64::MAX)
+                .unwrap_err()
+                .contains(&u64::MAX.to_string())
+        );
+        assert!(SimDuration::try_from_millis(u64::MAX).is_err());
+        assert_eq!(
+            SimDuration::try_from_millis(1500),
+            Ok(SimDuration::from_millis(1500))
+        );
+        assert!(SimDuration::try_from_micros(MAX_DURATION_US + 1).is_err());
+        // Envoy's `{seconds: 288230376151711745}` wraps to 1 s.
+        let e = SimDuration::try_from_secs_nanos(288_230_376_151_711_745, 0).unwrap_err();
+        assert!(e.contains("288230376151711745s"), "{e}");
+        assert_eq!(
+            SimDuration::try_from_secs_nanos(1, 500_000_000),
+            Ok(SimDuration::from_millis(1500))
+        );
+        assert!(SimDuration::try_from_secs_nanos(1, 1_000_000_000).is_err());
+        assert!(SimDuration::try_from_secs_nanos(0, 1).is_err());
+        for bad in [f64::NAN, f64::INFINITY, -1.0, 1e300] {
+            assert!(SimDuration::try_from_secs_f64(bad).is_err(), "{bad}");
+        }
+        assert_eq!(
+            SimDuration::try_from_secs_f64(0.25),
+            Ok(SimDuration::from_millis(250))
+        );
+        // Constants saturate instead of wrapping.
+        assert_eq!(SimDuration::from_secs(u64::MAX), SimDuration::MAX);
+        assert_eq!(SimDuration::from_millis(u64::MAX), SimDuration::MAX);
     }
 
     #[test]

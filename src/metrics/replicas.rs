@@ -3,11 +3,12 @@
 //! Off by default: a fleet's summary aggregates over replicas, and these
 //! counters cost a branch per request and `replicas × nodes` cells. When on,
 //! every request, attempt and ejection is also counted in the cell of the
-//! replica that handled it (global scope `/` scopes per replica).
+//! replica that handled it (`FleetLayout::replica_of` its scope).
 
-use super::{NodeSummary, round6};
+use super::NodeSummary;
 use crate::engine::SimTime;
-use crate::ids::NodeId;
+use crate::ids::{FleetLayout, NodeId, Scope};
+use crate::stats::round6;
 
 /// One node as one replica saw it.
 #[derive(Clone, Copy, Debug, Default)]
@@ -29,21 +30,21 @@ struct Cell {
 #[derive(Clone, Debug)]
 pub(super) struct ReplicaTally {
     nodes: usize,
-    scopes_per_replica: usize,
+    layout: FleetLayout,
     cells: Vec<Cell>,
 }
 
 impl ReplicaTally {
-    pub(super) fn new(replicas: usize, nodes: usize, scopes_per_replica: usize) -> Self {
+    pub(super) fn new(layout: FleetLayout, nodes: usize) -> Self {
         ReplicaTally {
             nodes,
-            scopes_per_replica: scopes_per_replica.max(1),
-            cells: vec![Cell::default(); replicas * nodes],
+            layout,
+            cells: vec![Cell::default(); layout.replicas() * nodes],
         }
     }
 
     fn cell(&mut self, scope: usize, node: NodeId) -> &mut Cell {
-        let r = scope / self.scopes_per_replica;
+        let r = self.layout.replica_of(scope as Scope);
         &mut self.cells[r * self.nodes + node.index()]
     }
 
@@ -132,7 +133,7 @@ impl ReplicaTally {
                         ejections: c.ejections,
                         false_ejections: c.false_ejections,
                         ejected_time_s: round6(
-                            c.ejected_us as f64 / 1e6 / self.scopes_per_replica as f64,
+                            c.ejected_us as f64 / 1e6 / self.layout.scopes_per_replica() as f64,
                         ),
                         first_ejection_delay_s: since(c.first_after_fault, fault_first_start[i]),
                         recovery_delay_s: since(c.recovered_at, fault_last_end[i]),

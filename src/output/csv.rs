@@ -5,7 +5,7 @@
 use crate::metrics::RunSummary;
 use crate::stats::round6;
 use crate::world::TraceLine;
-use crate::world::events::EventLog;
+use crate::world::event_log::EventLog;
 
 /// `timeline.csv`: one row per (replication, bucket).
 pub fn timeline_csv(runs: &[RunSummary]) -> Result<Vec<u8>, csv::Error> {
@@ -290,7 +290,7 @@ mod tests {
             assert_eq!(fmt_num(c), slow(c), "{c:e}");
         }
     }
-    use crate::world::events::EventLine;
+    use crate::world::event_log::EventLine;
 
     #[test]
     fn a_capped_event_log_ends_with_a_note() {

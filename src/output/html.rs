@@ -9,6 +9,7 @@ use super::summary::Summary;
 use super::sweep::SweepResults;
 use super::vocabulary::{self, Shown};
 use crate::error::Error;
+use crate::spec::overrides::shown;
 use crate::stats::Spread;
 use std::fmt::Write as _;
 use std::path::Path;
@@ -236,8 +237,8 @@ pub fn run_report(dir: &Path, drawn: &[Drawn]) -> Result<(), Error> {
     }
     if !summary.set.is_empty() {
         blocks.push(Block::Paragraph(format!(
-            "What if: this run overrides the model file with --set {}.",
-            summary.set.join(" --set ")
+            "What if: this run overrides the model file with {}.",
+            shown(&summary.set)
         )));
     }
     blocks.push(Block::Paragraph(format!(
@@ -274,14 +275,7 @@ pub fn run_report(dir: &Path, drawn: &[Drawn]) -> Result<(), Error> {
         vec![
             vec!["hcsim".into(), summary.hcsim_version.clone()],
             vec!["model file".into(), summary.file.clone()],
-            vec![
-                "overrides (--set)".into(),
-                if summary.set.is_empty() {
-                    "none".into()
-                } else {
-                    summary.set.join(" ")
-                },
-            ],
+            vec!["overrides (--set)".into(), shown(&summary.set)],
             vec!["command".into(), summary.command.clone()],
             vec!["replications".into(), summary.reps.to_string()],
             vec!["seeds".into(), seeds.join(", ")],

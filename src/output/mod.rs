@@ -18,17 +18,25 @@ pub mod whatif;
 
 use crate::error::Error;
 use crate::world::TraceLine;
-use crate::world::events::EventLog;
+use crate::world::event_log::EventLog;
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use summary::Summary;
 
 /// Writes `bytes` to `path` through a temporary file and a rename, so a
-/// reader never sees a half-written file (see [`crate::atomic`]).
+/// reader never sees a half-written file; a path that is not a regular
+/// file (a device, a FIFO, `/dev/stdout`) is written directly, a symbolic
+/// link followed, and `-` is stdout (see [`crate::atomic`]).
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), Error> {
-    crate::atomic::write(path, bytes).map_err(|source| Error::Write {
-        path: path.to_path_buf(),
-        source,
+    crate::atomic::write(path, bytes).map_err(|source| {
+        if path.as_os_str() == "-" {
+            Error::Stdout(source)
+        } else {
+            Error::Write {
+                path: path.to_path_buf(),
+                source,
+            }
+        }
     })
 }
 

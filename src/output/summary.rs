@@ -6,7 +6,7 @@
 use crate::engine::SimDuration;
 use crate::error::Error;
 use crate::metrics::{LatencySummary, NodeSummary, RunSummary, Warning, overload_warnings};
-use crate::spec::{Fault, Model, ModelSpec};
+use crate::spec::{Fault, Model, ModelSpec, Override};
 use crate::stats::{Spread, round6};
 use serde::{Deserialize, Serialize, Serializer};
 use std::collections::BTreeMap;
@@ -266,7 +266,7 @@ impl Summary {
         model: &Model,
         file: &Path,
         seed: u64,
-        set: &[String],
+        set: &[Override],
         runs: Vec<RunSummary>,
     ) -> Self {
         assert!(!runs.is_empty(), "a summary needs at least one run");
@@ -276,7 +276,7 @@ impl Summary {
             runs.len()
         );
         for s in set {
-            command.push_str(&format!(" --set '{s}'"));
+            command.push_str(&format!(" --set '{}'", s.text()));
         }
         let rounds: Vec<_> = runs.iter().map(|r| &r.probe_rounds).collect();
         Summary {
@@ -286,7 +286,7 @@ impl Summary {
             command,
             seed,
             reps: runs.len(),
-            set: set.to_vec(),
+            set: Override::texts(set),
             client: ClientStats::of(&runs),
             nodes: (0..runs[0].nodes.len())
                 .map(|i| NodeStats::of(&runs, i))

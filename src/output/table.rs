@@ -1,6 +1,7 @@
 //! The people's view of a run on stdout: aligned columns with units.
 
 use super::summary::{NodeStats, Summary};
+use crate::spec::overrides::shown;
 use crate::stats::Spread;
 use std::fmt::Write as _;
 
@@ -48,7 +49,7 @@ pub fn table(report: &Summary) -> String {
         report.model, report.seed, report.reps, report.file
     );
     if !report.set.is_empty() {
-        let _ = writeln!(out, "what if: --set {}", report.set.join(" --set "));
+        let _ = writeln!(out, "what if: {}", shown(&report.set));
     }
     if let Some(run) = report.runs.first() {
         let _ = writeln!(

@@ -231,14 +231,12 @@ fn lookup(table: &[(&str, &str, Unit)], key: &str) -> Option<Term> {
 /// `client.latency_ms.p99`, `client.slower_than.1s`, `probe_rounds.median_s`)
 /// or, in a run, a node metric alone (`share`).
 pub fn metric(column: &str) -> Term {
-    if let Some(rest) = column.strip_prefix("nodes.") {
-        // Node names have no dots; a fleet's fields are flattened into the node's.
-        if let Some((node, field)) = rest.split_once('.') {
-            let field = field.strip_prefix("fleet.").unwrap_or(field);
-            let mut t = lookup(NODE_METRICS, field).unwrap_or_else(|| fallback(field));
-            t.subject = format!("Node {node}");
-            return t;
-        }
+    // A fleet's fields are flattened into the node's.
+    if let Some((node, field)) = crate::metrics::path::split_node_metric(column) {
+        let field = field.strip_prefix("fleet.").unwrap_or(&field);
+        let mut t = lookup(NODE_METRICS, field).unwrap_or_else(|| fallback(field));
+        t.subject = format!("Node {node}");
+        return t;
     }
     if let Some(field) = column.strip_prefix("client.") {
         let mut t = client_metric(field);

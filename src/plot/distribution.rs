@@ -7,12 +7,12 @@ use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, VPos};
 
 use super::axis::{Axis, AxisScale, finite_bounds, padded_range};
-use super::common::{
-    LegendItem, MUTED, MeshOpts, NO_DATA, PlotLayout, Swatch, TEXT, Theme, XLabels, draw_line,
-    frame, no_data, num_y_area_width, palette, plot, text, text_size, y_area_width,
-};
+use super::error::DResult;
 use super::error::PlotError;
-use super::output::{Chart, DResult, render};
+use super::frame::{LegendItem, Swatch, draw_line, frame, no_data};
+use super::mesh::{MeshOpts, PlotLayout, XLabels, num_y_area_width, plot, y_area_width};
+use super::render::{Chart, render};
+use super::theme::{MUTED, NO_DATA, TEXT, Theme, palette, text, text_size};
 
 /// Input for [`distribution`] and [`distribution_cdf`].
 #[derive(Debug, Clone, Default, PartialEq)]

@@ -3,6 +3,8 @@
 use std::fmt;
 use std::path::{Path, PathBuf};
 
+use plotters::drawing::DrawingAreaErrorKind;
+
 /// Why a chart could not be written. Every variant names the output file it was producing.
 #[derive(Debug)]
 pub enum PlotError {
@@ -76,3 +78,15 @@ impl std::error::Error for PlotError {
         }
     }
 }
+
+/// A drawing failure, before the output path is known.
+#[derive(Debug)]
+pub(crate) struct DrawErr(pub String);
+
+impl<E: std::error::Error + Send + Sync> From<DrawingAreaErrorKind<E>> for DrawErr {
+    fn from(e: DrawingAreaErrorKind<E>) -> Self {
+        DrawErr(e.to_string())
+    }
+}
+
+pub(crate) type DResult<T = ()> = Result<T, DrawErr>;

@@ -7,12 +7,12 @@ use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, VPos};
 
 use super::axis::{Axis, AxisScale, ValueFormat, finite_bounds, log_ticks, nice_ticks};
-use super::common::{
-    MeshOpts, NO_DATA, Plot, PlotLayout, TEXT, Theme, XLabels, frame, line_height, no_data, plot,
-    text, text_size, text_up, y_area_width,
-};
+use super::error::DResult;
 use super::error::PlotError;
-use super::output::{Chart, DResult, render};
+use super::frame::{frame, no_data};
+use super::mesh::{MeshOpts, Plot, PlotLayout, XLabels, line_height, plot, y_area_width};
+use super::render::{Chart, render};
+use super::theme::{NO_DATA, TEXT, Theme, colormap, contrast_text, text, text_size, text_up};
 
 /// Input for [`heatmap`].
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -45,40 +45,6 @@ pub struct HeatmapSpec {
 /// Writes `<stem>.png` and `<stem>.svg`.
 pub fn heatmap(spec: &HeatmapSpec, stem: impl AsRef<Path>) -> Result<(), PlotError> {
     render(spec, stem.as_ref())
-}
-
-/// Viridis, sampled at 9 stops; perceptually uniform and readable in greyscale.
-const VIRIDIS: [(u8, u8, u8); 9] = [
-    (68, 1, 84),
-    (71, 44, 122),
-    (59, 81, 139),
-    (44, 113, 142),
-    (33, 145, 140),
-    (39, 173, 129),
-    (92, 200, 99),
-    (170, 220, 50),
-    (253, 231, 37),
-];
-
-/// Sequential colour for `t` in `0..=1` (clamped).
-pub(crate) fn colormap(t: f64) -> RGBColor {
-    let t = if t.is_finite() {
-        t.clamp(0.0, 1.0)
-    } else {
-        0.0
-    };
-    let pos = t * (VIRIDIS.len() - 1) as f64;
-    let i = (pos.floor() as usize).min(VIRIDIS.len() - 2);
-    let f = pos - i as f64;
-    let lerp = |a: u8, b: u8| (f64::from(a) + (f64::from(b) - f64::from(a)) * f).round() as u8;
-    let (a, b) = (VIRIDIS[i], VIRIDIS[i + 1]);
-    RGBColor(lerp(a.0, b.0), lerp(a.1, b.1), lerp(a.2, b.2))
-}
-
-/// Black or white, whichever reads better on `bg`.
-pub(crate) fn contrast_text(bg: RGBColor) -> RGBColor {
-    let lum = 0.2126 * f64::from(bg.0) + 0.7152 * f64::from(bg.1) + 0.0722 * f64::from(bg.2);
-    if lum > 140.0 { TEXT } else { WHITE }
 }
 
 /// Fill for cells without a value.
@@ -237,7 +203,7 @@ impl ColourBar {
             // One rectangle the SVG writer turns into a smooth gradient.
             area.draw(&Rectangle::new(
                 [(x0, top), (x1, bottom)],
-                super::output::GRADIENT_FILL.filled(),
+                super::render::GRADIENT_FILL.filled(),
             ))?;
         } else if self.scale.is_some() {
             for py in top..bottom {

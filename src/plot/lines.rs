@@ -6,12 +6,12 @@ use plotters::coord::Shift;
 use plotters::prelude::*;
 
 use super::axis::{Axis, AxisScale, finite_bounds, fmt_tick, padded_range};
-use super::common::{
-    LegendItem, MeshOpts, NO_DATA, PlotLayout, Swatch, Theme, XLabels, draw_line, draw_marker,
-    frame, no_data, num_y_area_width, palette, plot,
-};
+use super::error::DResult;
 use super::error::PlotError;
-use super::output::{Chart, DResult, render};
+use super::frame::{LegendItem, Swatch, draw_line, draw_marker, frame, no_data};
+use super::mesh::{MeshOpts, PlotLayout, XLabels, num_y_area_width, plot};
+use super::render::{Chart, render};
+use super::theme::{NO_DATA, Theme, palette};
 
 /// An x position: a number (numeric axis) or a category name (categorical axis).
 ///

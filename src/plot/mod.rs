@@ -7,25 +7,27 @@
 //! Missing values (`None`, NaN, empty vectors) are skipped or shown as "no data", never panic.
 
 mod axis;
-mod common;
 mod distribution;
 mod error;
+mod frame;
 mod heatmap;
 mod lines;
-mod output;
+mod mesh;
 mod raster;
+mod render;
 mod scatter;
+mod theme;
 mod timeline;
 
 #[cfg(test)]
 mod tests;
 
 pub use axis::{AxisScale, ValueFormat, finite_bounds as finite_bounds_of, fmt_sig};
-pub use common::{FOOTER, palette};
 pub use distribution::{DistributionSpec, distribution, distribution_cdf};
 pub use error::PlotError;
 pub use heatmap::{HeatmapSpec, heatmap};
 pub use lines::{LinesSpec, Point, Series, XValue, lines};
-pub use output::DEFAULT_SIZE;
+pub use render::DEFAULT_SIZE;
 pub use scatter::{PointKind, ScatterPoint, ScatterSpec, scatter};
+pub use theme::{FOOTER, palette};
 pub use timeline::{NodeTrack, TimelineSpec, timeline};

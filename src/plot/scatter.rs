@@ -7,12 +7,12 @@ use plotters::coord::Shift;
 use plotters::prelude::*;
 
 use super::axis::{Axis, finite_bounds, padded_range};
-use super::common::{
-    LegendItem, MeshOpts, NO_DATA, PlotLayout, Swatch, TEXT, Theme, XLabels, draw_marker, frame,
-    no_data, num_y_area_width, palette, plot, text,
-};
+use super::error::DResult;
 use super::error::PlotError;
-use super::output::{Chart, DResult, render};
+use super::frame::{LegendItem, Swatch, draw_marker, frame, no_data};
+use super::mesh::{MeshOpts, PlotLayout, XLabels, num_y_area_width, plot};
+use super::render::{Chart, render};
+use super::theme::{NO_DATA, TEXT, Theme, palette, text};
 
 /// What a point is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -7,13 +7,12 @@ use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, VPos};
 
 use super::axis::{Axis, finite_bounds, fmt_tick};
-use super::common::{
-    LegendItem, MUTED, MeshOpts, NO_DATA, Plot, PlotLayout, Swatch, TEXT, Theme, XLabels,
-    draw_line, frame, no_data, palette, panel_title, plot, spread_labels, text, text_size,
-    x_area_height, y_area_width,
-};
+use super::error::DResult;
 use super::error::PlotError;
-use super::output::{Chart, DResult, render};
+use super::frame::{LegendItem, Swatch, draw_line, frame, no_data, panel_title, spread_labels};
+use super::mesh::{MeshOpts, Plot, PlotLayout, XLabels, plot, x_area_height, y_area_width};
+use super::render::{Chart, render};
+use super::theme::{MUTED, NO_DATA, TEXT, Theme, palette, text, text_size};
 
 /// One backend node's data for a [`TimelineSpec`].
 #[derive(Debug, Clone, Default, PartialEq)]

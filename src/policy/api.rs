@@ -378,8 +378,62 @@ impl<'a> PolicyCx<'a> {
     }
 }
 
+/// What a policy hears (the gateway calls only these hooks) and how the
+/// gateway treats it. [`HealthPolicy::interests`] returns it once, when the
+/// world is built.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub struct Interests {
+    /// [`HealthPolicy::on_selected`] does something (one call per attempt).
+    pub selections: bool,
+    /// [`HealthPolicy::on_connected`] does something.
+    pub connections: bool,
+    /// [`HealthPolicy::on_attempt`] does something (one call per attempt).
+    pub attempts: bool,
+    /// [`HealthPolicy::on_host_checked`] does something.
+    pub host_checks: bool,
+    /// [`HealthPolicy::is_routable`] changes only together with an `ejected`
+    /// or `readmitted` notice about that node (never by the passing of
+    /// time): the gateway asks again on those notices only, not after every
+    /// call about the node.
+    pub routes_by_notices: bool,
+    /// The gateway takes no traffic until this policy reports
+    /// [`PolicyCx::warmed`] (Envoy's cluster warming): requests that arrive
+    /// before then wait at the gateway.
+    pub warms: bool,
+    /// nginx ignores `max_fails` entirely for a one-server upstream.
+    pub bypassed_for_single_server: bool,
+    /// [`HealthPolicy::admits`] may refuse an attempt (Hystrix's thread pool).
+    pub rejects_attempts: bool,
+}
+
+impl Interests {
+    /// A passive policy: it hears selections and attempts, nothing else.
+    pub const DEFAULT: Interests = Interests {
+        selections: true,
+        connections: false,
+        attempts: true,
+        host_checks: false,
+        routes_by_notices: false,
+        warms: false,
+        bypassed_for_single_server: false,
+        rejects_attempts: false,
+    };
+}
+
+impl Default for Interests {
+    fn default() -> Self {
+        Interests::DEFAULT
+    }
+}
+
 /// A gateway health-check policy. It decides; the engine acts on its decisions.
 pub trait HealthPolicy: Send {
+    /// What this policy hears and how the gateway treats it; asked once,
+    /// when the world is built (the gateway skips the calls a policy does
+    /// not hear: they are on every attempt's path).
+    fn interests(&self) -> Interests {
+        Interests::DEFAULT
+    }
     /// Called once at time zero.
     fn on_start(&mut self, _cx: &mut PolicyCx) {}
     /// May the gateway worker `scope` select `node` now?
@@ -398,33 +452,11 @@ pub trait HealthPolicy: Send {
     }
     /// The balancer selected `node` for an attempt (nginx moves `checked` here).
     fn on_selected(&mut self, _cx: &mut PolicyCx, _scope: Scope, _node: NodeId) {}
-    /// `false` if [`on_selected`](Self::on_selected) does nothing: the
-    /// gateway then skips the call (one per attempt).
-    fn hears_selections(&self) -> bool {
-        true
-    }
     /// The attempt's connection to `node` was established (Envoy's `onPoolReady`).
-    /// Called only if [`hears_connections`](Self::hears_connections) says so.
+    /// Called only if [`Interests::connections`] says so.
     fn on_connected(&mut self, _cx: &mut PolicyCx, _scope: Scope, _node: NodeId) {}
-    /// Override with `true` together with `on_connected`: the gateway skips
-    /// the call (one per attempt) for the policies that do not listen.
-    fn hears_connections(&self) -> bool {
-        false
-    }
-    /// `true` if [`is_routable`](Self::is_routable) changes only together
-    /// with an `ejected` or `readmitted` notice about that node (and never by
-    /// the passing of time): the gateway then asks again on those notices
-    /// only, not after every call about the node.
-    fn routes_by_notices(&self) -> bool {
-        false
-    }
     /// An attempt ended and the peer was freed.
     fn on_attempt(&mut self, _cx: &mut PolicyCx, _report: &AttemptReport) {}
-    /// `false` if [`on_attempt`](Self::on_attempt) does nothing: the
-    /// gateway then skips the call (one per attempt).
-    fn hears_attempts(&self) -> bool {
-        true
-    }
     /// How much the balancer's effective weight drops on a failed attempt.
     fn weight_cut(&self, _node: NodeId, _weight: u32) -> u32 {
         0
@@ -439,30 +471,12 @@ pub trait HealthPolicy: Send {
     /// `node` (see [`Action::HostChecked`]); only Envoy's outlier detector
     /// listens.
     fn on_host_checked(&mut self, _cx: &mut PolicyCx, _node: NodeId, _healthy: bool) {}
-    /// Override with `true` together with `on_host_checked`.
-    fn hears_host_checks(&self) -> bool {
-        false
-    }
-    /// `true` if the gateway takes no traffic until this policy reports
-    /// [`PolicyCx::warmed`] (Envoy's cluster warming): requests that arrive
-    /// before then wait at the gateway.
-    fn warms(&self) -> bool {
-        false
-    }
-    /// nginx ignores `max_fails` entirely for a one-server upstream.
-    fn bypassed_for_single_server(&self) -> bool {
-        false
-    }
     /// The longest an attempt may take, from the peer's selection, before
     /// this policy's client gives up on it (Hystrix's execution timeout):
     /// the gateway ends the attempt then as a timeout, whatever its own
     /// timeouts say. Asked once, when the world is built.
     fn attempt_timeout(&self) -> Option<SimDuration> {
         None
-    }
-    /// Override with `true` together with [`admits`](Self::admits).
-    fn rejects_attempts(&self) -> bool {
-        false
     }
     /// May the attempt just selected (`on_selected` has been called) start?
     /// `false` ends it at once as [`AttemptResult::Rejected`], reported to

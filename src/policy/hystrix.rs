@@ -45,7 +45,8 @@
 
 use super::support::window::{BucketWindow, Outcome};
 use super::{
-    AttemptReport, HealthPolicy, Now, PolicyCx, PolicyParams, PolicyTimer, Readmit, Scope, ScopeSel,
+    AttemptReport, HealthPolicy, Interests, Now, PolicyCx, PolicyParams, PolicyTimer, Readmit,
+    Scope, ScopeSel,
 };
 use crate::engine::{SimDuration, SimTime};
 use crate::ids::NodeId;
@@ -260,8 +261,11 @@ impl HealthPolicy for Hystrix {
         self.p.execution_timeout
     }
 
-    fn rejects_attempts(&self) -> bool {
-        self.p.core_size.is_some()
+    fn interests(&self) -> Interests {
+        Interests {
+            rejects_attempts: self.p.core_size.is_some(),
+            ..Interests::DEFAULT
+        }
     }
 
     /// `ThreadPoolExecutor.execute` with a `SynchronousQueue` and
@@ -512,7 +516,11 @@ mod tests {
         }
         h.advance_to(ms(500));
         assert!(!h.routable(0), "rejections trip the breaker");
-        assert!(Hystrix::new(&HystrixParams::default(), 1).rejects_attempts());
+        assert!(
+            Hystrix::new(&HystrixParams::default(), 1)
+                .interests()
+                .rejects_attempts
+        );
     }
 
     #[test]

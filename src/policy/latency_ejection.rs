@@ -33,9 +33,10 @@
 //! shown. Connection failures and resets are fast failures, not latencies;
 //! status-based policies see those.
 
+use super::support::ejection::{Cap, Ejection, TICK, Times, arm_tick, may_eject};
 use super::{
-    AttemptReport, AttemptResult, HealthPolicy, Now, PolicyCx, PolicyParams, PolicyTimer, Scope,
-    ScopeSel,
+    AttemptReport, AttemptResult, HealthPolicy, Interests, Now, PolicyCx, PolicyParams,
+    PolicyTimer, Scope, ScopeSel,
 };
 use crate::engine::{SimDuration, SimTime};
 use crate::ids::NodeId;
@@ -157,14 +158,9 @@ impl PolicyParams for LatencyEjectionParams {
 struct Node {
     /// Latencies of the interval in progress.
     latency: Histogram,
-    ejected: bool,
-    /// The ejection-time multiplier (Envoy's `eject_time_backoff`).
-    backoff: u32,
-    last_ejection: SimTime,
-    last_unejection: Option<SimTime>,
+    /// Envoy's ejection lifecycle (`support::ejection`).
+    ej: Ejection,
 }
-
-const TICK: u32 = 0;
 
 /// The latency detector for one upstream (shared by all gateway workers).
 pub struct LatencyEjection {
@@ -179,10 +175,7 @@ impl LatencyEjection {
     pub fn new(p: &LatencyEjectionParams, nodes: usize) -> Self {
         let node = Node {
             latency: Histogram::default(),
-            ejected: false,
-            backoff: 0,
-            last_ejection: SimTime::ZERO,
-            last_unejection: None,
+            ej: Ejection::default(),
         };
         LatencyEjection {
             p: p.clone(),
@@ -194,55 +187,38 @@ impl LatencyEjection {
 
     /// The ejection-time multiplier of a node.
     pub fn backoff(&self, node: NodeId) -> u32 {
-        self.nodes[node.index()].backoff
+        self.nodes[node.index()].ej.backoff
     }
 
-    fn arm(&self, cx: &mut PolicyCx, now: SimTime) {
-        cx.at(
-            now + self.p.interval,
-            PolicyTimer {
-                tag: TICK,
-                node: 0,
-                generation: 0,
-            },
-        );
+    fn times(&self) -> Times {
+        Times {
+            base: self.p.base_ejection_time,
+            max: self.p.max_ejection_time,
+        }
     }
 
     /// Readmits a node whose ejection time is up.
     fn check_uneject(&mut self, cx: &mut PolicyCx, i: usize, now: SimTime) {
-        let (base, max) = (self.p.base_ejection_time, self.p.max_ejection_time);
+        let t = self.times();
         let n = &mut self.nodes[i];
-        if !n.ejected {
-            return;
-        }
-        let time = SimDuration::from_micros(
-            base.as_micros()
-                .saturating_mul(n.backoff as u64)
-                .min(max.as_micros()),
-        );
-        if time <= now.saturating_since(n.last_ejection) {
-            n.ejected = false;
-            n.last_unejection = Some(now);
+        if n.ej.due(now, t) {
+            n.ej.uneject(now);
             self.ejected -= 1;
             cx.readmitted(ScopeSel::All, NodeId(i as u32));
         }
     }
 
-    /// The cap: `100 × (ejected + 1) / nodes ≤ max_ejection_percent`, or none ejected yet.
+    /// The cap as Envoy ≥ 1.28 has it (strict), with one node always
+    /// ejectable; Envoy's legacy rule is deliberately not offered here (this
+    /// detector never existed in an Envoy that had it).
     fn may_eject(&self) -> bool {
-        let n = self.nodes.len() as u64;
-        self.ejected == 0
-            || 100 * (self.ejected as u64 + 1) <= self.p.max_ejection_percent as u64 * n
+        let pct = self.p.max_ejection_percent;
+        may_eject(self.ejected, self.nodes.len(), pct, Cap::Strict, true)
     }
 
     fn eject(&mut self, cx: &mut PolicyCx, i: usize, now: SimTime) {
-        let (base, max) = (self.p.base_ejection_time, self.p.max_ejection_time);
-        let n = &mut self.nodes[i];
-        n.ejected = true;
-        n.last_ejection = now;
-        if base.as_micros() * (n.backoff as u64) < max.as_micros() + base.as_micros() {
-            n.backoff += 1;
-        }
+        let t = self.times();
+        self.nodes[i].ej.eject(now, t, SimDuration::ZERO);
         self.ejected += 1;
         cx.ejected(ScopeSel::All, NodeId(i as u32));
     }
@@ -251,7 +227,7 @@ impl LatencyEjection {
     fn analyse(&mut self, cx: &mut PolicyCx, now: SimTime) {
         self.judged.clear();
         for (i, n) in self.nodes.iter().enumerate() {
-            if !n.ejected && n.latency.count() >= self.p.minimum_requests as u64 {
+            if !n.ej.ejected && n.latency.count() >= self.p.minimum_requests as u64 {
                 if let Some(q) = n.latency.quantile_us(self.p.quantile) {
                     self.judged.push((i, q));
                 }
@@ -294,29 +270,27 @@ impl LatencyEjection {
         self.analyse(cx, now);
         let interval = self.p.interval;
         for n in &mut self.nodes {
-            if !n.ejected
-                && n.last_unejection
-                    .is_some_and(|u| now.saturating_since(u) >= interval)
-            {
-                n.backoff = n.backoff.saturating_sub(1);
-            }
+            n.ej.decay(now, interval);
         }
-        self.arm(cx, now);
+        arm_tick(cx, now, interval);
     }
 }
 
 impl HealthPolicy for LatencyEjection {
-    fn hears_selections(&self) -> bool {
-        false
+    fn interests(&self) -> Interests {
+        Interests {
+            selections: false,
+            ..Interests::DEFAULT
+        }
     }
 
     fn on_start(&mut self, cx: &mut PolicyCx) {
         let now = cx.now().t;
-        self.arm(cx, now);
+        arm_tick(cx, now, self.p.interval);
     }
 
     fn is_routable(&self, _scope: Scope, node: NodeId, _now: Now) -> bool {
-        !self.nodes[node.index()].ejected
+        !self.nodes[node.index()].ej.ejected
     }
 
     fn on_attempt(&mut self, _cx: &mut PolicyCx, r: &AttemptReport) {

@@ -10,8 +10,8 @@
 //! excludes the peer again, so exactly one probe attempt passes per window.
 
 use super::{
-    AttemptReport, Charge, HealthPolicy, LogEvent, Now, PolicyCx, PolicyParams, Readmit, Scope,
-    ScopeSel,
+    AttemptReport, Charge, HealthPolicy, Interests, LogEvent, Now, PolicyCx, PolicyParams, Readmit,
+    Scope, ScopeSel,
 };
 use crate::engine::SimDuration;
 use crate::ids::NodeId;
@@ -194,8 +194,11 @@ impl HealthPolicy for MaxFails {
         weight.checked_div(self.max_fails).unwrap_or(0)
     }
 
-    fn bypassed_for_single_server(&self) -> bool {
-        true
+    fn interests(&self) -> Interests {
+        Interests {
+            bypassed_for_single_server: true,
+            ..Interests::DEFAULT
+        }
     }
 }
 

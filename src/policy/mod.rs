@@ -25,10 +25,14 @@ pub(crate) mod testkit;
 pub mod traefik;
 
 pub use crate::ids::{NodeId, Scope};
+
+/// The id of the run's random stream every policy draws from
+/// ([`PolicyCx::rng`]; `engine::rng::stream(seed, RNG_STREAM)`).
+pub const RNG_STREAM: u64 = 5;
 pub use api::{
     Action, AfterConnect, AttemptReport, AttemptResult, Charge, FleetRole, HealthPolicy,
-    HeartbeatPlan, LogEvent, Notice, PolicyCx, PolicyTimer, ProbeKind, ProbeOutcome, ProbeRequest,
-    ProbeResult, Readmit, ScopeSel,
+    HeartbeatPlan, Interests, LogEvent, Notice, PolicyCx, PolicyTimer, ProbeKind, ProbeOutcome,
+    ProbeRequest, ProbeResult, Readmit, ScopeSel,
 };
 pub use clock::{Now, WallClock};
 pub use spec::{PolicyParams, PolicySpec, build, periodic_events_per_s};

@@ -1,7 +1,7 @@
 //! The `none` policy: no health checking, the baseline every node is
 //! routable under.
 
-use super::{HealthPolicy, NodeId, Now, PolicyParams, Scope};
+use super::{HealthPolicy, Interests, NodeId, Now, PolicyParams, Scope};
 
 /// The baseline: every node is always routable.
 pub struct NoPolicy;
@@ -11,16 +11,13 @@ impl HealthPolicy for NoPolicy {
         true
     }
 
-    fn hears_attempts(&self) -> bool {
-        false
-    }
-
-    fn hears_selections(&self) -> bool {
-        false
-    }
-
-    fn routes_by_notices(&self) -> bool {
-        true
+    fn interests(&self) -> Interests {
+        Interests {
+            selections: false,
+            attempts: false,
+            routes_by_notices: true,
+            ..Interests::DEFAULT
+        }
     }
 }
 

@@ -27,9 +27,10 @@
 //!   `ASSERT`): the active-ejection count then stays one too high.
 //! - Active health checking and runtime overrides are not modelled.
 
+use super::support::ejection::{Cap, Ejection, TICK, Times, arm_tick, may_eject};
 use super::{
-    AttemptReport, AttemptResult, HealthPolicy, LogEvent, Now, PolicyCx, PolicyParams, PolicyTimer,
-    Scope, ScopeSel,
+    AttemptReport, AttemptResult, HealthPolicy, Interests, LogEvent, Now, PolicyCx, PolicyParams,
+    PolicyTimer, Scope, ScopeSel,
 };
 use crate::engine::{SimDuration, SimTime};
 use crate::ids::NodeId;
@@ -484,18 +485,15 @@ impl Counts {
 /// The rest of one host's detector state.
 #[derive(Clone, Debug)]
 struct Host {
-    ejected: bool,
+    /// Envoy's ejection lifecycle (`support::ejection`).
+    ej: Ejection,
     clo: u32,
-    backoff: u32,
     /// External-origin counts of the interval that ended last
     /// (`backup_success_rate_bucket_`, what the analysis reads).
     ext_prev: Counts,
     /// Local-origin success rate (split mode): the current and the last interval.
     lo: Counts,
     lo_prev: Counts,
-    last_ejection: SimTime,
-    last_unejection: Option<SimTime>,
-    jitter: SimDuration,
     /// Enforced ejections so far (`numEjections`, for the event log).
     ejections: u32,
 }
@@ -506,8 +504,6 @@ enum Origin {
     External,
     Local,
 }
-
-const TICK: u32 = 0;
 
 /// Envoy's outlier detector for one cluster.
 pub struct OutlierDetection {
@@ -533,11 +529,7 @@ impl OutlierDetection {
             ext_prev: Counts::default(),
             lo: Counts::default(),
             lo_prev: Counts::default(),
-            ejected: false,
-            backoff: 0,
-            last_ejection: SimTime::ZERO,
-            last_unejection: None,
-            jitter: SimDuration::ZERO,
+            ej: Ejection::default(),
             ejections: 0,
         };
         OutlierDetection {
@@ -564,7 +556,7 @@ impl OutlierDetection {
 
     /// The ejection-time multiplier of a host (`eject_time_backoff`).
     pub fn backoff(&self, node: NodeId) -> u32 {
-        self.hosts[node.index()].backoff
+        self.hosts[node.index()].ej.backoff
     }
 
     /// The consecutive counters of a host: (5xx, gateway, local origin).
@@ -639,7 +631,7 @@ impl OutlierDetection {
     /// `onConsecutiveErrorWorker`: ignore ejected hosts; else try to eject
     /// and reset that counter whatever came of it.
     fn on_consecutive(&mut self, cx: &mut PolicyCx, i: usize, t: EjectionType) {
-        if self.hosts[i].ejected {
+        if self.hosts[i].ej.ejected {
             return;
         }
         self.stats.detected[t as usize] += 1;
@@ -653,17 +645,12 @@ impl OutlierDetection {
 
     /// `DetectorImpl::ejectHost`: the cap, the enforcement roll, the ejection.
     fn eject_host(&mut self, cx: &mut PolicyCx, i: usize, t: EjectionType) {
-        let n = self.hosts.len() as f64;
-        let max_pct = self.p.max_ejection_percent.min(100) as f64;
-        let active = self.active as f64;
-        let mut allowed = match self.p.max_ejection_percent_mode {
-            MaxEjectionPercentMode::Strict => 100.0 * (active + 1.0) / n <= max_pct,
-            MaxEjectionPercentMode::Legacy => 100.0 * active / n < max_pct,
+        let cap = match self.p.max_ejection_percent_mode {
+            MaxEjectionPercentMode::Strict => Cap::Strict,
+            MaxEjectionPercentMode::Legacy => Cap::Legacy,
         };
-        if self.p.always_eject_one_host {
-            allowed = allowed || self.active == 0;
-        }
-        if !allowed {
+        let (n, pct) = (self.hosts.len(), self.p.max_ejection_percent);
+        if !may_eject(self.active, n, pct, cap, self.p.always_eject_one_host) {
             self.stats.overflow += 1;
             return;
         }
@@ -679,15 +666,9 @@ impl OutlierDetection {
         let now = cx.now().t;
         let jitter_ms = self.p.max_ejection_time_jitter.as_micros() / 1000;
         let jitter = SimDuration::from_millis(cx.rng().random_range(0..=jitter_ms));
-        let (base, max) = (self.p.base_ejection_time, self.max_ejection_time);
+        let times = self.times();
         let h = &mut self.hosts[i];
-        let was_ejected = h.ejected;
-        h.ejected = true;
-        h.last_ejection = now;
-        h.jitter = jitter;
-        if base.as_micros() * (h.backoff as u64) < max.as_micros() + base.as_micros() {
-            h.backoff += 1;
-        }
+        let was_ejected = h.ej.eject(now, times, jitter);
         h.ejections += 1;
         if !was_ejected {
             cx.ejected(ScopeSel::All, NodeId(i as u32));
@@ -704,9 +685,9 @@ impl OutlierDetection {
         let h = &self.hosts[i];
         let now = cx.now().t;
         let last = if eject {
-            h.last_unejection
+            h.ej.last_unejection
         } else {
-            Some(h.last_ejection)
+            Some(h.ej.last_ejection)
         };
         cx.log(LogEvent::EnvoyOutlier {
             node: NodeId(i as u32),
@@ -721,15 +702,15 @@ impl OutlierDetection {
 
     /// `checkHostForUneject`.
     fn check_uneject(&mut self, cx: &mut PolicyCx, i: usize, now: SimTime) {
-        let base = self.p.base_ejection_time.as_micros();
-        let max = self.max_ejection_time.as_micros();
-        let h = &mut self.hosts[i];
-        if !h.ejected {
-            return;
-        }
-        let time = SimDuration::from_micros((base * h.backoff as u64).min(max)) + h.jitter;
-        if time <= now.saturating_since(h.last_ejection) {
+        if self.hosts[i].ej.due(now, self.times()) {
             self.uneject_host(cx, i, now);
+        }
+    }
+
+    fn times(&self) -> Times {
+        Times {
+            base: self.p.base_ejection_time,
+            max: self.max_ejection_time,
         }
     }
 
@@ -738,9 +719,8 @@ impl OutlierDetection {
     fn uneject_host(&mut self, cx: &mut PolicyCx, i: usize, now: SimTime) {
         let h = &mut self.hosts[i];
         self.active -= 1;
-        h.ejected = false;
+        h.ej.uneject(now);
         h.clo = 0;
-        h.last_unejection = Some(now);
         self.hot[i].c5 = 0;
         self.hot[i].gw = 0;
         cx.readmitted(ScopeSel::All, NodeId(i as u32));
@@ -767,7 +747,7 @@ impl OutlierDetection {
         self.fp_hosts.clear();
         let mut sum = 0.0;
         for (i, h) in self.hosts.iter().enumerate() {
-            if h.ejected {
+            if h.ej.ejected {
                 continue;
             }
             let b = match origin {
@@ -842,25 +822,9 @@ impl OutlierDetection {
         self.analyse(cx, Origin::Local);
         let interval = self.p.interval;
         for h in &mut self.hosts {
-            if !h.ejected
-                && h.last_unejection
-                    .is_some_and(|u| now.saturating_since(u) >= interval)
-            {
-                h.backoff = h.backoff.saturating_sub(1);
-            }
+            h.ej.decay(now, interval);
         }
-        self.arm(cx, now);
-    }
-
-    fn arm(&self, cx: &mut PolicyCx, now: SimTime) {
-        cx.at(
-            now + self.p.interval,
-            PolicyTimer {
-                tag: TICK,
-                node: 0,
-                generation: 0,
-            },
-        );
+        arm_tick(cx, now, interval);
     }
 }
 
@@ -877,32 +841,26 @@ pub fn success_rate_threshold(sum: f64, hosts: &[(usize, f64)], factor: f64) -> 
 }
 
 impl HealthPolicy for OutlierDetection {
-    fn hears_selections(&self) -> bool {
-        false
-    }
-
     fn on_start(&mut self, cx: &mut PolicyCx) {
         let now = cx.now().t;
-        self.arm(cx, now);
+        arm_tick(cx, now, self.p.interval);
     }
 
     fn is_routable(&self, _scope: Scope, node: NodeId, _now: Now) -> bool {
-        !self.hosts[node.index()].ejected
+        !self.hosts[node.index()].ej.ejected
     }
 
-    fn hears_connections(&self) -> bool {
-        // Only split mode counts a connection's success (`on_connected`).
-        self.p.split_external_local_origin_errors
-    }
-
-    fn hears_host_checks(&self) -> bool {
-        true
-    }
-
-    fn routes_by_notices(&self) -> bool {
-        // `ejected` flips only in `ejectHost` and `checkHostForUneject`, each
-        // with its notice.
-        true
+    fn interests(&self) -> Interests {
+        Interests {
+            selections: false,
+            // Only split mode counts a connection's success (`on_connected`).
+            connections: self.p.split_external_local_origin_errors,
+            host_checks: true,
+            // `ejected` flips only in `ejectHost` and `checkHostForUneject`,
+            // each with its notice.
+            routes_by_notices: true,
+            ..Interests::DEFAULT
+        }
     }
 
     fn on_connected(&mut self, _cx: &mut PolicyCx, _scope: Scope, node: NodeId) {
@@ -946,7 +904,8 @@ impl HealthPolicy for OutlierDetection {
     /// but is FAILED_OUTLIER_CHECK un-ejects it (`unejectHost`) at once.
     fn on_host_checked(&mut self, cx: &mut PolicyCx, node: NodeId, healthy: bool) {
         let i = node.index();
-        if self.p.successful_active_health_check_uneject_host && healthy && self.hosts[i].ejected {
+        if self.p.successful_active_health_check_uneject_host && healthy && self.hosts[i].ej.ejected
+        {
             let now = cx.now().t;
             self.uneject_host(cx, i, now);
         }

@@ -18,7 +18,8 @@
 use super::support::backoff::Exponential;
 use super::support::window::{BucketWindow, CountWindow, Outcome, SlidingWindow};
 use super::{
-    AttemptReport, HealthPolicy, Now, PolicyCx, PolicyParams, PolicyTimer, Scope, ScopeSel,
+    AttemptReport, HealthPolicy, Interests, Now, PolicyCx, PolicyParams, PolicyTimer, Scope,
+    ScopeSel,
 };
 use crate::engine::{SimDuration, SimTime};
 use crate::ids::NodeId;
@@ -57,10 +58,10 @@ mod window_body {
         size: u32,
     }
 
-    pub fn time<'de, D: Deserializer<'de>>(d: D) -> Result<(SimDuration, u32), D::Error> {
+    pub(super) fn time<'de, D: Deserializer<'de>>(d: D) -> Result<(SimDuration, u32), D::Error> {
         tracked::<_, Time>(d).map(|b| (b.length, b.buckets))
     }
-    pub fn count<'de, D: Deserializer<'de>>(d: D) -> Result<u32, D::Error> {
+    pub(super) fn count<'de, D: Deserializer<'de>>(d: D) -> Result<u32, D::Error> {
         tracked::<_, Count>(d).map(|b| b.size)
     }
 }
@@ -229,8 +230,11 @@ impl RatioEjection {
 }
 
 impl HealthPolicy for RatioEjection {
-    fn hears_selections(&self) -> bool {
-        false
+    fn interests(&self) -> Interests {
+        Interests {
+            selections: false,
+            ..Interests::DEFAULT
+        }
     }
 
     fn is_routable(&self, _: Scope, node: NodeId, _: Now) -> bool {

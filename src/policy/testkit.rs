@@ -17,16 +17,16 @@ use super::{
     Action, AttemptReport, AttemptResult, Charge, HealthPolicy, HeartbeatPlan, LogEvent, Notice,
     PolicyCx, PolicyTimer, ProbeOutcome, ProbeRequest, ProbeResult, WallClock,
 };
-use crate::engine::{SimDuration, SimRng, SimTime, Stream, rng};
+use crate::engine::{SimDuration, SimRng, SimTime, rng};
 use crate::ids::NodeId;
 
 /// `v` milliseconds after the start.
-pub fn ms(v: u64) -> SimTime {
+pub(crate) fn ms(v: u64) -> SimTime {
     SimTime::from_micros(v * 1000)
 }
 
 /// A node as a test names it: `NodeId(1)`, or just `1`.
-pub trait Node: Copy {
+pub(crate) trait Node: Copy {
     fn id(self) -> NodeId;
 }
 
@@ -44,14 +44,14 @@ impl Node for NodeId {
 
 /// A probe the policy sent that has not been answered.
 #[derive(Copy, Clone, Debug)]
-pub struct InFlight {
+pub(crate) struct InFlight {
     pub sent_at: SimTime,
     pub node: NodeId,
     pub req: ProbeRequest,
 }
 
 /// A policy (or a part of one) under test, and what it asked for so far.
-pub struct Harness<P> {
+pub(crate) struct Harness<P> {
     pub policy: P,
     rng: SimRng,
     clock: WallClock,
@@ -77,10 +77,10 @@ pub struct Harness<P> {
 impl<P> Harness<P> {
     /// `part` at time zero with nothing called yet, its random numbers drawn
     /// from `seed`'s policy stream and nginx's wall clock at phase zero.
-    pub fn part(part: P, seed: u64) -> Self {
+    pub(crate) fn part(part: P, seed: u64) -> Self {
         Harness {
             policy: part,
-            rng: rng::stream(seed, Stream::Policy),
+            rng: rng::stream(seed, crate::policy::RNG_STREAM),
             clock: WallClock::new(SimDuration::ZERO),
             now: SimTime::ZERO,
             timers: vec![],
@@ -99,7 +99,7 @@ impl<P> Harness<P> {
     /// Runs `f` with a context at `t` (not before the current time) and
     /// keeps the timers, notices, probes and heartbeat plans it asked for.
     /// Fires no timer.
-    pub fn call<R>(&mut self, t: SimTime, f: impl FnOnce(&mut P, &mut PolicyCx) -> R) -> R {
+    pub(crate) fn call<R>(&mut self, t: SimTime, f: impl FnOnce(&mut P, &mut PolicyCx) -> R) -> R {
         assert!(
             t >= self.now,
             "the script goes back in time: {t} < {}",
@@ -135,32 +135,32 @@ impl<P> Harness<P> {
     }
 
     /// The current time: the last event's, or the last `advance_to`.
-    pub fn now(&self) -> SimTime {
+    pub(crate) fn now(&self) -> SimTime {
         self.now
     }
 
     /// Timers asked for and not fired yet, in the order they were asked for.
-    pub fn pending_timers(&self) -> Vec<(SimTime, PolicyTimer)> {
+    pub(crate) fn pending_timers(&self) -> Vec<(SimTime, PolicyTimer)> {
         self.timers.iter().map(|&(at, _, t)| (at, t)).collect()
     }
 
     /// The times of the pending timers, in the order they were asked for.
-    pub fn timer_times(&self) -> Vec<SimTime> {
+    pub(crate) fn timer_times(&self) -> Vec<SimTime> {
         self.timers.iter().map(|&(at, _, _)| at).collect()
     }
 
     /// Every notice so far, in order.
-    pub fn notices(&self) -> impl Iterator<Item = &Notice> {
+    pub(crate) fn notices(&self) -> impl Iterator<Item = &Notice> {
         self.notices.iter().map(|(_, n)| n)
     }
 
     /// Times `node` was reported ejected.
-    pub fn ejections(&self, node: impl Node) -> usize {
+    pub(crate) fn ejections(&self, node: impl Node) -> usize {
         self.history(node).iter().filter(|&&(_, out)| out).count()
     }
 
     /// The time of every ejection or readmission of `node`: (time, ejected?).
-    pub fn history(&self, node: impl Node) -> Vec<(SimTime, bool)> {
+    pub(crate) fn history(&self, node: impl Node) -> Vec<(SimTime, bool)> {
         let node = node.id();
         self.notices
             .iter()
@@ -173,7 +173,7 @@ impl<P> Harness<P> {
     }
 
     /// The durations of the probing rounds reported so far.
-    pub fn probe_rounds(&self) -> Vec<SimDuration> {
+    pub(crate) fn probe_rounds(&self) -> Vec<SimDuration> {
         self.notices()
             .filter_map(|n| match n {
                 Notice::ProbeRound { duration } => Some(*duration),
@@ -183,18 +183,18 @@ impl<P> Harness<P> {
     }
 
     /// Probes sent and not answered yet, oldest first.
-    pub fn in_flight(&self) -> &[InFlight] {
+    pub(crate) fn in_flight(&self) -> &[InFlight] {
         &self.in_flight
     }
 
     /// Takes the probes in flight: the test answers them itself, or only
     /// looks at what was sent since the last time.
-    pub fn take_in_flight(&mut self) -> Vec<InFlight> {
+    pub(crate) fn take_in_flight(&mut self) -> Vec<InFlight> {
         std::mem::take(&mut self.in_flight)
     }
 
     /// The times at which the probes in flight to `node` were sent.
-    pub fn sent_to(&self, node: impl Node) -> Vec<SimTime> {
+    pub(crate) fn sent_to(&self, node: impl Node) -> Vec<SimTime> {
         let node = node.id();
         self.in_flight
             .iter()
@@ -204,23 +204,23 @@ impl<P> Harness<P> {
     }
 
     /// The completed checks reported to the other policies: (time, node, healthy).
-    pub fn checked(&self) -> &[(SimTime, NodeId, bool)] {
+    pub(crate) fn checked(&self) -> &[(SimTime, NodeId, bool)] {
         &self.checked
     }
 
     /// When the policy reported it finished warming.
-    pub fn warmed(&self) -> &[SimTime] {
+    pub(crate) fn warmed(&self) -> &[SimTime] {
         &self.warmed
     }
 
     /// The verdicts published to the other gateway replicas: (time, node,
     /// routable, when it leaves the server).
-    pub fn published(&self) -> &[(SimTime, NodeId, bool, SimTime)] {
+    pub(crate) fn published(&self) -> &[(SimTime, NodeId, bool, SimTime)] {
         &self.published
     }
 
     /// The heartbeat plans the policy asked the engine to start.
-    pub fn heartbeat_plans(&self) -> &[HeartbeatPlan] {
+    pub(crate) fn heartbeat_plans(&self) -> &[HeartbeatPlan] {
         &self.heartbeats
     }
 }
@@ -228,12 +228,12 @@ impl<P> Harness<P> {
 impl<P: HealthPolicy> Harness<P> {
     /// `policy`, started at time zero (`on_start`), with seed 1 and nginx's
     /// wall clock at phase zero.
-    pub fn new(policy: P) -> Self {
+    pub(crate) fn new(policy: P) -> Self {
         Self::seeded(policy, 1)
     }
 
     /// `policy`, started at time zero, drawing from `seed`'s policy stream.
-    pub fn seeded(policy: P, seed: u64) -> Self {
+    pub(crate) fn seeded(policy: P, seed: u64) -> Self {
         let mut h = Self::part(policy, seed);
         h.call(SimTime::ZERO, |p, cx| p.on_start(cx));
         h
@@ -241,7 +241,7 @@ impl<P: HealthPolicy> Harness<P> {
 
     /// `policy`, started at time zero, the run starting `phase` into a
     /// wall-clock second.
-    pub fn with_wall_phase(policy: P, phase: SimDuration) -> Self {
+    pub(crate) fn with_wall_phase(policy: P, phase: SimDuration) -> Self {
         let mut h = Self::part(policy, 1);
         h.clock = WallClock::new(phase);
         h.call(SimTime::ZERO, |p, cx| p.on_start(cx));
@@ -250,7 +250,7 @@ impl<P: HealthPolicy> Harness<P> {
 
     /// Fires the earliest pending timer if it is due at or before `until`;
     /// returns its time.
-    pub fn fire_next(&mut self, until: SimTime) -> Option<SimTime> {
+    pub(crate) fn fire_next(&mut self, until: SimTime) -> Option<SimTime> {
         let i = (0..self.timers.len()).min_by_key(|&i| (self.timers[i].0, self.timers[i].1))?;
         let (at, _, timer) = self.timers[i];
         if at > until {
@@ -262,26 +262,26 @@ impl<P: HealthPolicy> Harness<P> {
     }
 
     /// Moves time to `t`, firing every timer due at or before it.
-    pub fn advance_to(&mut self, t: SimTime) {
+    pub(crate) fn advance_to(&mut self, t: SimTime) {
         while self.fire_next(t).is_some() {}
         self.now = self.now.max(t);
     }
 
     /// The balancer selects `node` at `t`.
-    pub fn select(&mut self, t: SimTime, node: impl Node) {
+    pub(crate) fn select(&mut self, t: SimTime, node: impl Node) {
         self.advance_to(t);
         self.call(t, |p, cx| p.on_selected(cx, 0, node.id()));
     }
 
     /// The connection of an attempt on `node` is established at `t`.
-    pub fn connect(&mut self, t: SimTime, node: impl Node) {
+    pub(crate) fn connect(&mut self, t: SimTime, node: impl Node) {
         self.advance_to(t);
         self.call(t, |p, cx| p.on_connected(cx, 0, node.id()));
     }
 
     /// An attempt on `node` ends at `t` with `result`, `elapsed` after it
     /// started; statuses below 500 and client aborts are charged as successes.
-    pub fn complete(
+    pub(crate) fn complete(
         &mut self,
         t: SimTime,
         node: impl Node,
@@ -305,27 +305,32 @@ impl<P: HealthPolicy> Harness<P> {
 
     /// An active health checker of the same gateway reports at `t` that a
     /// check of `node` completed (`healthy`: passed, host not failed).
-    pub fn host_checked(&mut self, t: SimTime, node: impl Node, healthy: bool) {
+    pub(crate) fn host_checked(&mut self, t: SimTime, node: impl Node, healthy: bool) {
         self.advance_to(t);
         self.call(t, |p, cx| p.on_host_checked(cx, node.id(), healthy));
     }
 
     /// Selection and completion at the same instant.
-    pub fn attempt(&mut self, t: SimTime, node: impl Node, result: AttemptResult) {
+    pub(crate) fn attempt(&mut self, t: SimTime, node: impl Node, result: AttemptResult) {
         self.select(t, node);
         self.complete(t, node, result, SimDuration::ZERO);
     }
 
     /// An attempt ends at `t` and the gateway reports `report` as it is
     /// (no selection first).
-    pub fn report(&mut self, t: SimTime, report: AttemptReport) {
+    pub(crate) fn report(&mut self, t: SimTime, report: AttemptReport) {
         self.advance_to(t);
         self.call(t, |p, cx| p.on_attempt(cx, &report));
     }
 
     /// Answers the oldest probe in flight to `node` at `t` with `result`;
     /// returns the request it answered.
-    pub fn answer(&mut self, t: SimTime, node: impl Node, result: ProbeResult) -> ProbeRequest {
+    pub(crate) fn answer(
+        &mut self,
+        t: SimTime,
+        node: impl Node,
+        result: ProbeResult,
+    ) -> ProbeRequest {
         let node = node.id();
         self.advance_to(t);
         let i = self
@@ -344,20 +349,20 @@ impl<P: HealthPolicy> Harness<P> {
     }
 
     /// A heartbeat from `node` reaches the registry at `t`.
-    pub fn heartbeat(&mut self, t: SimTime, node: impl Node) {
+    pub(crate) fn heartbeat(&mut self, t: SimTime, node: impl Node) {
         self.advance_to(t);
         self.call(t, |p, cx| p.on_heartbeat(cx, node.id()));
     }
 
     /// Is `node` routable now?
-    pub fn routable(&self, node: impl Node) -> bool {
+    pub(crate) fn routable(&self, node: impl Node) -> bool {
         self.routable_at(node, self.now)
     }
 
     /// Would `node` be routable at `t`, with nothing happening until then
     /// (no timer fired)? For policies whose verdict depends on the time
     /// alone, such as nginx's lazy `fail_timeout`.
-    pub fn routable_at(&self, node: impl Node, t: SimTime) -> bool {
+    pub(crate) fn routable_at(&self, node: impl Node, t: SimTime) -> bool {
         self.policy.is_routable(0, node.id(), self.clock.now(t))
     }
 }

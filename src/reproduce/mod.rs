@@ -4,8 +4,8 @@
 //! The seed figures are quoted from `seed-experiments.md` (measured on real
 //! nginx and small Python services); every hcsim figure is computed here, now.
 
-mod e1_e5;
-mod e6_e8;
+mod active;
+mod passive;
 
 use crate::error::Error;
 use crate::metrics::RunSummary;
@@ -103,8 +103,8 @@ pub(crate) fn traced(model: &Model, seed: u64) -> (RunSummary, Vec<TraceLine>) {
 /// Every comparison row, experiment by experiment.
 pub fn rows(models: &Path) -> Result<Vec<Row>, Error> {
     let mut rows = Vec::new();
-    rows.extend(e1_e5::rows(models)?);
-    rows.extend(e6_e8::rows(models)?);
+    rows.extend(passive::rows(models)?);
+    rows.extend(active::rows(models)?);
     Ok(rows)
 }
 

@@ -18,6 +18,12 @@ pub const EVENTS_PER_SEC: f64 = 5.0e6;
 /// Memory per request in flight: its gateway slot and pending events
 /// (measured 192 bytes; rounded up).
 pub const BYTES_PER_REQUEST_IN_FLIGHT: f64 = 250.0;
+/// Memory per timer still pending after its request ended: a client that
+/// gave up leaves its attempt's connect or read timeout in the queue until
+/// it expires (measured 32 bytes each by `scripts/measure-cost.sh`: 1e5
+/// requests/s abandoned into a 200 s connect timeout; doubled, as the
+/// queue's lanes grow by doubling).
+pub const BYTES_PER_PENDING_TIMER: f64 = 64.0;
 
 /// Estimated events per replication above which a run is announced (~1 min).
 pub const WARN_EVENTS: f64 = 3e8;
@@ -40,6 +46,10 @@ pub struct Cost {
     pub events: f64,
     /// Requests in flight at once if nodes stop answering (an upper bound).
     pub in_flight: f64,
+    /// Timers of attempts whose request already ended (a client timeout
+    /// shorter than the connect or read timeout), pending at once beyond
+    /// the requests in flight.
+    pub timers: f64,
     /// Peak memory for those requests and the up-front tables, bytes.
     pub bytes: f64,
     /// The up-front tables alone (timeline, workers, peer state), bytes.
@@ -53,40 +63,74 @@ impl Cost {
         let Some(cap) = max_events else {
             return self;
         };
+        // Every pending timer was scheduled by an event too.
         let in_flight = self.in_flight.min(cap as f64);
+        let timers = self.timers.min(cap as f64);
         Cost {
             requests: self.requests.min(cap as f64),
             events: self.events.min(cap as f64),
             in_flight,
-            bytes: in_flight * BYTES_PER_REQUEST_IN_FLIGHT + self.fixed_bytes,
+            timers,
+            bytes: memory(in_flight, timers, self.fixed_bytes),
             fixed_bytes: self.fixed_bytes,
         }
     }
+
+    /// The largest `--max-events` cap whose memory fits in `bytes`.
+    fn largest_cap(self, bytes: f64) -> u64 {
+        let room = (bytes - self.fixed_bytes).max(0.0);
+        // Below both counts, every event may hold a request and a timer.
+        let both = BYTES_PER_REQUEST_IN_FLIGHT + BYTES_PER_PENDING_TIMER;
+        let (low, low_price, high_price) = if self.timers < self.in_flight {
+            (self.timers, both, BYTES_PER_REQUEST_IN_FLIGHT)
+        } else {
+            (self.in_flight, both, BYTES_PER_PENDING_TIMER)
+        };
+        let cap = if room <= low * low_price {
+            room / low_price
+        } else {
+            low + (room - low * low_price) / high_price
+        };
+        cap.floor() as u64
+    }
+}
+
+/// The memory of `in_flight` requests and `timers` pending timers over the
+/// fixed tables.
+fn memory(in_flight: f64, timers: f64, fixed: f64) -> f64 {
+    in_flight * BYTES_PER_REQUEST_IN_FLIGHT + timers * BYTES_PER_PENDING_TIMER + fixed
 }
 
 /// Estimates the cost of one replication from its load.
 pub fn estimate(model: &Model) -> Cost {
     let duration_s = model.duration.as_secs_f64();
     let g = &model.gateway;
-    let (requests, in_flight) = match &model.clients {
+    let (requests, in_flight, timers) = match &model.clients {
         Clients::Open { rate_per_s, .. } => {
             let usable = model.nodes.iter().filter(|n| !n.down).count().max(1) as f64;
-            let (tries, attempt_s) = match g.flavor {
+            // `timer`: the longest one attempt's connect or read timeout waits.
+            let (tries, attempt_s, timer) = match g.flavor {
                 GatewayFlavor::Nginx => (
                     match g.proxy_next_upstream_tries {
                         0 => usable,
                         t => (t as f64).min(usable),
                     },
                     (g.proxy_connect_timeout + g.rtt + g.proxy_read_timeout).as_secs_f64(),
+                    g.proxy_connect_timeout
+                        .max(g.rtt + g.proxy_read_timeout)
+                        .as_secs_f64(),
                 ),
                 GatewayFlavor::Haproxy => {
                     let h = g.haproxy();
                     let connect = h.timeout_connect.unwrap_or(KERNEL_CONNECT_TIMEOUT);
                     // without `timeout server` an attempt may wait to the end
                     let server = h.timeout_server.unwrap_or(model.duration);
+                    // ... but arms no read timer
+                    let read = h.timeout_server.map_or(connect, |t| connect.max(g.rtt + t));
                     (
                         h.retries as f64 + 1.0,
                         (connect + g.rtt + server).as_secs_f64(),
+                        read.as_secs_f64(),
                     )
                 }
                 GatewayFlavor::Caddy => {
@@ -100,15 +144,26 @@ pub fn estimate(model: &Model) -> Cost {
                             .ceil()
                             .max(c.lb_retries as f64 + 1.0)
                     };
-                    (tries, (c.dial_timeout + g.rtt + server).as_secs_f64())
+                    let read = c
+                        .response_header_timeout
+                        .map_or(c.dial_timeout, |t| c.dial_timeout.max(g.rtt + t));
+                    (
+                        tries,
+                        (c.dial_timeout + g.rtt + server).as_secs_f64(),
+                        read.as_secs_f64(),
+                    )
                 }
                 GatewayFlavor::Traefik => {
                     let t = g.traefik();
                     let f = &t.forwarding_timeouts;
                     let server = f.response_header_timeout.unwrap_or(model.duration);
+                    let read = f
+                        .response_header_timeout
+                        .map_or(f.dial_timeout, |t| f.dial_timeout.max(g.rtt + t));
                     (
                         t.retry.as_ref().map_or(1.0, |r| r.attempts as f64),
                         (f.dial_timeout + g.rtt + server).as_secs_f64(),
+                        read.as_secs_f64(),
                     )
                 }
             };
@@ -116,10 +171,15 @@ pub fn estimate(model: &Model) -> Cost {
             if let Some(t) = model.clients.timeout() {
                 lifetime_s = lifetime_s.min(t.as_secs_f64());
             }
-            (
-                rate_per_s * duration_s,
-                rate_per_s * lifetime_s.min(duration_s),
-            )
+            let in_flight = rate_per_s * lifetime_s.min(duration_s);
+            // Each request's attempt arms at most one timer at a time; when
+            // its client gives up first, the timer stays until it expires.
+            let timers = (rate_per_s * timer.min(duration_s) - in_flight).max(0.0);
+            let requests = model
+                .clients
+                .open_requests(model.duration)
+                .unwrap_or(rate_per_s * duration_s);
+            (requests, in_flight, timers)
         }
         Clients::Closed {
             concurrency,
@@ -131,7 +191,7 @@ pub fn estimate(model: &Model) -> Cost {
             let cycle_s =
                 (think_time.as_secs_f64() + 2.0 * g.rtt.as_secs_f64() + service_s).max(1e-6);
             let c = *concurrency as f64;
-            (c * duration_s / cycle_s, c)
+            (c * duration_s / cycle_s, c, 0.0)
         }
     };
     let nodes = model.nodes.len() as f64;
@@ -150,7 +210,8 @@ pub fn estimate(model: &Model) -> Cost {
         requests,
         events: requests * EVENTS_PER_REQUEST + policy_events,
         in_flight,
-        bytes: in_flight * BYTES_PER_REQUEST_IN_FLIGHT + fixed,
+        timers,
+        bytes: memory(in_flight, timers, fixed),
         fixed_bytes: fixed,
     }
 }
@@ -187,12 +248,7 @@ pub fn preflight(model: &Model, max_events: Option<u64>) -> Result<Vec<(String, 
         human_secs(cost.events / EVENTS_PER_SEC),
         sci(EVENTS_PER_SEC)
     );
-    let memory = format!(
-        "if nodes stop answering, up to {} requests can be in flight at once (the load × the time \
-         a request may wait), about {}",
-        sci(cost.in_flight),
-        human_bytes(cost.bytes)
-    );
+    let memory = pile_up(&cost, "");
     match max_events {
         None if cost.events > REFUSE_EVENTS => {
             return Err(format!(
@@ -206,18 +262,19 @@ pub fn preflight(model: &Model, max_events: Option<u64>) -> Result<Vec<(String, 
         }
         Some(cap) if cost.capped(max_events).bytes > REFUSE_BYTES => {
             let capped = cost.capped(max_events);
-            // The largest cap whose requests in flight fit under the refusal.
-            let most = ((REFUSE_BYTES - cost.fixed_bytes) / BYTES_PER_REQUEST_IN_FLIGHT)
-                .max(0.0)
-                .floor();
+            let timers = if capped.timers >= 1.0 {
+                format!(" and {} timers be pending", sci(capped.timers))
+            } else {
+                String::new()
+            };
             return Err(format!(
-                "{memory}; --max-events {cap} still lets {} requests be in flight, about {}, \
-                 more than the {} hcsim runs: lower the load or the timeouts, or cap the run \
+                "{memory}; --max-events {cap} still lets {} requests be in flight{timers}, about \
+                 {}, more than the {} hcsim runs: lower the load or the timeouts, or cap the run \
                  with --max-events {} or less",
                 sci(capped.in_flight),
                 human_bytes(capped.bytes),
                 human_bytes(REFUSE_BYTES),
-                most as u64
+                cost.largest_cap(REFUSE_BYTES)
             ));
         }
         Some(cap) if cost.events > cap as f64 => warnings.push((
@@ -231,22 +288,35 @@ pub fn preflight(model: &Model, max_events: Option<u64>) -> Result<Vec<(String, 
     }
     let capped = cost.capped(max_events);
     if capped.bytes > WARN_BYTES {
-        warnings.push((
-            String::new(),
-            format!(
-                "if nodes stop answering, up to {} requests can be in flight at once (the load × \
-                 the time a request may wait{}), about {}",
-                sci(capped.in_flight),
-                if max_events.is_some() {
-                    ", within --max-events"
-                } else {
-                    ""
-                },
-                human_bytes(capped.bytes)
-            ),
-        ));
+        let within = if max_events.is_some() {
+            ", within --max-events"
+        } else {
+            ""
+        };
+        warnings.push((String::new(), pile_up(&capped, within)));
     }
     Ok(warnings)
+}
+
+/// What may pile up if nodes stop answering: the requests in flight and,
+/// when clients give up before the gateway's timeouts, the timers their
+/// attempts leave pending; `within` qualifies the requests' bound.
+fn pile_up(c: &Cost, within: &str) -> String {
+    let timers = if c.timers >= 1.0 {
+        format!(
+            ", and {} timers of attempts whose clients gave up stay pending (the load × the \
+             connect or read timeout)",
+            sci(c.timers)
+        )
+    } else {
+        String::new()
+    };
+    format!(
+        "if nodes stop answering, up to {} requests can be in flight at once (the load × the \
+         time a request may wait{within}){timers}, about {}",
+        sci(c.in_flight),
+        human_bytes(c.bytes)
+    )
 }
 
 /// `3.2e10`, or a plain integer below a million.
@@ -384,5 +454,67 @@ mod tests {
         let w = preflight(&model, None).unwrap();
         assert_eq!(w.len(), 1, "{w:?}");
         assert!(w[0].1.contains("up to 1.0e7 requests"), "{w:?}");
+    }
+
+    /// A partitioned upstream with a long connect timeout and clients that
+    /// give up first: their attempts' timers stay in the queue after them.
+    fn abandoned(rate: f64, connect: &str, duration: &str) -> Model {
+        let doc = json!({
+            "name": "t", "duration": duration,
+            "clients": {"kind": "open", "rate_per_s": rate, "timeout": "1s"},
+            "gateway": {"proxy_connect_timeout": connect},
+            "nodes": [{"name": "a"}, {"name": "b"}],
+            "faults": [{"kind": "partition", "node": "a"}, {"kind": "partition", "node": "b"}]
+        });
+        Model::from_document(&doc, Path::new("m.json")).unwrap()
+    }
+
+    #[test]
+    fn counts_the_timers_that_outlive_abandoned_requests() {
+        // 10⁶ requests/s give up after 1 s; each leaves a 200 s connect
+        // timeout pending: 2×10⁸ timers, not the 10⁶ requests in flight.
+        let c = estimate(&abandoned(1e6, "200s", "10m"));
+        assert_eq!(c.in_flight, 1e6);
+        assert_eq!(c.timers, 2e8 - 1e6);
+        let w = preflight(&abandoned(1e6, "200s", "10m"), None).unwrap();
+        let memory = w
+            .iter()
+            .find(|(_, m)| m.starts_with("if nodes stop answering"))
+            .unwrap_or_else(|| panic!("no memory warning: {w:?}"));
+        assert!(
+            memory.1.contains(
+                "up to 1.0e6 requests can be in flight at once (the load × the time a request \
+                 may wait), and 2.0e8 timers of attempts whose clients gave up stay pending"
+            ) && memory.1.ends_with("about 12.1 GiB"),
+            "{memory:?}"
+        );
+        // Twice the load does not fit: refused before anything is allocated.
+        let e = preflight(&abandoned(2e6, "200s", "10m"), None).unwrap_err();
+        assert!(
+            e.contains("and 4.0e8 timers") && e.contains("24.2 GiB"),
+            "{e}"
+        );
+        // A cap bounds the timers too (each was scheduled by an event).
+        let capped = estimate(&abandoned(2e6, "200s", "10m")).capped(Some(1_000_000));
+        assert_eq!(capped.timers, 1e6);
+        let e = preflight(&abandoned(2e6, "200s", "10m"), Some(300_000_000)).unwrap_err();
+        let most: u64 = e
+            .rsplit("--max-events ")
+            .next()
+            .and_then(|t| t.split(' ').next())
+            .and_then(|n| n.parse().ok())
+            .unwrap_or_else(|| panic!("{e}"));
+        assert!(
+            preflight(&abandoned(2e6, "200s", "10m"), Some(most)).is_ok(),
+            "--max-events {most} is said to fit"
+        );
+        assert!(preflight(&abandoned(2e6, "200s", "10m"), Some(most + 1000)).is_err());
+        // A hung node arms the read timeout instead: 60 s by default.
+        let c = estimate(&abandoned(1e6, "500ms", "10m"));
+        assert_eq!(c.timers, 1e6 * 60.0002 - 1e6);
+        // Timeouts shorter than the client's leave no timer behind.
+        let mut quick = abandoned(1e6, "500ms", "10m");
+        quick.gateway.proxy_read_timeout = crate::engine::SimDuration::from_millis(500);
+        assert_eq!(estimate(&quick).timers, 0.0);
     }
 }

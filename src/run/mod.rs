@@ -13,7 +13,7 @@ use crate::engine::rng::rep_seed;
 use crate::error::Error;
 use crate::metrics::RunSummary;
 use crate::spec::Model;
-use crate::world::events::{EventLog, MAX_EVENT_LINES};
+use crate::world::event_log::{EventLog, MAX_EVENT_LINES};
 use crate::world::{self, TraceLine, Truncated};
 use rayon::prelude::*;
 use std::path::Path;
@@ -182,7 +182,7 @@ pub fn thread_pool(jobs: Option<usize>) -> Result<rayon::ThreadPool, Error> {
 /// must be refused is an error.
 pub fn load_checked(
     path: &Path,
-    sets: &[String],
+    sets: &[crate::spec::Override],
     max_events: Option<u64>,
 ) -> Result<(Model, Vec<(String, String)>), Error> {
     let model = crate::spec::load_with_overrides(path, sets)?;

@@ -182,18 +182,18 @@ mod chart_body {
     type HeatmapBody = (String, String, String, StatName, ScaleName);
     type LinesBody = (String, String, Option<String>, Band, ScaleName, ScaleName);
 
-    pub fn heatmap<'de, D: Deserializer<'de>>(d: D) -> Result<HeatmapBody, D::Error> {
+    pub(super) fn heatmap<'de, D: Deserializer<'de>>(d: D) -> Result<HeatmapBody, D::Error> {
         tracked::<_, Heatmap>(d).map(|b| (b.metric, b.x, b.y, b.stat, b.scale))
     }
-    pub fn lines<'de, D: Deserializer<'de>>(d: D) -> Result<LinesBody, D::Error> {
+    pub(super) fn lines<'de, D: Deserializer<'de>>(d: D) -> Result<LinesBody, D::Error> {
         tracked::<_, Lines>(d).map(|b| (b.metric, b.x, b.series, b.band, b.scale, b.y_scale))
     }
-    pub fn timeline<'de, D: Deserializer<'de>>(
+    pub(super) fn timeline<'de, D: Deserializer<'de>>(
         d: D,
     ) -> Result<(Option<usize>, Option<SimDuration>), D::Error> {
         tracked::<_, Timeline>(d).map(|b| (b.rep, b.bucket))
     }
-    pub fn distribution<'de, D: Deserializer<'de>>(
+    pub(super) fn distribution<'de, D: Deserializer<'de>>(
         d: D,
     ) -> Result<(String, DistStyle, ScaleName), D::Error> {
         tracked::<_, Distribution>(d).map(|b| (b.metric, b.style, b.scale))

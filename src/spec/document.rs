@@ -4,29 +4,15 @@
 //! and sweep axes patch.
 
 use super::Model;
+use super::overrides::{FieldPath, Override};
 use crate::diagnostics;
+pub use crate::diagnostics::{shorten, shorten_to};
 use crate::error::Error;
 use serde_json::Value;
 use std::path::Path;
 
 /// The largest model or sweep file hcsim reads.
 pub const MAX_FILE_BYTES: u64 = 64 << 20;
-/// The most segments a dotted path (`--set`, a sweep's `set` and axes) may
-/// have: deeper than any field of a model, and shallow enough that a patched
-/// document stays within the nesting the JSON parser allows (128 levels),
-/// so nothing that walks, serializes or drops it can exhaust the stack.
-pub const MAX_PATH_SEGMENTS: usize = 32;
-/// Paths and arguments longer than this are cut short in messages.
-const MAX_SHOWN_CHARS: usize = 80;
-
-/// `text`, cut short for a message if it is long: `x.x.x.x… (131071 characters)`.
-pub fn shorten(text: &str) -> String {
-    if text.chars().count() <= MAX_SHOWN_CHARS {
-        return text.to_string();
-    }
-    let head: String = text.chars().take(MAX_SHOWN_CHARS - 20).collect();
-    format!("{head}… ({} characters)", text.chars().count())
-}
 
 /// Reads a text file that is `what` (named in the error). A device or a
 /// pipe (`/dev/zero`) would never end, a huge file would fill memory: only
@@ -51,13 +37,24 @@ pub fn read_capped(path: &Path, what: &str) -> Result<String, Error> {
 }
 
 /// Reads a JSON document, reporting syntax errors with line and column.
+/// A model's `nodes` beyond the limit are refused while the file is read,
+/// before they take memory.
 pub fn read_document(path: &Path) -> Result<Value, Error> {
     let text = read_capped(path, "a model or sweep file")?;
-    diagnostics::parse_json(&text).map_err(|e| Error::Json {
-        path: path.to_path_buf(),
-        line: e.line(),
-        column: e.column(),
-        msg: strip_position(&e.to_string()) + diagnostics::json_hint(&text, e.line(), e.column()),
+    let caps = [("nodes", super::limits::MAX_NODES)];
+    diagnostics::parse_json_capped(&text, &caps).map_err(|e| match e {
+        diagnostics::JsonError::TooLong { key, found } => Error::Invalid {
+            path: path.to_path_buf(),
+            field: key.into(),
+            reason: super::limits::check_node_count(found).unwrap_err(),
+        },
+        diagnostics::JsonError::Syntax(e) => Error::Json {
+            path: path.to_path_buf(),
+            line: e.line(),
+            column: e.column(),
+            msg: strip_position(&e.to_string())
+                + diagnostics::json_hint(&text, e.line(), e.column()),
+        },
     })
 }
 
@@ -118,7 +115,7 @@ pub fn file_kind(doc: &Value) -> FileKind {
 
 /// Loads a model document and applies `--set PATH=VALUE` overrides. An error
 /// in a field that a `--set` changed says so.
-pub fn load_with_overrides(path: &Path, sets: &[String]) -> Result<Model, Error> {
+pub fn load_with_overrides(path: &Path, sets: &[Override]) -> Result<Model, Error> {
     let mut doc = read_document(path)?;
     if file_kind(&doc) == FileKind::Tune {
         return Err(Error::Parse {
@@ -144,38 +141,23 @@ pub fn load_with_overrides(path: &Path, sets: &[String]) -> Result<Model, Error>
     Model::from_document(&doc, path).map_err(|e| note_sets(e, &set_fields))
 }
 
-/// Applies `--set PATH=VALUE` overrides to the model document read from
-/// `path`, in order. Returns each override's field, spelled as errors spell
-/// it, with its argument (for [`note_sets`]).
+/// Applies overrides to the model document read from `path`, in order.
+/// Returns each override's field, spelled as errors spell it, with its
+/// argument (for [`note_sets`]).
 pub fn apply_sets(
     doc: &mut Value,
     path: &Path,
-    sets: &[String],
+    sets: &[Override],
 ) -> Result<Vec<(String, String)>, Error> {
     let mut set_fields = vec![];
-    for arg in sets {
-        let err = |reason: String| Error::Set {
-            arg: shorten(arg),
-            reason,
-        };
-        let (key, value) = arg
-            .split_once('=')
-            .ok_or_else(|| err("expected PATH=VALUE, e.g. clients.rate_per_s=10000".into()))?;
-        let (key, value) = (key.trim(), value.trim());
-        // Text that starts like JSON must be JSON: a missing brace should not
-        // turn an object into a string.
-        if value.starts_with(['{', '[', '"'])
-            && let Err(e) = serde_json::from_str::<Value>(value)
-        {
-            return Err(err(format!("VALUE is not valid JSON: {e}")));
-        }
-        set_path(doc, key, parse_set_value(value)).map_err(|reason| Error::Invalid {
+    for o in sets {
+        o.apply(doc).map_err(|reason| Error::Invalid {
             path: path.to_path_buf(),
-            field: shorten(key),
-            reason: format!("{reason} (in --set {})", shorten(arg)),
+            field: shorten(o.path().as_str()),
+            reason: format!("{reason} (in --set {})", shorten(o.text())),
         })?;
-        if let Some(field) = canonical_path(doc, key) {
-            set_fields.push((field, arg.clone()));
+        if let Some(field) = o.path().canonical(doc) {
+            set_fields.push((field, o.text().to_string()));
         }
     }
     Ok(set_fields)
@@ -189,200 +171,27 @@ pub fn note_sets(e: Error, set_fields: &[(String, String)]) -> Error {
 }
 
 /// Sets `value` at a dotted path (`clients.rate_per_s`, `nodes[0].weight`,
-/// `nodes.a.weight` by node name) in a model document. The parent must exist;
-/// the last key may be new only if the parent is an object.
+/// `nodes.a.weight` by node name) in a model document ([`FieldPath::set`]).
 pub fn set_path(doc: &mut Value, path: &str, value: Value) -> Result<(), String> {
-    let parts = split_path(path)?;
-    let (last, parents) = parts.split_last().ok_or("empty path")?;
-    let mut cur = doc;
-    let mut walked = String::new();
-    for p in parents {
-        // A section the file leaves to its defaults (e.g. `gateway`) is created.
-        if let Value::Object(map) = cur
-            && !map.contains_key(p.as_str())
-        {
-            map.insert(p.clone(), Value::Object(Default::default()));
-        }
-        // The message is built only when it is needed: building it at every
-        // segment would make long paths quadratic.
-        if step_ref(cur, p).is_none() {
-            return Err(missing_segment(cur, p, &walked));
-        }
-        cur = step(cur, p).expect("the segment was just found");
-        if !walked.is_empty() {
-            walked.push('.');
-        }
-        walked.push_str(p);
-    }
-    match cur {
-        Value::Object(map) => {
-            map.insert(last.clone(), value);
-            Ok(())
-        }
-        Value::Array(items) => {
-            let i: usize = last.parse().map_err(|_| {
-                format!("`{walked}` is a list: index it with a number, not `{last}`")
-            })?;
-            let len = items.len();
-            let slot = items
-                .get_mut(i)
-                .ok_or_else(|| format!("index {i} is out of range: `{walked}` has {len} items"))?;
-            *slot = value;
-            Ok(())
-        }
-        _ => Err(format!("`{walked}` is not an object")),
-    }
-}
-
-/// Why segment `p` cannot be followed from `cur`, reached by `walked`.
-fn missing_segment(cur: &Value, p: &str, walked: &str) -> String {
-    match cur {
-        Value::Array(items) => match p.parse::<usize>() {
-            Ok(i) => format!(
-                "index {i} is out of range: `{walked}` has {} item(s)",
-                items.len()
-            ),
-            Err(_) => no_item_named(walked, items, p),
-        },
-        _ => format!(
-            "no field `{p}` under `{}`",
-            if walked.is_empty() {
-                "(top level)"
-            } else {
-                walked
-            }
-        ),
-    }
-}
-
-/// "`nodes` has no item named "X" (they are "a", "b"; did you mean "a"?)":
-/// the names a list item can be addressed by.
-fn no_item_named(list: &str, items: &[Value], name: &str) -> String {
-    let names: Vec<&str> = items
-        .iter()
-        .filter_map(|it| it.get("name").and_then(Value::as_str))
-        .collect();
-    if names.is_empty() {
-        return format!("`{list}` has no item named \"{name}\" (index it with a number)");
-    }
-    let quoted: Vec<String> = names.iter().map(|n| format!("\"{n}\"")).collect();
-    let hint = diagnostics::suggest(name, names.iter().copied())
-        .map(|s| format!("; did you mean \"{s}\"?"))
-        .unwrap_or_default();
-    format!(
-        "`{list}` has no item named \"{name}\" ({list} are {}{hint})",
-        quoted.join(", ")
-    )
+    FieldPath::parse(path)?.set(doc, value)
 }
 
 /// Reads the value at a dotted path, if it exists.
 pub fn get_path<'a>(doc: &'a Value, path: &str) -> Option<&'a Value> {
-    let parts = split_path(path).ok()?;
-    let mut cur = doc;
-    for p in &parts {
-        cur = step_ref(cur, p)?;
-    }
-    Some(cur)
+    FieldPath::parse(path).ok()?.get(doc)
 }
 
-/// Spells a `--set` path the way errors do: `nodes.A.weight` (a list item
+/// Spells a path the way errors do: `nodes.A.weight` (a list item
 /// addressed by name) becomes `nodes[0].weight`. `None` if it is malformed or
 /// names a list item that does not exist.
 pub fn canonical_path(doc: &Value, path: &str) -> Option<String> {
-    let mut out = String::new();
-    let mut cur = Some(doc);
-    for p in split_path(path).ok()? {
-        if let Some(Value::Array(items)) = cur {
-            let i = match p.parse::<usize>() {
-                Ok(i) => i,
-                Err(_) => items
-                    .iter()
-                    .position(|it| it.get("name").and_then(Value::as_str) == Some(p.as_str()))?,
-            };
-            out.push_str(&format!("[{i}]"));
-            cur = items.get(i);
-        } else {
-            if !out.is_empty() {
-                out.push('.');
-            }
-            out.push_str(&p);
-            cur = cur.and_then(|v| v.get(p.as_str()));
-        }
-    }
-    Some(out)
+    FieldPath::parse(path).ok()?.canonical(doc)
 }
 
-/// Checks that a dotted path is at most [`MAX_PATH_SEGMENTS`] deep.
+/// Checks that a dotted path is well formed and at most
+/// [`MAX_PATH_SEGMENTS`](super::MAX_PATH_SEGMENTS) deep.
 pub fn check_path_depth(path: &str) -> Result<(), String> {
-    let segments = path.split(['.', '[']).count();
-    if segments > MAX_PATH_SEGMENTS {
-        return Err(format!(
-            "the path has {segments} segments, more than the {MAX_PATH_SEGMENTS} any field of a model needs"
-        ));
-    }
-    Ok(())
-}
-
-fn split_path(path: &str) -> Result<Vec<String>, String> {
-    check_path_depth(path)?;
-    let mut out = vec![];
-    for seg in path.split('.') {
-        if seg.is_empty() {
-            return Err(format!("malformed path `{path}`"));
-        }
-        // `nodes[0]` -> `nodes`, `0`
-        let mut rest = seg;
-        if let Some(b) = rest.find('[') {
-            out.push(rest[..b].to_string());
-            rest = &rest[b..];
-            while let Some(stripped) = rest.strip_prefix('[') {
-                let close = stripped
-                    .find(']')
-                    .ok_or_else(|| format!("malformed path `{path}`"))?;
-                out.push(stripped[..close].to_string());
-                rest = &stripped[close + 1..];
-            }
-            if !rest.is_empty() {
-                return Err(format!("malformed path `{path}`"));
-            }
-        } else {
-            out.push(rest.to_string());
-        }
-    }
-    out.retain(|s| !s.is_empty());
-    Ok(out)
-}
-
-fn step<'a>(v: &'a mut Value, key: &str) -> Option<&'a mut Value> {
-    match v {
-        Value::Object(m) => m.get_mut(key),
-        Value::Array(items) => match key.parse::<usize>() {
-            Ok(i) => items.get_mut(i),
-            // a list of named things (nodes) can be addressed by name
-            Err(_) => items
-                .iter_mut()
-                .find(|it| it.get("name").and_then(Value::as_str) == Some(key)),
-        },
-        _ => None,
-    }
-}
-
-fn step_ref<'a>(v: &'a Value, key: &str) -> Option<&'a Value> {
-    match v {
-        Value::Object(m) => m.get(key),
-        Value::Array(items) => match key.parse::<usize>() {
-            Ok(i) => items.get(i),
-            Err(_) => items
-                .iter()
-                .find(|it| it.get("name").and_then(Value::as_str) == Some(key)),
-        },
-        _ => None,
-    }
-}
-
-/// Parses the value of `--set PATH=VALUE`: JSON if it parses, else a string.
-pub fn parse_set_value(text: &str) -> Value {
-    serde_json::from_str(text).unwrap_or_else(|_| Value::String(text.to_string()))
+    FieldPath::parse(path).map(|_| ())
 }
 
 #[cfg(test)]
@@ -411,8 +220,10 @@ mod tests {
         set_path(&mut d, "gateway.workers", json!(2)).unwrap();
         assert_eq!(d["gateway"]["workers"], json!(2));
         assert_eq!(get_path(&d, "nodes[1].name"), Some(&json!("b")));
-        assert_eq!(parse_set_value("5s"), json!("5s"));
-        assert_eq!(parse_set_value("3"), json!(3));
+        assert_eq!(
+            canonical_path(&d, "nodes.b.weight").as_deref(),
+            Some("nodes[1].weight")
+        );
     }
 
     #[test]
@@ -428,7 +239,7 @@ mod tests {
             assert_eq!(canonical_path(&d, &path), None);
         }
         assert!(shorten(&deep).ends_with("… (1999999 characters)"));
-        let ok = vec!["x"; MAX_PATH_SEGMENTS - 1].join(".");
+        let ok = vec!["x"; super::super::MAX_PATH_SEGMENTS - 1].join(".");
         let mut d = minimal();
         set_path(&mut d, &format!("description2.{ok}"), json!(1)).unwrap();
     }

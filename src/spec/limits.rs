@@ -3,7 +3,7 @@
 //! is bounded here, as a validation error. What a run would cost (events,
 //! memory) is estimated before it starts, in the run layer (`run::cost`).
 
-use super::model::{ClientsSpec, ModelSpec};
+use super::model_spec::{ClientsSpec, ModelSpec};
 use crate::engine::SimDuration;
 
 /// Latency thresholds a model may name (`latency_thresholds`).
@@ -26,6 +26,18 @@ pub const MAX_CONCURRENCY: u32 = 100_000;
 pub const MAX_REPLICAS: u32 = 10_000;
 /// Gateway peer-state copies (replicas × nginx workers without `zone`) × nodes.
 pub const MAX_PEER_STATES: u64 = 1 << 20;
+
+/// Checks a number of nodes against [`MAX_NODES`] before any is made (a
+/// model file is checked while it is read, an imported config's
+/// `replicas` before one node per replica is built). `Err(reason)`.
+pub fn check_node_count(n: u64) -> Result<(), String> {
+    if n > MAX_NODES as u64 {
+        return Err(format!(
+            "at most {MAX_NODES} nodes are supported, found {n}"
+        ));
+    }
+    Ok(())
+}
 
 /// Checks the sizes that are allocated before the first event. `Err((field,
 /// reason))` names the field to change.

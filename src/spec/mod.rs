@@ -5,21 +5,27 @@
 
 pub mod charts;
 pub mod document;
+pub mod flavor_checks;
 pub mod gateway_flavors;
 pub mod limits;
 pub mod model;
+pub mod model_spec;
+pub mod overrides;
+pub mod schedule;
 pub mod schema;
 pub mod sweep;
 pub mod tune;
 pub mod validate;
+mod warnings;
 
 pub use charts::ChartSpec;
 pub use document::{
-    FileKind, MAX_FILE_BYTES, MAX_PATH_SEGMENTS, apply_sets, canonical_path, check_path_depth,
-    file_kind, from_document, get_path, json_kind, load_with_overrides, note_sets, parse_set_value,
-    read_document, set_path, shorten,
+    FileKind, MAX_FILE_BYTES, apply_sets, canonical_path, check_path_depth, file_kind,
+    from_document, get_path, json_kind, load_with_overrides, note_sets, read_document, set_path,
+    shorten, shorten_to,
 };
-pub use model::*;
+pub use model::{Clients, Fault, FaultKind, Model, NextUpstreamMask};
+pub use model_spec::*;
+pub use overrides::{FieldPath, MAX_PATH_SEGMENTS, Override};
 pub use sweep::{AxisSpec, RangeSpec, SeedMode, SweepSpec};
 pub use tune::TuneSpec;
-pub use validate::{Clients, Fault, FaultKind, Model, NextUpstreamMask};

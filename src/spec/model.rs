@@ -1,760 +1,218 @@
-//! The model file as written: the serde `*Spec` types that mirror
-//! `models/*.json`, section by section. [`super::validate`] turns a
-//! [`ModelSpec`] into the [`super::Model`] a run simulates.
-//!
-//! Defaults are nginx's defaults (`proxy_next_upstream error timeout`, 60 s
-//! timeouts, `max_fails=1 fail_timeout=10s`). Durations are strings with units.
+//! The runtime [`Model`]: a model file checked and resolved (`validate.rs`
+//! makes it from a [`ModelSpec`]), with its clients, faults and retry rules
+//! in the forms a run reads, and what follows from them (the run's end, the
+//! fleet's layout, the spec as it will run).
 
-use super::charts::ChartSpec;
-use crate::diagnostics::tracked;
-use crate::engine::SimDuration;
+use super::model_spec::*;
+use crate::engine::{SimDuration, SimTime};
+use crate::ids::NodeId;
 use crate::policy::PolicySpec;
-use schemars::JsonSchema;
-use serde::{Deserialize, Serialize};
 
-/// A whole model file.
-#[derive(Clone, Debug, Deserialize, Serialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct ModelSpec {
-    /// The JSON Schema the file follows, for editors (`hcsim schema model`); ignored.
-    #[serde(rename = "$schema", default, skip_serializing_if = "Option::is_none")]
-    pub schema: Option<String>,
-    /// Identifies the model in outputs (`output/<name>/`).
+/// A validated model, ready to run.
+#[derive(Clone, Debug)]
+pub struct Model {
+    pub spec: ModelSpec,
     pub name: String,
-    /// Free text for people.
-    #[serde(default, skip_serializing_if = "String::is_empty")]
-    pub description: String,
-    /// Base seed of the run; `--seed` overrides it. Default 1.
-    #[serde(default = "default_seed")]
     pub seed: u64,
-    /// Virtual time simulated.
     pub duration: SimDuration,
-    /// Restricts request-based metrics to requests sent in `[from, to)`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub measure: Option<MeasureSpec>,
-    /// Width of one timeline bucket. Default 1s.
-    #[serde(default = "default_bucket")]
-    pub timeline_bucket: SimDuration,
-    /// Latencies to count the requests slower than, in `summary.json`'s
-    /// `client.slower_than` (a client timeout counts at the client timeout).
-    /// Default `["100ms", "1s"]`; at most 16, each positive and different.
-    #[serde(default = "default_latency_thresholds")]
+    pub measure_from: SimTime,
+    pub measure_to: SimTime,
+    pub bucket: SimDuration,
+    /// `latency_thresholds`, validated.
     pub latency_thresholds: Vec<SimDuration>,
-    pub clients: ClientsSpec,
-    #[serde(default)]
+    pub clients: Clients,
+    /// `clients.send_jitter` (open loop): each request's delay after its
+    /// scheduled arrival.
+    pub send_jitter: Option<LatencySpec>,
     pub gateway: GatewaySpec,
+    pub next_upstream: NextUpstreamMask,
     pub nodes: Vec<NodeSpec>,
-    #[serde(default)]
-    pub faults: Vec<FaultSpec>,
-    /// The gateway's health policy. Default: nginx `max_fails=1 fail_timeout=10s`
-    /// (none with the HAProxy gateway).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub policy: Option<PolicySpec>,
-    /// Several policies at once: a node is routable only if none ejects it.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub faults: Vec<Fault>,
     pub policies: Vec<PolicySpec>,
-    /// Charts `hcsim run` draws; default: a timeline, and distributions over replications.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub charts: Vec<ChartSpec>,
 }
 
-fn default_seed() -> u64 {
-    1
-}
-fn default_bucket() -> SimDuration {
-    SimDuration::from_secs(1)
-}
-fn default_latency_thresholds() -> Vec<SimDuration> {
-    vec![SimDuration::from_millis(100), SimDuration::from_secs(1)]
-}
-
-#[derive(Clone, Debug, Deserialize, Serialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct MeasureSpec {
-    #[serde(default)]
-    pub from: SimDuration,
-    /// Default: the end of the run.
-    #[serde(default)]
-    pub to: Option<SimDuration>,
+#[derive(Clone, Debug)]
+pub enum Clients {
+    Open {
+        rate_per_s: f64,
+        arrivals: Arrivals,
+        timeout: Option<SimDuration>,
+        method: Method,
+        /// `clients.schedule`: (from, rate) steps, in time order.
+        schedule: Vec<(SimTime, f64)>,
+    },
+    Closed {
+        concurrency: u32,
+        think_time: SimDuration,
+        timeout: Option<SimDuration>,
+        method: Method,
+    },
 }
 
-/// Who sends requests. `kind` is the tag.
-#[derive(Clone, Debug, Deserialize, Serialize, JsonSchema)]
-#[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
-pub enum ClientsSpec {
-    /// Open loop: requests arrive at `rate_per_s` whatever the answers.
-    #[serde(deserialize_with = "tracked")]
-    Open(OpenClientsSpec),
-    /// Closed loop: `concurrency` clients, each sending its next request
-    /// `think_time` after the previous one ended (a `curl` loop).
-    #[serde(deserialize_with = "tracked")]
-    Closed(ClosedClientsSpec),
-}
-
-#[derive(Clone, Debug, Deserialize, Serialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct OpenClientsSpec {
-    pub rate_per_s: f64,
-    /// `poisson` (default) or `constant` spacing (first request at 0).
-    #[serde(default)]
-    pub arrivals: Arrivals,
-    /// The client gives up after this long (curl `-m`). Default: never.
-    #[serde(default)]
-    pub timeout: Option<SimDuration>,
-    #[serde(default)]
-    pub method: Method,
-    /// Each request leaves this long after its scheduled arrival, as a
-    /// real load generator's timer and scheduling delay it: a duration (the
-    /// most, drawn uniformly from 0 up to it) or a distribution. Default:
-    /// none (requests leave on schedule).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub send_jitter: Option<DurationDist>,
-}
-
-#[derive(Clone, Debug, Deserialize, Serialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct ClosedClientsSpec {
-    pub concurrency: u32,
-    /// Pause between a response and the next request. Default 0s.
-    #[serde(default)]
-    pub think_time: SimDuration,
-    #[serde(default)]
-    pub timeout: Option<SimDuration>,
-    #[serde(default)]
-    pub method: Method,
-}
-
-#[derive(Clone, Copy, Debug, Default, Deserialize, Serialize, PartialEq, Eq, JsonSchema)]
-#[serde(rename_all = "snake_case")]
-pub enum Arrivals {
-    #[default]
-    Poisson,
-    Constant,
-}
-
-/// The HTTP method; POST, PATCH and LOCK are non-idempotent for nginx.
-#[derive(Clone, Copy, Debug, Default, Deserialize, Serialize, PartialEq, Eq, JsonSchema)]
-#[serde(rename_all = "UPPERCASE")]
-pub enum Method {
-    #[default]
-    Get,
-    Head,
-    Put,
-    Delete,
-    Post,
-    Patch,
-    Lock,
-}
-
-impl Method {
-    pub fn is_non_idempotent(self) -> bool {
-        matches!(self, Method::Post | Method::Patch | Method::Lock)
-    }
-}
-
-/// The gateway: nginx's upstream request pipeline and its settings.
-#[derive(Clone, Debug, Deserialize, Serialize, JsonSchema)]
-#[serde(deny_unknown_fields, default)]
-pub struct GatewaySpec {
-    /// `round_robin` (smooth weighted, default), `least_conn` or `random_two`.
-    pub balancer: Balancer,
-    /// nginx worker processes; each has its own peer state unless `zone`. Default 1.
-    pub workers: u32,
-    /// The upstream has a `zone`: workers share one peer state. Default false.
-    pub zone: bool,
-    /// Where the run starts within a wall-clock second (nginx's `ngx_time()` is
-    /// whole seconds). Default: drawn from the seed, so replications vary it.
-    pub clock_phase: Option<SimDuration>,
-    /// Conditions that retry on the next server: `error`, `timeout`,
-    /// `invalid_header`, `http_500`, `http_502`, `http_503`, `http_504`,
-    /// `http_403`, `http_404`, `http_429`, `non_idempotent`, or `off`.
-    /// Default `["error", "timeout"]`.
-    pub proxy_next_upstream: Vec<NextUpstream>,
-    /// Attempts per request, 0 = unlimited (the number of servers). Default 0.
-    pub proxy_next_upstream_tries: u32,
-    /// Time limit for retries, 0s = unlimited. Default 0s.
-    pub proxy_next_upstream_timeout: SimDuration,
-    /// Default 60s.
-    pub proxy_connect_timeout: SimDuration,
-    /// Time to the response header after the request was sent. Default 60s.
-    pub proxy_read_timeout: SimDuration,
-    /// Network round-trip time between gateway and nodes. Default 0.2ms.
-    pub rtt: SimDuration,
-    /// Whose request path: `nginx` (default), `haproxy`, `caddy` or `traefik`.
-    pub flavor: GatewayFlavor,
-    /// HAProxy backend settings; only with `flavor: haproxy` (defaults if omitted).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub haproxy: Option<HaproxySpec>,
-    /// Caddy `reverse_proxy` settings; only with `flavor: caddy`.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub caddy: Option<super::gateway_flavors::CaddyGatewaySpec>,
-    /// Traefik router and transport settings; only with `flavor: traefik`.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub traefik: Option<super::gateway_flavors::TraefikGatewaySpec>,
-    /// Independent gateways in front of the same nodes (ingress replicas,
-    /// service-mesh sidecars): each has its own copy of every policy's state,
-    /// its own probes, balancer position, nginx workers and clock phase. A
-    /// registry (`heartbeat_ttl`) is one for the fleet: one set of beats,
-    /// each replica a client with its own caches. Default 1.
-    #[serde(skip_serializing_if = "is_one")]
-    pub replicas: u32,
-    /// How client requests reach the replicas: `round_robin` (default, an L4
-    /// load balancer), `random`, or `per_client` (each closed-loop client
-    /// pinned to replica `client mod replicas`, as a sidecar is; open-loop
-    /// arrivals are split into `replicas` equal streams: in turn for
-    /// `constant` arrivals, at random for `poisson`).
-    #[serde(skip_serializing_if = "Spread::is_default")]
-    pub spread: Spread,
-    /// Envoy's `healthy_panic_threshold`, percent: while fewer than this
-    /// share of the non-`down` primary nodes is routable, selection ignores
-    /// the policies (ejected nodes get traffic again). Default: the policy's
-    /// own (50 with `outlier_detection` and Envoy active health checks,
-    /// `minHealthPercent` with `istio`), else 0 = off, as in nginx.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub healthy_panic_threshold: Option<f64>,
-}
-
-fn is_one(n: &u32) -> bool {
-    *n == 1
-}
-
-/// How client requests reach the gateway replicas.
-#[derive(Clone, Copy, Debug, Default, Deserialize, Serialize, PartialEq, Eq, JsonSchema)]
-#[serde(rename_all = "snake_case")]
-pub enum Spread {
-    /// In turn, as an L4 load balancer spreads connections.
-    #[default]
-    RoundRobin,
-    /// Each request to a replica drawn at random.
-    Random,
-    /// Each client keeps its replica (a sidecar in the client's pod).
-    PerClient,
-}
-
-impl Spread {
-    fn is_default(&self) -> bool {
-        *self == Spread::RoundRobin
-    }
-}
-
-/// Which proxy's request path the gateway follows. Both share one pipeline
-/// (select a server, connect, wait for the response); they differ in the
-/// settings that decide retries and the status the client sees.
-#[derive(Clone, Copy, Debug, Default, Deserialize, Serialize, PartialEq, Eq, JsonSchema)]
-#[serde(rename_all = "snake_case")]
-pub enum GatewayFlavor {
-    /// nginx `proxy_pass` to an upstream: `proxy_next_upstream` retries at once.
-    #[default]
-    Nginx,
-    /// An HAProxy backend (`back_handle_st_cer` in HAProxy's backend.c): only
-    /// failed connects are retried, `retries` times, on the same server
-    /// unless redispatched.
-    Haproxy,
-    /// Caddy's `reverse_proxy` (`gateway.caddy`): random selection, no
-    /// retry unless `lb_retries` or `lb_try_duration`, 503 "no upstreams
-    /// available", no response timeout by default.
-    Caddy,
-    /// Traefik's router and load balancer (`gateway.traefik`): weighted
-    /// round robin, the retry and circuit-breaker middlewares, 503 "no
-    /// available server".
-    Traefik,
-}
-
-/// An HAProxy backend's request-path settings.
-#[derive(Clone, Debug, Deserialize, Serialize, PartialEq, JsonSchema)]
-#[serde(deny_unknown_fields, default)]
-pub struct HaproxySpec {
-    /// `retries`: connection attempts after the first. Default 3.
-    pub retries: u32,
-    /// `option redispatch [interval]`: `false` (default: off), `true` (the
-    /// last retry, HAProxy's -1), or the interval (N > 0: every Nth retry;
-    /// N < 0: the |N|th retry before the last; 0: off). Whatever the value,
-    /// with `round_robin` or `random_two` and more than one server up every
-    /// retry is redispatched.
-    pub redispatch: Redispatch,
-    /// `timeout connect`. Default: unset, which leaves it to the kernel's
-    /// SYN retries (Linux `tcp_syn_retries=6`: 127 s).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub timeout_connect: Option<SimDuration>,
-    /// `timeout server`: waiting for the response. Default: unset (never).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub timeout_server: Option<SimDuration>,
-}
-
-impl Default for HaproxySpec {
-    fn default() -> Self {
-        HaproxySpec {
-            retries: 3,
-            redispatch: Redispatch::Flag(false),
-            timeout_connect: None,
-            timeout_server: None,
-        }
-    }
-}
-
-/// `option redispatch`: a flag or an interval.
-#[derive(Clone, Copy, Debug, Deserialize, Serialize, PartialEq, Eq, JsonSchema)]
-#[serde(untagged)]
-pub enum Redispatch {
-    Flag(bool),
-    Interval(i32),
-}
-
-impl Redispatch {
-    /// HAProxy's `redispatch_after`: `None` when the option is off.
-    pub fn after(self) -> Option<i32> {
+impl Clients {
+    pub fn timeout(&self) -> Option<SimDuration> {
         match self {
-            Redispatch::Flag(false) | Redispatch::Interval(0) => None,
-            Redispatch::Flag(true) => Some(-1),
-            Redispatch::Interval(n) => Some(n),
+            Clients::Open { timeout, .. } | Clients::Closed { timeout, .. } => *timeout,
         }
     }
-}
-
-/// What an unset HAProxy `timeout connect` amounts to: Linux gives up a
-/// connect after 6 SYN retransmissions (1+2+4+8+16+32+64 s).
-pub const KERNEL_CONNECT_TIMEOUT: SimDuration = SimDuration::from_secs(127);
-
-impl Default for GatewaySpec {
-    fn default() -> Self {
-        GatewaySpec {
-            balancer: Balancer::RoundRobin,
-            workers: 1,
-            zone: false,
-            clock_phase: None,
-            proxy_next_upstream: vec![NextUpstream::Error, NextUpstream::Timeout],
-            proxy_next_upstream_tries: 0,
-            proxy_next_upstream_timeout: SimDuration::ZERO,
-            proxy_connect_timeout: SimDuration::from_secs(60),
-            proxy_read_timeout: SimDuration::from_secs(60),
-            rtt: SimDuration::from_micros(200),
-            flavor: GatewayFlavor::Nginx,
-            haproxy: None,
-            caddy: None,
-            traefik: None,
-            replicas: 1,
-            spread: Spread::RoundRobin,
-            healthy_panic_threshold: None,
-        }
-    }
-}
-
-impl GatewaySpec {
-    /// The HAProxy settings in force (defaults when the section is omitted).
-    pub fn haproxy(&self) -> HaproxySpec {
-        self.haproxy.clone().unwrap_or_default()
-    }
-
-    /// The Caddy settings in force (defaults when the section is omitted).
-    pub fn caddy(&self) -> super::gateway_flavors::CaddyGatewaySpec {
-        self.caddy.clone().unwrap_or_default()
-    }
-
-    /// The Traefik settings in force (defaults when the section is omitted).
-    pub fn traefik(&self) -> super::gateway_flavors::TraefikGatewaySpec {
-        self.traefik.clone().unwrap_or_default()
-    }
-}
-
-#[derive(Clone, Copy, Debug, Default, Deserialize, Serialize, PartialEq, Eq, JsonSchema)]
-#[serde(rename_all = "snake_case")]
-pub enum Balancer {
-    #[default]
-    RoundRobin,
-    LeastConn,
-    RandomTwo,
-}
-
-/// One word of `proxy_next_upstream`.
-#[derive(
-    Clone, Copy, Debug, Deserialize, Serialize, PartialEq, Eq, PartialOrd, Ord, JsonSchema,
-)]
-#[serde(rename_all = "snake_case")]
-pub enum NextUpstream {
-    Error,
-    Timeout,
-    InvalidHeader,
-    #[serde(rename = "http_500")]
-    Http500,
-    #[serde(rename = "http_502")]
-    Http502,
-    #[serde(rename = "http_503")]
-    Http503,
-    #[serde(rename = "http_504")]
-    Http504,
-    #[serde(rename = "http_403")]
-    Http403,
-    #[serde(rename = "http_404")]
-    Http404,
-    #[serde(rename = "http_429")]
-    Http429,
-    NonIdempotent,
-    Off,
-}
-
-/// A backend server and how the gateway's upstream lists it.
-#[derive(Clone, Debug, Deserialize, Serialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct NodeSpec {
-    pub name: String,
-    /// `server ... weight=`. Default 1.
-    #[serde(default = "one")]
-    pub weight: u32,
-    /// `server ... backup`: used only when no primary is available.
-    #[serde(default)]
-    pub backup: bool,
-    /// `server ... down`: never used.
-    #[serde(default)]
-    pub down: bool,
-    /// `server ... max_conns=`, 0 = unlimited (per worker without `zone`).
-    #[serde(default)]
-    pub max_conns: u32,
-    /// Worker threads serving requests. Default 64.
-    #[serde(default = "default_workers")]
-    pub workers: u32,
-    /// Connections the kernel accepts while all workers are busy (or the
-    /// process is stopped); beyond it, connects time out. Default 511.
-    #[serde(default = "default_backlog")]
-    pub backlog: u32,
-    /// Time a worker spends on one request. Default constant 5ms.
-    #[serde(default = "default_service")]
-    pub service_time: LatencySpec,
-}
-
-fn one() -> u32 {
-    1
-}
-fn default_workers() -> u32 {
-    64
-}
-fn default_backlog() -> u32 {
-    511
-}
-fn default_service() -> LatencySpec {
-    LatencySpec::Constant {
-        value: SimDuration::from_millis(5),
-    }
-}
-
-/// A distribution of durations; `dist` is the tag.
-#[derive(Clone, Copy, Debug, Deserialize, Serialize, PartialEq, JsonSchema)]
-#[serde(tag = "dist", rename_all = "snake_case", deny_unknown_fields)]
-pub enum LatencySpec {
-    #[serde(deserialize_with = "latency_body::constant")]
-    Constant { value: SimDuration },
-    #[serde(deserialize_with = "latency_body::exponential")]
-    Exponential { mean: SimDuration },
-    #[serde(deserialize_with = "latency_body::lognormal")]
-    Lognormal { median: SimDuration, sigma: f64 },
-    #[serde(deserialize_with = "latency_body::uniform")]
-    Uniform { min: SimDuration, max: SimDuration },
-}
-
-impl LatencySpec {
-    /// The mean of the distribution, seconds.
-    pub fn mean_secs(&self) -> f64 {
-        match *self {
-            LatencySpec::Constant { value } => value.as_secs_f64(),
-            LatencySpec::Exponential { mean } => mean.as_secs_f64(),
-            LatencySpec::Lognormal { median, sigma } => {
-                median.as_secs_f64() * (sigma * sigma / 2.0).exp()
-            }
-            LatencySpec::Uniform { min, max } => (min.as_secs_f64() + max.as_secs_f64()) / 2.0,
-        }
-    }
-}
-
-/// The bodies of `LatencySpec`'s struct variants, read with their own path
-/// tracker (see [`crate::diagnostics`]) so that errors name the field.
-mod latency_body {
-    use crate::diagnostics::tracked;
-    use crate::engine::SimDuration;
-    use serde::{Deserialize, Deserializer};
-
-    #[derive(Deserialize)]
-    #[serde(deny_unknown_fields)]
-    struct Constant {
-        value: SimDuration,
-    }
-    #[derive(Deserialize)]
-    #[serde(deny_unknown_fields)]
-    struct Exponential {
-        mean: SimDuration,
-    }
-    #[derive(Deserialize)]
-    #[serde(deny_unknown_fields)]
-    struct Lognormal {
-        median: SimDuration,
-        sigma: f64,
-    }
-    #[derive(Deserialize)]
-    #[serde(deny_unknown_fields)]
-    struct Uniform {
-        min: SimDuration,
-        max: SimDuration,
-    }
-
-    pub fn constant<'de, D: Deserializer<'de>>(d: D) -> Result<SimDuration, D::Error> {
-        tracked::<_, Constant>(d).map(|b| b.value)
-    }
-    pub fn exponential<'de, D: Deserializer<'de>>(d: D) -> Result<SimDuration, D::Error> {
-        tracked::<_, Exponential>(d).map(|b| b.mean)
-    }
-    pub fn lognormal<'de, D: Deserializer<'de>>(d: D) -> Result<(SimDuration, f64), D::Error> {
-        tracked::<_, Lognormal>(d).map(|b| (b.median, b.sigma))
-    }
-    pub fn uniform<'de, D: Deserializer<'de>>(
-        d: D,
-    ) -> Result<(SimDuration, SimDuration), D::Error> {
-        tracked::<_, Uniform>(d).map(|b| (b.min, b.max))
-    }
-}
-
-/// Something that happens to a node; `kind` is the tag. `at` defaults to 0s;
-/// without `for` the fault lasts to the end of the run.
-#[derive(Clone, Debug, Deserialize, Serialize, JsonSchema)]
-#[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
-pub enum FaultSpec {
-    /// The process dies: connects are refused, in-flight requests are reset.
-    #[serde(deserialize_with = "tracked")]
-    Crash(WindowSpec),
-    /// Workers are stuck: requests are accepted and queued, never answered
-    /// until it ends; a separate heartbeat thread keeps running.
-    #[serde(deserialize_with = "tracked")]
-    Hang(WindowSpec),
-    /// SIGSTOP: the kernel still accepts into the backlog; nothing runs.
-    #[serde(deserialize_with = "tracked")]
-    Stop(WindowSpec),
-    /// The network between gateway and node drops packets.
-    #[serde(deserialize_with = "tracked")]
-    Partition(WindowSpec),
-    /// Each request fails with probability `p`.
-    #[serde(deserialize_with = "tracked")]
-    Flaky(FlakySpec),
-    /// Service times are multiplied by `factor` and extended by `extra`.
-    #[serde(deserialize_with = "tracked")]
-    Slow(SlowSpec),
-}
-
-impl FaultSpec {
-    /// `at` and `for`, whatever the kind.
-    pub fn window(&self) -> (&DurationDist, Option<SimDuration>) {
+    /// Requests an open loop sends in `duration` (the schedule's rates
+    /// over their spans); `None` for closed loops.
+    pub fn open_requests(&self, duration: SimDuration) -> Option<f64> {
         match self {
-            FaultSpec::Crash(w)
-            | FaultSpec::Hang(w)
-            | FaultSpec::Stop(w)
-            | FaultSpec::Partition(w) => (&w.at, w.for_),
-            FaultSpec::Flaky(x) => (&x.at, x.for_),
-            FaultSpec::Slow(x) => (&x.at, x.for_),
+            Clients::Open {
+                rate_per_s,
+                schedule,
+                ..
+            } => Some(super::schedule::requests(*rate_per_s, schedule, duration)),
+            Clients::Closed { .. } => None,
         }
     }
-}
-
-#[derive(Clone, Debug, Deserialize, Serialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct WindowSpec {
-    pub node: String,
-    /// When it starts: a duration (default 0s), or a distribution drawn
-    /// once per replication from its seed (`{"dist": "uniform", "min":
-    /// "10s", "max": "11s"}`): the fault's phase against probe schedules
-    /// and nginx's clock varies as in a real test.
-    #[serde(default)]
-    pub at: DurationDist,
-    #[serde(rename = "for", default)]
-    pub for_: Option<SimDuration>,
-    /// `crash` only: after `for` the process restarts, and refuses
-    /// connections (a closed port) for this start-up time: a duration or
-    /// a distribution, drawn at each restart. Default 0s (listening at once).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub restart_delay: Option<DurationDist>,
-}
-
-#[derive(Clone, Debug, Deserialize, Serialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct FlakySpec {
-    pub node: String,
-    /// A duration (default 0s) or a distribution drawn per replication.
-    #[serde(default)]
-    pub at: DurationDist,
-    #[serde(rename = "for", default)]
-    pub for_: Option<SimDuration>,
-    /// Probability that a request fails, in [0, 1].
-    pub p: f64,
-    /// `status` (answer with `status`, default) or `reset` (close the connection).
-    #[serde(default)]
-    pub error: FlakyError,
-    /// The status of a failed answer. Default 503.
-    #[serde(default = "default_status")]
-    pub status: u16,
-}
-
-fn default_status() -> u16 {
-    503
-}
-
-#[derive(Clone, Copy, Debug, Default, Deserialize, Serialize, PartialEq, Eq, JsonSchema)]
-#[serde(rename_all = "snake_case")]
-pub enum FlakyError {
-    #[default]
-    Status,
-    Reset,
-}
-
-#[derive(Clone, Debug, Deserialize, Serialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct SlowSpec {
-    pub node: String,
-    /// A duration (default 0s) or a distribution drawn per replication.
-    #[serde(default)]
-    pub at: DurationDist,
-    #[serde(rename = "for", default)]
-    pub for_: Option<SimDuration>,
-    /// Multiplies the service time. Default 1.
-    #[serde(default = "one_f64")]
-    pub factor: f64,
-    /// Added to the service time. Default 0s.
-    #[serde(default)]
-    pub extra: SimDuration,
-}
-
-fn one_f64() -> f64 {
-    1.0
-}
-
-/// A duration that is fixed (`"2s"`) or drawn from a distribution
-/// (`{"dist": "uniform", "min": "1s", "max": "3s"}`, the forms of a node's
-/// `service_time`).
-#[derive(Clone, Debug, PartialEq)]
-pub enum DurationDist {
-    Fixed(SimDuration),
-    Drawn(LatencySpec),
-}
-
-impl Default for DurationDist {
-    fn default() -> Self {
-        DurationDist::Fixed(SimDuration::ZERO)
-    }
-}
-
-impl From<SimDuration> for DurationDist {
-    fn from(d: SimDuration) -> Self {
-        DurationDist::Fixed(d)
-    }
-}
-
-impl DurationDist {
-    /// The value when it is a fixed duration (or a constant distribution).
-    pub fn fixed(&self) -> Option<SimDuration> {
-        match *self {
-            DurationDist::Fixed(d) | DurationDist::Drawn(LatencySpec::Constant { value: d }) => {
-                Some(d)
-            }
-            _ => None,
-        }
-    }
-
-    /// The least and the greatest value it can take (`None`: no bound).
-    pub fn range(&self) -> (SimDuration, Option<SimDuration>) {
-        match *self {
-            DurationDist::Fixed(d) | DurationDist::Drawn(LatencySpec::Constant { value: d }) => {
-                (d, Some(d))
-            }
-            DurationDist::Drawn(LatencySpec::Uniform { min, max }) => (min, Some(max)),
-            DurationDist::Drawn(LatencySpec::Lognormal { median, sigma: 0.0 }) => {
-                (median, Some(median))
-            }
-            DurationDist::Drawn(_) => (SimDuration::ZERO, None),
-        }
-    }
-}
-
-impl std::fmt::Display for DurationDist {
-    /// `2s`, or the distribution as JSON.
-    fn fmt(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+    pub fn method(&self) -> Method {
         match self {
-            DurationDist::Fixed(d) => write!(f, "{d}"),
-            DurationDist::Drawn(l) => {
-                write!(
-                    f,
-                    "{}",
-                    serde_json::to_string(l).map_err(|_| std::fmt::Error)?
-                )
-            }
+            Clients::Open { method, .. } | Clients::Closed { method, .. } => *method,
         }
     }
 }
 
-impl Serialize for DurationDist {
-    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+/// `proxy_next_upstream` as a bit mask.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct NextUpstreamMask(u32);
+
+impl NextUpstreamMask {
+    pub fn from_words(words: &[NextUpstream]) -> Self {
+        if words.contains(&NextUpstream::Off) {
+            return NextUpstreamMask(0);
+        }
+        NextUpstreamMask(words.iter().fold(0, |m, w| m | (1 << *w as u32)))
+    }
+    pub fn contains(self, w: NextUpstream) -> bool {
+        self.0 & (1 << w as u32) != 0
+    }
+}
+
+/// What a fault does while it is active.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum FaultKind {
+    Crash,
+    Hang,
+    Stop,
+    Partition,
+    Flaky {
+        p: f64,
+        error: FlakyError,
+        status: u16,
+    },
+    Slow {
+        factor: f64,
+        extra: SimDuration,
+    },
+}
+
+impl FaultKind {
+    pub fn name(&self) -> &'static str {
         match self {
-            DurationDist::Fixed(d) => d.serialize(s),
-            DurationDist::Drawn(l) => l.serialize(s),
+            FaultKind::Crash => "crash",
+            FaultKind::Hang => "hang",
+            FaultKind::Stop => "stop",
+            FaultKind::Partition => "partition",
+            FaultKind::Flaky { .. } => "flaky",
+            FaultKind::Slow { .. } => "slow",
         }
     }
+    /// Crash, hang, stop and partition exclude one another on a node.
+    pub(super) fn is_availability(&self) -> bool {
+        matches!(
+            self,
+            FaultKind::Crash | FaultKind::Hang | FaultKind::Stop | FaultKind::Partition
+        )
+    }
 }
 
-impl<'de> Deserialize<'de> for DurationDist {
-    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        struct V;
-        impl<'de> serde::de::Visitor<'de> for V {
-            type Value = DurationDist;
-            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
-                f.write_str(
-                    "a duration string with a unit, such as \"5s\", or a distribution such as \
-                     {\"dist\": \"uniform\", \"min\": \"1s\", \"max\": \"2s\"}",
-                )
-            }
-            fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<DurationDist, E> {
-                crate::engine::time::parse_duration(v)
-                    .map(DurationDist::Fixed)
-                    .map_err(E::custom)
-            }
-            fn visit_map<A: serde::de::MapAccess<'de>>(
-                self,
-                map: A,
-            ) -> Result<DurationDist, A::Error> {
-                LatencySpec::deserialize(serde::de::value::MapAccessDeserializer::new(map))
-                    .map(DurationDist::Drawn)
-            }
+#[derive(Clone, Copy, Debug)]
+pub struct Fault {
+    pub node: NodeId,
+    pub kind: FaultKind,
+    /// Its start; with a drawn `at` ([`Fault::phase`]), the earliest start
+    /// it can draw.
+    pub start: SimTime,
+    /// `None`: to the end of the run. With a drawn `at`, the latest end it
+    /// can draw (`None` also when that has no bound).
+    pub end: Option<SimTime>,
+    /// `for`.
+    pub length: Option<SimDuration>,
+    /// A drawn `at`: each replication draws its start from this.
+    pub phase: Option<LatencySpec>,
+    /// A crash's `restart_delay` (none: listening at once after `for`).
+    pub restart_delay: Option<LatencySpec>,
+}
+
+impl Fault {
+    /// The window `[start, end)` of a fault that starts `at` after the
+    /// beginning of a run ending at `run_end` (`None`: to the end).
+    pub fn window_at(&self, at: SimDuration, run_end: SimTime) -> (SimTime, Option<SimTime>) {
+        let start = SimTime::ZERO + at;
+        let end = self.length.map(|d| start + d).filter(|&e| e < run_end);
+        (start, end)
+    }
+}
+
+impl Model {
+    pub fn end(&self) -> SimTime {
+        SimTime::ZERO + self.duration
+    }
+
+    /// Copies of peer state in one gateway replica (nginx workers without
+    /// `zone`): what each policy instance keeps per node.
+    pub fn scopes_per_replica(&self) -> usize {
+        if self.gateway.zone {
+            1
+        } else {
+            self.gateway.workers as usize
         }
-        d.deserialize_any(V)
     }
-}
 
-impl JsonSchema for DurationDist {
-    fn schema_name() -> std::borrow::Cow<'static, str> {
-        "DurationOrDistribution".into()
+    /// Gateway replicas (each with its own policies and peer state).
+    pub fn replicas(&self) -> usize {
+        self.gateway.replicas as usize
     }
-    fn json_schema(g: &mut schemars::SchemaGenerator) -> schemars::Schema {
-        schemars::json_schema!({
-            "description": "A fixed duration (\"2s\"), or a distribution of durations ({\"dist\": \"uniform\", \"min\": \"1s\", \"max\": \"3s\"}).",
-            "anyOf": [g.subschema_for::<SimDuration>(), g.subschema_for::<LatencySpec>()]
-        })
+
+    /// How the fleet's replicas lay out their scopes and policy instances.
+    pub fn fleet_layout(&self) -> crate::ids::FleetLayout {
+        crate::ids::FleetLayout::new(
+            self.replicas(),
+            self.scopes_per_replica(),
+            self.policies.len(),
+        )
     }
-}
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use serde_json::json;
+    /// Copies of peer state in the whole fleet.
+    pub fn scopes(&self) -> usize {
+        self.fleet_layout().scopes()
+    }
 
-    #[test]
-    fn a_duration_or_distribution_reads_both_forms_and_writes_them_back() {
-        let fixed: DurationDist = serde_json::from_value(json!("1.5s")).unwrap();
-        assert_eq!(fixed, DurationDist::Fixed(SimDuration::from_millis(1500)));
-        assert_eq!(serde_json::to_value(&fixed).unwrap(), json!("1.5s"));
-        let doc = json!({"dist": "uniform", "min": "1s", "max": "2s"});
-        let drawn: DurationDist = serde_json::from_value(doc.clone()).unwrap();
-        assert_eq!(
-            drawn.range(),
-            (SimDuration::from_secs(1), Some(SimDuration::from_secs(2)))
-        );
-        assert_eq!(drawn.fixed(), None);
-        assert_eq!(serde_json::to_value(&drawn).unwrap(), doc);
-        let e = serde_json::from_value::<DurationDist>(json!(5)).unwrap_err();
-        assert!(e.to_string().contains("or a distribution"), "{e}");
-        let exp: DurationDist =
-            serde_json::from_value(json!({"dist": "exponential", "mean": "1s"})).unwrap();
-        assert_eq!(exp.range(), (SimDuration::ZERO, None));
+    /// The model as it will run: the policy default, the measurement window and
+    /// every field's default written out; optional settings that are off are
+    /// `null` (`clients.timeout`: never; `gateway.clock_phase`: drawn from the
+    /// seed; `faults[].for`: to the end). The result is itself a valid model
+    /// that checks to the same document (what `hcsim check` prints).
+    pub fn effective_spec(&self) -> ModelSpec {
+        let mut spec = self.spec.clone();
+        spec.schema = None;
+        spec.measure = Some(MeasureSpec {
+            from: self.measure_from.since_start(),
+            to: Some(self.measure_to.since_start()),
+        });
+        match spec.gateway.flavor {
+            GatewayFlavor::Haproxy => spec.gateway.haproxy = Some(spec.gateway.haproxy()),
+            GatewayFlavor::Caddy => spec.gateway.caddy = Some(spec.gateway.caddy()),
+            GatewayFlavor::Traefik => spec.gateway.traefik = Some(spec.gateway.traefik()),
+            GatewayFlavor::Nginx => {}
+        }
+        if spec.policies.is_empty() {
+            spec.policy = self.policies.first().cloned();
+        } else {
+            spec.policies = self.policies.clone();
+        }
+        spec
     }
 }

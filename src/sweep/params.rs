@@ -5,7 +5,8 @@
 
 use super::axes::{MAX_AXIS_VALUES, expand_range};
 use crate::engine::time::parse_duration;
-use crate::spec::{AxisSpec, RangeSpec, parse_set_value};
+use crate::spec::overrides::{FieldPath, Override, parse_value, safe_name};
+use crate::spec::{AxisSpec, RangeSpec};
 use serde_json::Value;
 
 /// What every `--param` error ends with.
@@ -24,6 +25,7 @@ pub fn parse_param(arg: &str) -> Result<AxisSpec, String> {
     if path.is_empty() {
         return Err(format!("PATH is empty: {EXPECTED}"));
     }
+    FieldPath::parse(path)?;
     if list.is_empty() {
         return Err(format!("the list of values is empty: {EXPECTED}"));
     }
@@ -55,12 +57,14 @@ pub fn parse_param(arg: &str) -> Result<AxisSpec, String> {
             return Err(format!("value {} of the list is empty: {EXPECTED}", i + 1));
         }
         // Text that starts like JSON must be JSON, as with --set.
-        if item.starts_with(['{', '[', '"'])
-            && let Err(e) = serde_json::from_str::<Value>(item)
-        {
-            return Err(format!("value {} `{item}` is not valid JSON: {e}", i + 1));
-        }
-        values.push(parse_set_value(item));
+        let value = parse_value(item).map_err(|e| {
+            format!(
+                "value {} `{item}` is not valid JSON: {}",
+                i + 1,
+                e.trim_start_matches("VALUE is not valid JSON: ")
+            )
+        })?;
+        values.push(value);
     }
     axis.values = Some(values);
     Ok(axis)
@@ -207,31 +211,20 @@ fn parse_range(text: &str) -> Result<RangeSpec, String> {
 
 /// The name of a command-line grid and of its output directory:
 /// `<model>-sweep-<param>-<param>...[-with-<set>...]`, each `--param` and
-/// `--set` as `<last path segment>=<values as written>` (the whole path when
-/// two share their last segment). Characters other than letters, digits and
-/// `. , = + - _` become `_`; a name longer than 120 bytes is cut and ends with
-/// a hash of the arguments, so different grids keep different names.
-pub fn grid_name(model: &str, params: &[String], sets: &[String]) -> String {
+/// `--set` by the short name every output gives an override
+/// ([`Override::short`]: `max_fails=1,2,3`, `A.weight=5`; the whole path when
+/// two share it). Characters other than letters, digits and `. , = + - _`
+/// become `-`; a name that had to be rewritten or is longer than 120 bytes
+/// ends with a hash of the arguments, so different grids keep different
+/// names.
+pub fn grid_name(model: &str, params: &[String], sets: &[Override]) -> String {
+    let sets: Vec<String> = sets.iter().map(|s| s.text().to_string()).collect();
     let mut name = format!("{model}-sweep-{}", describe_args(params));
     if !sets.is_empty() {
-        name += &format!("-with-{}", describe_args(sets));
+        name += &format!("-with-{}", describe_args(&sets));
     }
-    let mut safe: String = name
-        .chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() || ".,=+-_".contains(c) {
-                c
-            } else {
-                '_'
-            }
-        })
-        .collect();
-    if safe.len() > MAX_NAME {
-        let hash = super::plan::fnv1a(name.as_bytes());
-        safe.truncate(MAX_NAME - 9);
-        safe = format!("{safe}-{:08x}", hash as u32);
-    }
-    safe
+    let identity = [params, &sets[..]].concat().join("\n");
+    safe_name(&name, &identity, MAX_NAME)
 }
 
 /// `max_fails=1,2,3-fail_timeout=1s..10s_by_1s`.
@@ -241,13 +234,13 @@ fn describe_args(args: &[String]) -> String {
         .map(|a| a.split_once('=').unwrap_or((a, "")))
         .map(|(p, v)| (p.trim(), v.trim()))
         .collect();
-    let last = |p: &str| p.rsplit('.').next().unwrap_or(p).to_string();
+    let short = |p: &str| FieldPath::parse(p).map_or_else(|_| p.to_string(), |f| f.short());
     split
         .iter()
         .map(|(path, value)| {
-            let short = last(path);
-            let shared = split.iter().filter(|(p, _)| last(p) == short).count() > 1;
-            let key = if shared { path.to_string() } else { short };
+            let mine = short(path);
+            let shared = split.iter().filter(|(p, _)| short(p) == mine).count() > 1;
+            let key = if shared { path.to_string() } else { mine };
             let mut value: String = value.split_whitespace().collect();
             if !value.starts_with(['{', '[', '"']) && value.contains("..") {
                 value = value.replace(':', "_by_");
@@ -354,18 +347,18 @@ mod tests {
             ),
             "crash-10s-of-3-sweep-max_fails=1,2,3-fail_timeout=1s..10s_by_1s"
         );
+        let set = [Override::parse("clients.rate_per_s=10000").unwrap()];
         assert_eq!(
-            grid_name(
-                "m",
-                &p(&["nodes.A.weight=1,2", "nodes.B.weight=3"]),
-                &p(&["clients.rate_per_s=10000"])
-            ),
-            "m-sweep-nodes.A.weight=1,2-nodes.B.weight=3-with-rate_per_s=10000"
+            grid_name("m", &p(&["nodes.A.weight=1,2", "nodes.B.weight=3"]), &set),
+            "m-sweep-A.weight=1,2-B.weight=3-with-rate_per_s=10000"
         );
         assert_eq!(
-            grid_name("m", &p(&[r#"policy={"kind": "none"}"#]), &[]),
-            "m-sweep-policy=__kind___none__"
+            grid_name("m", &p(&["nodes.A.weight=1,2", "gateway.A.weight=3"]), &[]),
+            "m-sweep-nodes.A.weight=1,2-gateway.A.weight=3",
+            "two that share a short name keep their paths"
         );
+        let json = grid_name("m", &p(&[r#"policy={"kind": "none"}"#]), &[]);
+        assert!(json.starts_with("m-sweep-policy=-kind-none-"), "{json}");
         let long: Vec<String> = (0..40).map(|i| format!("a{i}=1,2")).collect();
         let n = grid_name("m", &long, &[]);
         assert_eq!(n.len(), MAX_NAME);

@@ -4,11 +4,10 @@
 //! outputs carry.
 
 use super::axes::{Axis, cell_text, expand_axis, point_indices};
-use super::journal::RunLine;
 use crate::engine::rng::derive_seed;
 use crate::engine::time::parse_duration;
 use crate::error::Error;
-use crate::spec::{self, AxisSpec, Model, SeedMode, SweepSpec};
+use crate::spec::{self, AxisSpec, Model, Override, SeedMode, SweepSpec};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use std::collections::BTreeMap;
@@ -153,7 +152,7 @@ impl PlanHeader {
         h.args.clear();
         h.fingerprint.clear();
         let text = serde_json::to_string(&h).expect("a plan header serializes");
-        format!("{:016x}", fnv1a(text.as_bytes()))
+        format!("{:016x}", crate::spec::overrides::fnv1a(text.as_bytes()))
     }
 }
 
@@ -177,19 +176,12 @@ fn describe(axes: &[String], cells: &[Value]) -> String {
         .join(", ")
 }
 
-/// FNV-1a, 64 bits: a stable content hash (not for security).
-pub(super) fn fnv1a(bytes: &[u8]) -> u64 {
-    bytes.iter().fold(0xcbf2_9ce4_8422_2325, |h, &b| {
-        (h ^ b as u64).wrapping_mul(0x0000_0100_0000_01b3)
-    })
-}
-
 /// What `hcsim sweep` takes besides the sweep file or the `--param`s, and
 /// which changes the results: `--set` (applied to the model after the
 /// sweep's own `set`), `--reps` and `--seed` (replacing the sweep's).
 #[derive(Clone, Debug, Default)]
 pub struct Overrides {
-    pub set: Vec<String>,
+    pub set: Vec<Override>,
     pub reps: Option<u32>,
     pub seed: Option<u64>,
 }
@@ -199,7 +191,7 @@ impl Overrides {
     fn args(&self) -> Vec<String> {
         let mut out = vec![];
         for s in &self.set {
-            out.extend(["--set".to_string(), s.clone()]);
+            out.extend(["--set".to_string(), s.text().to_string()]);
         }
         if let Some(r) = self.reps {
             out.extend(["--reps".to_string(), r.to_string()]);
@@ -342,7 +334,8 @@ impl Plan {
         };
         let mut base = spec::read_document(&model_file).map_err(|e| in_sweep("model", e))?;
         for (key, value) in &spec.set {
-            spec::set_path(&mut base, key, value.clone())
+            Override::new(key, value.clone())
+                .and_then(|o| o.apply(&mut base))
                 .map_err(|reason| invalid(format!("set.{}", spec::shorten(key)), reason))?;
         }
         let set_fields = spec::apply_sets(&mut base, &model_file, &overrides.set)?;
@@ -477,21 +470,6 @@ impl Plan {
         debug_assert_eq!(header.points.len(), models.len());
         header.fingerprint = header.compute_fingerprint();
         Plan { header, models }
-    }
-
-    /// Runs run `run` and returns its checkpoint line (without the newline).
-    pub fn run_line(&self, run: usize) -> String {
-        let (point, rep) = self.header.point_rep(run);
-        let seed = self.header.seed(point, rep);
-        let summary = crate::world::run(&self.models[point], seed);
-        serde_json::to_string(&RunLine {
-            run,
-            point,
-            rep,
-            seed,
-            summary: &summary,
-        })
-        .expect("a run summary serializes")
     }
 
     /// Peak memory of running `runs` on `jobs` worker threads, bytes, about:

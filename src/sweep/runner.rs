@@ -2,7 +2,7 @@
 //! checkpoint as it completes, so an interrupted sweep loses at most the
 //! runs in flight, and `--resume` runs only those its checkpoint lacks.
 
-use super::journal::{Checkpoint, RunSource, read_journal};
+use super::journal::{Checkpoint, RunLine, RunSource, read_journal};
 use super::lock::DirLock;
 use super::plan::Plan;
 use super::shard::Shard;
@@ -11,6 +11,21 @@ use rayon::prelude::*;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc;
+
+/// Runs run `run` of `plan` and returns its checkpoint line (without the newline).
+fn run_line(plan: &Plan, run: usize) -> String {
+    let (point, rep) = plan.header.point_rep(run);
+    let seed = plan.header.seed(point, rep);
+    let summary = crate::world::run(&plan.models[point], seed);
+    serde_json::to_string(&RunLine {
+        run,
+        point,
+        rep,
+        seed,
+        summary: &summary,
+    })
+    .expect("a run summary serializes")
+}
 
 /// A sweep (or one shard of it) in progress in an output directory, whose
 /// lock it holds.
@@ -138,7 +153,7 @@ fn execute(
                         return;
                     }
                     // The receiver outlives every sender; a send cannot fail.
-                    let _ = tx.send(plan.run_line(run));
+                    let _ = tx.send(run_line(plan, run));
                 })
             })
         });

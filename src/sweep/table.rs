@@ -1,76 +1,18 @@
-//! Runs × metrics: every numeric leaf of the run summaries flattened into
-//! named columns (`nodes.A.share`, `client.status.503`) for `runs.csv`,
+//! Runs × metrics: every metric of the run summaries ([`crate::metrics::path`])
+//! as a named column (`nodes.A.share`, `client.status.503`) for `runs.csv`,
 //! `points.csv` and `results.json`.
 
+use crate::metrics::path::{self, MetricPath};
 use rayon::prelude::*;
 use serde_json::{Number, Value};
 use std::collections::{BTreeMap, BTreeSet};
 
-/// Fields of a run summary that describe the run rather than measure it.
-const NOT_METRICS: &[&str] = &[
-    "model",
-    "seed",
-    "duration_s",
-    "measure_from_s",
-    "measure_to_s",
-];
-
-/// A segment of a metric's path; list items are named (`nodes.A`) but keep their order.
-#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
-enum Seg {
-    Key(String),
-    Item(usize, String),
-}
-
-/// Every numeric leaf of a run summary (nulls included: a metric that a run
-/// lacks), under its path.
-fn flatten(v: &Value, path: &mut Vec<Seg>, out: &mut Vec<(Vec<Seg>, Option<Number>)>) {
-    match v {
-        Value::Object(m) => {
-            for (k, x) in m {
-                if path.is_empty() && NOT_METRICS.contains(&k.as_str()) {
-                    continue;
-                }
-                path.push(Seg::Key(k.clone()));
-                flatten(x, path, out);
-                path.pop();
-            }
-        }
-        Value::Array(items) => {
-            for (i, x) in items.iter().enumerate() {
-                let name = x
-                    .get("name")
-                    .and_then(Value::as_str)
-                    .map_or_else(|| i.to_string(), str::to_string);
-                path.push(Seg::Item(i, name));
-                flatten(x, path, out);
-                path.pop();
-            }
-        }
-        Value::Number(n) => out.push((path.clone(), Some(n.clone()))),
-        Value::Null => out.push((path.clone(), None)),
-        Value::String(_) | Value::Bool(_) => {}
-    }
-}
-
-fn seg_name(path: &[Seg]) -> String {
-    path.iter()
-        .map(|s| match s {
-            Seg::Key(k) => k.as_str(),
-            Seg::Item(_, name) => name.as_str(),
-        })
-        .collect::<Vec<_>>()
-        .join(".")
-}
-
 /// One run's metrics: every numeric leaf of its summary under its path.
-pub struct FlatRun(Vec<(Vec<Seg>, Option<Number>)>);
+pub struct FlatRun(Vec<(MetricPath, Option<Number>)>);
 
 /// Flattens one run summary.
 pub fn flatten_run(summary: &Value) -> FlatRun {
-    let mut out = Vec::new();
-    flatten(summary, &mut Vec::new(), &mut out);
-    FlatRun(out)
+    FlatRun(path::metrics(summary))
 }
 
 /// The union of the runs' metric paths, built one run at a time (so a
@@ -78,10 +20,10 @@ pub fn flatten_run(summary: &Value) -> FlatRun {
 /// still gets a column.
 #[derive(Default)]
 pub struct ColumnSet {
-    keys: BTreeSet<Vec<Seg>>,
+    keys: BTreeSet<MetricPath>,
     /// The paths of the last run added: most runs have the same metrics in
     /// the same order, and only a new shape is merged into `keys`.
-    last: Vec<Vec<Seg>>,
+    last: Vec<MetricPath>,
 }
 
 impl ColumnSet {
@@ -97,7 +39,7 @@ impl ColumnSet {
     /// The columns, sorted by path with list items in their order, so the
     /// order never depends on which runs came first.
     pub fn columns(self) -> Columns {
-        let names = self.keys.iter().map(|k| seg_name(k)).collect();
+        let names = self.keys.iter().map(MetricPath::name).collect();
         let index = self
             .keys
             .into_iter()
@@ -112,7 +54,7 @@ impl ColumnSet {
 /// `nodes.A.share`, `client.status.503`) and where each path goes in a row.
 pub struct Columns {
     pub names: Vec<String>,
-    index: BTreeMap<Vec<Seg>, usize>,
+    index: BTreeMap<MetricPath, usize>,
 }
 
 impl Columns {

@@ -4,8 +4,9 @@
 //! statistics over replications, computed as `summary.json` computes its
 //! spreads so that `hcsim run` at the same seeds gives the same figures.
 
+use crate::metrics::path;
+use crate::spec::Model;
 use crate::spec::tune::Stat;
-use crate::spec::{self, Model};
 use crate::stats::Spread;
 use serde_json::Value;
 
@@ -25,14 +26,15 @@ impl Metric {
         let text = text.trim();
         if let Some(field) = text.strip_prefix("nodes.*.") {
             let first = model.nodes.first().map_or("", |n| n.name.as_str());
-            if names.iter().any(|n| *n == format!("nodes.{first}.{field}")) {
+            if names.iter().any(|n| *n == path::node_metric(first, field)) {
                 return Ok(Metric::NodesSum(field.to_string()));
             }
-            let fields: Vec<&str> = names
+            let fields: Vec<String> = names
                 .iter()
-                .filter_map(|n| n.strip_prefix(&format!("nodes.{first}.")))
+                .filter_map(|n| path::split_node_metric(n).filter(|(node, _)| node == first))
+                .map(|(_, f)| f)
                 .collect();
-            let hint = crate::diagnostics::suggest(field, fields.iter().copied())
+            let hint = crate::diagnostics::suggest(field, fields.iter().map(String::as_str))
                 .map(|s| format!("; did you mean `nodes.*.{s}`?"))
                 .unwrap_or_default();
             return Err(format!("nodes have no metric `{field}`{hint}"));
@@ -60,7 +62,7 @@ impl Metric {
     /// run never saw counts 0.
     pub fn value(&self, summary: &Value) -> Option<f64> {
         match self {
-            Metric::Path(p) => match spec::get_path(summary, p) {
+            Metric::Path(p) => match path::lookup(summary, p) {
                 Some(v) => v.as_f64(),
                 None if p.starts_with("client.status.") => Some(0.0),
                 None => None,

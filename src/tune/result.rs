@@ -7,6 +7,7 @@ use super::metric::statistic;
 use super::pareto::{ConstraintOutcome, Evaluation, Values};
 use super::setup::{Method, Setup};
 use super::{Outcome, Verification};
+use crate::spec::Override;
 use crate::spec::tune::{Goal, Op, Recommend, Stat};
 use crate::sweep::fmt_f64;
 use crate::sweep::plan::shell_word;
@@ -180,7 +181,11 @@ fn objectives_map(setup: &Setup, e: &Evaluation) -> BTreeMap<String, Option<f64>
 }
 
 fn params_map(setup: &Setup, c: usize) -> Map<String, Value> {
-    setup.candidates[c].params.iter().cloned().collect()
+    setup.candidates[c]
+        .params
+        .iter()
+        .map(|o| (o.path().as_str().to_string(), o.value().clone()))
+        .collect()
 }
 
 impl TuneResult {
@@ -258,7 +263,7 @@ impl TuneResult {
                 .map(|s| ScenarioReport {
                     name: s.name.clone(),
                     description: s.description.clone(),
-                    set: s.set.clone(),
+                    set: Override::texts(&s.set),
                 })
                 .collect(),
             objectives: setup
@@ -361,7 +366,7 @@ fn recommended_runs(
                 setup.model_file.display().to_string(),
             ];
             for a in &set {
-                words.extend(["--set".to_string(), a.clone()]);
+                words.extend(["--set".to_string(), a.text().to_string()]);
             }
             words.extend([
                 "--seed".into(),
@@ -396,7 +401,7 @@ fn recommended_runs(
                     .map(|w| shell_word(w))
                     .collect::<Vec<_>>()
                     .join(" "),
-                set,
+                set: Override::texts(&set),
                 seed,
                 reps,
                 metrics,

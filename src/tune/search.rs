@@ -184,28 +184,58 @@ fn merged_shards(
             });
         }
     }
-    match crate::sweep::merge::merge(&files) {
-        Ok((_, runs)) => Ok(Some(runs)),
-        Err(_) if !shard.is_whole() => Ok(None),
-        Err(e) => Err(Error::Usage(format!(
-            "stage {} was run in shards but not all of them are in {}: {e}; copy in the missing shards' runs/ files (or run them with --shard K/N), or remove the shard files to run the stage here",
-            stage.id,
-            out.join(RUNS_DIR).display()
-        ))),
+    let gathered = crate::sweep::merge::gather(&files)?;
+    if gathered.gaps.is_empty() {
+        return gathered.runs().map(Some);
     }
+    if !shard.is_whole() {
+        return Ok(None);
+    }
+    let missing: Vec<String> = gathered.gaps.iter().map(|g| g.shard.to_string()).collect();
+    let reruns: Vec<String> = gathered
+        .gaps
+        .iter()
+        .map(|g| {
+            format!(
+                "\n  rerun: {} --shard {} --out {}",
+                plan.header.command(),
+                g.shard,
+                crate::sweep::plan::shell_word(&out.display().to_string())
+            )
+        })
+        .collect();
+    Err(Error::Usage(format!(
+        "stage {} was run in shards but not all of them are in {}: missing shard {}; copy in the missing shards' runs/ files or run them (then this command again), or remove the shard files to run the stage here:{}",
+        stage.id,
+        out.join(RUNS_DIR).display(),
+        missing.join(", "),
+        reruns.concat()
+    )))
 }
 
 /// Fails if an interrupted tune left a checkpoint in `out` and `--resume`
 /// was not given: its runs would otherwise be thrown away.
+/// A checkpoint whose stage is finished (a process killed after writing the
+/// stage's file, before removing its checkpoint) holds nothing to resume:
+/// it is removed instead.
 pub fn refuse_stale_checkpoints(out: &Path) -> Result<(), Error> {
     let Ok(dirs) = std::fs::read_dir(out.join(STAGES_DIR)) else {
         return Ok(());
     };
     let mut found: Vec<PathBuf> = dirs
         .flatten()
-        .map(|d| d.path().join(".checkpoint").join(crate::sweep::RUNS_FILE))
+        .map(|d| d.path())
+        .filter(|d| {
+            let finished = d.file_name().map(|n| {
+                out.join(RUNS_DIR)
+                    .join(format!("{}.jsonl", n.to_string_lossy()))
+            });
+            !finished.is_some_and(|f| drop_obsolete_checkpoint(d, &f))
+        })
+        .map(|d| d.join(".checkpoint").join(crate::sweep::RUNS_FILE))
         .filter(|p| p.exists())
         .collect();
+    let _ = std::fs::remove_dir(out.join(STAGES_DIR));
     found.sort();
     if let Some(path) = found.into_iter().next() {
         return Err(Error::Checkpoint {
@@ -217,6 +247,19 @@ pub fn refuse_stale_checkpoints(out: &Path) -> Result<(), Error> {
         });
     }
     Ok(())
+}
+
+/// Removes the stage directory `dir` if its checkpoint is of the same
+/// plan as `finished`, the stage's finished runs: everything it holds is
+/// there. Returns whether it did.
+fn drop_obsolete_checkpoint(dir: &Path, finished: &Path) -> bool {
+    let checkpoint = dir.join(".checkpoint").join(crate::sweep::RUNS_FILE);
+    let (Ok(c), Ok(f)) = (read_journal(&checkpoint), read_journal(finished)) else {
+        return false;
+    };
+    c.head.header.fingerprint == f.head.header.fingerprint
+        && c.head.shard == f.head.shard
+        && std::fs::remove_dir_all(dir).is_ok()
 }
 
 /// Removes what an earlier tune wrote in `out` (its stages' runs and
@@ -256,6 +299,11 @@ pub fn run_stage(setup: &Setup, stage: &Stage, opts: &mut RunOpts) -> Result<Sta
         && j.head.header.fingerprint == plan.header.fingerprint
         && j.done.len() == plan.header.runs()
     {
+        // A checkpoint a killed process left beside the finished file goes.
+        let dir = opts.out.join(STAGES_DIR).join(&stage.id);
+        if drop_obsolete_checkpoint(&dir, &file) {
+            let _ = std::fs::remove_dir(opts.out.join(STAGES_DIR));
+        }
         let runs = RunSource::new(std::slice::from_ref(&j), |_| true)?;
         return read_back(setup, stage, &plan, &runs, 0).map(StageOutcome::Done);
     }

@@ -8,10 +8,10 @@ use crate::error::Error;
 use crate::spec::tune::{
     Goal, ImportFormat, Op, Recommend, SearchMethod, Stat, TuneImportSpec, TuneSpec,
 };
-use crate::spec::{self, Model};
+use crate::spec::{self, Model, Override};
 use crate::sweep::axes::{expand_axis, point_indices};
-use crate::sweep::cell_text;
 use crate::sweep::plan::{metric_names, missing_reason, normalize};
+use crate::sweep::{MAX_POINTS, cell_text};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 
@@ -27,7 +27,7 @@ pub struct Candidate {
     /// The alternative of the space it belongs to.
     pub alternative: usize,
     /// Every override, in the order applied: the alternative's `set`, then its parameters.
-    pub params: Vec<(String, Value)>,
+    pub params: Vec<Override>,
     /// The varying parameters as outputs show them (`max_fails=3 fail_timeout=5s`).
     pub label: String,
 }
@@ -35,21 +35,7 @@ pub struct Candidate {
 impl Candidate {
     /// The overrides as `--set PATH=VALUE` arguments.
     pub fn set_args(&self) -> Vec<String> {
-        self.params.iter().map(|(p, v)| set_arg(p, v)).collect()
-    }
-}
-
-/// `PATH=VALUE` that `--set` reads back as `value`: plain text where it
-/// parses back the same (`5s`, `3`), JSON otherwise (`"1"`, objects).
-pub fn set_arg(path: &str, value: &Value) -> String {
-    let plain = match value {
-        Value::String(s) => s.clone(),
-        other => other.to_string(),
-    };
-    if spec::parse_set_value(&plain) == *value && !plain.starts_with(['{', '[', '"']) {
-        format!("{path}={plain}")
-    } else {
-        format!("{path}={value}")
+        Override::texts(&self.params)
     }
 }
 
@@ -58,7 +44,7 @@ pub fn set_arg(path: &str, value: &Value) -> String {
 pub struct Scenario {
     pub name: String,
     pub description: String,
-    pub set: Vec<String>,
+    pub set: Vec<Override>,
 }
 
 /// An objective, checked.
@@ -268,6 +254,7 @@ impl Setup {
         let (candidates, alternatives) = candidates(path, &tune, &base, &model_file)?;
         let scenarios = scenarios(path, &tune)?;
         let method = method(path, &tune, candidates.len())?;
+        check_points(path, candidates.len(), scenarios.len())?;
         let models = point_models(path, &base, &model_file, &candidates, &scenarios)?;
         let mut setup = Setup {
             file: path.to_path_buf(),
@@ -301,8 +288,8 @@ impl Setup {
     }
 
     /// The overrides of `candidate` in `scenario`, as `hcsim run` takes them.
-    pub fn point_sets(&self, candidate: usize, scenario: usize) -> Vec<String> {
-        let mut sets = self.candidates[candidate].set_args();
+    pub fn point_sets(&self, candidate: usize, scenario: usize) -> Vec<Override> {
+        let mut sets = self.candidates[candidate].params.clone();
         sets.extend(self.scenarios[scenario].set.iter().cloned());
         sets
     }
@@ -314,7 +301,7 @@ impl Setup {
         spec::apply_sets(
             &mut doc,
             &self.model_file,
-            &self.candidates[candidate].set_args(),
+            &self.candidates[candidate].params,
         )?;
         Model::from_document(&doc, &self.model_file)
     }
@@ -539,9 +526,11 @@ fn candidates(
         let mut doc = base.clone();
         let mut fixed = vec![];
         for (key, value) in &alt.set {
-            spec::apply_sets(&mut doc, model_file, &[set_arg(key, value)])
-                .map_err(|e| invalid(format!("{at}.set.{}", spec::shorten(key)), e.to_string()))?;
-            fixed.push((key.clone(), value.clone()));
+            let field = || format!("{at}.set.{}", spec::shorten(key));
+            let o = Override::new(key, value.clone()).map_err(|r| invalid(field(), r))?;
+            spec::apply_sets(&mut doc, model_file, std::slice::from_ref(&o))
+                .map_err(|e| invalid(field(), e.to_string()))?;
+            fixed.push(o);
         }
         let with_set = Model::from_document(&doc, model_file).map_err(|e| {
             invalid(
@@ -591,9 +580,10 @@ fn candidates(
             let mut shown = vec![];
             for (axis, &k) in axes.iter().zip(&idx) {
                 for c in &axis.columns {
-                    params.push((c.path.clone(), c.values[k].clone()));
-                    let short = c.path.rsplit('.').next().unwrap_or(&c.path);
-                    shown.push(format!("{short}={}", cell_text(&c.cells[k])));
+                    let o = Override::new(&c.path, c.values[k].clone())
+                        .expect("an axis path was checked when the axis was expanded");
+                    shown.push(format!("{}={}", o.path().short(), cell_text(&c.cells[k])));
+                    params.push(o);
                 }
             }
             let mut label = shown.join(" ");
@@ -637,7 +627,9 @@ fn scenarios(path: &Path, tune: &TuneSpec) -> Result<Vec<Scenario>, Error> {
         }
         let mut set = vec![];
         if let Some(faults) = &s.faults {
-            set.push(set_arg("faults", &Value::Array(faults.clone())));
+            set.push(
+                Override::new("faults", Value::Array(faults.clone())).expect("`faults` is a path"),
+            );
         }
         for (j, arg) in s.set.iter().enumerate() {
             if !arg.contains('=') {
@@ -649,7 +641,13 @@ fn scenarios(path: &Path, tune: &TuneSpec) -> Result<Vec<Scenario>, Error> {
                     ),
                 ));
             }
-            set.push(arg.trim().to_string());
+            let o = Override::parse(arg.trim()).map_err(|reason| {
+                invalid(
+                    format!("scenarios[{i}].set[{j}]"),
+                    format!("{reason}, found \"{}\"", spec::shorten(arg)),
+                )
+            })?;
+            set.push(o);
         }
         out.push(Scenario {
             name: name.to_string(),
@@ -710,6 +708,25 @@ fn method(path: &Path, tune: &TuneSpec, n: usize) -> Result<Method, Error> {
     })
 }
 
+/// Every (candidate, scenario) point has a model checked and kept before
+/// anything runs (about 2 KB each), and a rung is a sweep of them: at most
+/// a sweep's [`MAX_POINTS`], refused before any is made.
+fn check_points(path: &Path, candidates: usize, scenarios: usize) -> Result<(), Error> {
+    let points = candidates.saturating_mul(scenarios);
+    if points > MAX_POINTS {
+        return Err(Error::Invalid {
+            path: path.to_path_buf(),
+            field: "scenarios".into(),
+            reason: format!(
+                "{candidates} candidates × {scenarios} scenarios make {points} points, each a \
+                 model checked before anything runs; at most {MAX_POINTS} (as a sweep's): \
+                 search a coarser grid or split the scenarios across tune files"
+            ),
+        });
+    }
+    Ok(())
+}
+
 /// Every (candidate, scenario) model, validated before anything runs. An
 /// error names the tune file, the candidate and the scenario.
 fn point_models(
@@ -722,7 +739,7 @@ fn point_models(
     let mut models = Vec::with_capacity(candidates.len() * scenarios.len());
     for c in candidates {
         for (s, sc) in scenarios.iter().enumerate() {
-            let mut sets = c.set_args();
+            let mut sets = c.params.clone();
             sets.extend(sc.set.iter().cloned());
             let mut doc = base.clone();
             let at = |e: Error| {
@@ -751,7 +768,7 @@ mod tests {
     use serde_json::json;
 
     #[test]
-    fn set_args_read_back_as_the_values_they_stand_for() {
+    fn candidate_overrides_read_back_as_the_values_they_stand_for() {
         for (path, value) in [
             ("policy.fail_timeout", json!("5s")),
             ("policy.max_fails", json!(3)),
@@ -765,15 +782,10 @@ mod tests {
             ("faults", json!([{"kind": "crash", "node": "A"}])),
             ("gateway.zone", json!(true)),
         ] {
-            let arg = set_arg(path, &value);
-            let (p, v) = arg.split_once('=').unwrap();
-            assert_eq!(p, path);
-            assert_eq!(spec::parse_set_value(v), value, "{arg}");
+            let o = Override::new(path, value.clone()).unwrap();
+            let back = Override::parse(o.text()).unwrap();
+            assert_eq!(back.path().as_str(), path);
+            assert_eq!(back.value(), &value, "{o}");
         }
-        assert_eq!(
-            set_arg("policy.fail_timeout", &json!("5s")),
-            "policy.fail_timeout=5s"
-        );
-        assert_eq!(set_arg("description", &json!("1")), "description=\"1\"");
     }
 }

@@ -6,9 +6,9 @@
 //! connections for its drawn start-up time after its window ends.
 
 use super::node::Sampler;
+use super::streams::Stream;
 use super::{Event, World};
 use crate::engine::SimTime;
-use crate::engine::rng::{self, Stream};
 use crate::ids::NodeId;
 use crate::spec::{FaultKind, Model};
 
@@ -23,7 +23,7 @@ pub(crate) fn fault_windows(model: &Model, seed: u64) -> Vec<(SimTime, Option<Si
         .map(|f| match f.phase {
             None => (f.start, f.end),
             Some(p) => {
-                let rng = draws.get_or_insert_with(|| rng::stream(seed, Stream::Phase));
+                let rng = draws.get_or_insert_with(|| Stream::Phase.of(seed));
                 f.window_at(Sampler::new(&p).sample(rng), model.end())
             }
         })
@@ -65,7 +65,7 @@ impl World<'_> {
             FaultKind::Crash => match f.restart_delay {
                 None => self.restarted(node),
                 Some(d) => {
-                    let delay = Sampler::new(&d).sample(&mut self.rng_restart);
+                    let delay = Sampler::new(&d).sample(&mut self.rng.restart);
                     if delay.is_zero() {
                         self.restarted(node);
                     } else {
@@ -104,9 +104,7 @@ impl World<'_> {
     /// registers itself anew with its registry).
     fn restarted(&mut self, node: NodeId) {
         self.nodes[node.index()].crashed = false;
-        for p in 0..self.policies.len() {
-            self.with_policy(p, Some(node), |p, cx| p.on_restarted(cx, node));
-        }
+        self.with_every_policy(Some(node), |p, cx| p.on_restarted(cx, node));
     }
 }
 

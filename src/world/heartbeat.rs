@@ -35,7 +35,8 @@ impl World<'_> {
         self.heartbeats[p] = vec![thread; self.nodes.len()];
         for i in 0..self.nodes.len() {
             let phase = self
-                .rng_heartbeat
+                .rng
+                .heartbeat
                 .random_range(0..plan.interval.as_micros().max(1));
             self.q.schedule(
                 now + SimDuration::from_micros(phase),
@@ -186,9 +187,9 @@ mod tests {
         assert!(fleet.iter().all(|&(p, _)| p == 1));
         assert_eq!(w.heartbeats.iter().filter(|t| !t.is_empty()).count(), 1);
         // Every replica's view heard the registry drop `a`.
-        let now = w.clocks[0].now(w.now());
+        let now = w.fleet.now(0, w.now());
         for r in 0..4 {
-            let p = &w.policies[r * 2 + 1];
+            let p = w.bank.get(w.fleet.layout().policy(r, 1));
             assert!(!p.is_routable(0, NodeId(0), now), "replica {r}");
             assert!(p.is_routable(0, NodeId(1), now), "replica {r}");
         }

@@ -16,7 +16,7 @@
 //!    by `arm_client_timeout` (client.rs) as `Event::ClientTimeout`,
 //!    `clients.timeout` from now.
 //! 2. **Select a peer** — `connect` (gateway/mod.rs) calls `select_peer`
-//!    (gateway/balancer.rs): Envoy's panic check, then the configured
+//!    (gateway/balancer/mod.rs): Envoy's panic check, then the configured
 //!    balancer among the eligible peers (not tried, not `down`, under
 //!    `max_conns`, routable for every policy), then the backup set;
 //!    `take_peer` counts the connection and tells the policies
@@ -53,7 +53,7 @@
 //!    the connect and read timeouts** and refusals (HAProxy:
 //!    `haproxy_failed`, gateway/haproxy.rs).
 //! 7. **Free the peer, report to the policies** — `free_peer`
-//!    (gateway/balancer.rs): the connection count, the attempt trace line,
+//!    (gateway/balancer/mod.rs): the connection count, the attempt trace line,
 //!    nginx's accounting (the attempt uses up a try, a failure lowers the
 //!    effective weight; none of it for a single server) and `on_attempt` to
 //!    every policy: this is what passive health checks see.
@@ -79,47 +79,47 @@
 //! the start and end of their windows.
 
 mod client;
-pub mod events;
+pub mod event_log;
 mod fault;
+mod fleet;
 mod gateway;
 mod heartbeat;
 mod node;
+mod policies;
 mod probe;
+mod streams;
 
-use crate::engine::rng::{self, Stream};
-use crate::engine::{EventQueue, SimDuration, SimRng, SimTime};
+use crate::engine::{EventQueue, SimTime};
 pub use crate::ids::NodeId;
-use crate::ids::Scope;
 use crate::metrics::{Recorder, RunSummary};
-use crate::policy::{
-    self, Action, AttemptResult, Charge, FleetRole, HealthPolicy, Now, PolicyCx, PolicyTimer,
-    ProbeResult, WallClock,
-};
+use crate::policy::{AttemptResult, Charge, PolicyTimer, ProbeResult};
 use crate::spec::Model;
-use rand::RngExt;
+use fleet::Fleet;
+use policies::PolicyBank;
+use streams::Streams;
 
 pub use gateway::Reply;
 
 /// FIFO lanes of the event queue, one per constant delay (see [`EventQueue`]).
 pub(crate) mod lane {
     /// `clients.timeout` after a request starts.
-    pub const CLIENT_TIMEOUT: usize = 0;
+    pub(crate) const CLIENT_TIMEOUT: usize = 0;
     /// `proxy_connect_timeout` after a connect.
-    pub const CONNECT_TIMEOUT: usize = 1;
+    pub(crate) const CONNECT_TIMEOUT: usize = 1;
     /// One round trip after a connect (a refusal comes back).
-    pub const RTT: usize = 2;
+    pub(crate) const RTT: usize = 2;
     /// One and a half round trips after a connect (the request reaches the node).
-    pub const AT_NODE: usize = 3;
+    pub(crate) const AT_NODE: usize = 3;
     /// Half a round trip after a node answers or resets.
-    pub const HALF_RTT: usize = 4;
+    pub(crate) const HALF_RTT: usize = 4;
     /// A closed-loop client's think time after its request ended.
-    pub const THINK: usize = 5;
+    pub(crate) const THINK: usize = 5;
     /// `proxy_read_timeout` of requests that reach a node and must wait
     /// (armed at arrival, one and a half round trips after the request was
     /// sent, so deadlines come in arming order).
-    pub const READ_TIMEOUT_AT_NODE: usize = 6;
+    pub(crate) const READ_TIMEOUT_AT_NODE: usize = 6;
     /// The next open-loop arrival (one pending at a time).
-    pub const ARRIVAL: usize = 7;
+    pub(crate) const ARRIVAL: usize = 7;
 }
 
 /// Why an attempt failed without a response.
@@ -235,68 +235,43 @@ pub struct TraceLine {
 /// Receives trace lines when tracing is on.
 pub type TraceSink<'a> = &'a mut dyn FnMut(&TraceLine);
 
-/// The state of one run.
+/// The state of one run: a few parts, each with its own type and file.
+/// Handlers (`on_<what happened>`) live in the file of the part they
+/// concern and take what they need of the others.
 pub struct World<'s> {
     pub(crate) model: &'s Model,
     pub(crate) q: EventQueue<Event>,
-    /// Per gateway replica: its wall clock (nginx's whole seconds, its own phase).
-    pub(crate) clocks: Vec<WallClock>,
-    /// Policies per replica (`policies` holds replica 0's, then replica 1's, …)
-    /// and peer-state scopes per replica (global scope `r × sloc + s`).
-    pub(crate) npol: usize,
-    pub(crate) sloc: usize,
-    /// More than one replica.
-    pub(crate) fleet: bool,
-    /// Spreads requests over the replicas (`gateway.spread: random`), and
-    /// the next replica in turn.
-    pub(crate) rng_spread: SimRng,
-    pub(crate) spread_next: u64,
-    pub(crate) rng_arrivals: SimRng,
-    pub(crate) rng_service: SimRng,
-    pub(crate) rng_faults: SimRng,
-    pub(crate) rng_gateway: SimRng,
-    pub(crate) rng_policy: SimRng,
-    pub(crate) rng_probe: SimRng,
-    pub(crate) rng_heartbeat: SimRng,
-    /// Start-up times of restarted processes (`restart_delay`).
-    pub(crate) rng_restart: SimRng,
-    /// Send delays of open-loop requests (`clients.send_jitter`), and
-    /// their distribution.
-    pub(crate) rng_jitter: SimRng,
-    pub(crate) jitter: Option<Box<node::Sampler>>,
+    /// The gateway's replicas: clocks, and how scopes and policy instances
+    /// are laid out per replica (`fleet.rs`).
+    pub(crate) fleet: Fleet,
+    /// The random streams (`streams.rs`).
+    pub(crate) rng: Streams,
     /// Each fault's window in this run (drawn starts included).
     pub(crate) fault_windows: Vec<(SimTime, Option<SimTime>)>,
     pub(crate) clients: client::Clients,
     pub(crate) gw: gateway::Gateway,
     pub(crate) nodes: Vec<node::Node>,
-    pub(crate) policies: Vec<Box<dyn HealthPolicy>>,
-    /// The policies that listen to `on_connected`, by index within a replica.
-    pub(crate) hear_connections: Vec<usize>,
-    /// The policies that listen to `on_selected`, by index within a replica.
-    pub(crate) hear_selections: Vec<usize>,
-    /// The policies that listen to `on_attempt`, by index within a replica.
-    pub(crate) hear_attempts: Vec<usize>,
-    /// The policies that listen to `on_host_checked`, likewise.
-    hear_checks: Vec<usize>,
-    /// The policies that may refuse an attempt (`admits`), likewise.
-    pub(crate) admitters: Vec<usize>,
-    /// Per policy: ask it again about a node after every call about that node
-    /// (`false`: on its ejection and readmission notices only).
-    refresh_after_call: Vec<bool>,
+    /// Every policy instance and what it hears (`policies.rs`).
+    pub(crate) bank: PolicyBank,
     pub(crate) probes: probe::Probes,
     /// Per policy that asked for them, per node: heartbeat threads.
     pub(crate) heartbeats: Vec<Vec<heartbeat::Thread>>,
-    pub(crate) timers_buf: Vec<(SimTime, PolicyTimer)>,
-    pub(crate) notices_buf: Vec<policy::Notice>,
     pub(crate) rec: Recorder,
-    pub(crate) trace: Option<TraceSink<'s>>,
-    /// The gateway's event log (`--events`), if kept.
-    pub(crate) events: Option<Box<events::Logger>>,
-    /// A trace or an event log is kept: every attempt is observed.
-    pub(crate) observed: bool,
+    /// The attempt trace and the gateway's event log, if kept.
+    pub(crate) obs: Observers<'s>,
     pub(crate) seed: u64,
     /// Stop (keeping the metrics so far) once this many events were processed.
     pub(crate) max_events: u64,
+}
+
+/// What watches a run from outside: the attempt trace (`--trace`) and the
+/// gateway's event log (`--events`).
+pub(crate) struct Observers<'s> {
+    pub(crate) trace: Option<TraceSink<'s>>,
+    /// The gateway's event log, if kept.
+    pub(crate) events: Option<Box<event_log::Logger>>,
+    /// A trace or an event log is kept: every attempt is observed.
+    pub(crate) any: bool,
 }
 
 /// Runs `model` with `seed` (the model's own seed is ignored) and returns its metrics.
@@ -344,7 +319,7 @@ pub fn run_with<'s>(
 }
 
 /// Like [`run_with`]; `events`: also keep the gateway's event log, at most
-/// that many lines (see [`events`]).
+/// that many lines (see [`event_log`]).
 pub fn run_logged<'s>(
     model: &'s Model,
     seed: u64,
@@ -352,40 +327,21 @@ pub fn run_logged<'s>(
     trace: Option<TraceSink<'s>>,
     per_replica: bool,
     events: Option<usize>,
-) -> (RunSummary, Option<Truncated>, Option<events::EventLog>) {
+) -> (RunSummary, Option<Truncated>, Option<event_log::EventLog>) {
     let mut w = World::new(model, seed, trace);
     w.max_events = max_events;
     if per_replica {
         w.rec.track_replicas();
     }
-    w.events = events.map(|cap| Box::new(events::Logger::new(model, cap)));
-    w.observed = w.trace.is_some() || w.events.is_some();
+    w.obs.events = events.map(|cap| Box::new(event_log::Logger::new(model, cap)));
+    w.obs.any = w.obs.trace.is_some() || w.obs.events.is_some();
     let (summary, cut, log) = w.run_to_end_or_budget();
     (summary, cut.map(|at| Truncated { max_events, at }), log)
 }
 
-/// The indices (within a replica) of the policies for which `hears` holds.
-fn listeners(
-    policies: &[Box<dyn HealthPolicy>],
-    hears: impl Fn(&dyn HealthPolicy) -> bool,
-) -> Vec<usize> {
-    (0..policies.len())
-        .filter(|&i| hears(policies[i].as_ref()))
-        .collect()
-}
-
 impl<'s> World<'s> {
     pub fn new(model: &'s Model, seed: u64, trace: Option<TraceSink<'s>>) -> Self {
-        // Replica 0's phase is the single gateway's; the others continue the stream.
-        let mut clock_rng = rng::stream(seed, Stream::Clock);
-        let clocks: Vec<WallClock> = (0..model.replicas())
-            .map(|_| {
-                WallClock::new(match model.gateway.clock_phase {
-                    Some(p) => p,
-                    None => SimDuration::from_micros(clock_rng.random_range(0..1_000_000)),
-                })
-            })
-            .collect();
+        let fleet = Fleet::new(model, seed);
         let names = model.nodes.iter().map(|n| n.name.clone()).collect();
         let mut rec = Recorder::new(
             names,
@@ -405,72 +361,26 @@ impl<'s> World<'s> {
             rec.node_workers(NodeId(i as u32), n.workers);
         }
         rec.latency_thresholds(&model.latency_thresholds);
-        rec.fleet(model.replicas());
-        let mut policies: Vec<_> = (0..model.replicas())
-            .flat_map(|_| &model.policies)
-            .map(|p| policy::build(p, model.scopes_per_replica(), model.nodes.len()))
-            .collect();
-        let npol = model.policies.len();
-        if model.replicas() > 1 {
-            // A server the replicas share (a registry) runs in replica 0's instance.
-            for (i, p) in policies.iter_mut().enumerate() {
-                p.join_fleet(if i < npol {
-                    FleetRole::Owner
-                } else {
-                    FleetRole::Subscriber
-                });
-            }
-        }
-        let mut gw = gateway::Gateway::new(model, policies.len());
-        gw.attempt_cap = policies[..npol]
-            .iter()
-            .filter_map(|p| p.attempt_timeout())
-            .min();
-        gw.guarded =
-            gw.attempt_cap.is_some() || policies[..npol].iter().any(|p| p.rejects_attempts());
-        let warming = policies[..npol].iter().filter(|p| p.warms()).count() as u32;
-        gw.warming.fill(warming);
+        rec.fleet(fleet.layout());
+        let bank = PolicyBank::new(model, fleet.layout());
         World {
             model,
             q: EventQueue::new(),
-            clocks,
-            npol,
-            sloc: model.scopes_per_replica(),
-            fleet: model.replicas() > 1,
-            rng_spread: rng::stream(seed, Stream::Spread),
-            spread_next: 0,
-            rng_arrivals: rng::stream(seed, Stream::Arrivals),
-            rng_service: rng::stream(seed, Stream::Service),
-            rng_faults: rng::stream(seed, Stream::Faults),
-            rng_gateway: rng::stream(seed, Stream::Gateway),
-            rng_policy: rng::stream(seed, Stream::Policy),
-            rng_probe: rng::stream(seed, Stream::Probe),
-            rng_heartbeat: rng::stream(seed, Stream::Heartbeat),
-            rng_restart: rng::stream(seed, Stream::Restart),
-            rng_jitter: rng::stream(seed, Stream::Jitter),
-            jitter: model
-                .send_jitter
-                .as_ref()
-                .map(|j| Box::new(node::Sampler::new(j))),
+            gw: gateway::Gateway::new(model, &bank),
+            bank,
+            fleet,
+            rng: Streams::new(seed),
             fault_windows,
             clients: client::Clients::new(model),
-            gw,
-            hear_connections: listeners(&policies[..npol], |p| p.hears_connections()),
-            hear_selections: listeners(&policies[..npol], |p| p.hears_selections()),
-            hear_attempts: listeners(&policies[..npol], |p| p.hears_attempts()),
-            hear_checks: listeners(&policies[..npol], |p| p.hears_host_checks()),
-            admitters: listeners(&policies[..npol], |p| p.rejects_attempts()),
-            refresh_after_call: policies.iter().map(|p| !p.routes_by_notices()).collect(),
             nodes: model.nodes.iter().map(node::Node::new).collect(),
-            policies,
             probes: probe::Probes::default(),
             heartbeats: Vec::new(),
-            timers_buf: Vec::new(),
-            notices_buf: Vec::new(),
             rec,
-            events: None,
-            observed: trace.is_some(),
-            trace,
+            obs: Observers {
+                any: trace.is_some(),
+                trace,
+                events: None,
+            },
             seed,
             max_events: u64::MAX,
         }
@@ -487,7 +397,9 @@ impl<'s> World<'s> {
 
     /// Runs to the end, or until `max_events` were processed (then also
     /// returns the time it stopped at), and summarises.
-    fn run_to_end_or_budget(mut self) -> (RunSummary, Option<SimTime>, Option<events::EventLog>) {
+    fn run_to_end_or_budget(
+        mut self,
+    ) -> (RunSummary, Option<SimTime>, Option<event_log::EventLog>) {
         let mut cut = None;
         let end = self.model.end();
         self.begin();
@@ -504,9 +416,9 @@ impl<'s> World<'s> {
             };
             self.dispatch(ev);
         }
-        let log = self.events.take().map(|l| l.log);
+        let log = self.obs.events.take().map(|l| l.log);
         let unfinished = self.gw.in_flight_counted() as u64;
-        let seed_phase = self.clocks[0].phase();
+        let seed_phase = self.fleet.clock(0).phase();
         let events = self.q.popped();
         let name = self.model.name.clone();
         let seed = self.seed;
@@ -532,9 +444,7 @@ impl<'s> World<'s> {
             }
         }
         self.start_clients();
-        for i in 0..self.policies.len() {
-            self.with_policy(i, None, |p, cx| p.on_start(cx));
-        }
+        self.with_every_policy(None, |p, cx| p.on_start(cx));
         self.refresh_all();
     }
 
@@ -592,149 +502,6 @@ impl<'s> World<'s> {
         }
     }
 
-    /// Calls policy `i` with a fresh context, then turns its requests into
-    /// events and its notices into metrics.
-    pub(crate) fn with_policy<R>(
-        &mut self,
-        i: usize,
-        about: Option<NodeId>,
-        f: impl FnOnce(&mut dyn HealthPolicy, &mut PolicyCx) -> R,
-    ) -> R {
-        let now = self.clocks[self.replica_of_policy(i)].now(self.q.now());
-        let mut cx = PolicyCx::logged(
-            now,
-            &mut self.rng_policy,
-            &mut self.timers_buf,
-            &mut self.notices_buf,
-            self.events.is_some(),
-        );
-        let r = f(self.policies[i].as_mut(), &mut cx);
-        let actions = cx.take_actions();
-        // Most calls ask for nothing: keep the draining out of the hot path.
-        if !self.timers_buf.is_empty() || !self.notices_buf.is_empty() {
-            self.apply_policy_requests(i, now.t);
-        }
-        if let Some(node) = about
-            && !self.gw.direct
-            && self.refresh_after_call[i]
-        {
-            self.refresh_node(i, node, now);
-        }
-        for a in actions {
-            match a {
-                Action::Probe { node, req } => self.send_probe(i as u16, node, req),
-                Action::StartHeartbeats(plan) => self.start_heartbeats(i as u16, plan),
-                Action::HostChecked { node, healthy } => self.host_checked(i, node, healthy),
-                Action::Warmed => self.on_warmed(self.replica_of_policy(i)),
-                Action::Log(ev) => self.log_policy_event(i, ev),
-                Action::Publish { node, routable, at } => {
-                    self.publish_to_replicas(i, node, routable, at)
-                }
-            }
-        }
-        r
-    }
-
-    /// Policy instance `i` owns a server the replicas share (a registry)
-    /// and published a verdict on `node`: the same policy of every other
-    /// replica hears it now, in replica order.
-    #[cold]
-    fn publish_to_replicas(&mut self, i: usize, node: NodeId, routable: bool, at: SimTime) {
-        let p = i % self.npol;
-        for r in 0..self.model.replicas() {
-            let j = r * self.npol + p;
-            if j != i {
-                self.with_policy(j, Some(node), |pol, cx| {
-                    pol.on_published(cx, node, routable, at)
-                });
-            }
-        }
-    }
-
-    /// Policy `i` completed a check of `node`: the other policies of its
-    /// replica that listen hear it.
-    #[cold]
-    fn host_checked(&mut self, i: usize, node: NodeId, healthy: bool) {
-        let first = self.replica_of_policy(i) * self.npol;
-        for k in 0..self.hear_checks.len() {
-            let j = first + self.hear_checks[k];
-            if j != i {
-                self.with_policy(j, Some(node), |p, cx| p.on_host_checked(cx, node, healthy));
-            }
-        }
-    }
-
-    /// Turns the timers and notices a policy queued into events and metrics.
-    #[cold]
-    fn apply_policy_requests(&mut self, i: usize, now: SimTime) {
-        for (at, timer) in self.timers_buf.drain(..) {
-            self.q.schedule(
-                at,
-                Event::Policy {
-                    policy: i as u16,
-                    timer,
-                },
-            );
-        }
-        let mut named = Vec::new();
-        let first_scope = self.replica_of_policy(i) * self.sloc;
-        for n in self.notices_buf.drain(..) {
-            self.rec.notice(now, n, first_scope);
-            if let policy::Notice::Ejected { node, .. } | policy::Notice::Readmitted { node, .. } =
-                n
-            {
-                named.push(node);
-            }
-        }
-        let now = self.clocks[self.replica_of_policy(i)].now(now);
-        if self.gw.direct {
-            return;
-        }
-        for node in named {
-            self.refresh_node(i, node, now);
-        }
-    }
-
-    /// The replica of global scope `s`. (A single gateway skips the
-    /// division: these are on every attempt's path.)
-    #[inline]
-    pub(crate) fn replica_of(&self, s: Scope) -> usize {
-        if self.fleet {
-            s as usize / self.sloc
-        } else {
-            0
-        }
-    }
-
-    /// The replica of policy instance `i`.
-    #[inline]
-    pub(crate) fn replica_of_policy(&self, i: usize) -> usize {
-        if self.fleet { i / self.npol } else { 0 }
-    }
-
-    /// Global scope `s` within its replica: what that replica's policies call it.
-    #[inline]
-    pub(crate) fn local(&self, s: Scope) -> Scope {
-        if self.fleet {
-            (s as usize % self.sloc) as Scope
-        } else {
-            s
-        }
-    }
-
-    /// The policy instances of the replica of global scope `s`.
-    #[inline]
-    pub(crate) fn policies_of(&self, s: Scope) -> std::ops::Range<usize> {
-        let r = self.replica_of(s);
-        r * self.npol..(r + 1) * self.npol
-    }
-
-    /// Now, on the clock of the replica of global scope `s`.
-    #[inline]
-    pub(crate) fn now_in(&self, s: Scope) -> Now {
-        self.clocks[self.replica_of(s)].now(self.q.now())
-    }
-
     /// A finished attempt, to the trace and the event log (those kept).
     #[cold]
     #[inline(never)]
@@ -747,7 +514,7 @@ impl<'s> World<'s> {
         charge: Charge,
     ) {
         self.trace_attempt(request, scope, node, result, charge);
-        if self.events.is_some() {
+        if self.obs.events.is_some() {
             self.log_attempt_error(scope, node, result);
         }
     }
@@ -761,7 +528,7 @@ impl<'s> World<'s> {
         result: AttemptResult,
         charge: Charge,
     ) {
-        if let Some(sink) = self.trace.as_mut() {
+        if let Some(sink) = self.obs.trace.as_mut() {
             let line = TraceLine {
                 t_s: self.q.now().as_secs_f64(),
                 request,

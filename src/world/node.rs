@@ -213,8 +213,8 @@ impl World<'_> {
         let now = self.q.now();
         let n = &mut self.nodes[node.index()];
         let rng = match job {
-            Job::Request { .. } => &mut self.rng_service,
-            Job::Probe { .. } | Job::SelfCheck { .. } => &mut self.rng_probe,
+            Job::Request { .. } => &mut self.rng.service,
+            Job::Probe { .. } | Job::SelfCheck { .. } => &mut self.rng.probe,
             Job::Accept => return, // accept() and close: no work
         };
         let Some(w) = n.idle_workers.pop() else {
@@ -270,8 +270,8 @@ impl World<'_> {
         let busy = n.busy_workers();
         self.rec.workers_busy(self.q.now(), node, busy);
         let rng = match job.job {
-            Job::Request { .. } => &mut self.rng_faults,
-            _ => &mut self.rng_probe,
+            Job::Request { .. } => &mut self.rng.faults,
+            _ => &mut self.rng.probe,
         };
         let reply = match n.flaky {
             Some((p, error, status)) if rng.random_bool(p) => match error {

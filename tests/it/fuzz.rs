@@ -10,7 +10,16 @@
 //! `"999999999h"`, deep nesting), random JSON over the same vocabulary,
 //! and the inputs that once broke hcsim: `--set` paths and sweep `set`
 //! keys tens of thousands of segments deep, float ranges with
-//! astronomically many values, and models with many faults.
+//! astronomically many values, models with many faults, huge counts (more
+//! nodes, workers, replicas, clients or thresholds than a model may have:
+//! refused before they are allocated) and numbers that wrap (seconds whose
+//! microseconds overflow 64 bits).
+//!
+//! - `fuzz_output_paths` (`fuzz_outputs.rs`): writes through `hcsim::atomic` to targets of
+//!   every kind (regular files, symbolic link chains, dangling and looping
+//!   links, FIFOs with a reader, private null-like and full-like device
+//!   nodes, directories, names up to 255 bytes): the content reaches the
+//!   file the path names, a node is never replaced, no temporary is left.
 //!
 //! - `fuzz_corpus_replays_cleanly`: every file in `tests/fuzz-corpus/` (plus
 //!   the shipped and malformed models).
@@ -68,9 +77,17 @@ enum Outcome {
 /// Runs one input through everything a user's file goes through.
 fn fuzz_one(input: &Input) -> Outcome {
     let path = Path::new("fuzz.json");
-    let mut doc = match hcsim::diagnostics::parse_json(&input.text) {
+    // As `read_document` reads a file: a top-level `nodes` list over the
+    // cap is refused while it is read.
+    let caps = [("nodes", hcsim::spec::limits::MAX_NODES)];
+    let mut doc = match hcsim::diagnostics::parse_json_capped(&input.text, &caps) {
         Ok(d) => d,
-        Err(e) => {
+        Err(hcsim::diagnostics::JsonError::TooLong { key, found }) => {
+            assert_eq!(key, "nodes");
+            assert!(found > hcsim::spec::limits::MAX_NODES as u64);
+            return Outcome::Invalid;
+        }
+        Err(hcsim::diagnostics::JsonError::Syntax(e)) => {
             let _ = hcsim::diagnostics::json_hint(&input.text, e.line(), e.column());
             assert!(!e.to_string().is_empty());
             return Outcome::Syntax;
@@ -78,7 +95,8 @@ fn fuzz_one(input: &Input) -> Outcome {
     };
     for (key, value) in &input.sets {
         let _ = spec::canonical_path(&doc, key);
-        if spec::set_path(&mut doc, key, spec::parse_set_value(value)).is_err() {
+        let set = spec::Override::parse(&format!("{key}={value}"));
+        if set.and_then(|o| o.apply(&mut doc)).is_err() {
             return Outcome::Set;
         }
     }
@@ -90,6 +108,12 @@ fn fuzz_one(input: &Input) -> Outcome {
         Err(e) => {
             let msg = e.to_string();
             assert!(msg.starts_with("fuzz.json"), "{msg}");
+            // What stderr shows is readable, however large the input.
+            assert!(
+                hcsim::diagnostics::clip_message(&msg).chars().count() <= 2_100,
+                "{} characters",
+                msg.len()
+            );
             if !doc.to_string().contains("\\u0001") {
                 assert!(!msg.contains('\u{1}'), "a path marker leaked: {msg:?}");
             }
@@ -194,6 +218,11 @@ const NUMBERS: &[f64] = &[
     4294967295.0,
     4294967296.0,
     18446744073709551615.0,
+    18446744073709551616.0,
+    9223372036854775807.0,
+    // × 10⁶ wraps a u64 to 5 s and to 1 s
+    288230376151711749.0,
+    288230376151711745.0,
     9007199254740993.0,
     65535.0,
     65536.0,
@@ -232,6 +261,14 @@ const STRINGS: &[&str] = &[
     "1e3s",
     "-1s",
     "18446744073709551615us",
+    "18446744073709551616us",
+    "288230376151711749s",
+    "18446744073709551615s",
+    "18446744073709551615ms",
+    "5124095576030431h",
+    "1e30s",
+    ".nan",
+    ".inf",
     "9007199254740993us",
     "0.0000001s",
     "1h1h1h1h1h1h1h1h1h1h1h1h1h1h1h1h",
@@ -629,6 +666,78 @@ impl Gen {
         })
     }
 
+    /// A small model with one count far beyond what may be allocated:
+    /// more nodes than the cap (each cheap to write), workers, replicas,
+    /// closed-loop clients, latency thresholds, timeline rows. Each is
+    /// refused before it is allocated, quickly and in bounded memory.
+    fn huge_count(&mut self) -> Value {
+        let mut doc = json!({
+            "name": "huge", "duration": "1s",
+            "clients": {"kind": "open", "rate_per_s": 10.0},
+            "nodes": [{"name": "A"}, {"name": "B"}]
+        });
+        let big = [
+            u32::MAX as u64,
+            u64::MAX,
+            5_000_000,
+            1 << 32,
+            100_001,
+            1_000_001,
+        ][self.below(6)];
+        match self.below(7) {
+            0 => {
+                let n = [20_001, 50_000, 250_000][self.below(3)];
+                doc["nodes"] = (0..n).map(|i| json!({"name": format!("n{i}")})).collect();
+            }
+            1 => doc["nodes"][0]["workers"] = json!(big),
+            2 => doc["gateway"] = json!({"replicas": big}),
+            3 => doc["clients"] = json!({"kind": "closed", "concurrency": big}),
+            4 => {
+                let n = [17, 1_000, 100_000][self.below(3)];
+                doc["latency_thresholds"] = (0..n).map(|i| json!(format!("{}ms", i + 1))).collect();
+            }
+            5 => {
+                doc["duration"] = json!(["1000000000s", "1000s", "277777h"][self.below(3)]);
+                doc["timeline_bucket"] = json!("1us");
+            }
+            _ => doc["gateway"] = json!({"workers": big, "zone": false}),
+        }
+        doc
+    }
+
+    /// A model whose durations or counts are numbers that wrap when
+    /// scaled to microseconds (or sit at the edge of their type).
+    fn wrapping_numbers(&mut self) -> Value {
+        let k = self.below(self.models.len());
+        let mut doc = self.models[k].clone();
+        // Models only (not sweeps or tune files): a node to patch.
+        if doc["nodes"].as_array().is_none_or(|n| n.is_empty()) {
+            return doc;
+        }
+        let durations = [
+            "288230376151711749s",
+            "18446744073709551615us",
+            "18446744073709551616us",
+            "5124095576030431h",
+            "307445734561825861m",
+            "1000000000.000001s",
+            "1000000000s",
+        ];
+        let d = json!(durations[self.below(durations.len())]);
+        let n = json!([u64::MAX, 288_230_376_151_711_749, 1 << 63, u32::MAX as u64][self.below(4)]);
+        match self.below(6) {
+            0 => doc["duration"] = d,
+            1 => doc["gateway"]["proxy_connect_timeout"] = d,
+            2 => doc["clients"]["timeout"] = d,
+            3 => {
+                doc["faults"] = json!([{"kind": "crash", "node": doc["nodes"][0]["name"], "at": "0s", "for": d}])
+            }
+            4 => doc["policy"] = json!({"kind": "max_fails", "max_fails": n, "fail_timeout": d}),
+            _ => doc["nodes"][0]["weight"] = n,
+        }
+        doc
+    }
+
     fn set_path(&mut self) -> String {
         if self.chance(0.05) {
             return self.deep_path();
@@ -650,7 +759,9 @@ impl Gen {
 
     fn next(&mut self) -> Input {
         let mut sets = vec![];
-        let text = match self.below(16) {
+        let text = match self.below(18) {
+            17 => self.wrapping_numbers().to_string(),
+            16 => self.huge_count().to_string(),
             14 => self.sweep_input().to_string(),
             15 => self.many_faults().to_string(),
             10..=13 => {

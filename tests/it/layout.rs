@@ -26,6 +26,7 @@ const LAYERS: &[&[&str]] = &[
     &["run"],
     &["sweep"],
     &["output"],
+    &["replay"],
     &["tune"],
     &["reproduce"],
     &["cli"],
@@ -218,4 +219,216 @@ fn function_lengths_are_measured() {
             ("c".to_string(), 11, 1)
         ]
     );
+}
+
+/// The sibling files (and subfolders) of `dir` under `src/` that each file of
+/// `dir` uses: `super::X` or `crate::<dir>::X` for a sibling `X`.
+fn sibling_graph(src: &Path, dir: &Path) -> BTreeMap<String, BTreeSet<String>> {
+    let rel = dir.strip_prefix(src).unwrap();
+    let prefix: String = rel
+        .components()
+        .map(|c| c.as_os_str().to_string_lossy().into_owned() + "::")
+        .collect();
+    let mut names = BTreeSet::new();
+    for e in fs::read_dir(dir).unwrap().flatten() {
+        let p = e.path();
+        let name = p.file_stem().unwrap().to_string_lossy().into_owned();
+        if p.is_dir() || (p.extension().is_some_and(|x| x == "rs") && name != "mod") {
+            names.insert(name);
+        }
+    }
+    let mut graph: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    for name in &names {
+        let mut texts = vec![];
+        let file = dir.join(format!("{name}.rs"));
+        if file.is_file() {
+            texts.push(fs::read_to_string(&file).unwrap());
+        } else {
+            let mut inner = vec![];
+            rust_files(&dir.join(name), &mut inner);
+            for f in inner {
+                texts.push(fs::read_to_string(f).unwrap());
+            }
+        }
+        let uses = graph.entry(name.clone()).or_default();
+        for text in &texts {
+            let text = body(text);
+            for other in &names {
+                if other == name {
+                    continue;
+                }
+                let direct = format!("super::{other}::");
+                let braced = format!("super::{{{other}");
+                let full = format!("crate::{prefix}{other}::");
+                // A subfolder's own files reach their parent's siblings with
+                // `super::super::`: counted through `crate::` paths only.
+                if (file.is_file() && (text.contains(&direct) || text.contains(&braced)))
+                    || (!prefix.is_empty() && text.contains(&full))
+                {
+                    uses.insert(other.clone());
+                }
+            }
+        }
+    }
+    graph
+}
+
+/// A cycle in `graph`, if any, as the path that closes it.
+fn a_cycle(graph: &BTreeMap<String, BTreeSet<String>>) -> Option<Vec<String>> {
+    fn visit(
+        n: &str,
+        graph: &BTreeMap<String, BTreeSet<String>>,
+        path: &mut Vec<String>,
+        done: &mut BTreeSet<String>,
+    ) -> Option<Vec<String>> {
+        if let Some(i) = path.iter().position(|p| p == n) {
+            let mut cycle = path[i..].to_vec();
+            cycle.push(n.to_string());
+            return Some(cycle);
+        }
+        if done.contains(n) {
+            return None;
+        }
+        path.push(n.to_string());
+        for m in graph.get(n).into_iter().flatten() {
+            if let Some(c) = visit(m, graph, path, done) {
+                return Some(c);
+            }
+        }
+        path.pop();
+        done.insert(n.to_string());
+        None
+    }
+    let mut done = BTreeSet::new();
+    graph
+        .keys()
+        .find_map(|n| visit(n, graph, &mut vec![], &mut done))
+}
+
+#[test]
+fn files_of_a_folder_form_no_cycle() {
+    let src = root().join("src");
+    let mut dirs = vec![src.clone()];
+    let mut problems = vec![];
+    while let Some(d) = dirs.pop() {
+        for e in fs::read_dir(&d).unwrap().flatten() {
+            if e.path().is_dir() {
+                dirs.push(e.path());
+            }
+        }
+        if d == src {
+            continue; // the top level is the layer test's
+        }
+        if let Some(c) = a_cycle(&sibling_graph(&src, &d)) {
+            let rel = d.strip_prefix(root()).unwrap().display().to_string();
+            problems.push(format!(
+                "{rel}: {} use each other in a circle",
+                c.join(" → ")
+            ));
+        }
+    }
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+    // The check sees real edges.
+    let plot = sibling_graph(&src, &src.join("plot"));
+    assert!(plot["heatmap"].contains("theme"), "{plot:?}");
+}
+
+/// The most fields `World` may have: it is made of a few typed parts.
+const MAX_WORLD_FIELDS: usize = 16;
+/// The most `World` methods one file may hold.
+const MAX_WORLD_METHODS_PER_FILE: usize = 20;
+
+/// The bodies of `impl … World … {` blocks in `text`.
+fn world_impls(text: &str) -> Vec<&str> {
+    let mut out = vec![];
+    let mut rest = text;
+    while let Some(i) = rest.find("\nimpl") {
+        let line_end = rest[i + 1..].find('\n').map_or(rest.len(), |e| i + 1 + e);
+        let line = &rest[i + 1..line_end];
+        rest = &rest[line_end..];
+        if !(line.contains(" World<") || line.contains(" World {")) || !line.ends_with('{') {
+            continue;
+        }
+        let end = rest.find("\n}\n").map_or(rest.len(), |e| e + 1);
+        out.push(&rest[..end]);
+        rest = &rest[end..];
+    }
+    out
+}
+
+#[test]
+fn the_world_stays_a_few_typed_parts() {
+    let world = root().join("src/world");
+    let text = fs::read_to_string(world.join("mod.rs")).unwrap();
+    let start = text
+        .find("pub struct World<'s> {")
+        .expect("World is in world/mod.rs");
+    let end = start + text[start..].find("\n}\n").unwrap();
+    let fields = text[start..end]
+        .lines()
+        .skip(1)
+        .filter(|l| {
+            let t = l.trim_start();
+            !t.starts_with("//") && !t.starts_with('#') && t.contains(':')
+        })
+        .count();
+    assert!(
+        fields <= MAX_WORLD_FIELDS,
+        "World has {fields} fields (at most {MAX_WORLD_FIELDS}): give new state a part of its own"
+    );
+    let mut files = vec![];
+    rust_files(&world, &mut files);
+    let mut problems = vec![];
+    for f in files {
+        let text = fs::read_to_string(&f).unwrap();
+        let methods: usize = world_impls(body(&text))
+            .iter()
+            .map(|b| functions(b).iter().filter(|(_, _, len)| *len > 0).count())
+            .sum();
+        if methods > MAX_WORLD_METHODS_PER_FILE {
+            problems.push(format!(
+                "{}: {methods} World methods (at most {MAX_WORLD_METHODS_PER_FILE})",
+                f.strip_prefix(root()).unwrap().display()
+            ));
+        }
+    }
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+}
+
+#[test]
+fn only_the_fleet_knows_how_replicas_lay_out_their_tables() {
+    // Replica × per-replica count (`r * npol + p`, `r * sloc + s`) and its
+    // inverse belong to `ids::FleetLayout` (and `world/fleet.rs`, which holds it).
+    let allowed = ["src/ids.rs", "src/world/fleet.rs"];
+    let words = [
+        "npol",
+        "sloc",
+        "first_scope",
+        "/ scopes_per_replica",
+        "% scopes_per_replica",
+        "/ self.scopes_per_replica",
+        "% self.scopes_per_replica",
+        "fn replica_of",
+        "fn policies_of",
+    ];
+    let src = root().join("src");
+    let mut files = vec![];
+    rust_files(&src, &mut files);
+    let mut problems = vec![];
+    for f in files {
+        let rel = f.strip_prefix(root()).unwrap().display().to_string();
+        if allowed.contains(&rel.as_str()) {
+            continue;
+        }
+        let text = fs::read_to_string(&f).unwrap();
+        for (n, line) in body(&text).lines().enumerate() {
+            if line.trim_start().starts_with("//") {
+                continue;
+            }
+            if let Some(w) = words.iter().find(|w| line.contains(*w)) {
+                problems.push(format!("{rel}:{}: `{w}`: ask FleetLayout", n + 1));
+            }
+        }
+    }
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
 }

@@ -1,4 +1,5 @@
-//! Fault tests of the command line: two writers on one output directory,
+//! Fault tests of the command line: two writers on one output directory
+//! (a sweep and a second sweep, a run, a plot or a compare),
 //! a sweep killed with SIGKILL and resumed, a finished sweep resumed, full
 //! disks on stdout and stderr, outputs of another model left in a reused
 //! `--out`, an absurd `--jobs`, and a sweep's memory not growing with its
@@ -8,12 +9,12 @@ use crate::{await_lines, kill, lines, tmp};
 use serde_json::json;
 use std::fs;
 use std::path::Path;
-use std::process::{Command, Output, Stdio};
+use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 const BIN: &str = env!("CARGO_BIN_EXE_hcsim");
 
-fn hcsim_in(dir: &Path, args: &[&str]) -> Output {
+pub(crate) fn hcsim_in(dir: &Path, args: &[&str]) -> Output {
     Command::new(BIN)
         .args(args)
         .current_dir(dir)
@@ -24,7 +25,7 @@ fn hcsim_in(dir: &Path, args: &[&str]) -> Output {
         .unwrap()
 }
 
-fn ok(out: Output) -> Output {
+pub(crate) fn ok(out: Output) -> Output {
     assert!(
         out.status.success(),
         "hcsim failed ({}):\n{}",
@@ -34,7 +35,7 @@ fn ok(out: Output) -> Output {
     out
 }
 
-fn user_error(out: Output) -> String {
+pub(crate) fn user_error(out: Output) -> String {
     let err = String::from_utf8_lossy(&out.stderr).to_string();
     assert_eq!(out.status.code(), Some(2), "expected exit code 2:\n{err}");
     assert!(!err.contains("panicked"), "{err}");
@@ -42,7 +43,7 @@ fn user_error(out: Output) -> String {
 }
 
 /// A tiny model and a 2 × 3-rep sweep of it in `dir`.
-fn tiny(dir: &Path) {
+pub(crate) fn tiny(dir: &Path) {
     fs::create_dir_all(dir.join("models")).unwrap();
     fs::create_dir_all(dir.join("sweeps")).unwrap();
     let model = json!({
@@ -92,31 +93,40 @@ fn a_second_writer_is_refused_and_a_killed_sweep_resumes_identically() {
         "cut",
     ];
     // Checkpoints 4 runs, then stays alive holding the lock (a minute at most).
-    let first = Command::new(BIN)
-        .args(args)
-        .current_dir(&dir)
-        .env("HCSIM_HANG_AFTER", "4")
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
     let journal = dir.join("cut/.checkpoint/runs.jsonl");
-    let first = await_lines(
-        &journal,
-        5,
-        30,
-        first,
-        "the first sweep did not checkpoint 4 runs",
-    );
+    let first = held_after(&dir, &args, 4, &journal);
     let pid = format!("pid {} on ", first.id());
     let mut resume = args.to_vec();
     resume.push("--resume");
-    for second in [&args[..], &resume[..]] {
+    // Every command that writes a directory waits for the lock: a second
+    // sweep, a resume, and a run (whose files the sweep's clean-up would
+    // delete), a plot or a compare into it.
+    let run = ["run", "models/tiny.json", "--quiet", "--out", "cut"];
+    let compare = [
+        "compare", "done", "done", "--out", "cut", "--format", "json",
+    ];
+    ok(hcsim_in(
+        &dir,
+        &[
+            "run",
+            "models/tiny.json",
+            "--quiet",
+            "--no-charts",
+            "--out",
+            "done",
+        ],
+    ));
+    for second in [
+        &args[..],
+        &resume[..],
+        &run[..],
+        &["plot", "cut"],
+        &compare[..],
+    ] {
         let err = user_error(hcsim_in(&dir, second));
         assert!(
             err.contains("another hcsim is writing to this directory") && err.contains(&pid),
-            "{err}"
+            "{second:?}: {err}"
         );
     }
     assert_eq!(
@@ -124,6 +134,9 @@ fn a_second_writer_is_refused_and_a_killed_sweep_resumes_identically() {
         5,
         "the refused writers left the checkpoint alone"
     );
+    for f in ["summary.json", "timeline.csv", "compare.html"] {
+        assert!(!dir.join("cut").join(f).exists(), "{f} was written");
+    }
 
     kill(first); // SIGKILL: no chance to clean up; the OS drops its lock
     ok(hcsim_in(&dir, &resume));
@@ -148,11 +161,24 @@ fn a_second_writer_is_refused_and_a_killed_sweep_resumes_identically() {
 
 #[test]
 fn a_full_stdout_exits_non_zero_and_a_full_stderr_does_not_panic() {
-    let Ok(full) = fs::OpenOptions::new().write(true).open("/dev/full") else {
-        return; // not Linux
-    };
     let dir = tmp("full");
     tiny(&dir);
+    // A private full-like device (1,7), never the machine's own /dev/full.
+    let node = dir.join("full");
+    let made = Command::new("mknod")
+        .arg(&node)
+        .args(["c", "1", "7"])
+        .status()
+        .is_ok_and(|s| s.success());
+    let full = made.then(|| fs::OpenOptions::new().write(true).open(&node).ok());
+    let Some(Some(full)) = full else {
+        assert!(
+            std::env::var_os("HCSIM_REQUIRE_TOOLS").is_none(),
+            "cannot mknod a full-like device (not root?) and HCSIM_REQUIRE_TOOLS is set"
+        );
+        eprintln!("skipped: cannot make a full-like device (mknod needs root)");
+        return;
+    };
     for args in [
         &["schema", "model"][..],
         &["check", "models/tiny.json"],
@@ -259,13 +285,14 @@ fn a_reused_out_keeps_no_files_of_another_model() {
     assert_eq!(charts(&dir.join("o")), sweep_charts);
 }
 
-/// Peak RSS of `hcsim ARGS` in `dir`, KiB, measured by `/usr/bin/time`.
-fn peak_rss_kib(dir: &Path, args: &[&str]) -> Option<u64> {
+/// `hcsim ARGS` in `dir` and its peak RSS in KiB, measured by
+/// `/usr/bin/time` when there is one; stderr keeps only hcsim's lines.
+pub(crate) fn measured(dir: &Path, args: &[&str]) -> (Output, Option<u64>) {
     let time = Path::new("/usr/bin/time");
     if !time.exists() {
-        return None;
+        return (hcsim_in(dir, args), None);
     }
-    let out = Command::new(time)
+    let mut out = Command::new(time)
         .args(["-f", "peak %M"])
         .arg(BIN)
         .args(args)
@@ -273,15 +300,42 @@ fn peak_rss_kib(dir: &Path, args: &[&str]) -> Option<u64> {
         .stdin(Stdio::null())
         .output()
         .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let err = String::from_utf8_lossy(&out.stderr);
-    err.lines()
+    let err = String::from_utf8_lossy(&out.stderr).to_string();
+    let peak = err
+        .lines()
         .find_map(|l| l.strip_prefix("peak "))
-        .and_then(|k| k.trim().parse().ok())
+        .and_then(|k| k.trim().parse().ok());
+    out.stderr = err
+        .lines()
+        .filter(|l| !l.starts_with("peak ") && !l.starts_with("Command exited"))
+        .map(|l| format!("{l}\n"))
+        .collect::<String>()
+        .into_bytes();
+    (out, peak)
+}
+
+/// Peak RSS of a successful `hcsim ARGS` in `dir`, KiB.
+fn peak_rss_kib(dir: &Path, args: &[&str]) -> Option<u64> {
+    let (out, peak) = measured(dir, args);
+    ok(out);
+    peak
+}
+
+/// Starts `hcsim ARGS` in `dir` with the test hook that holds the output
+/// directory's lock after `runs` checkpointed runs, and returns it once
+/// `journal` shows them (killing it and failing after 30 s).
+fn held_after(dir: &Path, args: &[&str], runs: usize, journal: &Path) -> Child {
+    let child = Command::new(BIN)
+        .args(args)
+        .current_dir(dir)
+        .env("HCSIM_HANG_AFTER", runs.to_string())
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let what = format!("hcsim did not checkpoint {runs} runs");
+    await_lines(journal, runs + 1, 30, child, &what)
 }
 
 #[test]

@@ -446,6 +446,63 @@ fn ctrl_c_in_a_tune_says_what_is_kept_and_how_to_resume() {
     );
 }
 
+/// The tasks of an array share one --out: a shard runs while another shard
+/// of the same stage is in progress there; the same shard twice is refused.
+#[test]
+fn shards_of_a_tune_share_one_output_directory() {
+    let dir = tmp("tune-shared-out");
+    let out = dir.join("shared");
+    let child = Command::new(BIN)
+        .args([
+            "tune",
+            TINY,
+            "--jobs",
+            "1",
+            "--shard",
+            "1/2",
+            "--out",
+            out.to_str().unwrap(),
+        ])
+        .current_dir(root())
+        .env_remove("HCSIM_STOP_AFTER")
+        .env("HCSIM_HANG_AFTER", "1")
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let journal = out.join(".stages/search-0.shard-1-of-2/.checkpoint/runs.jsonl");
+    let child = await_lines(&journal, 2, 60, child, "shard 1/2 did not checkpoint a run");
+    let second = hcsim_env(
+        &[
+            "tune",
+            TINY,
+            "--jobs",
+            "1",
+            "--shard",
+            "auto",
+            "--out",
+            out.to_str().unwrap(),
+        ],
+        &[("CLOUD_RUN_TASK_INDEX", "1"), ("CLOUD_RUN_TASK_COUNT", "2")],
+    );
+    let same = tune(&out, &["--shard", "1/2"]);
+    crate::kill(child);
+    let second = ok(second);
+    assert!(
+        String::from_utf8_lossy(&second.stdout).starts_with("shard 2/2 of stage search-0: "),
+        "{}",
+        String::from_utf8_lossy(&second.stdout)
+    );
+    assert!(out.join("runs/search-0.shard-2-of-2.jsonl").exists());
+    assert_eq!(same.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&same.stderr);
+    assert!(
+        err.contains("another hcsim is writing to this directory"),
+        "{err}"
+    );
+}
+
 /// Two machines, each running `--shard K/2` of every stage in turn and
 /// exchanging their `runs/` shard files between rounds, end with the same
 /// bytes as one machine running the whole tune.

@@ -143,7 +143,7 @@ fn compare_shows_each_metric_with_its_difference_and_noise_verdict() {
     let table = ok(hcsim_in(&dir, &["compare", a, b]));
     for want in [
         "[1] output/m  model m  seed 1  reps 6",
-        "[2] output/m--rate_per_s=400  model m  seed 1  reps 6  set clients.rate_per_s=400",
+        "[2] output/m--rate_per_s=400  model m  seed 1  reps 6  --set clients.rate_per_s=400",
         "client.requests",
         "client.errors",
         "client.latency_ms.p99",

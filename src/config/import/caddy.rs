@@ -596,7 +596,7 @@ fn is_json(text: &str) -> bool {
     text.trim_start().starts_with('{') && serde_json::from_str::<Value>(text).is_ok()
 }
 
-pub fn import(path: &Path, text: &str, opts: &Options) -> Result<(Draft, String), Error> {
+pub(super) fn import(path: &Path, text: &str, opts: &Options) -> Result<(Draft, String), Error> {
     let mut d = Draft::default();
     let mut h = Handler::default();
     let target;
@@ -685,7 +685,7 @@ fn finish(h: Handler, d: &mut Draft, anchor: &Loc) -> Result<(), Error> {
 
 /// Does the text look like a Caddyfile with a `reverse_proxy`, or Caddy's
 /// JSON config? (For `import`'s format detection.)
-pub fn looks_like(text: &str) -> bool {
+pub(super) fn looks_like(text: &str) -> bool {
     if text.trim_start().starts_with('{') && text.contains("\"apps\"") {
         return text.contains("\"reverse_proxy\"");
     }

@@ -11,7 +11,7 @@ use std::path::Path;
 
 /// One token and its line.
 #[derive(Clone, Debug, PartialEq)]
-pub struct Token {
+pub(super) struct Token {
     pub text: String,
     pub line: usize,
     /// Written in quotes (so `{` is a word, not a brace).
@@ -20,19 +20,19 @@ pub struct Token {
 
 /// A directive: its words and, if it opened one, its block.
 #[derive(Clone, Debug)]
-pub struct Directive {
+pub(super) struct Directive {
     pub words: Vec<Token>,
     pub block: Option<Vec<Directive>>,
 }
 
 impl Directive {
-    pub fn name(&self) -> &str {
+    pub(super) fn name(&self) -> &str {
         self.words.first().map_or("", |t| t.text.as_str())
     }
-    pub fn line(&self) -> usize {
+    pub(super) fn line(&self) -> usize {
         self.words.first().map_or(1, |t| t.line)
     }
-    pub fn args(&self) -> &[Token] {
+    pub(super) fn args(&self) -> &[Token] {
         self.words.get(1..).unwrap_or(&[])
     }
 }
@@ -175,7 +175,7 @@ fn group(
 }
 
 /// The directives of a Caddyfile, with snippets expanded.
-pub fn parse(path: &Path, text: &str) -> Result<Vec<Directive>, Error> {
+pub(super) fn parse(path: &Path, text: &str) -> Result<Vec<Directive>, Error> {
     let lines = lex(path, text)?;
     let mut at = 0;
     let top = group(path, &lines, &mut at, None)?;

@@ -95,7 +95,7 @@ fn clusters(v: &Value) -> Vec<&Value> {
     if looks_like_cluster { vec![v] } else { vec![] }
 }
 
-pub fn import(path: &Path, text: &str, opts: &Options) -> Result<(Draft, String), Error> {
+pub(super) fn import(path: &Path, text: &str, opts: &Options) -> Result<(Draft, String), Error> {
     let docs = yaml::documents(path, text)?;
     let lines = Lines::new(path, text);
     let mut found: Vec<(&Value, &Value, usize)> = vec![];

@@ -143,7 +143,7 @@ fn sections(path: &Path, text: &str) -> Result<Vec<Section>, Error> {
     Ok(out)
 }
 
-pub fn import(path: &Path, text: &str, opts: &Options) -> Result<(Draft, String), Error> {
+pub(super) fn import(path: &Path, text: &str, opts: &Options) -> Result<(Draft, String), Error> {
     let secs = sections(path, text)?;
     let backends: Vec<usize> = (0..secs.len())
         .filter(|&i| matches!(secs[i].kind.as_str(), "backend" | "listen"))

@@ -23,7 +23,7 @@ const OD_FIELDS: [&str; 8] = [
     "minHealthPercent",
 ];
 
-pub fn import(path: &Path, text: &str, opts: &Options) -> Result<(Draft, String), Error> {
+pub(super) fn import(path: &Path, text: &str, opts: &Options) -> Result<(Draft, String), Error> {
     let docs = yaml::documents(path, text)?;
     let lines = Lines::new(path, text);
     let rules: Vec<&yaml::Doc> = docs

@@ -20,7 +20,7 @@ const KINDS: [&str; 5] = [
     "Pod",
 ];
 
-pub fn import(path: &Path, text: &str, opts: &Options) -> Result<(Draft, String), Error> {
+pub(super) fn import(path: &Path, text: &str, opts: &Options) -> Result<(Draft, String), Error> {
     let docs = yaml::documents(path, text)?;
     let lines = Lines::new(path, text);
     let work: Vec<&yaml::Doc> = docs
@@ -72,10 +72,7 @@ pub fn import(path: &Path, text: &str, opts: &Options) -> Result<(Draft, String)
     } else {
         at(&["kind"])
     };
-    for k in 0..replicas {
-        d.nodes.push(json!({ "name": format!("{name}-{k}") }));
-    }
-    d.origin("nodes", &rat);
+    d.numbered_nodes(&name, replicas, &rat)?;
     let pod = if kind == "Pod" {
         w.value.pointer("/spec")
     } else {

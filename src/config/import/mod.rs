@@ -20,7 +20,7 @@ mod haproxy;
 mod istio;
 mod kubernetes;
 mod nginx;
-mod nginx_syntax;
+pub mod nginx_syntax;
 mod traefik;
 mod yaml;
 
@@ -248,30 +248,48 @@ pub(crate) struct Draft {
 }
 
 impl Draft {
-    pub fn warn(&mut self, at: &Loc, msg: impl Into<String>) {
+    pub(crate) fn warn(&mut self, at: &Loc, msg: impl Into<String>) {
         self.warnings.push(at.warning(msg));
     }
 
     /// Sets `gateway.<key>` from the line `at`.
-    pub fn gateway(&mut self, key: &str, value: Value, at: &Loc) {
+    pub(crate) fn gateway(&mut self, key: &str, value: Value, at: &Loc) {
         self.gateway.insert(key.into(), value);
         self.origin(&format!("gateway.{key}"), at);
     }
 
-    pub fn origin(&mut self, field: &str, at: &Loc) {
+    pub(crate) fn origin(&mut self, field: &str, at: &Loc) {
         self.origins.retain(|(f, _)| f != field);
         self.origins.push((field.to_string(), at.clone()));
     }
 
     /// Adds a policy; its fields' origins are `policies[i]`.
-    pub fn policy(&mut self, doc: Value, at: &Loc) {
+    pub(crate) fn policy(&mut self, doc: Value, at: &Loc) {
         let i = self.policies.len();
         self.policies.push(doc);
         self.origin(&format!("policies[{i}]"), at);
     }
 
+    /// `count` nodes named `<prefix>-0`, `<prefix>-1`…, as a config's
+    /// replica count says (`at` is its line): refused before any is made
+    /// when there are more than a model may have.
+    pub(crate) fn numbered_nodes(
+        &mut self,
+        prefix: &str,
+        count: u64,
+        at: &Loc,
+    ) -> Result<(), Error> {
+        crate::spec::limits::check_node_count(count)
+            .map_err(|why| at.error(format!("replicas: {why} (a node per pod)")))?;
+        for k in 0..count {
+            self.nodes.push(json!({ "name": format!("{prefix}-{k}") }));
+        }
+        self.origin("nodes", at);
+        Ok(())
+    }
+
     /// `n` nodes named `node-1`…, for a config that does not list them.
-    pub fn default_nodes(&mut self, n: u32, at: &Loc, why: &str) {
+    pub(crate) fn default_nodes(&mut self, n: u32, at: &Loc, why: &str) {
         for i in 1..=n {
             self.nodes.push(json!({ "name": format!("node-{i}") }));
         }
@@ -439,9 +457,10 @@ pub(crate) fn choose(
 /// Parses `KIND:NODE@AT[+FOR]` (`crash:a@10s+30s`), KIND one of crash,
 /// hang, stop, partition.
 pub fn parse_fault(text: &str) -> Result<FaultSpec, String> {
+    let shown = crate::diagnostics::excerpt(text, crate::diagnostics::EXCERPT_CHARS);
     let bad = || {
         format!(
-            "expected KIND:NODE@AT[+FOR], e.g. crash:a@10s+30s (KIND: crash, hang, stop or partition), found \"{text}\""
+            "expected KIND:NODE@AT[+FOR], e.g. crash:a@10s+30s (KIND: crash, hang, stop or partition), found \"{shown}\""
         )
     };
     let (kind, rest) = text.split_once(':').ok_or_else(bad)?;
@@ -453,11 +472,18 @@ pub fn parse_fault(text: &str) -> Result<FaultSpec, String> {
     if !matches!(kind, "crash" | "hang" | "stop" | "partition") || node.is_empty() {
         return Err(bad());
     }
-    let mut doc = json!({"kind": kind, "node": node, "at": at});
+    // Each part named in its own words (AT, FOR), before serde sees it.
+    let duration = |part: &str, d: &str| {
+        crate::engine::time::parse_duration(d).map_err(|e| format!("{part}: {e}"))
+    };
+    let mut doc = json!({"kind": kind, "node": node, "at": duration("AT", at)?});
     if let Some(f) = for_ {
-        doc["for"] = json!(f);
+        doc["for"] = json!(duration("FOR", f)?);
     }
-    serde_json::from_value(doc).map_err(|e| format!("{e} in \"{text}\""))
+    serde_json::from_value(doc).map_err(|e| {
+        let (field, msg) = crate::diagnostics::join(".", &e.to_string());
+        format!("{field}: {msg} in \"{shown}\"")
+    })
 }
 
 /// A config file included by another, or the file itself.
@@ -514,5 +540,19 @@ mod tests {
         assert!(parse_fault("melt:a@5s").is_err());
         assert!(parse_fault("crash:a").is_err());
         assert!(parse_fault("crash:a@soon").is_err());
+        // The part at fault is named, with no path marker in the message.
+        let e = parse_fault("crash:X@1e30s").unwrap_err();
+        assert_eq!(
+            e,
+            "AT: expected a duration with a unit such as \"5s\", \"300ms\" or \"1m30s\", \
+             found \"1e30s\""
+        );
+        let e = parse_fault("hang:X@1s+2000000000s").unwrap_err();
+        assert!(
+            e.starts_with("FOR: duration \"2000000000s\" is too large"),
+            "{e}"
+        );
+        let e = parse_fault(&format!("crash:{}", "x".repeat(100_000))).unwrap_err();
+        assert!(e.len() < 300, "{e}");
     }
 }

@@ -15,7 +15,7 @@ use crate::error::Error;
 use serde_json::{Value, json};
 use std::path::Path;
 
-pub fn import(path: &Path, text: &str, opts: &Options) -> Result<(Draft, String), Error> {
+pub(super) fn import(path: &Path, text: &str, opts: &Options) -> Result<(Draft, String), Error> {
     let parsed = nginx_syntax::parse(path, text)?;
     let mut d = Draft {
         warnings: parsed.warnings,

@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 
 /// One directive: `name args… ;` or `name args… { block }`.
 #[derive(Clone, Debug, PartialEq)]
-pub struct Directive {
+pub(crate) struct Directive {
     pub name: String,
     pub args: Vec<String>,
     pub at: Loc,
@@ -21,7 +21,7 @@ pub struct Directive {
 
 impl Directive {
     /// The children of a block directive (none for a simple one).
-    pub fn children(&self) -> &[Directive] {
+    pub(crate) fn children(&self) -> &[Directive] {
         self.block.as_deref().unwrap_or(&[])
     }
 }
@@ -144,13 +144,13 @@ const MAX_INCLUDE_DEPTH: usize = 16;
 
 /// A parsed configuration: its directives (includes spliced in) and the
 /// warnings of reading it (missing includes).
-pub struct Parsed {
+pub(crate) struct Parsed {
     pub directives: Vec<Directive>,
     pub warnings: Vec<Warning>,
 }
 
 /// Parses the file `path` whose text is `text`, following its includes.
-pub fn parse(path: &Path, text: &str) -> Result<Parsed, Error> {
+pub(crate) fn parse(path: &Path, text: &str) -> Result<Parsed, Error> {
     let base = path.parent().unwrap_or(Path::new("")).to_path_buf();
     let mut p = Parser {
         base,

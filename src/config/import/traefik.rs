@@ -660,7 +660,7 @@ fn crds(path: &Path, text: &str, opts: &Options) -> Result<(Draft, String), Erro
     Ok((r.into_draft(&anchor), name))
 }
 
-pub fn import(path: &Path, text: &str, opts: &Options) -> Result<(Draft, String), Error> {
+pub(super) fn import(path: &Path, text: &str, opts: &Options) -> Result<(Draft, String), Error> {
     if is_crd(text) {
         crds(path, text, opts)
     } else {
@@ -670,7 +670,7 @@ pub fn import(path: &Path, text: &str, opts: &Options) -> Result<(Draft, String)
 
 /// Does the text look like Traefik dynamic configuration (file provider
 /// YAML or TOML, or its CRDs)? (For `import`'s format detection.)
-pub fn looks_like(text: &str) -> bool {
+pub(super) fn looks_like(text: &str) -> bool {
     is_crd(text)
         || text
             .lines()

@@ -12,14 +12,14 @@ use std::path::Path;
 
 /// One document of a (multi-document) YAML file.
 #[derive(Debug)]
-pub struct Doc {
+pub(super) struct Doc {
     pub value: Value,
     /// The line its content starts on.
     pub line: usize,
 }
 
 /// Every non-empty document of the file.
-pub fn documents(path: &Path, text: &str) -> Result<Vec<Doc>, Error> {
+pub(super) fn documents(path: &Path, text: &str) -> Result<Vec<Doc>, Error> {
     // Where each document starts: after each `---` line.
     let mut starts = vec![1];
     for (i, l) in text.lines().enumerate() {
@@ -58,13 +58,13 @@ pub fn documents(path: &Path, text: &str) -> Result<Vec<Doc>, Error> {
 }
 
 /// Finds where keys are written in the text of one file.
-pub struct Lines<'a> {
+pub(super) struct Lines<'a> {
     lines: Vec<&'a str>,
     path: &'a Path,
 }
 
 impl<'a> Lines<'a> {
-    pub fn new(path: &'a Path, text: &'a str) -> Lines<'a> {
+    pub(super) fn new(path: &'a Path, text: &'a str) -> Lines<'a> {
         Lines {
             lines: text.lines().collect(),
             path,
@@ -73,7 +73,7 @@ impl<'a> Lines<'a> {
 
     /// The first line at or after `from` writing `key` as a key (`key:`
     /// or `"key":`); `from` if there is none.
-    pub fn key(&self, from: usize, key: &str) -> usize {
+    pub(super) fn key(&self, from: usize, key: &str) -> usize {
         self.find(from, |l| {
             let t = l.trim_start().trim_start_matches("- ").trim_start();
             let t = t.trim_start_matches(['{', ',']).trim_start();
@@ -88,12 +88,12 @@ impl<'a> Lines<'a> {
     }
 
     /// The line of a path of keys, each searched after the previous one.
-    pub fn path(&self, from: usize, keys: &[&str]) -> usize {
+    pub(super) fn path(&self, from: usize, keys: &[&str]) -> usize {
         keys.iter().fold(from, |at, k| self.key(at, k))
     }
 
     /// The first line at or after `from` where `key` has the value `value`.
-    pub fn key_value(&self, from: usize, key: &str, value: &str) -> usize {
+    pub(super) fn key_value(&self, from: usize, key: &str, value: &str) -> usize {
         self.find(from, |l| {
             let t = l.trim_start().trim_start_matches("- ").trim();
             let t = t.trim_end_matches(',');
@@ -119,14 +119,14 @@ impl<'a> Lines<'a> {
             .map(|(i, _)| i + 1)
     }
 
-    pub fn at(&self, line: usize) -> Loc {
+    pub(super) fn at(&self, line: usize) -> Loc {
         Loc::new(self.path, line)
     }
 }
 
 /// A duration in proto3 JSON (`"5s"`, `"0.25s"`, `{seconds, nanos}`) or
 /// Kubernetes/Istio/Go spelling (`"1m30s"`, `"100ms"`).
-pub fn duration(v: &Value) -> Result<crate::engine::SimDuration, String> {
+pub(super) fn duration(v: &Value) -> Result<crate::engine::SimDuration, String> {
     use crate::engine::SimDuration;
     match v {
         Value::String(s) => crate::engine::time::parse_duration(s),
@@ -146,7 +146,7 @@ pub fn duration(v: &Value) -> Result<crate::engine::SimDuration, String> {
 }
 
 /// A whole number, possibly wrapped (`{"value": 5}`).
-pub fn uint(v: &Value) -> Option<u64> {
+pub(super) fn uint(v: &Value) -> Option<u64> {
     v.as_u64()
         .or_else(|| v.get("value").and_then(Value::as_u64))
         .or_else(|| v.as_str().and_then(|s| s.parse().ok()))

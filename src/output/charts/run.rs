@@ -4,11 +4,13 @@
 use super::timeline::timeline_chart;
 use super::{Drawn, axis_scale, draw_distribution, runs, shown_groups};
 use crate::error::Error;
+use crate::metrics::path as metric_path;
 use crate::output::summary::Summary;
 use crate::output::vocabulary;
 use crate::plot::DistributionSpec;
 use crate::spec::ChartSpec;
 use crate::spec::charts::{DistStyle, ScaleName};
+use crate::spec::overrides::shown;
 use std::path::Path;
 
 /// The charts drawn when a model names none.
@@ -43,7 +45,7 @@ pub fn provenance(summary: &Summary) -> String {
         runs(summary.reps),
     ];
     if !summary.set.is_empty() {
-        parts.push(format!("what if: --set {}", summary.set.join(" --set ")));
+        parts.push(format!("what if: {}", shown(&summary.set)));
     }
     parts.push(format!("hcsim {}", summary.hcsim_version));
     parts.join(" · ")
@@ -97,7 +99,10 @@ fn distribution_spec(summary: &Summary, metric: &str, caption: &str) -> Distribu
     let runs_ = &summary.runs;
     let client = metric.strip_prefix("client.");
     let groups: Vec<(String, Vec<f64>)> = if let Some(path) = client {
-        let vals = runs_.iter().filter_map(|r| r.client.metric(path)).collect();
+        let vals = runs_
+            .iter()
+            .filter_map(|r| metric_path::value(&serde_json::to_value(&r.client).ok()?, path))
+            .collect();
         vec![("clients".to_string(), vals)]
     } else {
         summary
@@ -107,7 +112,9 @@ fn distribution_spec(summary: &Summary, metric: &str, caption: &str) -> Distribu
             .map(|(i, node)| {
                 let vals = runs_
                     .iter()
-                    .filter_map(|r| r.nodes.get(i)?.metric(metric))
+                    .filter_map(|r| {
+                        metric_path::value(&serde_json::to_value(r.nodes.get(i)?).ok()?, metric)
+                    })
                     .collect();
                 (node.name.clone(), vals)
             })

@@ -6,6 +6,7 @@
 
 use super::{Drawn, axis_scale, capitalized, draw_distribution, plot_err, runs, slug};
 use crate::error::Error;
+use crate::metrics::path::node_metric;
 use crate::output::sweep::{PointResult, SweepResults};
 use crate::output::vocabulary::{self, Unit};
 use crate::plot::{self, DistributionSpec};
@@ -129,9 +130,9 @@ pub fn default_sweep_charts(results: &SweepResults) -> Vec<ChartSpec> {
         .unwrap_or("A")
         .to_string();
     let wanted: Vec<String> = [
-        format!("nodes.{node}.share"),
-        format!("nodes.{node}.ejected_time_s"),
-        format!("nodes.{node}.first_ejection_delay_s"),
+        node_metric(&node, "share"),
+        node_metric(&node, "ejected_time_s"),
+        node_metric(&node, "first_ejection_delay_s"),
         "client.errors".to_string(),
         "client.timeouts".to_string(),
     ]

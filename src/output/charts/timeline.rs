@@ -7,7 +7,7 @@ use crate::engine::SimDuration;
 use crate::error::Error;
 use crate::output::summary::Summary;
 use crate::plot::{self, NodeTrack, TimelineSpec};
-use crate::spec::model::ClientsSpec;
+use crate::spec::model_spec::ClientsSpec;
 use std::collections::BTreeMap;
 use std::path::Path;
 

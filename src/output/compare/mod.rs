@@ -4,7 +4,7 @@
 //! max, mean, n), and each run after the first gets the difference of its
 //! median to the first run's and a verdict on whether that difference is
 //! beyond the replication noise: the two-sided Mann–Whitney U test over the
-//! replications' values ([`crate::stats::rank_test`]) at [`ALPHA`].
+//! replications' values ([`crate::stats::mann_whitney`]) at [`ALPHA`].
 //!
 //! Rendering is in [`render`] (table, Markdown, CSV, JSON) and the page with
 //! overlaid timelines and distributions in [`page`] (`compare.html`).
@@ -14,10 +14,10 @@ pub mod render;
 
 use super::summary::Summary;
 use crate::error::Error;
+use crate::metrics::path;
 use crate::stats::Spread;
-use crate::stats::rank_test::mann_whitney;
+use crate::stats::mann_whitney::mann_whitney;
 use serde::Serialize;
-use serde_json::Value;
 use std::path::{Path, PathBuf};
 
 /// Significance level of the noise verdict.
@@ -155,52 +155,7 @@ fn core(metric: &str) -> bool {
                 | "client.timeouts"
                 | "client.unfinished"
         )
-        || (metric.starts_with("nodes.")
-            && node_core.iter().any(|m| metric.ends_with(&format!(".{m}"))))
-}
-
-/// Per-run fields that describe the run rather than measure what a change did.
-fn skipped(metric: &str) -> bool {
-    matches!(
-        metric,
-        "seed"
-            | "model"
-            | "duration_s"
-            | "measure_from_s"
-            | "measure_to_s"
-            | "clock_phase_s"
-            | "events"
-    )
-}
-
-/// Every numeric leaf of a run summary under its dotted name (list items by `name`).
-fn flatten(v: &Value, prefix: &str, out: &mut Vec<(String, Option<f64>)>) {
-    let join = |k: &str| {
-        if prefix.is_empty() {
-            k.to_string()
-        } else {
-            format!("{prefix}.{k}")
-        }
-    };
-    match v {
-        Value::Object(m) => {
-            for (k, x) in m {
-                flatten(x, &join(k), out);
-            }
-        }
-        Value::Array(items) => {
-            for (i, x) in items.iter().enumerate() {
-                let name = x
-                    .get("name")
-                    .and_then(Value::as_str)
-                    .map_or_else(|| i.to_string(), str::to_string);
-                flatten(x, &join(&name), out);
-            }
-        }
-        Value::Number(n) => out.push((prefix.to_string(), n.as_f64())),
-        Value::Null => out.push((prefix.to_string(), None)),
-        Value::String(_) | Value::Bool(_) => {}
-    }
+        || path::split_node_metric(metric).is_some_and(|(_, f)| node_core.contains(&f.as_str()))
 }
 
 /// Where a metric goes in the table: clients, then each node in turn, then the rest.
@@ -233,21 +188,18 @@ fn order_key(metric: &str, nodes: &[String]) -> (usize, usize, usize, String) {
             metric.to_string(),
         );
     }
-    if let Some(rest) = metric.strip_prefix("nodes.") {
-        for (i, n) in nodes.iter().enumerate() {
-            if let Some(m) = rest
-                .strip_prefix(n.as_str())
-                .and_then(|r| r.strip_prefix('.'))
-            {
-                return (1 + i, 0, rank(&NODE, m), metric.to_string());
-            }
+    if let Some((node, field)) = path::split_node_metric(metric) {
+        if let Some(i) = nodes.iter().position(|n| *n == node) {
+            return (1 + i, 0, rank(&NODE, &field), metric.to_string());
         }
     }
     (1 + nodes.len(), 0, 0, metric.to_string())
 }
 
-/// Compares `runs` (at least one); the first is the baseline.
-pub fn compare(runs: &[RunDir]) -> Comparison {
+/// Compares `runs` (at least one); the first is the baseline. Every metric
+/// of the runs ([`crate::metrics::path`]) with `all`; else those that some
+/// run has (not 0) and the core ones.
+pub fn compare(runs: &[RunDir], all: bool) -> Comparison {
     // values[r][metric] = the replications' values of run r
     let mut names: Vec<String> = vec![];
     let mut nodes: Vec<String> = vec![];
@@ -261,20 +213,16 @@ pub fn compare(runs: &[RunDir]) -> Comparison {
         let mut by_metric: std::collections::BTreeMap<String, Vec<Option<f64>>> =
             Default::default();
         for rep in &r.summary.runs {
-            let mut flat = vec![];
-            flatten(
-                &serde_json::to_value(rep).unwrap_or_default(),
-                "",
-                &mut flat,
-            );
-            for (m, v) in flat {
-                if skipped(&m) {
-                    continue;
-                }
+            let run = serde_json::to_value(rep).unwrap_or_default();
+            for (m, v) in path::metrics(&run) {
+                let m = m.name();
                 if !names.contains(&m) {
                     names.push(m.clone());
                 }
-                by_metric.entry(m).or_default().push(v);
+                by_metric
+                    .entry(m)
+                    .or_default()
+                    .push(v.and_then(|n| n.as_f64()));
             }
         }
         values.push(by_metric);
@@ -288,7 +236,9 @@ pub fn compare(runs: &[RunDir]) -> Comparison {
     };
     let metrics = names
         .into_iter()
-        .filter(|m| core(m) || (0..runs.len()).any(|r| present(r, m).iter().any(|&x| x != 0.0)))
+        .filter(|m| {
+            all || core(m) || (0..runs.len()).any(|r| present(r, m).iter().any(|&x| x != 0.0))
+        })
         .map(|m| {
             let base = present(0, &m);
             let base_spread = Spread::of(&base);
@@ -362,12 +312,7 @@ pub fn default_out(runs: &[RunDir]) -> PathBuf {
     let labels: Vec<String> = runs.iter().map(RunDir::label).collect();
     let mut name = labels.join("--vs--");
     if name.len() > 120 {
-        let hash = labels
-            .join("\n")
-            .bytes()
-            .fold(0xcbf2_9ce4_8422_2325u64, |h, b| {
-                (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
-            });
+        let hash = crate::spec::overrides::fnv1a(labels.join("\n").as_bytes());
         let mut cut = 100;
         while !name.is_char_boundary(cut) {
             cut -= 1;

@@ -11,6 +11,7 @@ use crate::output::charts::Drawn;
 use crate::output::html::{Block, chart_blocks, render};
 use crate::output::vocabulary::{self, Term, Unit};
 use crate::plot::{self, DistributionSpec, LinesSpec, Point, Series};
+use crate::spec::overrides::shown;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
@@ -257,7 +258,8 @@ fn distribution_wanted(metric: &str) -> bool {
         ".ejected_time_s",
     ];
     CLIENT.contains(&metric)
-        || (metric.starts_with("nodes.") && NODE.iter().any(|s| metric.ends_with(s)))
+        || crate::metrics::path::split_node_metric(metric)
+            .is_some_and(|(_, f)| NODE.iter().any(|s| s.strip_prefix('.') == Some(f.as_str())))
 }
 
 /// Draws the charts into `out/charts/`: the timelines, then the
@@ -271,7 +273,7 @@ fn draw(out: &Path, c: &Comparison, runs: &[RunDir]) -> Result<(Vec<Drawn>, usiz
             let set = if r.set.is_empty() {
                 String::new()
             } else {
-                format!(" (--set {})", r.set.join(" --set "))
+                format!(" ({})", shown(&r.set))
             };
             format!("[{}] {}{set}", i + 1, r.label)
         })
@@ -303,7 +305,7 @@ fn draw(out: &Path, c: &Comparison, runs: &[RunDir]) -> Result<(Vec<Drawn>, usiz
     }
     for node in nodes.iter().take(MAX_CHARTS) {
         let series = timelines.iter().map(|t| t.share(node)).collect();
-        let term = vocabulary::metric(&format!("nodes.{node}.share"));
+        let term = vocabulary::metric(&crate::metrics::path::node_metric(node, "share"));
         charts.lines(
             &format!("timeline-share-{}", node.replace(['.', '/'], "-")),
             &term,
@@ -385,11 +387,7 @@ pub fn write(out: &Path, c: &Comparison, runs: &[RunDir]) -> Result<PathBuf, Err
                     r.model.clone(),
                     r.seed.to_string(),
                     r.reps.to_string(),
-                    if r.set.is_empty() {
-                        "none".into()
-                    } else {
-                        r.set.join(" ")
-                    },
+                    shown(&r.set),
                 ]
             })
             .collect(),

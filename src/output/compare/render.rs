@@ -4,6 +4,7 @@
 
 use super::{Cell, Comparison, MetricRow, VsFirst};
 use crate::output::table::align;
+use crate::spec::overrides::shown;
 use crate::stats::Spread;
 use std::fmt::Write as _;
 
@@ -70,7 +71,7 @@ fn legend(c: &Comparison) -> Vec<String> {
         let set = if r.set.is_empty() {
             String::new()
         } else {
-            format!("  set {}", r.set.join(" "))
+            format!("  {}", shown(&r.set))
         };
         out.push(format!(
             "[{}] {}  model {}  seed {}  reps {}{set}",

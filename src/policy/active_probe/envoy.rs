@@ -407,7 +407,7 @@ mod tests {
     fn checks_report_to_the_outlier_detector_and_the_first_round_warms() {
         let p = params();
         let mut h = Harness::seeded(ActiveProbe::new(&ActiveProbeSpec::Envoy(p), 3), 1);
-        assert!(h.policy.warms());
+        assert!(h.policy.interests().warms);
         assert_eq!(h.in_flight().len(), 3, "one check per host at once");
         h.answer(at(2), NodeId(0), ProbeResult::Status(200));
         h.answer(at(3), NodeId(1), ProbeResult::Timeout);

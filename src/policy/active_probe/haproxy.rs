@@ -342,6 +342,7 @@ impl Flavor for HaproxyCheck {
     }
 
     fn hears_attempts(&self) -> bool {
+        // `observe` passes each attempt's outcome to the check.
         self.p.observe.is_some()
     }
 

@@ -26,8 +26,8 @@ pub use kubernetes::{KubeletStart, ReadinessParams};
 pub use tengine::{StatusClass, TengineParams};
 
 use super::{
-    AttemptReport, HealthPolicy, Now, PolicyCx, PolicyParams, PolicyTimer, ProbeKind, ProbeOutcome,
-    ProbeRequest, Scope, periodic_events_per_s,
+    AttemptReport, HealthPolicy, Interests, Now, PolicyCx, PolicyParams, PolicyTimer, ProbeKind,
+    ProbeOutcome, ProbeRequest, Scope, periodic_events_per_s,
 };
 use crate::engine::SimDuration;
 use crate::ids::NodeId;
@@ -354,26 +354,20 @@ impl HealthPolicy for ActiveProbe {
         }
     }
 
-    fn warms(&self) -> bool {
-        self.flavor.warms()
-    }
-
     fn on_attempt(&mut self, cx: &mut PolicyCx, report: &AttemptReport) {
         self.flavor.on_attempt(&mut self.prober, cx, report);
     }
 
-    fn hears_attempts(&self) -> bool {
-        self.flavor.hears_attempts()
-    }
-
-    fn hears_selections(&self) -> bool {
-        self.flavor.hears_selections()
-    }
-
-    fn routes_by_notices(&self) -> bool {
-        // The verdicts live in the gateway view, whose `apply` is the only
-        // place they change, each time with its notice.
-        true
+    fn interests(&self) -> Interests {
+        Interests {
+            selections: self.flavor.hears_selections(),
+            attempts: self.flavor.hears_attempts(),
+            warms: self.flavor.warms(),
+            // The verdicts live in the gateway view, whose `apply` is the only
+            // place they change, each time with its notice.
+            routes_by_notices: true,
+            ..Interests::DEFAULT
+        }
     }
 
     fn on_timer(&mut self, cx: &mut PolicyCx, timer: PolicyTimer) {

@@ -18,8 +18,8 @@ pub mod active;
 pub mod passive;
 
 use super::{
-    AttemptReport, HealthPolicy, Now, PolicyCx, PolicyParams, PolicyTimer, ProbeKind, ProbeOutcome,
-    ProbeRequest, Scope, ScopeSel, periodic_events_per_s,
+    AttemptReport, HealthPolicy, Interests, Now, PolicyCx, PolicyParams, PolicyTimer, ProbeKind,
+    ProbeOutcome, ProbeRequest, Scope, ScopeSel, periodic_events_per_s,
 };
 use crate::ids::NodeId;
 use active::ActiveState;
@@ -224,17 +224,15 @@ impl HealthPolicy for Caddy {
         }
     }
 
-    fn hears_selections(&self) -> bool {
-        self.passive.as_ref().is_some_and(|p| p.limits_requests())
-    }
-
-    fn hears_attempts(&self) -> bool {
-        self.passive.is_some()
-    }
-
-    fn routes_by_notices(&self) -> bool {
+    fn interests(&self) -> Interests {
         // `Full` changes with every request in flight, without a notice.
-        !self.passive.as_ref().is_some_and(|p| p.limits_requests())
+        let limits = self.passive.as_ref().is_some_and(|p| p.limits_requests());
+        Interests {
+            selections: limits,
+            attempts: self.passive.is_some(),
+            routes_by_notices: !limits,
+            ..Interests::DEFAULT
+        }
     }
 
     fn on_attempt(&mut self, cx: &mut PolicyCx, r: &AttemptReport) {

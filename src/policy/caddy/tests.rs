@@ -142,7 +142,8 @@ fn unhealthy_request_count_makes_a_host_full_while_requests_are_in_flight() {
         unhealthy_request_count: 2,
         ..Default::default()
     }));
-    assert!(h.policy.hears_selections() && !h.policy.routes_by_notices());
+    let interests = h.policy.interests();
+    assert!(interests.selections && !interests.routes_by_notices);
     h.select(ms(0), A);
     assert!(h.routable(A));
     h.select(ms(1), A);

@@ -35,8 +35,8 @@ pub use nacos1::Nacos1Params;
 
 use super::support::gateway_view::{GatewayView, Propagation};
 use super::{
-    FleetRole, HealthPolicy, HeartbeatPlan, Now, PolicyCx, PolicyParams, PolicyTimer, Scope,
-    periodic_events_per_s,
+    FleetRole, HealthPolicy, HeartbeatPlan, Interests, Now, PolicyCx, PolicyParams, PolicyTimer,
+    Scope, periodic_events_per_s,
 };
 use crate::engine::{SimDuration, SimTime};
 use crate::ids::NodeId;
@@ -268,18 +268,15 @@ impl HealthPolicy for HeartbeatTtl {
         self.view.is_routable(node)
     }
 
-    fn routes_by_notices(&self) -> bool {
-        // The verdicts live in the gateway view, whose `apply` is the only
-        // place they change, each time with its notice.
-        true
-    }
-
-    fn hears_selections(&self) -> bool {
-        false
-    }
-
-    fn hears_attempts(&self) -> bool {
-        false
+    fn interests(&self) -> Interests {
+        Interests {
+            selections: false,
+            attempts: false,
+            // The verdicts live in the gateway view, whose `apply` is the only
+            // place they change, each time with its notice.
+            routes_by_notices: true,
+            ..Interests::DEFAULT
+        }
     }
 
     fn on_timer(&mut self, cx: &mut PolicyCx, timer: PolicyTimer) {
@@ -304,7 +301,7 @@ impl HealthPolicy for HeartbeatTtl {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::engine::{Stream, rng};
+    use crate::engine::rng;
     use crate::policy::support::gateway_view::next_poll;
     use crate::policy::testkit::{Harness, ms};
     use rand::RngExt;
@@ -332,7 +329,7 @@ mod tests {
     /// The `k`-th draw in `0..period` of `seed`'s policy stream: a view's
     /// poller phase (drawn first, in layer order, by `GatewayView::start`).
     fn phase(seed: u64, k: usize, period: SimDuration) -> SimDuration {
-        let mut r = rng::stream(seed, Stream::Policy);
+        let mut r = rng::stream(seed, crate::policy::RNG_STREAM);
         let mut x = 0;
         for _ in 0..=k {
             x = r.random_range(0..period.as_micros());

@@ -124,7 +124,7 @@ impl EqualJittered {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::engine::{Stream, rng};
+    use crate::engine::rng;
 
     const S: fn(u64) -> SimDuration = SimDuration::from_secs;
 
@@ -147,7 +147,7 @@ mod tests {
         ];
         let mut saw_cap_early = false;
         for seed in 0..200 {
-            let mut r = rng::stream(seed, Stream::Policy);
+            let mut r = rng::stream(seed, crate::policy::RNG_STREAM);
             let mut c = b.first();
             for (k, &(lo, hi)) in bounds.iter().enumerate() {
                 let d = c.duration();
@@ -175,7 +175,7 @@ mod tests {
             max: S(60),
             jitter_ratio: 0.5,
         };
-        let mut r = rng::stream(3, Stream::Policy);
+        let mut r = rng::stream(3, crate::policy::RNG_STREAM);
         for k in 0..10 {
             let base = b.base(k);
             assert_eq!(base, S((1u64 << k).min(60)));

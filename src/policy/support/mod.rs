@@ -3,6 +3,7 @@
 //! a prober's thread pool, and the gateway's view of health verdicts.
 
 pub mod backoff;
+pub mod ejection;
 pub mod ema;
 pub mod gateway_view;
 pub mod prober_pool;

@@ -22,8 +22,8 @@ pub mod breaker;
 pub mod passive;
 
 use super::{
-    AttemptReport, HealthPolicy, Now, PolicyCx, PolicyParams, PolicyTimer, ProbeKind, ProbeOutcome,
-    ProbeRequest, Scope, ScopeSel,
+    AttemptReport, HealthPolicy, Interests, Now, PolicyCx, PolicyParams, PolicyTimer, ProbeKind,
+    ProbeOutcome, ProbeRequest, Scope, ScopeSel,
 };
 use crate::engine::SimDuration;
 use crate::ids::NodeId;
@@ -209,16 +209,13 @@ impl HealthPolicy for Traefik {
         self.up[node.index()]
     }
 
-    fn hears_selections(&self) -> bool {
-        false
-    }
-
-    fn hears_attempts(&self) -> bool {
-        self.passive.is_some()
-    }
-
-    fn routes_by_notices(&self) -> bool {
-        true
+    fn interests(&self) -> Interests {
+        Interests {
+            selections: false,
+            attempts: self.passive.is_some(),
+            routes_by_notices: true,
+            ..Interests::DEFAULT
+        }
     }
 
     fn on_attempt(&mut self, cx: &mut PolicyCx, r: &AttemptReport) {

@@ -76,21 +76,14 @@ impl CaddyPath {
 }
 
 impl World<'_> {
-    fn caddy(&mut self) -> &mut CaddyPath {
-        match self.gw.flavored.as_mut() {
-            Some(super::flavor::Flavored::Caddy(c)) => c,
-            _ => unreachable!("the Caddy path without its state"),
-        }
-    }
-
     /// `proxyLoopIteration`'s selection, then the attempt.
     pub(super) fn caddy_connect(&mut self, slot: u32) {
         let scope = self.gw.reqs[slot as usize].scope;
-        let now = self.now_in(scope);
+        let now = self.fleet.now_in(scope, self.q.now());
         self.flavor_refresh(now);
         let primary = self.gw.primary.len();
         let eligible = |w: &World, i: usize| w.flavor_eligible(scope, w.gw.primary[i], now);
-        let replica = self.replica_of(scope);
+        let replica = self.fleet.replica_of(scope);
         let picked = match self.caddy().spec.lb_policy {
             CaddyLbPolicy::Random => {
                 // selectRandomHost: reservoir sampling, uniform over the available.
@@ -98,7 +91,7 @@ impl World<'_> {
                 if count == 0 {
                     None
                 } else {
-                    let k = self.rng_gateway.random_range(0..count);
+                    let k = self.rng.gateway.random_range(0..count);
                     (0..primary).filter(|&i| eligible(self, i)).nth(k)
                 }
             }

@@ -49,6 +49,22 @@ impl World<'_> {
             .expect("a flavoured gateway has its state")
     }
 
+    /// The Caddy path's state (`flavor: caddy`).
+    pub(super) fn caddy(&mut self) -> &mut CaddyPath {
+        match self.flavored() {
+            Flavored::Caddy(c) => c,
+            Flavored::Traefik(_) => unreachable!("the Caddy path without its state"),
+        }
+    }
+
+    /// The Traefik path's state (`flavor: traefik`).
+    pub(super) fn traefik(&mut self) -> &mut TraefikPath {
+        match self.flavored() {
+            Flavored::Traefik(t) => t,
+            Flavored::Caddy(_) => unreachable!("the Traefik path without its state"),
+        }
+    }
+
     /// A request arrived (its slot is set up): the flavour's own state.
     pub(super) fn flavor_begin(&mut self, slot: u32) {
         match self.flavored() {

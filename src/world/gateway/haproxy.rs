@@ -94,7 +94,7 @@ impl World<'_> {
             return;
         }
         let (scope, retries_done) = (r.scope, r.retries_done + 1);
-        let now = self.now_in(scope);
+        let now = self.fleet.now_in(scope, self.q.now());
         if !self.gw.direct {
             self.refresh_due(now.t);
         }

@@ -16,21 +16,19 @@
 
 mod balancer;
 mod caddy;
-mod direct;
 mod flavor;
 mod haproxy;
-mod pick;
-mod routing;
 mod traefik;
 mod tried;
 
+use super::policies::PolicyBank;
 use super::{Event, Fail, NodeId, World, lane};
 use crate::engine::{SimDuration, SimTime};
 use crate::policy::{AttemptResult, Charge};
 use crate::spec::{Balancer, KERNEL_CONNECT_TIMEOUT, Model, NextUpstream};
+use balancer::pick::{LeastConn, Pickers, Rotation, SetPos, Swrr};
+use balancer::routing::Routing;
 use haproxy::Haproxy;
-use pick::{LeastConn, Pickers, Rotation, SetPos, Swrr};
-use routing::Routing;
 use tried::Tried;
 
 /// What came back from a node.
@@ -162,13 +160,16 @@ pub(crate) struct Gateway {
     pub(crate) held: Vec<Vec<(u32, u32)>>,
     /// The shortest attempt timeout of the policies (Hystrix's execution
     /// timeout), from the peer's selection.
-    pub(crate) attempt_cap: Option<SimDuration>,
+    attempt_cap: Option<SimDuration>,
     /// Some policy caps or may refuse attempts: `start_attempt` asks them.
-    pub(crate) guarded: bool,
+    guarded: bool,
 }
 
 impl Gateway {
-    pub(crate) fn new(model: &Model, policies: usize) -> Self {
+    /// The gateway of `model`, its tables sized for the policy instances of
+    /// `bank` and the policies' demands on attempts (timeouts, refusals,
+    /// warming) read from it.
+    pub(crate) fn new(model: &Model, bank: &PolicyBank) -> Self {
         let n = model.nodes.len();
         let scopes = model.scopes();
         let primary: Vec<NodeId> = (0..n)
@@ -273,14 +274,14 @@ impl Gateway {
             rr_step,
             panic_threshold: balancer::panic_threshold(model),
             set_of,
-            routing: Routing::new(n, scopes, model.scopes_per_replica(), policies, hosts),
+            routing: Routing::new(n, scopes, model.scopes_per_replica(), bank.len(), hosts),
             pickers,
-            direct: n <= direct::DIRECT_MAX_NODES,
+            direct: n <= balancer::direct::DIRECT_MAX_NODES,
             sitting_out: Vec::new(),
-            warming: vec![0; model.replicas()],
+            warming: vec![bank.warming(); model.replicas()],
             held: vec![Vec::new(); model.replicas()],
-            attempt_cap: None,
-            guarded: false,
+            attempt_cap: bank.attempt_cap(),
+            guarded: bank.attempt_cap().is_some() || bank.any_admitter(),
         }
     }
 
@@ -297,6 +298,24 @@ impl Gateway {
         scope as usize * self.n + node.index()
     }
 
+    /// `ngx_http_upstream_get_random2_peer`'s draw: a primary peer with
+    /// probability proportional to its weight.
+    #[inline]
+    fn weighted_draw(&self, rng: &mut crate::engine::SimRng) -> NodeId {
+        use rand::RngExt;
+        let x = rng.random_range(0..self.total_weight);
+        self.ranges[self.ranges.partition_point(|&(acc, _)| acc <= x)].1
+    }
+
+    /// Random two's choice between its draws `first` and `second`: the one
+    /// with fewer connections per weight in `scope`, `second` on a tie.
+    #[inline]
+    fn less_loaded(&self, scope: u16, first: NodeId, second: NodeId) -> NodeId {
+        let lhs = self.conns[self.k(scope, second)] as i64 * self.weight[first.index()];
+        let rhs = self.conns[self.k(scope, first)] as i64 * self.weight[second.index()];
+        if lhs > rhs { first } else { second }
+    }
+
     /// Open connections to `node` from the global scopes `scopes`.
     pub(crate) fn conns_of(&self, scopes: std::ops::Range<usize>, node: NodeId) -> u32 {
         scopes.map(|s| self.conns[self.k(s as u16, node)]).sum()
@@ -308,7 +327,7 @@ impl World<'_> {
     /// the client's timeout is armed, and the first attempt connects.
     pub(crate) fn start_request(&mut self, client: Option<u32>) {
         let now = self.q.now();
-        let replica = self.pick_replica(client);
+        let replica = self.fleet.pick(self.model, client, &mut self.rng.spread);
         let worker = if self.model.gateway.zone {
             // Keep the draw so that `zone` does not shift the gateway stream.
             let _ = self.pick_worker();
@@ -316,7 +335,7 @@ impl World<'_> {
         } else {
             self.pick_worker()
         };
-        let scope = (replica * self.sloc) as u16 + worker;
+        let scope = self.fleet.layout().scope(replica, worker);
         let counted = self.rec.in_window(now);
         self.rec.request_sent(now, counted);
         let gw = &mut self.gw;
@@ -389,7 +408,7 @@ impl World<'_> {
             // freed and NOLIVE is never in the mask, so 502 at once.
             // HAProxy answers 503 when no server is usable.
             let status = if self.gw.hap.is_some() { 503 } else { 502 };
-            if self.events.is_some() {
+            if self.obs.events.is_some() {
                 self.no_live_upstreams(slot);
             }
             self.finalize(slot, status, None);
@@ -469,10 +488,10 @@ impl World<'_> {
             // The read timeout is armed lazily (see `arm_read_timeout`): most
             // responses are known to come first, and a timer per attempt would
             // keep rate × proxy_read_timeout events pending.
-            let (first, local) = (self.policies_of(scope).start, self.local(scope));
-            for k in 0..self.hear_connections.len() {
-                let i = first + self.hear_connections[k];
-                if !(single && self.policies[i].bypassed_for_single_server()) {
+            let (first, local) = (self.fleet.policies_of(scope).start, self.fleet.local(scope));
+            for k in 0..self.bank.hear_connections.len() {
+                let i = first + self.bank.hear_connections[k];
+                if !(single && self.bank.bypass_single[i]) {
                     self.with_policy(i, Some(node), |p, cx| p.on_connected(cx, local, node));
                 }
             }
@@ -508,9 +527,9 @@ impl World<'_> {
     #[inline(never)]
     fn guard(&mut self, slot: u32, generation: u32, scope: u16, node: NodeId) -> Option<SimTime> {
         let now = self.q.now();
-        let (first, local) = (self.policies_of(scope).start, self.local(scope));
-        for &k in &self.admitters {
-            if !self.policies[first + k].admits(local, node) {
+        let (first, local) = (self.fleet.policies_of(scope).start, self.fleet.local(scope));
+        for &k in &self.bank.admitters {
+            if !self.bank.get(first + k).admits(local, node) {
                 let why = Fail::Rejected;
                 let ev = Event::AttemptFailed {
                     slot,

@@ -166,18 +166,10 @@ impl TraefikPath {
 }
 
 impl World<'_> {
-    fn traefik(&mut self) -> &mut TraefikPath {
-        match self.gw.flavored.as_mut() {
-            Some(super::flavor::Flavored::Traefik(t)) => t,
-            _ => unreachable!("the Traefik path without its state"),
-        }
-    }
-
     /// The breaker changed state: a trip cuts every server off (reported as
     /// an ejection of each), the recovery lets them back.
     fn breaker_changed(&mut self, replica: usize, change: Change) {
         let now = self.q.now();
-        let first = replica * self.sloc;
         let n = self.gw.n;
         let notice = |node| match change {
             Change::Tripped => Some(Notice::Ejected {
@@ -192,7 +184,7 @@ impl World<'_> {
         };
         for i in 0..n {
             if let Some(x) = notice(NodeId(i as u32)) {
-                self.rec.notice(now, x, first);
+                self.rec.notice(now, x, replica);
             }
         }
     }
@@ -200,8 +192,8 @@ impl World<'_> {
     /// The breaker, then the retry middleware's try: the balancer's pick.
     pub(super) fn traefik_connect(&mut self, slot: u32) {
         let scope = self.gw.reqs[slot as usize].scope;
-        let now = self.now_in(scope);
-        let replica = self.replica_of(scope);
+        let now = self.fleet.now_in(scope, self.q.now());
+        let replica = self.fleet.replica_of(scope);
         let t = self.traefik();
         if !t.breakers.is_empty() && !t.admitted[slot as usize] {
             let (ok, change) = t.breakers[replica].admit(now);
@@ -232,7 +224,7 @@ impl World<'_> {
 
     /// `Balancer.nextServer`.
     fn traefik_pick(&mut self, scope: u16, now: crate::policy::Now) -> Option<NodeId> {
-        let replica = self.replica_of(scope);
+        let replica = self.fleet.replica_of(scope);
         let nodes = self.gw.primary.clone();
         if !nodes.iter().any(|&n| self.flavor_eligible(scope, n, now)) {
             return None;
@@ -241,7 +233,7 @@ impl World<'_> {
             // shuffle(service.Servers), then Add in that order.
             let mut order = nodes;
             for i in (1..order.len()).rev() {
-                let j = self.rng_gateway.random_range(0..=i);
+                let j = self.rng.gateway.random_range(0..=i);
                 order.swap(i, j);
             }
             let weights: Vec<f64> = order
@@ -333,7 +325,7 @@ impl World<'_> {
         let cur = t.backoff[slot as usize].current;
         let max = 60e6;
         t.backoff[slot as usize].current = if cur >= max / mult { max } else { cur * mult };
-        let u: f64 = self.rng_gateway.random();
+        let u: f64 = self.rng.gateway.random();
         let (lo, hi) = (cur - 0.5 * cur, cur + 0.5 * cur);
         let next = SimDuration::from_micros((lo + u * (hi - lo + 1.0)) as u64);
         if now.saturating_since(start) + next > SimDuration::from_secs(15 * 60) {
@@ -347,8 +339,8 @@ impl World<'_> {
     pub(super) fn traefik_finalize(&mut self, slot: u32, status: u16) {
         let r = &self.gw.reqs[slot as usize];
         let (scope, start) = (r.scope, r.start);
-        let now = self.now_in(scope);
-        let replica = self.replica_of(scope);
+        let now = self.fleet.now_in(scope, self.q.now());
+        let replica = self.fleet.replica_of(scope);
         let t = self.traefik();
         if t.breakers.is_empty() || !t.admitted[slot as usize] {
             return;

@@ -12,10 +12,10 @@
 //! wait). From the verdicts follow the per-worker healthy count (Envoy's
 //! panic threshold, HAProxy's `srv_act`) and the balancers' member sets.
 
-use super::super::{NodeId, World};
 use crate::engine::SimTime;
 use crate::ids::Scope;
 use crate::policy::{Now, Readmit};
+use crate::world::{NodeId, World};
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 
@@ -109,10 +109,10 @@ impl World<'_> {
         }
         let scopes = self.gw.routing.scopes();
         for s in 0..scopes {
-            let now = self.now_in(s as Scope);
+            let now = self.fleet.now_in(s as Scope, self.q.now());
             for n in 0..self.gw.n {
                 let node = NodeId(n as u32);
-                for i in self.policies_of(s as Scope) {
+                for i in self.fleet.policies_of(s as Scope) {
                     self.refresh(i, s as Scope, node, now);
                 }
                 self.sync_member(s as Scope, node);
@@ -128,11 +128,13 @@ impl World<'_> {
         if node.index() >= self.gw.n {
             return;
         }
-        let first = self.replica_of_policy(i) * self.sloc;
-        for ls in 0..self.sloc {
-            let s = (first + ls) as Scope;
+        let layout = self.fleet.layout();
+        let scopes = layout.scopes_of(layout.replica_of_policy(i));
+        let first = scopes.start;
+        for s in scopes {
+            let (s, ls) = (s as Scope, (s - first) as Scope);
             let k = self.gw.k(s, node);
-            let out = !self.policies[i].is_routable(ls as Scope, node, now);
+            let out = !self.bank.get(i).is_routable(ls, node, now);
             // The common case: routable before and after.
             if out || self.gw.routing.out[self.gw.routing.ik(i, k)] {
                 self.reconsider(i, s, node, out, now);
@@ -142,7 +144,10 @@ impl World<'_> {
 
     /// Asks policy `i` again about (`scope`, `node`).
     fn refresh(&mut self, i: usize, scope: Scope, node: NodeId, now: Now) {
-        let out = !self.policies[i].is_routable(self.local(scope), node, now);
+        let out = !self
+            .bank
+            .get(i)
+            .is_routable(self.fleet.local(scope), node, now);
         self.reconsider(i, scope, node, out, now);
     }
 
@@ -152,12 +157,17 @@ impl World<'_> {
         let k = self.gw.k(scope, node);
         let ik = self.gw.routing.ik(i, k);
         let readmit = if out {
-            self.policies[i].readmits_at(self.local(scope), node, now)
+            self.bank
+                .get(i)
+                .readmits_at(self.fleet.local(scope), node, now)
         } else {
             None
         };
         let starts = match readmit {
-            Some(Readmit::WallSecond(s)) => self.clocks[self.replica_of_policy(i)].second_starts(s),
+            Some(Readmit::WallSecond(s)) => self
+                .fleet
+                .clock(self.fleet.replica_of_policy(i))
+                .second_starts(s),
             _ => SimTime::ZERO,
         };
         let rt = &mut self.gw.routing;
@@ -194,11 +204,7 @@ impl World<'_> {
                 *h -= 1;
             }
             let panic = self.gw.panic_threshold > 0.0
-                && super::balancer::in_panic(
-                    *h as usize,
-                    rt.hosts as usize,
-                    self.gw.panic_threshold,
-                );
+                && super::in_panic(*h as usize, rt.hosts as usize, self.gw.panic_threshold);
             if panic != rt.panic[scope as usize] {
                 rt.panic[scope as usize] = panic;
                 for n in 0..self.gw.n {
@@ -245,7 +251,9 @@ impl World<'_> {
                 (k as usize / rt.n) as Scope,
                 NodeId((k as usize % rt.n) as u32),
             );
-            let now = self.clocks[self.replica_of_policy(i as usize)].now(now);
+            let now = self
+                .fleet
+                .now(self.fleet.replica_of_policy(i as usize), now);
             self.refresh(i as usize, scope, node, now);
         }
     }
@@ -270,16 +278,15 @@ impl World<'_> {
     #[cfg(debug_assertions)]
     pub(crate) fn check_routing(&self) {
         for s in 0..self.gw.routing.scopes() {
-            let now = self.now_in(s as Scope);
+            let now = self.fleet.now_in(s as Scope, self.q.now());
             for n in 0..self.gw.n {
                 let node = NodeId(n as u32);
                 let k = self.gw.k(s as Scope, node);
-                for i in self.policies_of(s as Scope) {
-                    let p = &self.policies[i];
-                    let nkl = self.gw.routing.nkl;
+                for i in self.fleet.policies_of(s as Scope) {
+                    let p = self.bank.get(i);
                     assert_eq!(
-                        self.gw.routing.out[i * nkl + k % nkl],
-                        !p.is_routable(self.local(s as Scope), node, now),
+                        self.gw.routing.out[self.gw.routing.ik(i, k)],
+                        !p.is_routable(self.fleet.local(s as Scope), node, now),
                         "policy {i}'s cached verdict on node {n} in scope {s} is stale at {}",
                         now.t
                     );

@@ -209,7 +209,7 @@ impl World<'_> {
     ) {
         let t_s = self.q.now().as_secs_f64();
         let name = node.map_or_else(String::new, |n| self.model.nodes[n.index()].name.clone());
-        if let Some(l) = self.events.as_mut() {
+        if let Some(l) = self.obs.events.as_mut() {
             l.log.push(EventLine {
                 t_s,
                 replica: replica as u32,
@@ -224,7 +224,7 @@ impl World<'_> {
     /// error line.
     #[cold]
     pub(crate) fn log_attempt_error(&mut self, scope: Scope, node: NodeId, result: AttemptResult) {
-        let Some(l) = self.events.as_mut().filter(|l| l.nginx) else {
+        let Some(l) = self.obs.events.as_mut().filter(|l| l.nginx) else {
             return;
         };
         l.phase = match result {
@@ -238,27 +238,27 @@ impl World<'_> {
             "[error] {msg}, upstream: \"http://{}/\"",
             l.addresses[node.index()]
         );
-        self.log_line(self.replica_of(scope), Some(node), "nginx", line);
+        self.log_line(self.fleet.replica_of(scope), Some(node), "nginx", line);
     }
 
     /// nginx: selection found no peer.
     #[cold]
     pub(crate) fn log_no_live_upstreams(&mut self, scope: Scope) {
-        let Some(l) = self.events.as_ref().filter(|l| l.nginx) else {
+        let Some(l) = self.obs.events.as_ref().filter(|l| l.nginx) else {
             return;
         };
         let line = format!(
             "[error] no live upstreams while connecting to upstream, upstream: \"http://{}/\"",
             l.upstream
         );
-        self.log_line(self.replica_of(scope), None, "nginx", line);
+        self.log_line(self.fleet.replica_of(scope), None, "nginx", line);
     }
 
     /// What policy instance `i` reported for the log.
     #[cold]
     pub(crate) fn log_policy_event(&mut self, i: usize, ev: LogEvent) {
-        let replica = self.replica_of_policy(i);
-        let Some(l) = self.events.as_ref() else {
+        let replica = self.fleet.replica_of_policy(i);
+        let Some(l) = self.obs.events.as_ref() else {
             return;
         };
         match ev {
@@ -337,11 +337,11 @@ impl World<'_> {
     /// `i` holds up after the change; `backend be has no server available!`
     /// when none is left.
     fn log_haproxy_check(&mut self, i: usize, node: NodeId, up: bool, reason: String) {
-        let replica = self.replica_of_policy(i);
-        let now = self.clocks[replica].now(self.q.now());
+        let replica = self.fleet.replica_of_policy(i);
+        let now = self.fleet.now(replica, self.q.now());
         let (mut active, mut backup) = (0, 0);
         for (k, n) in self.model.nodes.iter().enumerate() {
-            if !n.down && self.policies[i].is_routable(0, NodeId(k as u32), now) {
+            if !n.down && self.bank.get(i).is_routable(0, NodeId(k as u32), now) {
                 if n.backup {
                     backup += 1;
                 } else {
@@ -349,7 +349,7 @@ impl World<'_> {
                 }
             }
         }
-        let Some(l) = self.events.as_ref() else {
+        let Some(l) = self.obs.events.as_ref() else {
             return;
         };
         let (be, sv) = (l.upstream.clone(), l.servers[node.index()].clone());
@@ -358,7 +358,7 @@ impl World<'_> {
                 "Server {be}/{sv} is UP, reason: {reason}. {active} active and {backup} backup servers online. 0 sessions requeued, 0 total in queue."
             )
         } else {
-            let scopes = replica * self.sloc..(replica + 1) * self.sloc;
+            let scopes = self.fleet.layout().scopes_of(replica);
             let sessions = self.gw.conns_of(scopes, node);
             format!(
                 "Server {be}/{sv} is DOWN, reason: {reason}. {active} active and {backup} backup servers left. {sessions} sessions active, 0 requeued, \

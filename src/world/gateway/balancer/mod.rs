@@ -7,11 +7,14 @@
 //! peer does the passive accounting (`free_round_robin_peer`) and reports the
 //! attempt to the policies.
 
-use super::super::{NodeId, World};
-use super::pick::Pickers;
+pub(super) mod direct;
+pub(super) mod pick;
+pub(super) mod routing;
+
 use crate::policy::{AttemptReport, AttemptResult, Charge, Now};
 use crate::spec::{Balancer, Model};
-use rand::RngExt;
+use crate::world::{NodeId, World};
+use pick::Pickers;
 
 /// The effective panic threshold: `gateway.healthy_panic_threshold` if set,
 /// else the highest one a policy brings (Envoy's 50 %), else 0 (nginx: none).
@@ -57,7 +60,7 @@ impl World<'_> {
             return self.direct_select_peer(slot);
         }
         let scope = self.gw.reqs[slot as usize].scope;
-        let now = self.now_in(scope);
+        let now = self.fleet.now_in(scope, self.q.now());
         self.refresh_due(now.t);
         #[cfg(debug_assertions)]
         if self.gw.n * self.model.scopes() <= 256 {
@@ -112,13 +115,14 @@ impl World<'_> {
     pub(super) fn debug_check_pick(&self, slot: u32, node: NodeId, now: Now) {
         let r = &self.gw.reqs[slot as usize];
         let (scope, single) = (r.scope, self.gw.single && !r.in_backup);
-        let local = self.local(scope);
+        let local = self.fleet.local(scope);
         debug_assert!(
             r.panic
-                || self.policies[self.policies_of(scope)]
-                    .iter()
-                    .all(|p| (single && p.bypassed_for_single_server())
-                        || p.is_routable(local, node, now)),
+                || self
+                    .fleet
+                    .policies_of(scope)
+                    .all(|i| (single && self.bank.bypass_single[i])
+                        || self.bank.get(i).is_routable(local, node, now)),
             "selected node {} in scope {scope} at {} although a policy ejects it",
             node.0,
             now.t
@@ -134,10 +138,10 @@ impl World<'_> {
         if !self.gw.direct {
             self.conns_changed(scope, node);
         }
-        let (first, local) = (self.policies_of(scope).start, self.local(scope));
-        for k in 0..self.hear_selections.len() {
-            let i = first + self.hear_selections[k];
-            if !(single && self.policies[i].bypassed_for_single_server()) {
+        let (first, local) = (self.fleet.policies_of(scope).start, self.fleet.local(scope));
+        for k in 0..self.bank.hear_selections.len() {
+            let i = first + self.bank.hear_selections[k];
+            if !(single && self.bank.bypass_single[i]) {
                 self.with_policy(i, Some(node), |p, cx| p.on_selected(cx, local, node));
             }
         }
@@ -149,13 +153,13 @@ impl World<'_> {
         let r = &self.gw.reqs[slot as usize];
         let k = self.gw.k(r.scope, node);
         let m = self.gw.max_conns[node.index()];
-        let local = self.local(r.scope);
+        let local = self.fleet.local(r.scope);
         let ok = !self.gw.down[node.index()]
             && !at_max_conns(m, self.gw.conns[k])
             && (r.panic
-                || self.policies[self.policies_of(r.scope)]
-                    .iter()
-                    .all(|p| p.bypassed_for_single_server() || p.is_routable(local, node, now)));
+                || self.fleet.policies_of(r.scope).all(|i| {
+                    self.bank.bypass_single[i] || self.bank.get(i).is_routable(local, node, now)
+                }));
         ok.then_some(node)
     }
 
@@ -310,17 +314,12 @@ impl World<'_> {
             if self.gw.reqs[slot as usize].random_tries > 20 {
                 return self.pick_round_robin(slot);
             }
-            let x = self.rng_gateway.random_range(0..self.gw.total_weight);
-            let i = self.gw.ranges.partition_point(|&(acc, _)| acc <= x);
-            let node = self.gw.ranges[i].1;
+            let node = self.gw.weighted_draw(&mut self.rng.gateway);
             if prev != Some(node) && self.eligible(slot, node) {
                 match prev {
                     None => prev = Some(node),
                     Some(p) => {
-                        let gw = &self.gw;
-                        let lhs = gw.conns[gw.k(scope, node)] as i64 * gw.weight[p.index()];
-                        let rhs = gw.conns[gw.k(scope, p)] as i64 * gw.weight[node.index()];
-                        let chosen = if lhs > rhs { p } else { node };
+                        let chosen = self.gw.less_loaded(scope, p, node);
                         self.gw.reqs[slot as usize].mark_tried(chosen);
                         return Some(chosen);
                     }
@@ -362,22 +361,22 @@ impl World<'_> {
         if !self.gw.direct {
             self.conns_changed(scope, node);
         }
-        if self.observed {
+        if self.obs.any {
             self.observe_attempt(id, scope, node, result, charge);
         }
         let report = AttemptReport {
-            scope: self.local(scope),
+            scope: self.fleet.local(scope),
             node,
             result,
             charge,
             elapsed,
         };
-        let first = self.policies_of(scope).start;
+        let first = self.fleet.policies_of(scope).start;
         if single {
             self.gw.reqs[slot as usize].tries = 0;
-            for k in 0..self.hear_attempts.len() {
-                let i = first + self.hear_attempts[k];
-                if !self.policies[i].bypassed_for_single_server() {
+            for k in 0..self.bank.hear_attempts.len() {
+                let i = first + self.bank.hear_attempts[k];
+                if !self.bank.bypass_single[i] {
                     self.with_policy(i, Some(node), |p, cx| p.on_attempt(cx, &report));
                 }
             }
@@ -391,14 +390,16 @@ impl World<'_> {
         }
         if charge == Charge::Failed && self.gw.hap.is_none() {
             let w = self.gw.weight[node.index()];
-            let cut: i64 = self.policies[self.policies_of(scope)]
+            let cut: i64 = self
+                .bank
+                .slice(self.fleet.policies_of(scope))
                 .iter()
                 .map(|p| p.weight_cut(node, w as u32) as i64)
                 .sum();
             self.cut_weight(scope, node, cut);
         }
-        for k in 0..self.hear_attempts.len() {
-            let i = first + self.hear_attempts[k];
+        for k in 0..self.bank.hear_attempts.len() {
+            let i = first + self.bank.hear_attempts[k];
             self.with_policy(i, Some(node), |p, cx| p.on_attempt(cx, &report));
         }
         let r = &mut self.gw.reqs[slot as usize];

@@ -332,7 +332,7 @@ fn e5(models: &Path) -> Result<Vec<Row>, Error> {
     ])
 }
 
-pub fn rows(models: &Path) -> Result<Vec<Row>, Error> {
+pub(super) fn rows(models: &Path) -> Result<Vec<Row>, Error> {
     let mut rows = e1(models)?;
     rows.extend(e2(models)?);
     rows.extend(e3(models)?);

@@ -108,7 +108,7 @@ impl RotQueue {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::world::gateway::pick::heap::NONE;
+    use crate::world::gateway::balancer::pick::heap::NONE;
 
     #[derive(Clone, Copy)]
     struct M {

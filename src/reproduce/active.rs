@@ -188,7 +188,7 @@ fn e8(models: &Path) -> Result<Vec<Row>, Error> {
 }
 
 /// The rows for E6, E7 and E8, in that order.
-pub fn rows(models: &Path) -> Result<Vec<Row>, Error> {
+pub(super) fn rows(models: &Path) -> Result<Vec<Row>, Error> {
     let mut rows = e6(models)?;
     rows.extend(e7(models)?);
     rows.extend(e8(models)?);

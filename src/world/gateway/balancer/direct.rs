@@ -7,13 +7,12 @@
 //! tested against (`tests`: the same peer for every attempt, on every
 //! shipped model and on random ones).
 
-use super::super::{NodeId, World};
-use super::balancer::{at_max_conns, in_panic};
-use super::{Gateway, Request};
+use super::super::{Gateway, Request};
+use super::{at_max_conns, in_panic};
 use crate::ids::Scope;
 use crate::policy::{HealthPolicy, Now};
 use crate::spec::Balancer;
-use rand::RngExt;
+use crate::world::{NodeId, World};
 
 /// Upstreams with at most this many nodes pick by direct scans.
 pub(crate) const DIRECT_MAX_NODES: usize = 3;
@@ -39,18 +38,24 @@ fn direct_eligible(
 impl World<'_> {
     /// The policies of the replica of global scope `s`, and `s` as they call it.
     #[inline(always)]
-    pub(super) fn replica_policies(&self, s: Scope) -> (&[Box<dyn HealthPolicy>], Scope) {
-        if self.fleet {
-            (&self.policies[self.policies_of(s)], self.local(s))
+    pub(in crate::world::gateway) fn replica_policies(
+        &self,
+        s: Scope,
+    ) -> (&[Box<dyn HealthPolicy>], Scope) {
+        if self.fleet.is_fleet() {
+            (
+                self.bank.slice(self.fleet.policies_of(s)),
+                self.fleet.local(s),
+            )
         } else {
-            (&self.policies, s)
+            (self.bank.slice(0..self.bank.len()), s)
         }
     }
 
     /// `get_round_robin_peer` (or the configured balancer) with the backup fallback.
-    pub(super) fn direct_select_peer(&mut self, slot: u32) -> Option<NodeId> {
+    pub(in crate::world::gateway) fn direct_select_peer(&mut self, slot: u32) -> Option<NodeId> {
         let scope = self.gw.reqs[slot as usize].scope;
-        let now = self.now_in(scope);
+        let now = self.fleet.now_in(scope, self.q.now());
         let panic = self.gw.panic_threshold > 0.0 && {
             let (policies, local) = self.replica_policies(scope);
             let hosts = self.gw.primary.iter().filter(|n| !self.gw.down[n.index()]);
@@ -67,7 +72,7 @@ impl World<'_> {
 
     /// One pick of the configured balancer by direct scans.
     #[inline(always)]
-    pub(super) fn direct_pick(&mut self, slot: u32, now: Now) -> Option<NodeId> {
+    pub(in crate::world::gateway) fn direct_pick(&mut self, slot: u32, now: Now) -> Option<NodeId> {
         match self.model.gateway.balancer {
             Balancer::RoundRobin if self.gw.hap.is_some() => self.direct_pick_haproxy_rr(slot, now),
             Balancer::RoundRobin => self.direct_pick_round_robin(slot, now),
@@ -228,9 +233,7 @@ impl World<'_> {
             if self.gw.reqs[slot as usize].random_tries > 20 {
                 return self.direct_pick_round_robin(slot, now);
             }
-            let x = self.rng_gateway.random_range(0..self.gw.total_weight);
-            let i = self.gw.ranges.partition_point(|&(acc, _)| acc <= x);
-            let node = self.gw.ranges[i].1;
+            let node = self.gw.weighted_draw(&mut self.rng.gateway);
             let ok = prev != Some(node)
                 && direct_eligible(
                     &self.gw,
@@ -243,10 +246,7 @@ impl World<'_> {
                 match prev {
                     None => prev = Some(node),
                     Some(p) => {
-                        let gw = &self.gw;
-                        let lhs = gw.conns[gw.k(scope, node)] as i64 * gw.weight[p.index()];
-                        let rhs = gw.conns[gw.k(scope, p)] as i64 * gw.weight[node.index()];
-                        let chosen = if lhs > rhs { p } else { node };
+                        let chosen = self.gw.less_loaded(scope, p, node);
                         self.gw.reqs[slot as usize].mark_tried(chosen);
                         return Some(chosen);
                     }

@@ -7,9 +7,10 @@ use plotters::coord::Shift;
 use plotters::prelude::*;
 use plotters::style::{FontStyle, register_font};
 
-use super::common::Theme;
 use super::error::PlotError;
+use super::error::{DResult, DrawErr};
 use super::raster::PngBackend;
+use super::theme::Theme;
 use ab_glyph::FontRef;
 
 /// DejaVu Sans (Bitstream Vera licence, see `assets/fonts/DejaVuSans-LICENSE.txt`),
@@ -25,18 +26,6 @@ pub const DEFAULT_SIZE: (u32, u32) = (1200, 800);
 
 /// Largest accepted width or height, to keep a bad argument from allocating gigabytes.
 const MAX_SIDE: u32 = 8_192;
-
-/// A drawing failure, before the output path is known.
-#[derive(Debug)]
-pub(crate) struct DrawErr(pub String);
-
-impl<E: std::error::Error + Send + Sync> From<DrawingAreaErrorKind<E>> for DrawErr {
-    fn from(e: DrawingAreaErrorKind<E>) -> Self {
-        DrawErr(e.to_string())
-    }
-}
-
-pub(crate) type DResult<T = ()> = Result<T, DrawErr>;
 
 /// A chart that can draw itself on any plotters backend.
 pub(crate) trait Chart {
@@ -90,7 +79,7 @@ fn with_gradient(svg: String) -> String {
         format!("<defs><linearGradient id=\"{id}\" x1=\"0\" y1=\"1\" x2=\"0\" y2=\"0\">");
     for k in 0..=16 {
         let t = f64::from(k) / 16.0;
-        let c = super::heatmap::colormap(t);
+        let c = super::theme::colormap(t);
         defs += &format!(
             "<stop offset=\"{t:.4}\" stop-color=\"#{:02X}{:02X}{:02X}\"/>",
             c.0, c.1, c.2

@@ -1,0 +1,12 @@
+//! Metrics: the [`Recorder`] counts during a run (memory does not grow
+//! with the number of requests) and yields a [`RunSummary`] afterwards;
+//! [`path`] names a metric of a run summary, the one vocabulary of runs.csv,
+//! points.csv, `hcsim compare`, tune objectives and charts.
+
+pub mod path;
+mod recorder;
+mod replicas;
+mod summary;
+
+pub use recorder::Recorder;
+pub use summary::*;

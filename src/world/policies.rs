@@ -1,0 +1,253 @@
+//! Every policy instance of a run and how the world talks to them.
+//!
+//! [`PolicyBank`] holds one instance of each of the model's policies per
+//! gateway replica (laid out by [`FleetLayout`](crate::ids::FleetLayout)),
+//! what each hears ([`Interests`], asked once), and the buffers a call fills.
+//! [`World::with_policy`] makes one call with a fresh [`PolicyCx`], then turns
+//! what the policy asked for (timers, probes, heartbeats) into events and its
+//! notices into metrics: the one door between the world and its policies.
+
+use super::{Event, NodeId, World};
+use crate::engine::{SimDuration, SimRng, SimTime};
+use crate::ids::FleetLayout;
+use crate::policy::{
+    self, Action, FleetRole, HealthPolicy, Interests, Notice, Now, PolicyCx, PolicyTimer,
+};
+use crate::spec::Model;
+
+pub(crate) struct PolicyBank {
+    /// Replica by replica, each of the model's policies (`FleetLayout::policy`).
+    all: Vec<Box<dyn HealthPolicy>>,
+    /// The policies that listen to `on_connected`, by index within a replica.
+    pub(crate) hear_connections: Vec<usize>,
+    /// The policies that listen to `on_selected`, by index within a replica.
+    pub(crate) hear_selections: Vec<usize>,
+    /// The policies that listen to `on_attempt`, by index within a replica.
+    pub(crate) hear_attempts: Vec<usize>,
+    /// The policies that listen to `on_host_checked`, likewise.
+    hear_checks: Vec<usize>,
+    /// The policies that may refuse an attempt (`admits`), likewise.
+    pub(crate) admitters: Vec<usize>,
+    /// Per instance: nginx ignores it for a one-server upstream.
+    pub(crate) bypass_single: Vec<bool>,
+    /// Per instance: ask it again about a node after every call about that
+    /// node (`false`: on its ejection and readmission notices only).
+    refresh_after_call: Vec<bool>,
+    /// Per policy of a replica: what it hears.
+    interests: Vec<Interests>,
+    timers: Vec<(SimTime, PolicyTimer)>,
+    notices: Vec<Notice>,
+}
+
+/// The indices (within a replica) of the policies for which `hears` holds.
+fn listeners(interests: &[Interests], hears: impl Fn(&Interests) -> bool) -> Vec<usize> {
+    (0..interests.len())
+        .filter(|&i| hears(&interests[i]))
+        .collect()
+}
+
+impl PolicyBank {
+    /// Every replica's instances of the model's policies; in a fleet, a
+    /// server the replicas share (a registry) runs in replica 0's instance.
+    pub(crate) fn new(model: &Model, layout: FleetLayout) -> Self {
+        let mut all: Vec<_> = (0..layout.replicas())
+            .flat_map(|_| &model.policies)
+            .map(|p| policy::build(p, layout.scopes_per_replica(), model.nodes.len()))
+            .collect();
+        if layout.is_fleet() {
+            for (i, p) in all.iter_mut().enumerate() {
+                p.join_fleet(if layout.replica_of_policy(i) == 0 {
+                    FleetRole::Owner
+                } else {
+                    FleetRole::Subscriber
+                });
+            }
+        }
+        let interests: Vec<Interests> = all[..layout.policies_per_replica()]
+            .iter()
+            .map(|p| p.interests())
+            .collect();
+        let per_instance = |f: fn(&Interests) -> bool| -> Vec<bool> {
+            (0..all.len())
+                .map(|i| f(&interests[layout.policy_index(i)]))
+                .collect()
+        };
+        PolicyBank {
+            hear_connections: listeners(&interests, |x| x.connections),
+            hear_selections: listeners(&interests, |x| x.selections),
+            hear_attempts: listeners(&interests, |x| x.attempts),
+            hear_checks: listeners(&interests, |x| x.host_checks),
+            admitters: listeners(&interests, |x| x.rejects_attempts),
+            bypass_single: per_instance(|x| x.bypassed_for_single_server),
+            refresh_after_call: per_instance(|x| !x.routes_by_notices),
+            interests,
+            all,
+            timers: Vec::new(),
+            notices: Vec::new(),
+        }
+    }
+
+    /// Policy instances in the whole fleet.
+    pub(crate) fn len(&self) -> usize {
+        self.all.len()
+    }
+
+    /// Instance `i`.
+    #[inline]
+    pub(crate) fn get(&self, i: usize) -> &dyn HealthPolicy {
+        self.all[i].as_ref()
+    }
+
+    /// The instances `range` (one replica's: `FleetLayout::policies_of`).
+    #[inline]
+    pub(crate) fn slice(&self, range: std::ops::Range<usize>) -> &[Box<dyn HealthPolicy>] {
+        &self.all[range]
+    }
+
+    /// The shortest attempt timeout of the policies (Hystrix's execution
+    /// timeout), from the peer's selection.
+    pub(crate) fn attempt_cap(&self) -> Option<SimDuration> {
+        self.all[..self.interests.len()]
+            .iter()
+            .filter_map(|p| p.attempt_timeout())
+            .min()
+    }
+
+    /// Some policy may refuse attempts.
+    pub(crate) fn any_admitter(&self) -> bool {
+        !self.admitters.is_empty()
+    }
+
+    /// How many policies of a replica hold its traffic until they are warm.
+    pub(crate) fn warming(&self) -> u32 {
+        self.interests.iter().filter(|x| x.warms).count() as u32
+    }
+
+    /// Calls instance `i` with a fresh context at `now`; returns its answer,
+    /// the actions it queued, and whether it asked for timers or notices
+    /// (which [`World::with_policy`] then applies).
+    #[inline]
+    fn call<R>(
+        &mut self,
+        i: usize,
+        now: Now,
+        rng: &mut SimRng,
+        logging: bool,
+        f: impl FnOnce(&mut dyn HealthPolicy, &mut PolicyCx) -> R,
+    ) -> (R, Vec<Action>, bool) {
+        let mut cx = PolicyCx::logged(now, rng, &mut self.timers, &mut self.notices, logging);
+        let r = f(self.all[i].as_mut(), &mut cx);
+        let actions = cx.take_actions();
+        // Most calls ask for nothing: keep the draining out of the hot path.
+        let queued = !self.timers.is_empty() || !self.notices.is_empty();
+        (r, actions, queued)
+    }
+}
+
+impl World<'_> {
+    /// Calls policy instance `i` with a fresh context, then turns its
+    /// requests into events and its notices into metrics.
+    pub(crate) fn with_policy<R>(
+        &mut self,
+        i: usize,
+        about: Option<NodeId>,
+        f: impl FnOnce(&mut dyn HealthPolicy, &mut PolicyCx) -> R,
+    ) -> R {
+        let now = self.fleet.now_of_policy(i, self.q.now());
+        let logging = self.obs.events.is_some();
+        let (r, actions, queued) = self.bank.call(i, now, &mut self.rng.policy, logging, f);
+        if queued {
+            self.apply_policy_requests(i, now.t);
+        }
+        if let Some(node) = about
+            && !self.gw.direct
+            && self.bank.refresh_after_call[i]
+        {
+            self.refresh_node(i, node, now);
+        }
+        for a in actions {
+            match a {
+                Action::Probe { node, req } => self.send_probe(i as u16, node, req),
+                Action::StartHeartbeats(plan) => self.start_heartbeats(i as u16, plan),
+                Action::HostChecked { node, healthy } => self.host_checked(i, node, healthy),
+                Action::Warmed => self.on_warmed(self.fleet.replica_of_policy(i)),
+                Action::Log(ev) => self.log_policy_event(i, ev),
+                Action::Publish { node, routable, at } => {
+                    self.publish_to_replicas(i, node, routable, at)
+                }
+            }
+        }
+        r
+    }
+
+    /// Calls every policy instance (`on_start`, `on_restarted`), in order.
+    pub(crate) fn with_every_policy(
+        &mut self,
+        about: Option<NodeId>,
+        f: impl Fn(&mut dyn HealthPolicy, &mut PolicyCx),
+    ) {
+        for i in 0..self.bank.len() {
+            self.with_policy(i, about, &f);
+        }
+    }
+
+    /// Policy instance `i` owns a server the replicas share (a registry)
+    /// and published a verdict on `node`: the same policy of every other
+    /// replica hears it now, in replica order.
+    #[cold]
+    fn publish_to_replicas(&mut self, i: usize, node: NodeId, routable: bool, at: SimTime) {
+        let layout = self.fleet.layout();
+        let p = layout.policy_index(i);
+        for r in 0..layout.replicas() {
+            let j = layout.policy(r, p);
+            if j != i {
+                self.with_policy(j, Some(node), |pol, cx| {
+                    pol.on_published(cx, node, routable, at)
+                });
+            }
+        }
+    }
+
+    /// Policy instance `i` completed a check of `node`: the other policies
+    /// of its replica that listen hear it.
+    #[cold]
+    fn host_checked(&mut self, i: usize, node: NodeId, healthy: bool) {
+        let layout = self.fleet.layout();
+        let r = layout.replica_of_policy(i);
+        for k in 0..self.bank.hear_checks.len() {
+            let j = layout.policy(r, self.bank.hear_checks[k]);
+            if j != i {
+                self.with_policy(j, Some(node), |p, cx| p.on_host_checked(cx, node, healthy));
+            }
+        }
+    }
+
+    /// Turns the timers and notices instance `i` queued into events and metrics.
+    #[cold]
+    fn apply_policy_requests(&mut self, i: usize, now: SimTime) {
+        for (at, timer) in self.bank.timers.drain(..) {
+            self.q.schedule(
+                at,
+                Event::Policy {
+                    policy: i as u16,
+                    timer,
+                },
+            );
+        }
+        let mut named = Vec::new();
+        let replica = self.fleet.replica_of_policy(i);
+        for n in self.bank.notices.drain(..) {
+            self.rec.notice(now, n, replica);
+            if let Notice::Ejected { node, .. } | Notice::Readmitted { node, .. } = n {
+                named.push(node);
+            }
+        }
+        let now = self.fleet.now_of_policy(i, now);
+        if self.gw.direct {
+            return;
+        }
+        for node in named {
+            self.refresh_node(i, node, now);
+        }
+    }
+}
