@@ -94,6 +94,35 @@ impl Edf {
         self.up(n - 1);
         node
     }
+
+    /// `nextServer` pops again while the server it just skipped (`node`,
+    /// down) keeps the earliest deadline: with a weight far above the
+    /// others' that is billions of pops. The same pops at once: its
+    /// deadline moved by `1/weight` until it is no longer below every other
+    /// server's (`curDeadline` the last one popped).
+    fn skip(&mut self, node: NodeId) {
+        let Some(at) = self.heap.iter().position(|h| h.2 == node) else {
+            return;
+        };
+        let (d, w, _) = self.heap[at];
+        let others = self
+            .heap
+            .iter()
+            .filter(|h| h.2 != node)
+            .map(|h| h.0)
+            .fold(f64::INFINITY, f64::min);
+        if others.is_infinite() || d >= others {
+            return;
+        }
+        let mut steps = ((others - d) * w).ceil().max(1.0);
+        while d + steps / w < others {
+            steps += 1.0;
+        }
+        self.cur = d + (steps - 1.0) / w;
+        self.heap[at].0 = d + steps / w;
+        let n = self.heap.len();
+        self.down(at, n);
+    }
 }
 
 /// The retry middleware's back-off of one request.
@@ -250,6 +279,7 @@ impl World<'_> {
             if self.flavor_eligible(scope, node, now) {
                 return Some(node);
             }
+            self.traefik().edf[replica].skip(node);
         }
     }
 
