@@ -20,11 +20,11 @@ seconds (default: for ever) or has carried `--keepalive-requests` requests
 
 Crashes (kill -9) and SIGSTOP/SIGCONT are done by the harness to the
 process itself. Prints `ready PORT` once listening, then one line per
-connection: `conn ACCEPTED ENDED WHAT` (wall-clock seconds; WHAT is the status
-answered last, `closed` when the peer closed it first, or `reset`), and with
-`--keepalive` also `accept ID T` when it is accepted, `req ID STARTED ENDED
-STATUS` per request and `close ID T WHY` (`idle`, `limit`, `peer`, `client`)
-when it ends. Standard library only.
+connection: `conn ACCEPTED ENDED WHAT PATH` (wall-clock seconds; WHAT is the
+status answered last, `closed` when the peer closed it first, or `reset`; PATH
+the request's, `-` before one was read), and with `--keepalive` also `accept ID
+T` when it is accepted, `req ID STARTED ENDED STATUS` per request and `close ID
+T WHY` (`idle`, `limit`, `peer`, `client`) when it ends. Standard library only.
 """
 
 import argparse
@@ -74,9 +74,9 @@ REASONS = {200: "OK", 500: "Internal Server Error", 502: "Bad Gateway", 503: "Se
 OUT = threading.Lock()
 
 
-def report(accepted, what):
+def report(accepted, what, path="-"):
     with OUT:
-        sys.stdout.write("conn %.6f %.6f %s\n" % (accepted, time.time(), what))
+        sys.stdout.write("conn %.6f %.6f %s %s\n" % (accepted, time.time(), what, path))
         sys.stdout.flush()
 
 
@@ -94,6 +94,7 @@ def peer_closed(conn, wait):
 def serve(conn, state, keep=None):
     accepted = time.time()
     what = "reset"
+    path = "-"
     try:
         conn.settimeout(120)
         data = b""
@@ -103,6 +104,9 @@ def serve(conn, state, keep=None):
                 what = "closed"
                 return
             data += chunk
+        first = data.split(b"\r\n", 1)[0].split()
+        if len(first) >= 2:
+            path = first[1].decode("latin-1")
         if keep is not None:
             what = keep.serve(conn, state, data, accepted)
             return
@@ -118,7 +122,7 @@ def serve(conn, state, keep=None):
     except OSError:
         pass
     finally:
-        report(accepted, what)
+        report(accepted, what, path)
         try:
             conn.close()
         except OSError:

@@ -140,8 +140,8 @@ class Backend:
         def read():
             for l in p.stdout:
                 w = l.split()
-                if len(w) == 4 and w[0] == "conn":
-                    self.conns.append((float(w[1]), float(w[2]), w[3]))
+                if len(w) in (4, 5) and w[0] == "conn":
+                    self.conns.append((float(w[1]), float(w[2]), w[3], w[4] if len(w) == 5 else "-"))
                 elif w:
                     self.events.append(w)
 
@@ -364,7 +364,11 @@ def run_rep(hcsim, model_path, model, rep, workdir, time_bound, pids):
         addrs = [(n["name"], "127.0.0.1:%d" % ports[i]) for i, n in enumerate(nodes)]
         listen = "127.0.0.1:%d" % listen_port
         snippet = export(hcsim, model_path, flavor, listen, addrs, os.path.join(d, "snippet.conf"))
-        if flavor == "nginx":
+        extras = {}
+        if flavor in ("caddy", "traefik"):
+            import proxies
+            gw, extras = proxies.start(flavor, procs, snippet, d, listen, model, deadline, gw_lines)
+        elif flavor == "nginx":
             conf = os.path.join(d, "nginx.conf")
             with open(conf, "w") as f:
                 f.write(nginx_conf(snippet, d, model.get("gateway", {}).get("workers", 1)))
@@ -396,7 +400,10 @@ def run_rep(hcsim, model_path, model, rep, workdir, time_bound, pids):
                 if time.time() > deadline:
                     raise RuntimeError("the gateway did not listen")
                 time.sleep(0.01)
-        if flavor == "nginx":
+        if flavor in ("caddy", "traefik"):
+            import proxies
+            t0 = proxies.t0_for(model, backends)
+        elif flavor == "nginx":
             # t = 0 on a whole wall-clock second (nginx's ngx_time()).
             t0 = float(int(time.time()) + 1)
         else:
@@ -447,14 +454,17 @@ def run_rep(hcsim, model_path, model, rep, workdir, time_bound, pids):
             raise RuntimeError("replication exceeded its time bound of %.0f s" % time_bound)
     finally:
         stop.set()
+        if "extras" in locals() and extras.get("poller"):
+            extras["poller"].close()
         procs.end_all()
         if backends_started:
             with open(os.path.join(d, "connections.txt"), "w") as f:
                 for b in backends_started:
-                    for a, e, what in b.conns:
-                        f.write("%s %.3f %.3f %s\n" % (b.name, a - t0_seen[0], e - t0_seen[0], what))
+                    for a, e, what, path in b.conns:
+                        f.write("%s %.3f %.3f %s %s\n" % (b.name, a - t0_seen[0], e - t0_seen[0], what, path))
     records = {"flavor": flavor, "faults_done": done, "dir": d, "ports": {ports[i]: n["name"] for i, n in enumerate(nodes)},
-               "gw_lines": gw_lines}
+               "gw_lines": gw_lines, "backends": backends_started,
+               "admin_changes": extras["poller"].changes if extras.get("poller") else []}
     return t0, backends, client, records
 
 

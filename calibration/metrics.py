@@ -126,6 +126,8 @@ def real_figures(model, t0, client, rec):
                     start, tried, rts = entries[i]
                     k = tried.index(n) if n in tried else len(tried) - 1
                     node[n]["eject_times"].append(start + sum(rts[: k + 1]))
+    elif rec["flavor"] in ("caddy", "traefik"):
+        proxy_nodes(model, t0, client, rec, node, inwin, end_of_run)
     else:
         for t, line in rec["gw_lines"]:
             m = HA_STATE.match(line)
@@ -195,3 +197,72 @@ def hcsim_figures(run, flavor):
                 continue  # HAProxy's log names only the last server
             fig[pre + k] = n.get(k)
     return fig
+
+
+def proxy_nodes(model, t0, client, rec, node, inwin, end_of_run):
+    """Caddy and Traefik: answers by node from the backends' own logs (the
+    last 2xx each request got), ejections from the proxy's logs (Caddy: the
+    events app's unhealthy/healthy and the admin API's passive `fails`;
+    Traefik: the balancer's `Setting status of URL to DOWN|UP` and the
+    breaker's `setting state to tripped|recovering`)."""
+    import json as _json
+    names = {b.name: b for b in rec["backends"]}
+    last = {}  # request -> (node, end) of its last 2xx at a backend
+    for n, b in names.items():
+        for acc, end, what, path in b.conns:
+            m = re.match(r"^/r/(\d+)$", path)
+            if m and what.isdigit() and 200 <= int(what) < 300:
+                i = int(m.group(1))
+                if i not in last or last[i][1] < end:
+                    last[i] = (n, end)
+    for i, (n, end) in last.items():
+        res = client.results.get(i)
+        if res is None or not (isinstance(res[2], int) and 200 <= res[2] < 300):
+            continue
+        node[n]["ok_times"].append(end)
+        if inwin(i) and res[1] <= end_of_run:
+            node[n]["answered"] += 1
+    port_of = {"127.0.0.1:%d" % p: n for p, n in rec["ports"].items()}
+    events = []  # (time, node, source, out)
+    if rec["flavor"] == "caddy":
+        max_fails = 1
+        for p in model.get("policies", []) + ([model["policy"]] if model.get("policy") else []):
+            if p.get("kind") == "caddy" and p.get("passive"):
+                max_fails = p["passive"].get("max_fails", 1) or 1
+        with open(rec["dir"] + "/caddy.log") as f:
+            for line in f:
+                try:
+                    e = _json.loads(line)
+                except ValueError:
+                    continue
+                if e.get("logger") == "events" and e.get("name") in ("unhealthy", "healthy"):
+                    n = port_of.get(e.get("data", {}).get("host"))
+                    if n:
+                        events.append((e["ts"], n, "active", e["name"] == "unhealthy"))
+        for t, addr, fails in rec.get("admin_changes", []):
+            n = port_of.get(addr)
+            if n:
+                events.append((t, n, "passive", fails >= max_fails))
+    else:
+        url = re.compile(r"Setting status of http://(127\.0\.0\.1:\d+) to (UP|DOWN)")
+        trip = re.compile(r"setting state to (tripped|recovering)")
+        for t, line in rec["gw_lines"]:
+            try:
+                msg = _json.loads(line).get("message", "")
+            except ValueError:
+                continue
+            m = url.search(msg)
+            if m and port_of.get(m.group(1)):
+                events.append((t, port_of[m.group(1)], "status", m.group(2) == "DOWN"))
+            m = trip.search(msg)
+            if m:
+                for n in node:
+                    events.append((t, n, "breaker", m.group(1) == "tripped"))
+    state = {}
+    for t, n, src, out in sorted(events, key=lambda e: e[0]):
+        s = state.setdefault(n, {})
+        was = any(s.values())
+        s[src] = out
+        if any(s.values()) and not was:
+            node[n]["ejections"] += 1
+            node[n]["eject_times"].append(t)

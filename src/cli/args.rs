@@ -116,6 +116,10 @@ pub enum ConfigFormat {
     Kubernetes,
     Kong,
     Linkerd,
+    /// A Caddyfile or Caddy's JSON config.
+    Caddy,
+    /// Traefik dynamic configuration (YAML, TOML or the CRDs).
+    Traefik,
 }
 
 #[derive(Args, Debug)]
@@ -158,6 +162,10 @@ pub enum ExportFormat {
     /// Kong's declarative configuration (kong.yml): a Service, its upstream
     /// and targets (a Kong gateway only).
     Kong,
+    /// A Caddyfile site with its `reverse_proxy` (`--full`: with global options).
+    Caddy,
+    /// Traefik dynamic configuration for the file provider (YAML).
+    Traefik,
 }
 
 #[derive(Args, Debug)]

@@ -18,6 +18,9 @@ pub(super) fn run(args: ExportArgs) -> Result<ExitCode, Error> {
         (ExportFormat::Envoy, _) => export::envoy::write_with(&model, &opts),
         (ExportFormat::Istio, _) => export::istio::write(&model),
         (ExportFormat::Kong, _) => export::kong::write_with(&model, &opts),
+        (ExportFormat::Caddy, false) => export::caddy::write_with(&model, &opts),
+        (ExportFormat::Caddy, true) => export::caddy::config(&model, &opts),
+        (ExportFormat::Traefik, _) => export::traefik::write_with(&model, &opts),
     }
     .map_err(|e| Error::Invalid {
         path: args.model.clone(),

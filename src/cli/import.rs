@@ -33,6 +33,8 @@ pub(super) fn run(args: ImportArgs) -> Result<ExitCode, Error> {
             ConfigFormat::Kubernetes => Format::Kubernetes,
             ConfigFormat::Kong => Format::Kong,
             ConfigFormat::Linkerd => Format::Linkerd,
+            ConfigFormat::Caddy => Format::Caddy,
+            ConfigFormat::Traefik => Format::Traefik,
         }),
         target: args.target.clone(),
         nodes: args.nodes,

@@ -7,6 +7,7 @@
 
 pub mod active_probe;
 pub mod api;
+pub mod caddy;
 pub mod clock;
 pub mod failure_accrual;
 pub mod heartbeat_ttl;
@@ -23,6 +24,7 @@ pub mod spec;
 pub mod support;
 #[cfg(test)]
 pub(crate) mod testkit;
+pub mod traefik;
 
 pub use crate::ids::{NodeId, Scope};
 
@@ -39,6 +41,7 @@ pub use spec::{PolicyParams, PolicySpec, build, periodic_events_per_s};
 pub use support::{backoff, gateway_view, prober_pool, window};
 
 pub use active_probe::{ActiveProbe, ActiveProbeSpec};
+pub use caddy::{Caddy, CaddyParams};
 pub use failure_accrual::{FailureAccrual, FailureAccrualParams};
 pub use heartbeat_ttl::{HeartbeatTtl, HeartbeatTtlSpec};
 pub use hystrix::{Hystrix, HystrixParams};
@@ -50,3 +53,4 @@ pub use none::{NoParams, NoPolicy};
 pub use outlier_detection::{IstioParams, OutlierDetection, OutlierDetectionParams};
 pub use ratio_ejection::{RatioEjection, RatioEjectionParams};
 pub use resilience4j::{Resilience4j, Resilience4jParams};
+pub use traefik::{Traefik, TraefikParams};

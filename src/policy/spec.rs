@@ -10,9 +10,9 @@
 use super::api::HealthPolicy;
 use super::none::NoParams;
 use super::{
-    ActiveProbeSpec, FailureAccrualParams, HeartbeatTtlSpec, HystrixParams, IstioParams,
-    KongParams, LatencyEjectionParams, LinkerdParams, MaxFailsParams, OutlierDetectionParams,
-    RatioEjectionParams, Resilience4jParams,
+    ActiveProbeSpec, CaddyParams, FailureAccrualParams, HeartbeatTtlSpec, HystrixParams,
+    IstioParams, KongParams, LatencyEjectionParams, LinkerdParams, MaxFailsParams,
+    OutlierDetectionParams, RatioEjectionParams, Resilience4jParams, TraefikParams,
 };
 use crate::engine::SimDuration;
 use schemars::JsonSchema;
@@ -69,6 +69,13 @@ pub enum PolicySpec {
     /// or `unified`), as the outbound proxy runs it.
     #[serde(deserialize_with = "crate::diagnostics::tracked")]
     Linkerd(LinkerdParams),
+    /// Caddy's `reverse_proxy` health checks: `passive` and `active`.
+    #[serde(deserialize_with = "crate::diagnostics::tracked")]
+    Caddy(CaddyParams),
+    /// Traefik's load-balancer health checks: `healthCheck` and
+    /// `passiveHealthCheck`.
+    #[serde(deserialize_with = "crate::diagnostics::tracked")]
+    Traefik(TraefikParams),
 }
 
 /// What a policy's parameters (one [`PolicySpec`] variant) say before a run,
@@ -140,6 +147,8 @@ impl PolicySpec {
             PolicySpec::LatencyEjection(p) => p,
             PolicySpec::Kong(p) => p,
             PolicySpec::Linkerd(p) => p,
+            PolicySpec::Caddy(p) => p,
+            PolicySpec::Traefik(p) => p,
         }
     }
 

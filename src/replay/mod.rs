@@ -225,6 +225,20 @@ fn timeouts(m: &Model) -> Timeouts {
                 read_s: l.response_timeout.map_or(0.0, |t| t.as_secs_f64()),
             }
         }
+        GatewayFlavor::Caddy => {
+            let c = m.gateway.caddy();
+            Timeouts {
+                connect_s: c.dial_timeout.as_secs_f64(),
+                read_s: c.response_header_timeout.map_or(0.0, |t| t.as_secs_f64()),
+            }
+        }
+        GatewayFlavor::Traefik => {
+            let f = m.gateway.traefik().forwarding_timeouts;
+            Timeouts {
+                connect_s: f.dial_timeout.as_secs_f64(),
+                read_s: f.response_header_timeout.map_or(0.0, |t| t.as_secs_f64()),
+            }
+        }
     }
 }
 

@@ -155,6 +155,39 @@ pub fn estimate(model: &Model) -> Cost {
                         read.as_secs_f64(),
                     )
                 }
+                GatewayFlavor::Caddy => {
+                    let c = g.caddy();
+                    let server = c.response_header_timeout.unwrap_or(model.duration);
+                    let tries = if c.lb_try_duration.is_zero() {
+                        c.lb_retries as f64 + 1.0
+                    } else {
+                        // At most one try per interval over the duration.
+                        (c.lb_try_duration.as_secs_f64() / c.try_interval().as_secs_f64().max(1e-3))
+                            .ceil()
+                            .max(c.lb_retries as f64 + 1.0)
+                    };
+                    let read = c
+                        .response_header_timeout
+                        .map_or(c.dial_timeout, |t| c.dial_timeout.max(g.rtt + t));
+                    (
+                        tries,
+                        (c.dial_timeout + g.rtt + server).as_secs_f64(),
+                        read.as_secs_f64(),
+                    )
+                }
+                GatewayFlavor::Traefik => {
+                    let t = g.traefik();
+                    let f = &t.forwarding_timeouts;
+                    let server = f.response_header_timeout.unwrap_or(model.duration);
+                    let read = f
+                        .response_header_timeout
+                        .map_or(f.dial_timeout, |t| f.dial_timeout.max(g.rtt + t));
+                    (
+                        t.retry.as_ref().map_or(1.0, |r| r.attempts as f64),
+                        (f.dial_timeout + g.rtt + server).as_secs_f64(),
+                        read.as_secs_f64(),
+                    )
+                }
             };
             let mut lifetime_s = tries * attempt_s;
             if let Some(t) = model.clients.timeout() {

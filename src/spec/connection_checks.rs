@@ -29,7 +29,14 @@ pub fn keeps_connections(g: &GatewaySpec, clients: &ClientsSpec) -> bool {
     match (&g.pool, g.flavor) {
         (Some(_), _) => true,
         (None, GatewayFlavor::Haproxy) => client_connection(clients) == ClientConnection::Keepalive,
-        (None, GatewayFlavor::Nginx | GatewayFlavor::Kong | GatewayFlavor::Linkerd) => false,
+        (
+            None,
+            GatewayFlavor::Nginx
+            | GatewayFlavor::Kong
+            | GatewayFlavor::Linkerd
+            | GatewayFlavor::Caddy
+            | GatewayFlavor::Traefik,
+        ) => false,
     }
 }
 
@@ -40,11 +47,17 @@ pub fn check_pool(g: &GatewaySpec) -> Result<(), Invalid> {
     };
     let at = |f: &str| format!("gateway.pool.{f}");
     match (pool, g.flavor) {
-        (_, GatewayFlavor::Kong | GatewayFlavor::Linkerd) => {
+        (
+            _,
+            GatewayFlavor::Kong
+            | GatewayFlavor::Linkerd
+            | GatewayFlavor::Caddy
+            | GatewayFlavor::Traefik,
+        ) => {
             return Err(invalid(
                 "gateway.pool",
-                "kept connections are modelled for nginx, HAProxy and Envoy gateways; Kong's \
-                 and Linkerd's connection reuse is not: leave gateway.pool out",
+                "kept connections are modelled for nginx, HAProxy and Envoy gateways; the \
+                 connection reuse of Kong, Linkerd, Caddy and Traefik is not: leave gateway.pool out",
             ));
         }
         (PoolSpec::Haproxy(_), GatewayFlavor::Nginx) => {
@@ -175,8 +188,11 @@ pub fn check_stop_accepting(spec: &ModelSpec) -> Result<(), Invalid> {
             "set clients.connection to \"keepalive\" (HAProxy's http-reuse safe reuses only \
              after a client's first request), or gateway.pool"
         }
-        GatewayFlavor::Kong | GatewayFlavor::Linkerd => {
-            "kept connections are not modelled for Kong or Linkerd gateways"
+        GatewayFlavor::Kong
+        | GatewayFlavor::Linkerd
+        | GatewayFlavor::Caddy
+        | GatewayFlavor::Traefik => {
+            "kept connections are not modelled for Kong, Linkerd, Caddy or Traefik gateways"
         }
     };
     Err(invalid(

@@ -38,7 +38,11 @@ pub(super) fn check(g: &GatewaySpec, nodes: &[NodeSpec]) -> Result<(), Invalid> 
     let name = match g.flavor {
         GatewayFlavor::Kong => "Kong",
         GatewayFlavor::Linkerd => "Linkerd",
-        GatewayFlavor::Nginx | GatewayFlavor::Haproxy => return Ok(()),
+        // Caddy's and Traefik's settings are checked in `flavor_checks.rs`.
+        GatewayFlavor::Nginx
+        | GatewayFlavor::Haproxy
+        | GatewayFlavor::Caddy
+        | GatewayFlavor::Traefik => return Ok(()),
     };
     let d = GatewaySpec::default();
     let nginx_only = [

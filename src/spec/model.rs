@@ -217,6 +217,8 @@ impl Model {
             GatewayFlavor::Haproxy => spec.gateway.haproxy = Some(spec.gateway.haproxy()),
             GatewayFlavor::Kong => spec.gateway.kong = Some(spec.gateway.kong()),
             GatewayFlavor::Linkerd => spec.gateway.linkerd = Some(spec.gateway.linkerd()),
+            GatewayFlavor::Caddy => spec.gateway.caddy = Some(spec.gateway.caddy()),
+            GatewayFlavor::Traefik => spec.gateway.traefik = Some(spec.gateway.traefik()),
             GatewayFlavor::Nginx => {}
         }
         if spec.policies.is_empty() {

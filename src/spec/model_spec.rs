@@ -203,7 +203,8 @@ pub struct GatewaySpec {
     pub proxy_read_timeout: SimDuration,
     /// Network round-trip time between gateway and nodes. Default 0.2ms.
     pub rtt: SimDuration,
-    /// Whose request path: `nginx` (default), `haproxy`, `kong` or `linkerd`.
+    /// Whose request path: `nginx` (default), `haproxy`, `kong`, `linkerd`, `caddy` or
+    /// `traefik`.
     pub flavor: GatewayFlavor,
     /// HAProxy backend settings; only with `flavor: haproxy` (defaults if omitted).
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -214,6 +215,12 @@ pub struct GatewaySpec {
     /// Linkerd proxy settings; only with `flavor: linkerd` (defaults if omitted).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub linkerd: Option<super::flavours::LinkerdSpec>,
+    /// Caddy `reverse_proxy` settings; only with `flavor: caddy`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub caddy: Option<super::gateway_flavors::CaddyGatewaySpec>,
+    /// Traefik router and transport settings; only with `flavor: traefik`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub traefik: Option<super::gateway_flavors::TraefikGatewaySpec>,
     /// Independent gateways in front of the same nodes (ingress replicas,
     /// service-mesh sidecars): each has its own copy of every policy's state,
     /// its own probes, balancer position, nginx workers and clock phase. A
@@ -288,6 +295,14 @@ pub enum GatewayFlavor {
     /// fast after `failfast_timeout` (504 for those queued, 503 for the new
     /// ones until an endpoint is ready).
     Linkerd,
+    /// Caddy's `reverse_proxy` (`gateway.caddy`): random selection, no
+    /// retry unless `lb_retries` or `lb_try_duration`, 503 "no upstreams
+    /// available", no response timeout by default.
+    Caddy,
+    /// Traefik's router and load balancer (`gateway.traefik`): weighted
+    /// round robin, the retry and circuit-breaker middlewares, 503 "no
+    /// available server".
+    Traefik,
 }
 
 /// An HAProxy backend's request-path settings.
@@ -362,6 +377,8 @@ impl Default for GatewaySpec {
             haproxy: None,
             kong: None,
             linkerd: None,
+            caddy: None,
+            traefik: None,
             replicas: 1,
             spread: Spread::RoundRobin,
             healthy_panic_threshold: None,
@@ -384,6 +401,16 @@ impl GatewaySpec {
     /// The Linkerd settings in force (defaults when the section is omitted).
     pub fn linkerd(&self) -> super::flavours::LinkerdSpec {
         self.linkerd.clone().unwrap_or_default()
+    }
+
+    /// The Caddy settings in force (defaults when the section is omitted).
+    pub fn caddy(&self) -> super::gateway_flavors::CaddyGatewaySpec {
+        self.caddy.clone().unwrap_or_default()
+    }
+
+    /// The Traefik settings in force (defaults when the section is omitted).
+    pub fn traefik(&self) -> super::gateway_flavors::TraefikGatewaySpec {
+        self.traefik.clone().unwrap_or_default()
     }
 }
 

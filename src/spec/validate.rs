@@ -87,10 +87,12 @@ impl Model {
         super::connection_checks::check_pool(&spec.gateway)?;
         check_nodes(&spec.nodes)?;
         super::flavour_checks::check(&spec.gateway, &spec.nodes)?;
+        super::flavor_checks::check(&spec)?;
         super::limits::check_size(&spec)?;
         let faults = faults(&spec)?;
         super::connection_checks::check_stop_accepting(&spec)?;
-        let policies = policies(&spec)?;
+        let mut policies = policies(&spec)?;
+        super::flavor_checks::bind(&spec.gateway, &mut policies);
         check_fleet(&spec.gateway, &policies)?;
         Ok(Model {
             name: spec.name.clone(),
@@ -633,7 +635,8 @@ fn policies(spec: &ModelSpec) -> Result<Vec<PolicySpec>, Invalid> {
         (None, false) => spec.policies.clone(),
         // HAProxy has no passive check of its own (`observe` belongs to
         // `check`); Kong's defaults check nothing; Linkerd accrues failures
-        // only when a Service asks.
+        // only when a Service asks; Caddy and Traefik check nothing unless
+        // configured.
         (None, true) if spec.gateway.flavor != GatewayFlavor::Nginx => vec![PolicySpec::None],
         (None, true) => vec![PolicySpec::MaxFails(Default::default())],
     };

@@ -12,6 +12,7 @@ impl Model {
     /// path of the field. Callers print them as `warning: file: field: message`.
     pub fn warnings(&self) -> Vec<(String, String)> {
         let mut w = self.client_timeout_warnings();
+        w.extend(super::flavor_checks::warnings(&self.spec));
         let words = &self.gateway.proxy_next_upstream;
         if words.contains(&NextUpstream::Off) && words.len() > 1 {
             w.push((
@@ -100,6 +101,24 @@ impl Model {
                         h.timeout_server.map(|d| g.rtt + d),
                     ),
                 ]
+            }
+            GatewayFlavor::Caddy => {
+                let c = g.caddy();
+                vec![(
+                    "gateway.caddy.response_header_timeout".into(),
+                    c.response_header_timeout
+                        .map_or_else(|| "unset: never".into(), |d| d.to_string()),
+                    c.response_header_timeout.map(|d| g.rtt + d),
+                )]
+            }
+            GatewayFlavor::Traefik => {
+                let t = g.traefik().forwarding_timeouts;
+                vec![(
+                    "gateway.traefik.forwardingTimeouts.responseHeaderTimeout".into(),
+                    t.response_header_timeout
+                        .map_or_else(|| "unset: never".into(), |d| d.to_string()),
+                    t.response_header_timeout.map(|d| g.rtt + d),
+                )]
             }
         };
         let longer: Vec<String> = waits

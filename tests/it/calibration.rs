@@ -1,5 +1,7 @@
-//! The calibration harness's short subset against the real nginx and
-//! HAProxy (`calibration/run.sh --short`): every hcsim figure must lie in the
+//! The calibration harness's short subset against the real nginx, HAProxy,
+//! Caddy and Traefik (`calibration/run.sh --short`; Caddy's and Traefik's
+//! scenarios are skipped, saying so, where scripts/gateway-bins.sh could
+//! not install them): every hcsim figure must lie in the
 //! real range (docs/calibration.md states the tolerances), and no gateway or
 //! backend process may be left running, also when the harness fails.
 
@@ -54,7 +56,7 @@ fn the_short_subset_agrees_with_the_real_binaries_and_leaves_nothing_running() {
         let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
         let cmdline = String::from_utf8_lossy(&cmdline);
         assert!(
-            !["backend.py", "nginx", "haproxy"]
+            !["backend.py", "nginx", "haproxy", "caddy", "traefik"]
                 .iter()
                 .any(|w| cmdline.contains(w)),
             "process {pid} ({cmdline}) is still running after the harness"
@@ -70,4 +72,11 @@ fn the_short_subset_agrees_with_the_real_binaries_and_leaves_nothing_running() {
         text.contains("## nginx-refused") && text.contains("| agrees |"),
         "{text}"
     );
+    for (bin, scenario) in [("caddy", "## caddy-crash"), ("traefik", "## traefik-crash")] {
+        if root().join(".cache/gateways").join(bin).exists() {
+            assert!(text.contains(scenario), "{scenario} missing:\n{text}");
+        } else {
+            assert!(text.contains("skipped: ") && text.contains(bin), "{text}");
+        }
+    }
 }

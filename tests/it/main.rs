@@ -12,6 +12,7 @@ mod fleet;
 mod fleet_registry;
 mod fuzz;
 mod fuzz_outputs;
+mod gateways;
 mod golden;
 mod haproxy;
 mod impact;

@@ -8,12 +8,14 @@
 //! name is itself an address (`10.0.0.1:8080`, as `hcsim import` names
 //! them); [`Options`] can give other addresses.
 
+pub mod caddy;
 pub mod envoy;
 pub mod haproxy;
 pub mod istio;
 pub mod kong;
 pub mod nginx;
 mod pool;
+pub mod traefik;
 
 use crate::engine::SimDuration;
 use crate::spec::Model;
@@ -68,6 +70,8 @@ pub fn nginx_like(model: &Model) -> Result<(), Unsupported> {
         GatewayFlavor::Haproxy => ("HAProxy", "--to haproxy"),
         GatewayFlavor::Kong => ("Kong", "--to kong"),
         GatewayFlavor::Linkerd => ("a Linkerd proxy", "the Service's annotations (no export)"),
+        GatewayFlavor::Caddy => ("Caddy", "--to caddy"),
+        GatewayFlavor::Traefik => ("Traefik", "--to traefik"),
     };
     let flavor = format!("{:?}", model.gateway.flavor).to_lowercase();
     Err(Unsupported(format!(

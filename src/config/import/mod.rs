@@ -12,7 +12,11 @@
 //! | Kubernetes | `Deployment`/`StatefulSet`/`Pod`: replicas and the `readinessProbe` | the workload's name |
 //! | Kong | declarative `kong.yml`: an upstream's `healthchecks` and `targets`, the Service proxying to it | the upstream (or a Service or route leading to it) |
 //! | Linkerd | a `Service`'s failure-accrual and response-timeout annotations | the Service's name |
+//! | Caddy | a Caddyfile's `reverse_proxy` or Caddy's JSON handler: upstreams, load balancing and retries, passive and active checks, transport timeouts | the site (`:8080`, `site#2`) |
+//! | Traefik | dynamic configuration (file provider YAML/TOML, or the CRDs): a loadBalancer service, its health checks, servers transport, the routers' retry and circuitBreaker | the service |
 
+mod caddy;
+mod caddyfile;
 mod envoy;
 mod haproxy;
 mod istio;
@@ -22,6 +26,7 @@ mod linkerd;
 mod nginx;
 pub mod nginx_syntax;
 mod pool;
+mod traefik;
 mod yaml;
 
 use super::source::{Loc, Warning, read_text};
@@ -42,6 +47,8 @@ pub enum Format {
     Kubernetes,
     Kong,
     Linkerd,
+    Caddy,
+    Traefik,
 }
 
 impl Format {
@@ -54,6 +61,8 @@ impl Format {
             Format::Kubernetes => "kubernetes",
             Format::Kong => "kong",
             Format::Linkerd => "linkerd",
+            Format::Caddy => "caddy",
+            Format::Traefik => "traefik",
         }
     }
 
@@ -67,6 +76,8 @@ impl Format {
             Format::Kubernetes => "workload",
             Format::Kong => "upstream",
             Format::Linkerd => "Service",
+            Format::Caddy => "reverse_proxy site",
+            Format::Traefik => "service",
         }
     }
 }
@@ -81,6 +92,12 @@ impl fmt::Display for Format {
 /// `kind` or Envoy's keys, nginx by its braces and semicolons, HAProxy by
 /// its section keywords.
 pub fn detect(text: &str) -> Option<Format> {
+    if traefik::looks_like(text) {
+        return Some(Format::Traefik);
+    }
+    if caddy::looks_like(text) {
+        return Some(Format::Caddy);
+    }
     let lines: Vec<&str> = text
         .lines()
         .map(str::trim)
@@ -401,8 +418,8 @@ pub fn read(path: &Path, opts: &Options, workload: &Workload) -> Result<Imported
         Some(f) => f,
         None => detect(&text).ok_or_else(|| {
             Loc::new(path, 1).error(
-                "cannot tell the format (nginx, haproxy, envoy, istio, kubernetes, kong or \
-                 linkerd) from the content: give it with --format",
+                "cannot tell the format (nginx, haproxy, envoy, istio, kubernetes, kong, \
+                 linkerd, caddy or traefik) from the content: give it with --format",
             )
         })?,
     };
@@ -414,6 +431,8 @@ pub fn read(path: &Path, opts: &Options, workload: &Workload) -> Result<Imported
         Format::Kubernetes => kubernetes::import(path, &text, opts)?,
         Format::Kong => kong::import(path, &text, opts)?,
         Format::Linkerd => linkerd::import(path, &text, opts)?,
+        Format::Caddy => caddy::import(path, &text, opts)?,
+        Format::Traefik => traefik::import(path, &text, opts)?,
     };
     Ok(draft.into_imported(format, path, target, workload))
 }

@@ -169,7 +169,11 @@ impl World<'_> {
             return;
         };
         if r.active && r.att_gen == generation && r.node.is_none() {
-            self.retry(slot);
+            if self.gw.flavored.is_some() {
+                self.flavor_retry(slot);
+            } else {
+                self.retry(slot);
+            }
         }
     }
 

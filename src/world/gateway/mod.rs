@@ -17,10 +17,13 @@
 //!   proxy's (`flavor: linkerd`) decisions on the same pipeline.
 
 mod balancer;
+mod caddy;
+mod flavor;
 mod haproxy;
 mod kong;
 mod linkerd;
 mod pool;
+mod traefik;
 mod tried;
 mod usable;
 
@@ -122,6 +125,8 @@ pub(crate) struct Gateway {
     pub(crate) kong: Option<KongPath>,
     /// `Some`: a Linkerd proxy's request path.
     pub(crate) linkerd: Option<LinkerdPath>,
+    /// `Some`: the Caddy or Traefik request path (`flavor.rs`).
+    pub(crate) flavored: Option<flavor::Flavored>,
     reqs: Vec<Request>,
     free: Vec<u32>,
     next_id: u64,
@@ -278,6 +283,7 @@ impl Gateway {
             hap,
             kong,
             linkerd,
+            flavored: flavor::Flavored::of(model),
             ranges,
             total_weight: acc,
             rr_pos: vec![0; n * scopes],
@@ -387,6 +393,9 @@ impl World<'_> {
         r.last_node = None;
         r.retry_same = None;
         let generation = r.req_gen;
+        if self.gw.flavored.is_some() {
+            self.flavor_begin(slot);
+        }
         self.arm_client_timeout(slot, generation);
         if self.gw.warming[replica] > 0 {
             self.gw.held[replica].push((slot, generation));
@@ -417,6 +426,9 @@ impl World<'_> {
         if self.gw.linkerd.is_some() {
             self.linkerd_connect(slot);
             return;
+        }
+        if self.gw.flavored.is_some() {
+            return self.flavor_connect(slot);
         }
         let Some(node) = self.select_peer(slot) else {
             // BUSY -> "no live upstreams" -> upstream_next(NOLIVE): nothing is
@@ -486,6 +498,9 @@ impl World<'_> {
         let counted = self.gw.reqs[slot as usize].counted;
         let g = &self.model.gateway;
         let (connect_timeout, read_timeout) = match (&self.gw.hap, &self.gw.linkerd) {
+            (None, None) if self.gw.flavored.is_some() => {
+                self.gw.flavored.as_ref().unwrap().timeouts()
+            }
             (None, None) => (g.proxy_connect_timeout, Some(g.proxy_read_timeout)),
             (Some(h), _) => (
                 h.timeout_connect.unwrap_or(KERNEL_CONNECT_TIMEOUT),
@@ -653,6 +668,9 @@ impl World<'_> {
             self.linkerd_failed(slot, node, why);
             return;
         }
+        if self.gw.flavored.is_some() {
+            return self.flavor_failed(slot, node, why);
+        }
         let (ft, result) = match why {
             Fail::Refused => (Ft::Error, AttemptResult::Refused),
             Fail::ConnectTimeout => (Ft::Timeout, AttemptResult::ConnectTimeout),
@@ -679,6 +697,9 @@ impl World<'_> {
         if self.gw.linkerd.is_some() {
             self.linkerd_response(slot, node, reply);
             return;
+        }
+        if self.gw.flavored.is_some() {
+            return self.flavor_response(slot, node, reply);
         }
         match reply {
             Reply::Reset => self.next_upstream(slot, node, Ft::Error, AttemptResult::Reset),
@@ -765,6 +786,9 @@ impl World<'_> {
         if self.pool.is_some() {
             self.pool_request_done(slot, Some(status), by.is_some());
         }
+        if self.gw.flavored.is_some() {
+            self.flavor_finalize(slot, status);
+        }
         let now = self.q.now();
         let r = &self.gw.reqs[slot as usize];
         let (start, counted, client, faulty) = (r.start, r.counted, r.client, r.att_faulty);
@@ -816,6 +840,9 @@ impl World<'_> {
         }
         if self.pool.is_some() {
             self.pool_request_done(slot, None, false);
+        }
+        if self.gw.flavored.is_some() {
+            self.flavor_finalize(slot, 499);
         }
         let now = self.q.now();
         self.rec

@@ -245,7 +245,14 @@ impl Pool {
         let spec = match (&model.gateway.pool, model.gateway.flavor) {
             (Some(p), _) => p,
             (None, GatewayFlavor::Haproxy) => &hap_default,
-            (None, GatewayFlavor::Nginx | GatewayFlavor::Kong | GatewayFlavor::Linkerd) => {
+            (
+                None,
+                GatewayFlavor::Nginx
+                | GatewayFlavor::Kong
+                | GatewayFlavor::Linkerd
+                | GatewayFlavor::Caddy
+                | GatewayFlavor::Traefik,
+            ) => {
                 return None;
             }
         };
