@@ -216,15 +216,18 @@ fn listing(dir: &Path) -> String {
         })
         .unwrap_or_default();
     files.sort();
-    let is_chart = |n: &String| n.ends_with(".png") || n.ends_with(".svg");
-    let charts = files.iter().filter(|n| n.ends_with(".png")).count();
+    let charts = std::fs::read_dir(dir.join("charts")).map_or(0, |rd| {
+        rd.filter_map(|e| e.ok()?.file_name().into_string().ok())
+            .filter(|n| n.ends_with(".png"))
+            .count()
+    });
     let mut shown: Vec<String> = files
         .iter()
-        .filter(|n| !is_chart(n) && *n != "report.html")
+        .filter(|n| *n != "charts" && *n != "report.html")
         .cloned()
         .collect();
     if charts > 0 {
-        shown.push(format!("{charts} chart(s) as .png and .svg"));
+        shown.push(format!("{charts} chart(s) in charts/ as .png and .svg"));
     }
     if files.iter().any(|n| n == "report.html") {
         shown.push("report.html".into());

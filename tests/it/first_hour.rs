@@ -284,11 +284,12 @@ fn run_and_plot_say_what_they_wrote() {
     assert!(o.status.success(), "{}", text(&o.stderr));
     let out = text(&o.stdout);
     assert!(
-        out.contains("wrote r (attempts.csv, ejections.csv, summary.json"),
+        out.contains("wrote r (attempts.csv, ejections.csv, "),
         "{out}"
     );
+    assert!(out.contains("summary.json, timeline.csv, "), "{out}");
     assert!(
-        out.contains("chart(s) as .png and .svg, report.html)"),
+        out.contains("chart(s) in charts/ as .png and .svg, report.html)"),
         "{out}"
     );
     let o = hcsim_in(&dir, &["plot", "r"]);

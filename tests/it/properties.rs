@@ -246,12 +246,7 @@ fn policy_pool() -> &'static Vec<Value> {
             json!({"kind": "active_probe", "flavor": "kubernetes", "period": "1s", "timeout": "1s"}),
             json!({"kind": "active_probe", "flavor": "haproxy", "inter": "300ms", "fall": 2, "rise": 1}),
         ];
-        let mut files: Vec<_> = std::fs::read_dir(crate::root().join("models"))
-            .unwrap()
-            .map(|e| e.unwrap().path())
-            .collect();
-        files.sort();
-        for f in files {
+        for f in crate::shipped_models() {
             let doc: Value = serde_json::from_slice(&std::fs::read(f).unwrap()).unwrap();
             let listed = doc.get("policies").and_then(Value::as_array).cloned();
             for p in doc.get("policy").cloned().into_iter().chain(listed.into_iter().flatten()) {
@@ -416,7 +411,15 @@ fn with_connections() -> impl Strategy<Value = Value> {
             else {
                 return doc;
             };
-            let haproxy = doc["gateway"]["flavor"] == "haproxy";
+            // Kept connections are modelled on nginx's and HAProxy's paths only.
+            let flavor = doc["gateway"]["flavor"]
+                .as_str()
+                .unwrap_or("nginx")
+                .to_string();
+            if !matches!(flavor.as_str(), "nginx" | "haproxy") {
+                return doc;
+            }
+            let haproxy = flavor == "haproxy";
             let modes = ["never", "safe", "aggressive", "always"];
             doc["gateway"]["pool"] = if haproxy {
                 json!({"kind": "haproxy", "http_reuse": modes[kind as usize],

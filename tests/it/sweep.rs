@@ -876,7 +876,7 @@ fn bad_params_exit_2_naming_the_argument_and_what_was_expected() {
         ),
         (
             vec!["--param", "policy.max_fail=1,2"],
-            "error: --param policy.max_fail=1,2: `policy.max_fail` is not in the model models/tiny.json: `policy` has no field `max_fail`; an optional field that the model leaves out can be given a value in the model or with --set PATH=VALUE",
+            "error: --param policy.max_fail=1,2: `policy.max_fail` is not in the model models/tiny.json: `policy` has no field `max_fail` (did you mean `max_fails`?); an optional field that the model leaves out can be given a value in the model or with --set PATH=VALUE",
         ),
         (
             vec!["--param", "policy.max_fails=5..1"],

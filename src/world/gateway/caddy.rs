@@ -51,7 +51,8 @@ pub(crate) struct CaddyPath {
     robin: Vec<u32>,
     /// The nodes' weights and their sum (`weighted_round_robin`).
     weights: Vec<u32>,
-    total_weight: u32,
+    /// Go's `int` (64 bits): the sum of u32 weights does not wrap.
+    total_weight: u64,
 }
 
 impl CaddyPath {
@@ -62,7 +63,7 @@ impl CaddyPath {
             last: vec![],
             robin: vec![0; model.replicas()],
             weights: model.nodes.iter().map(|n| n.weight).collect(),
-            total_weight: model.nodes.iter().map(|n| n.weight).sum(),
+            total_weight: model.nodes.iter().map(|n| u64::from(n.weight)).sum(),
         }
     }
 
@@ -144,11 +145,13 @@ impl World<'_> {
         }
         let c = self.caddy();
         c.robin[replica] = c.robin[replica].wrapping_add(1);
-        let current = c.robin[replica] % c.total_weight.max(1);
-        let mut acc = 0;
+        // `int(atomic.AddUint32(&r.index, 1)) % totalWeight`: a uint32
+        // counter, a 64-bit sum.
+        let current = u64::from(c.robin[replica]) % c.total_weight.max(1);
+        let mut acc = 0u64;
         let mut index = 0;
         for (i, &w) in c.weights.iter().enumerate() {
-            acc += w;
+            acc += u64::from(w);
             if current < acc {
                 index = i;
                 break;
