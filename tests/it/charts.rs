@@ -541,3 +541,104 @@ fn the_gallery_is_current() {
         check_png(&dir.join(file));
     }
 }
+
+/// The review above, on what a user runs first: an imported config, whose
+/// nodes are named `IP:port`. Its sweep and its compare draw charts whose
+/// titles name each node whole (never `Node 10: …`), whose text shows no
+/// internal name, and whose file names hold no `:`.
+#[test]
+fn an_imported_configs_sweep_and_compare_charts_name_their_nodes() {
+    let dir = tmp("vocabulary-imported");
+    let model = dir.join("shop.json");
+    let o = hcsim(&[
+        "import",
+        "tests/configs/e3-nginx.conf",
+        "--rps",
+        "100",
+        "--duration",
+        "10s",
+        "--set",
+        r#"faults=[{"kind":"flaky","node":"10.0.0.1:8080","at":"1s","for":"3s","p":1.0,"status":503}]"#,
+        "-o",
+        model.to_str().unwrap(),
+    ]);
+    ok(o, "import");
+    let m = model.to_str().unwrap();
+    let sweep = dir.join("sweep");
+    ok(
+        hcsim(&[
+            "sweep",
+            m,
+            "--param",
+            "policy.max_fails=1,3",
+            "--param",
+            "policy.fail_timeout=2s,5s",
+            "--reps",
+            "2",
+            "--jobs",
+            "1",
+            "--quiet",
+            "--out",
+            sweep.to_str().unwrap(),
+        ]),
+        "sweep",
+    );
+    let (a, b) = (dir.join("a"), dir.join("b"));
+    for (out, set) in [(&a, "policy.max_fails=1"), (&b, "policy.max_fails=3")] {
+        ok(
+            hcsim(&[
+                "run",
+                m,
+                "--set",
+                set,
+                "--reps",
+                "2",
+                "--jobs",
+                "1",
+                "--quiet",
+                "--out",
+                out.to_str().unwrap(),
+            ]),
+            "run",
+        );
+    }
+    let compare = dir.join("compare");
+    ok(
+        hcsim(&[
+            "compare",
+            a.to_str().unwrap(),
+            b.to_str().unwrap(),
+            "--out",
+            compare.to_str().unwrap(),
+        ]),
+        "compare",
+    );
+    let mut bad = vec![];
+    for out in [&sweep, &compare] {
+        let charts = chart_files(out);
+        assert!(!charts.is_empty(), "no chart in {}", out.display());
+        let mut named = false;
+        for f in charts {
+            let name = f.file_name().unwrap().to_string_lossy().to_string();
+            assert!(
+                !name.contains(':'),
+                "a chart file name holds ':': {}",
+                f.display()
+            );
+            if f.extension().is_some_and(|e| e == "svg") {
+                let svg = std::fs::read_to_string(&f).unwrap();
+                for t in svg_texts(&svg) {
+                    assert!(!t.contains("Node 10:"), "{}: \"{t}\"", f.display());
+                    named |= t.contains("Node 10.0.0.1:8080");
+                }
+            }
+        }
+        assert!(
+            named,
+            "no chart of {} names node 10.0.0.1:8080",
+            out.display()
+        );
+        bad.extend(internal_names_in(out));
+    }
+    assert!(bad.is_empty(), "internal names in chart text: {bad:#?}");
+}
