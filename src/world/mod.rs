@@ -432,15 +432,15 @@ impl<'s> World<'s> {
         let mut cut = None;
         let end = self.model.end();
         self.begin();
-        // One comparison per event whether or not progress is reported: the
-        // limit is the budget, or the next progress report before it.
+        // One comparison per event whether or not progress is reported:
+        // `max_events` is the budget, or the next progress report before it.
+        let budget = self.max_events;
         let mut reported = SimTime::ZERO;
-        let mut limit = self.next_stop();
+        self.max_events = self.next_stop(budget);
         loop {
-            if self.q.popped() >= limit {
-                if limit < self.max_events {
-                    reported = self.report_progress(reported, self.q.now());
-                    limit = self.next_stop();
+            if self.q.popped() >= self.max_events {
+                if self.max_events < budget {
+                    reported = self.progress_tick(reported, budget);
                     continue;
                 }
                 if let Some(t) = self.q.peek_time().filter(|&t| t < end) {
@@ -454,7 +454,10 @@ impl<'s> World<'s> {
             };
             self.dispatch(ev);
         }
-        self.report_progress(reported, cut.unwrap_or(end));
+        self.max_events = budget;
+        if self.obs.progress.is_some() {
+            self.report_progress(reported, cut.unwrap_or(end));
+        }
         let log = self.obs.events.take().map(|l| l.log);
         let unfinished = self.gw.in_flight_counted() as u64;
         let seed_phase = self.fleet.clock(0).phase();
@@ -475,14 +478,23 @@ impl<'s> World<'s> {
         (summary, cut, log)
     }
 
-    /// The event count at which the loop next looks up from its work.
-    fn next_stop(&self) -> u64 {
+    /// The event count at which the loop next looks up from its work: the
+    /// `budget`, or the next progress report before it.
+    fn next_stop(&self, budget: u64) -> u64 {
         match self.obs.progress {
-            Some(_) => self
-                .max_events
-                .min(self.q.popped().saturating_add(PROGRESS_EVERY)),
-            None => self.max_events,
+            Some(_) => budget.min(self.q.popped().saturating_add(PROGRESS_EVERY)),
+            None => budget,
         }
+    }
+
+    /// A progress report in the middle of the run, out of the event loop's
+    /// way: reports, sets the next stop, returns the new mark.
+    #[cold]
+    #[inline(never)]
+    fn progress_tick(&mut self, reported: SimTime, budget: u64) -> SimTime {
+        let mark = self.report_progress(reported, self.q.now());
+        self.max_events = self.next_stop(budget);
+        mark
     }
 
     /// Adds the virtual time simulated since `reported` to the progress
