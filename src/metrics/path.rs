@@ -122,6 +122,50 @@ pub fn node_metric(node: &str, field: &str) -> String {
     .name()
 }
 
+/// A fleet's metric that a single gateway's run does not write.
+pub const LAST_EJECTION: &str = "last_ejection_delay_s";
+
+impl MetricPath {
+    /// The last segment's key: `share` for `nodes.A.share`.
+    fn field(&self) -> Option<&str> {
+        match self.0.last()? {
+            Seg::Key(k) => Some(k),
+            Seg::Item(..) => None,
+        }
+    }
+}
+
+/// A single gateway is a fleet of one, whose last replica to eject a node is
+/// its only one: for a run without fleet fields, each node's
+/// `last_ejection_delay_s` as its `first_ejection_delay_s`. A sweep over
+/// `gateway.replicas` from 1 then has the point at 1 replica (a run of one
+/// gateway writes no fleet fields, so that `replicas: 1` changes no output).
+/// Empty for a fleet's run.
+pub fn fleet_of_one(metrics: &[(MetricPath, Option<Number>)]) -> Vec<(MetricPath, Option<Number>)> {
+    if metrics
+        .iter()
+        .any(|(p, _)| p.field() == Some(LAST_EJECTION))
+    {
+        return vec![];
+    }
+    metrics
+        .iter()
+        .filter_map(|(p, v)| match p.0.as_slice() {
+            [Seg::Key(nodes), item @ Seg::Item(..), Seg::Key(field)]
+                if nodes == "nodes" && field == "first_ejection_delay_s" =>
+            {
+                let last = vec![
+                    Seg::Key("nodes".into()),
+                    item.clone(),
+                    Seg::Key(LAST_EJECTION.into()),
+                ];
+                Some((MetricPath(last), v.clone()))
+            }
+            _ => None,
+        })
+        .collect()
+}
+
 /// A node's metric split into the node's name and the field below it:
 /// (`A`, `share`) for `nodes.A.share`, (`10.1.0.11:8080`, `fleet.x`) for
 /// `nodes["10.1.0.11:8080"].fleet.x`; `None` for any other metric.
@@ -153,6 +197,26 @@ pub fn value(summary: &Value, name: &str) -> Option<f64> {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn a_single_gateway_is_a_fleet_of_one() {
+        let one = json!({"nodes": [{"name": "A", "first_ejection_delay_s": 5.1},
+                                   {"name": "B", "first_ejection_delay_s": null}]});
+        let filled: Vec<(String, Option<f64>)> = fleet_of_one(&metrics(&one))
+            .into_iter()
+            .map(|(p, v)| (p.name(), v.and_then(|n| n.as_f64())))
+            .collect();
+        assert_eq!(
+            filled,
+            [
+                ("nodes.A.last_ejection_delay_s".to_string(), Some(5.1)),
+                ("nodes.B.last_ejection_delay_s".to_string(), None)
+            ]
+        );
+        let fleet = json!({"nodes": [{"name": "A", "first_ejection_delay_s": 5.1,
+                                      "last_ejection_delay_s": 7.0}]});
+        assert!(fleet_of_one(&metrics(&fleet)).is_empty());
+    }
 
     #[test]
     fn names_read_back_to_the_metric_they_name() {
@@ -187,6 +251,7 @@ mod tests {
             );
         }
         assert_eq!(value(&run, "nodes.10.1.0.11:8080.share"), Some(0.25));
+        assert!(fleet_of_one(&all).is_empty(), "no ejection delay to take");
         assert_eq!(value(&run, "seed"), None, "a field that describes the run");
         assert_eq!(
             all[5].0.item(),

@@ -39,14 +39,19 @@ impl ColumnSet {
     /// The columns, sorted by path with list items in their order, so the
     /// order never depends on which runs came first.
     pub fn columns(self) -> Columns {
-        let names = self.keys.iter().map(MetricPath::name).collect();
+        let names: Vec<String> = self.keys.iter().map(MetricPath::name).collect();
+        let fleet = names.iter().any(|n| n.ends_with(path::LAST_EJECTION));
         let index = self
             .keys
             .into_iter()
             .enumerate()
             .map(|(i, k)| (k, i))
             .collect();
-        Columns { names, index }
+        Columns {
+            names,
+            index,
+            fleet,
+        }
     }
 }
 
@@ -55,13 +60,20 @@ impl ColumnSet {
 pub struct Columns {
     pub names: Vec<String>,
     index: BTreeMap<MetricPath, usize>,
+    /// Some run is a fleet's: a single gateway's runs get the fleet's
+    /// ejection delay as a fleet of one ([`path::fleet_of_one`]).
+    fleet: bool,
 }
 
 impl Columns {
     /// A run's row: its value in each column, `None` where it has none.
     pub fn row(&self, run: &FlatRun) -> Vec<Option<Number>> {
         let mut row = vec![None; self.names.len()];
-        for (k, v) in &run.0 {
+        let one = match self.fleet {
+            true => path::fleet_of_one(&run.0),
+            false => vec![],
+        };
+        for (k, v) in run.0.iter().chain(&one) {
             if let Some(&i) = self.index.get(k) {
                 row[i].clone_from(v);
             }

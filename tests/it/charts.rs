@@ -642,3 +642,67 @@ fn an_imported_configs_sweep_and_compare_charts_name_their_nodes() {
     }
     assert!(bad.is_empty(), "internal names in chart text: {bad:#?}");
 }
+
+/// The column of `points.csv` named `column`, one cell per point.
+fn points_column(dir: &Path, column: &str) -> Vec<String> {
+    let csv = std::fs::read_to_string(dir.join("points.csv")).unwrap();
+    let mut lines = csv.lines();
+    let head: Vec<&str> = lines.next().unwrap().split(',').collect();
+    let at = head
+        .iter()
+        .position(|h| *h == column)
+        .unwrap_or_else(|| panic!("no column {column}: {head:?}"));
+    lines
+        .map(|l| l.split(',').nth(at).unwrap_or("").to_string())
+        .collect()
+}
+
+/// A sweep over the fleet size from 1 replica: a single gateway is a fleet
+/// of one, whose last replica to eject a node is its only one, so the chart
+/// of the last replica's ejection has its point at 1 replica.
+#[test]
+fn the_fleet_chart_has_a_point_at_one_replica() {
+    let dir = tmp("charts-fleet-one");
+    let sweep = serde_json::json!({
+        "name": "fleet-one",
+        "model": root().join("models/fleet-ingress-crash.json"),
+        "reps": 2,
+        "axes": [{"path": "gateway.replicas", "values": [1, 2, 5]}],
+        "charts": [{"kind": "lines", "metric": "nodes.A.last_ejection_delay_s",
+                    "x": "gateway.replicas"}]
+    });
+    let file = dir.join("fleet-one.json");
+    std::fs::write(&file, sweep.to_string()).unwrap();
+    let out = dir.join("out");
+    ok(
+        hcsim(&[
+            "sweep",
+            file.to_str().unwrap(),
+            "--quiet",
+            "--out",
+            out.to_str().unwrap(),
+        ]),
+        "fleet sweep",
+    );
+    let last = points_column(&out, "nodes.A.last_ejection_delay_s.median");
+    let first = points_column(&out, "nodes.A.first_ejection_delay_s.median");
+    assert_eq!(last.len(), 3, "{last:?}");
+    assert!(last.iter().all(|v| v.parse::<f64>().is_ok()), "{last:?}");
+    assert_eq!(
+        last[0], first[0],
+        "one gateway: its first ejection is its last"
+    );
+    let svg = std::fs::read_dir(out.join("charts"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| {
+            let name = p.file_name().unwrap().to_string_lossy();
+            name.starts_with("lines-") && name.ends_with(".svg")
+        })
+        .expect("the lines chart");
+    let texts = svg_texts(&std::fs::read_to_string(&svg).unwrap());
+    assert!(
+        texts.iter().any(|t| t == "1"),
+        "no tick at 1 replica: {texts:?}"
+    );
+}
