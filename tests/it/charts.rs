@@ -706,3 +706,52 @@ fn the_fleet_chart_has_a_point_at_one_replica() {
         "no tick at 1 replica: {texts:?}"
     );
 }
+
+/// A heatmap cell where the event never happened (a node never ejected)
+/// shows a dash, and the chart's note says what the dash means.
+#[test]
+fn a_heatmap_explains_its_dash() {
+    let dir = tmp("charts-heatmap-dash");
+    let sweep = serde_json::json!({
+        "name": "never-ejected",
+        "model": root().join("models/e2-p02-flaky-2pct.json"),
+        "reps": 1,
+        "axes": [{"path": "policy.max_fails", "values": [1, 1000]},
+                 {"path": "policy.fail_timeout", "values": ["5s", "10s"]}],
+        "charts": [{"kind": "heatmap", "metric": "nodes.A.first_ejection_delay_s",
+                    "x": "policy.max_fails", "y": "policy.fail_timeout"}]
+    });
+    let file = dir.join("never.json");
+    std::fs::write(&file, sweep.to_string()).unwrap();
+    let out = dir.join("out");
+    ok(
+        hcsim(&[
+            "sweep",
+            file.to_str().unwrap(),
+            "--quiet",
+            "--out",
+            out.to_str().unwrap(),
+        ]),
+        "heatmap sweep",
+    );
+    let svg = std::fs::read_dir(out.join("charts"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| {
+            let name = p.file_name().unwrap().to_string_lossy();
+            name.starts_with("heatmap-") && name.ends_with(".svg")
+        })
+        .expect("the heatmap");
+    let svg = std::fs::read_to_string(&svg).unwrap();
+    let texts = svg_texts(&svg);
+    assert_eq!(
+        texts.iter().filter(|t| *t == "\u{2013}").count(),
+        2,
+        "max_fails=1000 never ejects: {texts:?}"
+    );
+    let footer = svg_footer(&svg);
+    assert!(
+        footer.contains("– : it never happened in any run of the cell"),
+        "{footer}"
+    );
+}
