@@ -175,6 +175,59 @@ impl<DB: DrawingBackend> Panels<'_, DB> {
     }
 }
 
+/// Steps of the ejection shading's key, as fractions of a bucket ejected.
+const SHADE_KEY: [f64; 5] = [0.0, 0.25, 0.5, 0.75, 1.0];
+/// The key's colour: neutral, as the bars take each node's colour.
+const SHADE_KEY_COLOR: RGBColor = RGBColor(0x4a, 0x4a, 0x4a);
+
+/// The scale of the ejection shading, right-aligned on the lanes' title row
+/// (whose title ends at `title_end` pixels): the fraction of a bucket the
+/// node was ejected (mean over the runs), from 0% to 100%, as steps of the
+/// shading; the longest wording that fits beside the title.
+fn draw_shade_key<DB: DrawingBackend>(p: &Panels<DB>, title_end: i32) -> DResult {
+    let theme = p.theme;
+    let area = &p.lanes;
+    let (w, _) = area.dim_in_pixel();
+    let style = text(theme.small, TEXT, HPos::Left, VPos::Center);
+    let title_h = text_size(
+        area,
+        "Ag",
+        &text(theme.subtitle, TEXT, HPos::Left, VPos::Top),
+    )
+    .1;
+    let cy = theme.px(12.0) + title_h as i32 / 2;
+    let (box_w, half, gap) = (theme.px(18.0), theme.px(6.0), theme.px(5.0));
+    let width = |t: &str| text_size(area, t, &style).0 as i32;
+    let steps = SHADE_KEY.len() as i32;
+    let ramp = gap * 2 + width("0%") + gap + steps * box_w + gap + width("100%");
+    let right = w as i32 - p.margin_right as i32;
+    let label = [
+        "shading: fraction of the bucket ejected, mean over runs",
+        "shading: fraction of the bucket ejected",
+        "ejected",
+    ]
+    .into_iter()
+    .find(|l| right - width(l) - ramp > title_end + theme.px(16.0))
+    .unwrap_or("");
+    let mut x = right - width(label) - ramp;
+    if !label.is_empty() {
+        area.draw_text(label, &style, (x, cy))?;
+    }
+    x += width(label) + gap * 2;
+    area.draw_text("0%", &style, (x, cy))?;
+    x += width("0%") + gap;
+    for f in SHADE_KEY {
+        let color = SHADE_KEY_COLOR.mix(TimelineSpec::shade_alpha(f));
+        area.draw(&Rectangle::new(
+            [(x, cy - half), (x + box_w, cy + half)],
+            color.filled(),
+        ))?;
+        x += box_w;
+    }
+    area.draw_text("100%", &style, (x + gap, cy))?;
+    Ok(())
+}
+
 /// Points of a per-bucket series at bucket centres, `None` where there is no value.
 fn centred<T: Copy>(
     t: &[f64],
@@ -490,9 +543,14 @@ impl TimelineSpec {
         let title = if exact {
             "ejected by health checks (bars) vs injected faults (pale)"
         } else {
-            "ejected by health checks (darker: longer or in more runs) vs injected faults (pale)"
+            "ejected by health checks vs injected faults (pale)"
         };
         let area = p.title(&p.lanes, title)?;
+        if !exact {
+            let style = text(p.theme.subtitle, TEXT, HPos::Left, VPos::Top);
+            let title_end = p.y_area as i32 + text_size(&p.lanes, title, &style).0 as i32;
+            draw_shade_key(p, title_end)?;
+        }
         let mesh = MeshOpts {
             y_desc: "node",
             y_labels: names.len(),
@@ -531,11 +589,16 @@ impl TimelineSpec {
             for ((s, e), f) in bars {
                 area.draw(&Rectangle::new(
                     [(s, y - 0.24), (e, y + 0.24)],
-                    palette(i).mix(0.2 + 0.8 * f.clamp(0.0, 1.0)).filled(),
+                    palette(i).mix(Self::shade_alpha(f)).filled(),
                 ))?;
             }
         }
         Ok(())
+    }
+
+    /// The shading's scale: what an ejection bar's intensity means.
+    fn shade_alpha(fraction: f64) -> f64 {
+        0.2 + 0.8 * fraction.clamp(0.0, 1.0)
     }
 
     /// (c) Client latency per bucket: p99 and median of the requests that

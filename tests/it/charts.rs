@@ -488,10 +488,20 @@ fn every_run_chart_type_renders_with_units() {
     assert!(median.iter().any(|t| t.contains("median of 4 runs")));
     assert!(median.contains(&"min–max of 4 runs".to_string()));
     assert!(footer.contains("4 runs") && footer.contains("buckets of 1 s"));
+    // The ejection shading of several runs has its scale.
+    let key = median
+        .iter()
+        .position(|t| t == "shading: fraction of the bucket ejected, mean over runs");
+    let key = key.unwrap_or_else(|| panic!("no scale of the ejection shading: {median:?}"));
+    assert_eq!(median[key + 1..key + 3], ["0%", "100%"], "{median:?}");
     let (one, footer) = read("timeline-rep1");
     assert!(one.iter().any(|t| t.contains("replication 1")));
     assert!(footer.contains("buckets of 2 s"), "{footer}");
     assert!(one.contains(&"requests per 2 s".to_string()), "{one:?}");
+    assert!(
+        !one.iter().any(|t| t.starts_with("shading:")),
+        "one run's exact bars need no scale: {one:?}"
+    );
     let (share, _) = read("distribution-share");
     assert!(
         share.contains(&"traffic share (%)".to_string()),
