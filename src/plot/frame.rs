@@ -21,6 +21,12 @@ pub(crate) enum Swatch {
     Solid(RGBColor),
     /// A translucent box with an outline, for shaded spans/bands.
     Shade(RGBColor),
+    /// A point's marker alone ([`draw_marker`]'s shape index), of the
+    /// radius a chart draws it at: the legend shows the very mark.
+    Marker(RGBColor, usize, f64),
+    /// A marker inside a ring, for a point singled out (`Marker`'s fields,
+    /// then the ring's colour and radius).
+    Ringed(RGBColor, usize, f64, RGBColor, f64),
 }
 
 #[derive(Debug, Clone)]
@@ -257,6 +263,15 @@ fn draw_swatch<DB: DrawingBackend>(
                 [(x + 2, cy - half), (x + width - 2, cy + half)],
                 c.filled(),
             ))?;
+        }
+        Swatch::Marker(c, shape, r) => {
+            draw_marker(root, (x + width / 2, cy), shape, c, theme.px(r))?;
+        }
+        Swatch::Ringed(c, shape, r, ring, ring_r) => {
+            let at = (x + width / 2, cy);
+            draw_marker(root, at, shape, c, theme.px(r))?;
+            let style = ShapeStyle::from(ring).stroke_width(theme.upx(2.0));
+            root.draw(&Circle::new(at, theme.px(ring_r), style))?;
         }
         Swatch::Shade(c) => {
             root.draw(&Rectangle::new(

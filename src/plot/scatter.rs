@@ -9,10 +9,10 @@ use plotters::prelude::*;
 use super::axis::{Axis, finite_bounds, padded_range};
 use super::error::DResult;
 use super::error::PlotError;
-use super::frame::{LegendItem, Swatch, draw_marker, frame, no_data};
-use super::mesh::{MeshOpts, PlotLayout, XLabels, num_y_area_width, plot};
+use super::frame::{LegendItem, Swatch, draw_marker, frame, no_data, spread_labels};
+use super::mesh::{MeshOpts, Plot, PlotLayout, XLabels, num_y_area_width, plot};
 use super::render::{Chart, render};
-use super::theme::{NO_DATA, TEXT, Theme, palette, text};
+use super::theme::{NO_DATA, TEXT, Theme, palette, text, text_size};
 
 /// What a point is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -54,9 +54,17 @@ pub fn scatter(spec: &ScatterSpec, stem: impl AsRef<Path>) -> Result<(), PlotErr
     render(spec, stem.as_ref())
 }
 
-const EXCLUDED: usize = 2;
+/// Palette indices and marker shapes and radii of the three kinds of point.
 const OTHER: usize = 0;
 const FRONTIER: usize = 1;
+const EXCLUDED_SHAPE: usize = 2;
+const OTHER_SHAPE: usize = 0;
+const FRONTIER_SHAPE: usize = 1;
+const EXCLUDED_R: f64 = 4.0;
+const OTHER_R: f64 = 5.0;
+const FRONTIER_R: f64 = 7.0;
+/// Palette index of the ring around the recommended point.
+const RING: usize = 3;
 
 impl Chart for ScatterSpec {
     fn size(&self) -> Option<(u32, u32)> {
@@ -70,27 +78,29 @@ impl Chart for ScatterSpec {
             .filter(|p| p.x.is_finite() && p.y.is_finite())
             .collect();
         let has = |k: &[PointKind]| pts.iter().any(|p| k.contains(&p.kind));
+        // Each entry shows the very mark its points are drawn with.
         let mut legend = vec![];
         if has(&[PointKind::Other]) {
-            legend.push(LegendItem::new(
-                "candidate",
-                Swatch::Line(palette(OTHER), Some(0)),
-            ));
+            let mark = Swatch::Marker(palette(OTHER), OTHER_SHAPE, OTHER_R);
+            legend.push(LegendItem::new("candidate", mark));
         }
         if has(&[PointKind::Excluded]) {
-            legend.push(LegendItem::new(
-                "breaks a constraint",
-                Swatch::Solid(NO_DATA),
-            ));
+            let mark = Swatch::Marker(NO_DATA, EXCLUDED_SHAPE, EXCLUDED_R);
+            legend.push(LegendItem::new("breaks a constraint", mark));
         }
         if has(&[PointKind::Frontier, PointKind::Chosen]) {
-            legend.push(LegendItem::new(
-                "Pareto set",
-                Swatch::Solid(palette(FRONTIER)),
-            ));
+            let mark = Swatch::Marker(palette(FRONTIER), FRONTIER_SHAPE, FRONTIER_R);
+            legend.push(LegendItem::new("Pareto set", mark));
         }
         if has(&[PointKind::Chosen]) {
-            legend.push(LegendItem::new("recommended", Swatch::Solid(palette(3))));
+            let mark = Swatch::Ringed(
+                palette(FRONTIER),
+                FRONTIER_SHAPE,
+                FRONTIER_R,
+                palette(RING),
+                10.0,
+            );
+            legend.push(LegendItem::new("recommended", mark));
         }
         let body = frame(root, theme, &self.title, &self.caption, &legend)?;
         let x_range = padded_range(finite_bounds(pts.iter().map(|p| p.x)), true, 0.06);
@@ -114,10 +124,12 @@ impl Chart for ScatterSpec {
             return no_data(&area.strip_coord_spec(), theme);
         }
         for p in pts.iter().filter(|p| p.kind == PointKind::Excluded) {
-            draw_marker(area, (p.x, p.y), EXCLUDED, NO_DATA, theme.px(4.0))?;
+            let r = theme.px(EXCLUDED_R);
+            draw_marker(area, (p.x, p.y), EXCLUDED_SHAPE, NO_DATA, r)?;
         }
         for p in pts.iter().filter(|p| p.kind == PointKind::Other) {
-            draw_marker(area, (p.x, p.y), 0, palette(OTHER), theme.px(5.0))?;
+            let r = theme.px(OTHER_R);
+            draw_marker(area, (p.x, p.y), OTHER_SHAPE, palette(OTHER), r)?;
         }
         let mut front: Vec<&&ScatterPoint> = pts
             .iter()
@@ -125,26 +137,75 @@ impl Chart for ScatterSpec {
             .collect();
         // Not joined: over more than two objectives, the set need not be a curve in these two.
         front.sort_by(|a, b| a.x.total_cmp(&b.x).then(a.y.total_cmp(&b.y)));
-        let label_style = text(theme.label * 0.85, TEXT, HPos::Left, VPos::Bottom);
         for p in &front {
-            draw_marker(area, (p.x, p.y), 1, palette(FRONTIER), theme.px(7.0))?;
-            if !p.label.is_empty() {
-                area.draw(
-                    &(EmptyElement::at((p.x, p.y))
-                        + Text::new(
-                            p.label.clone(),
-                            (theme.px(8.0), -theme.px(6.0)),
-                            label_style.clone(),
-                        )),
-                )?;
-            }
+            let r = theme.px(FRONTIER_R);
+            draw_marker(area, (p.x, p.y), FRONTIER_SHAPE, palette(FRONTIER), r)?;
         }
         for p in pts.iter().filter(|p| p.kind == PointKind::Chosen) {
-            let ring = ShapeStyle::from(palette(3)).stroke_width(theme.upx(3.0));
+            let ring = ShapeStyle::from(palette(RING)).stroke_width(theme.upx(3.0));
             area.draw(&(EmptyElement::at((p.x, p.y)) + Circle::new((0, 0), theme.px(14.0), ring)))?;
         }
-        Ok(())
+        draw_labels(&chart, theme, &front)
     }
 }
 
-use plotters::style::text_anchor::{HPos, VPos};
+/// Names the frontier points beside them: right of the point, or left where
+/// the label would leave the plot; labels that would overlap are spread
+/// apart vertically, each joined to its point by a thin line when moved.
+fn draw_labels<DB: DrawingBackend>(
+    chart: &Plot<DB>,
+    theme: &Theme,
+    front: &[&&ScatterPoint],
+) -> DResult {
+    let area = chart.plotting_area();
+    let flat = area.strip_coord_spec();
+    let (w, _) = flat.dim_in_pixel();
+    let base = area.get_base_pixel();
+    let style = text(theme.label * 0.85, TEXT, HPos::Left, VPos::Center);
+    let labelled: Vec<&&ScatterPoint> = front
+        .iter()
+        .copied()
+        .filter(|p| !p.label.is_empty())
+        .collect();
+    let at: Vec<(i32, i32)> = labelled
+        .iter()
+        .map(|p| {
+            let (x, y) = chart.backend_coord(&(p.x, p.y));
+            (x - base.0, y - base.1)
+        })
+        .collect();
+    let gap = text_size(&flat, "Ag", &style).1 as i32 + theme.px(2.0);
+    let offset = theme.px(16.0);
+    // Labels on the same side are spread apart; the two sides separately.
+    let right: Vec<bool> = labelled
+        .iter()
+        .zip(&at)
+        .map(|(p, (x, _))| x + offset + (text_size(&flat, &p.label, &style).0 as i32) < w as i32)
+        .collect();
+    let mut ys = vec![0; labelled.len()];
+    for side in [true, false] {
+        let idx: Vec<usize> = (0..labelled.len()).filter(|&i| right[i] == side).collect();
+        let wanted: Vec<i32> = idx.iter().map(|&i| at[i].1 - theme.px(8.0)).collect();
+        for (k, y) in spread_labels(&wanted, gap).into_iter().enumerate() {
+            ys[idx[k]] = y;
+        }
+    }
+    for (i, p) in labelled.iter().enumerate() {
+        let (x, y) = at[i];
+        let (lx, style) = if right[i] {
+            (x + offset, style.clone())
+        } else {
+            (x - offset, style.pos(Pos::new(HPos::Right, VPos::Center)))
+        };
+        if (ys[i] - (y - theme.px(8.0))).abs() > gap / 2 {
+            flat.draw(&PathElement::new(
+                vec![(x, y), (lx, ys[i])],
+                ShapeStyle::from(NO_DATA).stroke_width(1),
+            ))?;
+        }
+        flat.draw_text(&p.label, &style, (lx, ys[i]))?;
+    }
+    Ok(())
+}
+
+use plotters::style::text_anchor::{HPos, Pos, VPos};

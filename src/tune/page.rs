@@ -63,7 +63,7 @@ fn chart(out: &Path, setup: &Setup, r: &TuneResult) -> Result<(), Error> {
                 (false, _, _) => PointKind::Excluded,
             };
             let label = if c.pareto {
-                format!("#{}", c.index)
+                format!("#{} {}", c.index, c.label)
             } else {
                 String::new()
             };

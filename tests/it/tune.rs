@@ -172,6 +172,13 @@ fn a_tune_recommends_from_its_pareto_set_and_writes_chart_and_snippet() {
         svg.contains("<svg") && svg.contains(&format!("#{rec}")),
         "the recommendation is labelled"
     );
+    // Each point of the Pareto set is labelled with its settings, not only its number.
+    for &c in &pareto {
+        let label = cands[c as usize]["label"].as_str().unwrap();
+        assert!(label.contains("max_fails="), "{label}");
+        let text = format!("#{c} {label}").replace('"', "&quot;");
+        assert!(svg.contains(&text), "#{c} unlabelled: {text}");
+    }
     let conf = fs::read_to_string(two.join("recommended.nginx.conf")).unwrap();
     assert!(
         conf.contains(&format!(
