@@ -305,3 +305,53 @@ fn run_and_plot_say_what_they_wrote() {
         text(&o.stderr)
     );
 }
+
+/// Utilization is a percentage wherever people read it, as shares are: the
+/// run's table and report, and `hcsim compare` (with its difference in
+/// percentage points); summary.json keeps the fraction.
+#[test]
+fn utilization_reads_in_percent_in_compare_as_in_the_table() {
+    let dir = tmp("first-hour-utilization");
+    let model = root().join("models/e2-p02-flaky-2pct.json");
+    let model = model.to_str().unwrap();
+    for (out, rate) in [("low", "100"), ("high", "400")] {
+        let set = format!("clients.rate_per_s={rate}");
+        let o = hcsim_in(
+            &dir,
+            &[
+                "run",
+                model,
+                "--reps",
+                "2",
+                "--set",
+                &set,
+                "--no-charts",
+                "-q",
+                "--out",
+                out,
+            ],
+        );
+        assert!(o.status.success(), "{}", text(&o.stderr));
+    }
+    let summary: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(dir.join("low/summary.json")).unwrap()).unwrap();
+    let u = summary["nodes"][0]["utilization"]["median"]
+        .as_f64()
+        .unwrap();
+    assert!(u > 0.0 && u < 1.0, "summary.json keeps a fraction: {u}");
+    let o = hcsim_in(&dir, &["compare", "low", "high"]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let table = text(&o.stdout);
+    let row = table
+        .lines()
+        .find(|l| l.starts_with("nodes.A.utilization"))
+        .unwrap_or_else(|| panic!("no utilization row:\n{table}"));
+    let cells: Vec<&str> = row.split_whitespace().collect();
+    assert!(cells[1].ends_with('%'), "{row}");
+    assert!(
+        row.contains(" pp"),
+        "a difference in percentage points: {row}"
+    );
+    let low = format!("{:.1}%", u * 100.0);
+    assert!(row.contains(&low), "{low} in {row}");
+}

@@ -401,7 +401,7 @@ pub fn write(out: &Path, c: &Comparison, runs: &[RunDir]) -> Result<PathBuf, Err
     }
     blocks.push(Block::Table(head, rows));
     blocks.push(Block::Paragraph(format!(
-        "Each cell: median [min–max] over the replications; Δ: median minus run [1]'s (shares in percentage points). Noise: {}.",
+        "Each cell: median [min–max] over the replications; Δ: median minus run [1]'s (shares and utilizations in percentage points). Noise: {}.",
         c.test
     )));
     let all = chart_blocks(&drawn)?;

@@ -4,15 +4,22 @@
 
 use super::{Cell, Comparison, MetricRow, VsFirst};
 use crate::output::table::align;
+use crate::output::vocabulary;
 use crate::spec::overrides::shown;
 use crate::stats::Spread;
 use std::fmt::Write as _;
+
+/// A metric that is a fraction 0–1 (a share, a utilization): shown in %,
+/// as the run's table and report show it, its difference in percentage points.
+fn is_fraction(metric: &str) -> bool {
+    vocabulary::metric(metric).unit == vocabulary::Unit::Fraction
+}
 
 /// How a metric's values are written: unit and decimals.
 fn fmt(metric: &str, v: f64, signed: bool) -> String {
     let sign = if signed && v > 0.0 { "+" } else { "" };
     let last = metric.rsplit('.').next().unwrap_or(metric);
-    if last == "share" {
+    if is_fraction(metric) {
         format!("{sign}{:.1}%", v * 100.0)
     } else if metric.contains("latency_ms") {
         format!("{sign}{v:.2}ms")
@@ -42,13 +49,13 @@ fn spread_cell(metric: &str, s: &Spread) -> String {
     }
 }
 
-/// `+900 (+15.0%)`; a share's difference is in percentage points.
+/// `+900 (+15.0%)`; a fraction's difference is in percentage points.
 fn diff_cell(metric: &str, v: &VsFirst) -> String {
     let Some(d) = v.diff else {
         return "-".into();
     };
     let mut s = fmt(metric, d, true);
-    if metric.ends_with(".share") {
+    if is_fraction(metric) {
         s = s.replace('%', " pp");
     } else if let Some(r) = v.rel_diff {
         let _ = write!(s, " ({}{:.1}%)", if r > 0.0 { "+" } else { "" }, r * 100.0);
@@ -133,7 +140,7 @@ pub fn table(c: &Comparison) -> String {
     if c.runs.len() > 1 {
         let _ = write!(
             out,
-            "\ncells: median [min–max] over the replications; Δ: median minus [1]'s (shares in percentage points)\nnoise: {}\n",
+            "\ncells: median [min–max] over the replications; Δ: median minus [1]'s (shares and utilizations in percentage points)\nnoise: {}\n",
             c.test
         );
     }
@@ -221,6 +228,11 @@ mod tests {
     #[test]
     fn values_carry_their_units() {
         assert_eq!(fmt("nodes.a.share", 0.25, false), "25.0%");
+        assert_eq!(fmt("nodes.a.utilization", 0.186, false), "18.6%");
+        assert_eq!(
+            fmt("nodes[\"10.1.0.11:8080\"].utilization", 0.5, false),
+            "50.0%"
+        );
         assert_eq!(fmt("client.latency_ms.p99", 5.4, false), "5.40ms");
         assert_eq!(fmt("nodes.a.first_ejection_delay_s", 2.5, true), "+2.500s");
         assert_eq!(fmt("client.errors", 12.0, true), "+12");
