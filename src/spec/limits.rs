@@ -42,7 +42,7 @@ pub fn check_node_count(n: u64) -> Result<(), String> {
 /// Checks the sizes that are allocated before the first event. `Err((field,
 /// reason))` names the field to change.
 pub fn check_size(spec: &ModelSpec) -> Result<(), (String, String)> {
-    let bucket_us = spec.timeline_bucket.as_micros().max(1);
+    let bucket_us = spec.bucket().as_micros().max(1);
     let rows = spec.duration.as_micros().div_ceil(bucket_us);
     let nodes = spec.nodes.len() as u64;
     if rows > MAX_TIMELINE_ROWS || rows.saturating_mul(nodes) > MAX_TIMELINE_CELLS {
@@ -54,7 +54,7 @@ pub fn check_size(spec: &ModelSpec) -> Result<(), (String, String)> {
                 "\"{}\" cuts the {} run into {rows} timeline rows of {nodes} node(s); at most \
                  {MAX_TIMELINE_ROWS} rows and {MAX_TIMELINE_CELLS} row × node cells fit: use a \
                  bucket of at least \"{}\"",
-                spec.timeline_bucket,
+                spec.bucket(),
                 spec.duration,
                 round_up_duration(min_bucket)
             ),

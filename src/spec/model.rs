@@ -200,7 +200,8 @@ impl Model {
     /// The model as it will run: the policy default, the measurement window and
     /// every field's default written out; optional settings that are off are
     /// `null` (`clients.timeout`: never; `gateway.clock_phase`: drawn from the
-    /// seed; `faults[].for`: to the end). The result is itself a valid model
+    /// seed; `faults[].for`: to the end). What is derived from the duration
+    /// (the measurement window, the timeline bucket) is left out unless set. The result is itself a valid model
     /// that checks to the same document (what `hcsim check` prints).
     pub fn effective_spec(&self) -> ModelSpec {
         let mut spec = self.spec.clone();

@@ -33,9 +33,12 @@ pub struct ModelSpec {
     /// Restricts request-based metrics to requests sent in `[from, to)`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub measure: Option<MeasureSpec>,
-    /// Width of one timeline bucket. Default 1s.
-    #[serde(default = "default_bucket")]
-    pub timeline_bucket: SimDuration,
+    /// Width of one row of `timeline.csv`. Default: derived from `duration`,
+    /// 1s up to 10 minutes, then the first of 2s, 5s, 10s, 15s, 30s, 1m, 2m,
+    /// 5m, 10m, 15m, 30m, 1h, 2h, 6h, 12h, 1d that gives at most 600 rows
+    /// (not written out unless set).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timeline_bucket: Option<SimDuration>,
     /// Latencies to count the requests slower than, in `summary.json`'s
     /// `client.slower_than` (a client timeout counts at the client timeout).
     /// Default `["100ms", "1s"]`; at most 16, each positive and different.
@@ -62,8 +65,35 @@ pub struct ModelSpec {
 fn default_seed() -> u64 {
     1
 }
-fn default_bucket() -> SimDuration {
-    SimDuration::from_secs(1)
+
+/// Rows a derived timeline bucket cuts a run into at most.
+pub const DERIVED_TIMELINE_ROWS: u64 = 600;
+
+/// The widths a derived timeline bucket is chosen from, in seconds.
+const BUCKET_STEPS_S: [u64; 17] = [
+    1, 2, 5, 10, 15, 30, 60, 120, 300, 600, 900, 1800, 3600, 7200, 21600, 43200, 86400,
+];
+
+/// The timeline bucket of a run of `duration` when the model sets none: the
+/// narrowest of [`BUCKET_STEPS_S`] that gives at most
+/// [`DERIVED_TIMELINE_ROWS`] rows (1s up to 10 minutes), whole days beyond.
+pub fn derived_bucket(duration: SimDuration) -> SimDuration {
+    let rows = |step_s: u64| duration.as_micros().div_ceil(step_s * 1_000_000);
+    let step_s = BUCKET_STEPS_S
+        .iter()
+        .copied()
+        .find(|s| rows(*s) <= DERIVED_TIMELINE_ROWS)
+        .unwrap_or_else(|| rows(86_400).div_ceil(DERIVED_TIMELINE_ROWS) * 86_400);
+    SimDuration::from_secs(step_s)
+}
+
+impl ModelSpec {
+    /// The width of one timeline row: `timeline_bucket`, or the one derived
+    /// from `duration` ([`derived_bucket`]).
+    pub fn bucket(&self) -> SimDuration {
+        self.timeline_bucket
+            .unwrap_or_else(|| derived_bucket(self.duration))
+    }
 }
 fn default_latency_thresholds() -> Vec<SimDuration> {
     vec![SimDuration::from_millis(100), SimDuration::from_secs(1)]
@@ -831,5 +861,22 @@ mod tests {
         let exp: DurationDist =
             serde_json::from_value(json!({"dist": "exponential", "mean": "1s"})).unwrap();
         assert_eq!(exp.range(), (SimDuration::ZERO, None));
+    }
+
+    #[test]
+    fn a_derived_bucket_keeps_a_timeline_under_600_rows() {
+        let b = |s: u64| derived_bucket(SimDuration::from_secs(s)).as_micros() / 1_000_000;
+        assert_eq!(b(20), 1);
+        assert_eq!(b(600), 1);
+        assert_eq!(b(601), 2);
+        assert_eq!(b(3600), 10);
+        assert_eq!(b(86_400), 300);
+        assert_eq!(b(30 * 86_400), 7200);
+        assert_eq!(b(600 * 86_400), 86_400);
+        assert_eq!(b(601 * 86_400), 2 * 86_400);
+        assert_eq!(
+            derived_bucket(SimDuration::from_millis(1)).to_string(),
+            "1s"
+        );
     }
 }

@@ -100,7 +100,7 @@ impl Model {
             duration: spec.duration,
             measure_from,
             measure_to,
-            bucket: spec.timeline_bucket,
+            bucket: spec.bucket(),
             latency_thresholds: spec.latency_thresholds.clone(),
             clients,
             send_jitter,
@@ -181,7 +181,7 @@ fn run_window(spec: &ModelSpec) -> Result<(SimTime, SimTime), Invalid> {
     if spec.duration.is_zero() {
         return Err(invalid("duration", "must be positive"));
     }
-    if spec.timeline_bucket.is_zero() {
+    if spec.timeline_bucket.is_some_and(|b| b.is_zero()) {
         return Err(invalid("timeline_bucket", "must be positive"));
     }
     let end = SimTime::ZERO + spec.duration;

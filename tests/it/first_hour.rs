@@ -306,6 +306,63 @@ fn run_and_plot_say_what_they_wrote() {
     );
 }
 
+/// A long run's timeline has a bucket chosen from its duration (10 s for an
+/// hour: 360 rows, not 3,600), a derived bucket is not written out by `hcsim
+/// check` or `hcsim import`, and a bucket the model sets is kept.
+#[test]
+fn a_long_run_picks_its_timeline_bucket_from_the_duration() {
+    let dir = tmp("first-hour-bucket");
+    let model = root().join("models/e2-p02-flaky-2pct.json");
+    let model = model.to_str().unwrap();
+    let run = |out: &str, extra: &[&str]| {
+        let mut args = vec![
+            "run",
+            model,
+            "--set",
+            "duration=1h",
+            "--set",
+            "clients.rate_per_s=2",
+            "--no-charts",
+            "-q",
+            "--out",
+            out,
+        ];
+        args.extend_from_slice(extra);
+        let o = hcsim_in(&dir, &args);
+        assert!(o.status.success(), "{}", text(&o.stderr));
+        let csv = std::fs::read_to_string(dir.join(out).join("timeline.csv")).unwrap();
+        let t: Vec<String> = csv
+            .lines()
+            .skip(1)
+            .map(|l| l.split(',').nth(2).unwrap().to_string())
+            .collect();
+        t
+    };
+    let t = run("derived", &[]);
+    assert_eq!(t.len(), 360, "an hour in 10 s rows");
+    assert_eq!((t[0].as_str(), t[1].as_str()), ("0", "10"));
+    let t = run("explicit", &["--set", "timeline_bucket=1s"]);
+    assert_eq!(t.len(), 3600, "a bucket the model sets is kept");
+    let t = run("short", &["--set", "duration=10m"]);
+    assert_eq!(t.len(), 600, "1 s rows up to 10 minutes");
+
+    let o = hcsim_in(&dir, &["check", model]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    assert!(
+        !text(&o.stdout).contains("timeline_bucket"),
+        "{}",
+        text(&o.stdout)
+    );
+    let conf = root().join("tests/configs/e3-nginx.conf");
+    let o = hcsim_in(&dir, &["import", conf.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    assert!(
+        !text(&o.stdout).contains("timeline_bucket"),
+        "{}",
+        text(&o.stdout)
+    );
+}
+
 /// Utilization is a percentage wherever people read it, as shares are: the
 /// run's table and report, and `hcsim compare` (with its difference in
 /// percentage points); summary.json keeps the fraction.

@@ -254,7 +254,7 @@ pub(super) fn timeline_chart(
             reason: format!("no replication {r} (the run has {})", all.len()),
         });
     }
-    let base_s = summary.model_spec.timeline_bucket.as_secs_f64();
+    let base_s = summary.model_spec.bucket().as_secs_f64();
     let k = match chosen.first() {
         Some(_) => merge_factor(&chosen, names.len(), base_s, bucket),
         None => 1,
