@@ -179,6 +179,12 @@ fn a_tune_recommends_from_its_pareto_set_and_writes_chart_and_snippet() {
         let text = format!("#{c} {label}").replace('"', "&quot;");
         assert!(svg.contains(&text), "#{c} unlabelled: {text}");
     }
+    // The legend shows the marks themselves: every orange mark (the Pareto
+    // set's colour) is a square marker, none a legend box.
+    for rect in svg.split("<rect").skip(1).filter(|r| r.contains("#F28E2B")) {
+        let attr = |name: &str| rect.split(&format!("{name}=\"")).nth(1)?.split('"').next();
+        assert_eq!(attr("width"), attr("height"), "a legend box: <rect{rect}");
+    }
     let conf = fs::read_to_string(two.join("recommended.nginx.conf")).unwrap();
     assert!(
         conf.contains(&format!(
