@@ -75,7 +75,7 @@ pub(super) fn run(args: RunArgs) -> Result<ExitCode, Error> {
     let summary = Summary::new(&model, &args.model, base, &args.overrides.set, outcome.runs);
     let traces = args.trace.then_some(outcome.traces.as_slice());
     let events = args.events.then_some(outcome.events.as_slice());
-    output::write_run(&out_dir, &summary, traces, events)?;
+    let json = output::write_run(&out_dir, &summary, traces, events)?;
     super::interrupt::run_written();
     // On stderr whatever the mode (--quiet, --format json): a script must not
     // report a saturated system's figures without a sign of it.
@@ -107,7 +107,7 @@ pub(super) fn run(args: RunArgs) -> Result<ExitCode, Error> {
     }
     match args.format {
         _ if args.quiet => {}
-        Format::Json => emit(&summary.to_json())?,
+        Format::Json => emit(&json)?,
         Format::Table => {
             emit(&table::table(&summary))?;
             emit(&format!(

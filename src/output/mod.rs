@@ -98,13 +98,14 @@ pub fn prepare_dir(dir: &Path) -> Result<(), Error> {
 /// `events.csv` when they kept the gateway's event log. All are
 /// written before any replaces its predecessor, so a failure (a full disk)
 /// leaves the previous set, not a mix; a sweep's files left in `dir` are
-/// removed.
+/// removed. Returns the text of `summary.json` (what `--format json`
+/// prints: a summary of many nodes is not serialized twice).
 pub fn write_run(
     dir: &Path,
     summary: &Summary,
     traces: Option<&[Vec<TraceLine>]>,
     events: Option<&[EventLog]>,
-) -> Result<(), Error> {
+) -> Result<String, Error> {
     let csv_err = |path: PathBuf| {
         move |e: ::csv::Error| Error::Write {
             path: path.clone(),
@@ -112,8 +113,8 @@ pub fn write_run(
         }
     };
     let runs = &summary.runs;
-    let mut files: Vec<(PathBuf, Vec<u8>)> =
-        vec![(dir.join("summary.json"), summary.to_json().into_bytes())];
+    let json = summary.to_json();
+    let mut files: Vec<(PathBuf, Vec<u8>)> = Vec::new();
     let p = dir.join("timeline.csv");
     files.push((p.clone(), csv::timeline_csv(runs).map_err(csv_err(p))?));
     let p = dir.join("ejections.csv");
@@ -134,8 +135,11 @@ pub fn write_run(
         let p = dir.join("replicas.csv");
         files.push((p.clone(), csv::replicas_csv(runs).map_err(csv_err(p))?));
     }
-    let mut staged = Vec::with_capacity(files.len());
-    for (path, bytes) in &files {
+    let summary_path = dir.join("summary.json");
+    let mut staged = Vec::with_capacity(files.len() + 1);
+    let all = std::iter::once((&summary_path, json.as_bytes()))
+        .chain(files.iter().map(|(path, bytes)| (path, bytes.as_slice())));
+    for (path, bytes) in all {
         let mut f = crate::atomic::Staged::create(path).map_err(|source| Error::Write {
             path: path.clone(),
             source,
@@ -156,7 +160,8 @@ pub fn write_run(
     if !per_replica {
         remove_stale(dir, &["replicas.csv"])?;
     }
-    remove_stale(dir, &SWEEP_FILES)
+    remove_stale(dir, &SWEEP_FILES)?;
+    Ok(json)
 }
 
 /// Removes the charts in `dir/charts` that were not just drawn (a reused

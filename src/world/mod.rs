@@ -390,16 +390,19 @@ impl<'s> World<'s> {
         rec.latency_thresholds(&model.latency_thresholds);
         rec.fleet(fleet.layout());
         let bank = PolicyBank::new(model, fleet.layout());
+        let pool = gateway::Pool::of(model).map(Box::new);
+        let mut gw = gateway::Gateway::new(model, &bank);
+        gw.end_hooks |= pool.is_some();
         World {
             model,
             q: EventQueue::new(),
-            gw: gateway::Gateway::new(model, &bank),
+            gw,
             bank,
             fleet,
             rng: Streams::new(seed),
             fault_windows,
             clients: client::Clients::new(model),
-            pool: gateway::Pool::of(model).map(Box::new),
+            pool,
             nodes: model.nodes.iter().map(node::Node::new).collect(),
             probes: probe::Probes::default(),
             heartbeats: Vec::new(),

@@ -147,6 +147,7 @@ impl PolicyBank {
 impl World<'_> {
     /// Calls policy instance `i` with a fresh context, then turns its
     /// requests into events and its notices into metrics.
+    #[inline(always)]
     pub(crate) fn with_policy<R>(
         &mut self,
         i: usize,

@@ -66,6 +66,7 @@ impl World<'_> {
     }
 
     /// A request arrived (its slot is set up): the flavour's own state.
+    #[inline(never)]
     pub(super) fn flavor_begin(&mut self, slot: u32) {
         match self.flavored() {
             Flavored::Caddy(c) => c.begin(slot),
@@ -74,6 +75,7 @@ impl World<'_> {
     }
 
     /// `connect` for the flavour: pick a server (or not) and start the attempt.
+    #[inline(never)]
     pub(super) fn flavor_connect(&mut self, slot: u32) {
         if matches!(self.flavored(), Flavored::Caddy(_)) {
             self.caddy_connect(slot)

@@ -99,6 +99,7 @@ impl KongPath {
 impl World<'_> {
     /// `getPeer` for the request in `slot`: the next available slot of its
     /// worker's wheel, or `None` (503).
+    #[inline(never)]
     pub(super) fn kong_pick(&mut self, slot: u32) -> Option<NodeId> {
         let scope = self.gw.reqs[slot as usize].scope;
         let now = self.usable_now(scope);

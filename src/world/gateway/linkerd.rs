@@ -138,6 +138,7 @@ impl World<'_> {
 
     /// A request of `slot` reaches the proxy's balancer: it queues behind
     /// the waiting ones and is dispatched when an endpoint is ready.
+    #[inline(never)]
     pub(super) fn linkerd_connect(&mut self, slot: u32) {
         let r = &self.gw.reqs[slot as usize];
         let (replica, generation) = (self.fleet.replica_of(r.scope), r.req_gen);
@@ -283,6 +284,7 @@ impl World<'_> {
     /// The request's RTT to `node` is known — a response, an error, or the
     /// client's cancel (the future, and its load handle, dropped):
     /// `Handle::drop` → `RttEstimate::update`.
+    #[inline(never)]
     pub(super) fn linkerd_completed(&mut self, slot: u32, node: NodeId) {
         let now = self.q.now();
         let r = &self.gw.reqs[slot as usize];

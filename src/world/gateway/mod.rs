@@ -23,6 +23,7 @@ mod haproxy;
 mod kong;
 mod linkerd;
 mod pool;
+mod products;
 mod traefik;
 mod tried;
 mod usable;
@@ -117,8 +118,29 @@ impl Request {
     }
 }
 
+/// Whose request path a gateway walks: one field tested once per step, so
+/// that the products a model does not use cost nginx's path nothing but
+/// that test (`products.rs` dispatches on it).
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub(crate) enum PathKind {
+    Nginx,
+    Haproxy,
+    Kong,
+    Linkerd,
+    /// Caddy or Traefik (`flavor.rs`).
+    Flavored,
+}
+
 /// Gateway state: in-flight requests and the balancer's per-peer tables.
 pub(crate) struct Gateway {
+    /// Whose request path (set with `hap`, `kong`, `linkerd`, `flavored`).
+    pub(crate) path: PathKind,
+    /// The connect timeout and the read timeout (`None`: none) of an attempt.
+    timeouts: (SimDuration, Option<SimDuration>),
+    /// Something happens when a request ends besides the metrics: a pool
+    /// keeps or closes its connection, Caddy or Traefik count it (set
+    /// with the pool by `World::new`).
+    pub(crate) end_hooks: bool,
     /// `Some`: the HAProxy request path.
     hap: Option<Haproxy>,
     /// `Some`: Kong's request path.
@@ -199,7 +221,25 @@ impl Gateway {
         let hap = Haproxy::of(model);
         let kong = KongPath::of(model);
         let linkerd = LinkerdPath::of(model);
+        let flavored = flavor::Flavored::of(model);
         let nginx = hap.is_none() && kong.is_none() && linkerd.is_none();
+        let path = match (&hap, &kong, &linkerd, &flavored) {
+            (Some(_), ..) => PathKind::Haproxy,
+            (_, Some(_), ..) => PathKind::Kong,
+            (_, _, Some(_), _) => PathKind::Linkerd,
+            (.., Some(_)) => PathKind::Flavored,
+            _ => PathKind::Nginx,
+        };
+        let g = &model.gateway;
+        let timeouts = match (&hap, &linkerd, &flavored) {
+            (Some(h), ..) => (
+                h.timeout_connect.unwrap_or(KERNEL_CONNECT_TIMEOUT),
+                h.timeout_server,
+            ),
+            (None, Some(l), _) => (l.connect_timeout, l.response_timeout),
+            (None, None, Some(f)) => f.timeouts(),
+            (None, None, None) => (g.proxy_connect_timeout, Some(g.proxy_read_timeout)),
+        };
         let mut set_of = vec![SetPos::default(); n];
         for (backup, set) in [(false, &primary), (true, &backup)] {
             for (pos, node) in set.iter().enumerate() {
@@ -260,6 +300,9 @@ impl Gateway {
             })
             .collect();
         Gateway {
+            path,
+            timeouts,
+            end_hooks: flavored.is_some(),
             reqs: Vec::new(),
             free: Vec::new(),
             next_id: 0,
@@ -283,7 +326,7 @@ impl Gateway {
             hap,
             kong,
             linkerd,
-            flavored: flavor::Flavored::of(model),
+            flavored,
             ranges,
             total_weight: acc,
             rr_pos: vec![0; n * scopes],
@@ -393,7 +436,7 @@ impl World<'_> {
         r.last_node = None;
         r.retry_same = None;
         let generation = r.req_gen;
-        if self.gw.flavored.is_some() {
+        if self.gw.path == PathKind::Flavored {
             self.flavor_begin(slot);
         }
         self.arm_client_timeout(slot, generation);
@@ -422,20 +465,19 @@ impl World<'_> {
     }
 
     /// `ngx_http_upstream_connect`: select a peer and start an attempt.
+    #[inline(always)]
     fn connect(&mut self, slot: u32) {
-        if self.gw.linkerd.is_some() {
-            self.linkerd_connect(slot);
-            return;
-        }
-        if self.gw.flavored.is_some() {
-            return self.flavor_connect(slot);
+        match self.gw.path {
+            PathKind::Linkerd => return self.linkerd_connect(slot),
+            PathKind::Flavored => return self.flavor_connect(slot),
+            _ => {}
         }
         let Some(node) = self.select_peer(slot) else {
             // BUSY -> "no live upstreams" -> upstream_next(NOLIVE): nothing is
             // freed and NOLIVE is never in the mask, so 502 at once.
             // HAProxy answers 503 when no server is usable, Kong when no
             // target is ("failure to get a peer from the ring-balancer").
-            let status = if self.gw.hap.is_some() || self.gw.kong.is_some() {
+            let status = if matches!(self.gw.path, PathKind::Haproxy | PathKind::Kong) {
                 503
             } else {
                 502
@@ -497,17 +539,7 @@ impl World<'_> {
         let now = self.q.now();
         let counted = self.gw.reqs[slot as usize].counted;
         let g = &self.model.gateway;
-        let (connect_timeout, read_timeout) = match (&self.gw.hap, &self.gw.linkerd) {
-            (None, None) if self.gw.flavored.is_some() => {
-                self.gw.flavored.as_ref().unwrap().timeouts()
-            }
-            (None, None) => (g.proxy_connect_timeout, Some(g.proxy_read_timeout)),
-            (Some(h), _) => (
-                h.timeout_connect.unwrap_or(KERNEL_CONNECT_TIMEOUT),
-                h.timeout_server,
-            ),
-            (None, Some(l)) => (l.connect_timeout, l.response_timeout),
-        };
+        let (connect_timeout, read_timeout) = self.gw.timeouts;
         let n = &self.nodes[node.index()];
         if n.refuses_connections() {
             self.q.schedule_in_lane(
@@ -656,20 +688,8 @@ impl World<'_> {
         let Some(node) = self.attempt_of(slot, generation) else {
             return;
         };
-        if self.gw.hap.is_some() {
-            self.haproxy_failed(slot, node, why);
-            return;
-        }
-        if self.gw.kong.is_some() {
-            self.kong_failed(slot, node, why);
-            return;
-        }
-        if self.gw.linkerd.is_some() {
-            self.linkerd_failed(slot, node, why);
-            return;
-        }
-        if self.gw.flavored.is_some() {
-            return self.flavor_failed(slot, node, why);
+        if self.gw.path != PathKind::Nginx {
+            return self.product_failed(slot, node, why);
         }
         let (ft, result) = match why {
             Fail::Refused => (Ft::Error, AttemptResult::Refused),
@@ -686,20 +706,8 @@ impl World<'_> {
         let Some(node) = self.attempt_of(slot, generation) else {
             return;
         };
-        if self.gw.hap.is_some() {
-            self.haproxy_response(slot, node, reply);
-            return;
-        }
-        if self.gw.kong.is_some() {
-            self.kong_response(slot, node, reply);
-            return;
-        }
-        if self.gw.linkerd.is_some() {
-            self.linkerd_response(slot, node, reply);
-            return;
-        }
-        if self.gw.flavored.is_some() {
-            return self.flavor_response(slot, node, reply);
+        if self.gw.path != PathKind::Nginx {
+            return self.product_response(slot, node, reply);
         }
         match reply {
             Reply::Reset => self.next_upstream(slot, node, Ft::Error, AttemptResult::Reset),
@@ -783,11 +791,8 @@ impl World<'_> {
     /// The gateway answers the client with `status`; `by` is the node whose
     /// response is relayed (already freed as a success).
     fn finalize(&mut self, slot: u32, status: u16, by: Option<NodeId>) {
-        if self.pool.is_some() {
-            self.pool_request_done(slot, Some(status), by.is_some());
-        }
-        if self.gw.flavored.is_some() {
-            self.flavor_finalize(slot, status);
+        if self.gw.end_hooks {
+            self.request_ends(slot, Some(status), by.is_some());
         }
         let now = self.q.now();
         let r = &self.gw.reqs[slot as usize];
@@ -832,17 +837,14 @@ impl World<'_> {
         }
         let (counted, client, node, start) = (r.counted, r.client, r.node, r.start);
         if let Some(node) = node {
-            if self.gw.linkerd.is_some() {
+            if self.gw.path == PathKind::Linkerd {
                 // tower's load handle is dropped with the cancelled request.
                 self.linkerd_completed(slot, node);
             }
             self.free_peer(slot, node, Charge::Success, AttemptResult::ClientAbort);
         }
-        if self.pool.is_some() {
-            self.pool_request_done(slot, None, false);
-        }
-        if self.gw.flavored.is_some() {
-            self.flavor_finalize(slot, 499);
+        if self.gw.end_hooks {
+            self.request_ends(slot, None, false);
         }
         let now = self.q.now();
         self.rec

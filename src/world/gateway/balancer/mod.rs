@@ -56,7 +56,7 @@ pub(super) fn at_max_conns(max_conns: u32, conns: u32) -> bool {
 impl World<'_> {
     /// `get_round_robin_peer` (or the configured balancer) with the backup fallback.
     pub(super) fn select_peer(&mut self, slot: u32) -> Option<NodeId> {
-        if self.gw.kong.is_some() {
+        if self.gw.path == super::PathKind::Kong {
             return self.kong_pick(slot);
         }
         if self.gw.direct {
@@ -346,6 +346,7 @@ impl World<'_> {
 
     /// `free_round_robin_peer`: return the connection slot and do the
     /// passive accounting (nothing for a single server).
+    #[inline(always)]
     pub(super) fn free_peer(
         &mut self,
         slot: u32,
@@ -353,12 +354,28 @@ impl World<'_> {
         charge: Charge,
         result: AttemptResult,
     ) {
-        self.free_peer_as(slot, node, charge, result, result);
+        self.free_peer_reporting(slot, node, charge, result, result);
     }
 
     /// [`free_peer`](Self::free_peer), the policies hearing `reported`
     /// instead of `result` (what Kong's log phase makes of a last try).
+    /// Out of line: only Kong's path comes here.
+    #[inline(never)]
     pub(super) fn free_peer_as(
+        &mut self,
+        slot: u32,
+        node: NodeId,
+        charge: Charge,
+        result: AttemptResult,
+        reported: AttemptResult,
+    ) {
+        self.free_peer_reporting(slot, node, charge, result, reported);
+    }
+
+    /// The body of [`free_peer`](Self::free_peer) and
+    /// [`free_peer_as`](Self::free_peer_as).
+    #[inline(always)]
+    fn free_peer_reporting(
         &mut self,
         slot: u32,
         node: NodeId,
@@ -408,7 +425,7 @@ impl World<'_> {
                 self.rec.replica_failure(scope, node, counted);
             }
         }
-        if charge == Charge::Failed && self.gw.hap.is_none() {
+        if charge == Charge::Failed && self.gw.path != super::PathKind::Haproxy {
             let w = self.gw.weight[node.index()];
             let cut: i64 = self
                 .bank
