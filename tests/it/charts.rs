@@ -654,6 +654,37 @@ fn an_imported_configs_sweep_and_compare_charts_name_their_nodes() {
 }
 
 /// The column of `points.csv` named `column`, one cell per point.
+/// Writes `sweep` into `dir`, runs it quietly and returns its output directory.
+fn run_sweep(dir: &Path, sweep: &serde_json::Value) -> PathBuf {
+    let file = dir.join("sweep.json");
+    std::fs::write(&file, sweep.to_string()).unwrap();
+    let out = dir.join("out");
+    ok(
+        hcsim(&[
+            "sweep",
+            file.to_str().unwrap(),
+            "--quiet",
+            "--out",
+            out.to_str().unwrap(),
+        ]),
+        "sweep",
+    );
+    out
+}
+
+/// The SVG text of the chart in `out/charts` whose name starts with `prefix`.
+fn chart_svg(out: &Path, prefix: &str) -> String {
+    let svg = std::fs::read_dir(out.join("charts"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| {
+            let name = p.file_name().unwrap().to_string_lossy();
+            name.starts_with(prefix) && name.ends_with(".svg")
+        })
+        .unwrap_or_else(|| panic!("no {prefix}*.svg in {}", out.display()));
+    std::fs::read_to_string(&svg).unwrap()
+}
+
 fn points_column(dir: &Path, column: &str) -> Vec<String> {
     let csv = std::fs::read_to_string(dir.join("points.csv")).unwrap();
     let mut lines = csv.lines();
@@ -681,19 +712,7 @@ fn the_fleet_chart_has_a_point_at_one_replica() {
         "charts": [{"kind": "lines", "metric": "nodes.A.last_ejection_delay_s",
                     "x": "gateway.replicas"}]
     });
-    let file = dir.join("fleet-one.json");
-    std::fs::write(&file, sweep.to_string()).unwrap();
-    let out = dir.join("out");
-    ok(
-        hcsim(&[
-            "sweep",
-            file.to_str().unwrap(),
-            "--quiet",
-            "--out",
-            out.to_str().unwrap(),
-        ]),
-        "fleet sweep",
-    );
+    let out = run_sweep(&dir, &sweep);
     let last = points_column(&out, "nodes.A.last_ejection_delay_s.median");
     let first = points_column(&out, "nodes.A.first_ejection_delay_s.median");
     assert_eq!(last.len(), 3, "{last:?}");
@@ -702,15 +721,7 @@ fn the_fleet_chart_has_a_point_at_one_replica() {
         last[0], first[0],
         "one gateway: its first ejection is its last"
     );
-    let svg = std::fs::read_dir(out.join("charts"))
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .find(|p| {
-            let name = p.file_name().unwrap().to_string_lossy();
-            name.starts_with("lines-") && name.ends_with(".svg")
-        })
-        .expect("the lines chart");
-    let texts = svg_texts(&std::fs::read_to_string(&svg).unwrap());
+    let texts = svg_texts(&chart_svg(&out, "lines-"));
     assert!(
         texts.iter().any(|t| t == "1"),
         "no tick at 1 replica: {texts:?}"
@@ -731,28 +742,7 @@ fn a_heatmap_explains_its_dash() {
         "charts": [{"kind": "heatmap", "metric": "nodes.A.first_ejection_delay_s",
                     "x": "policy.max_fails", "y": "policy.fail_timeout"}]
     });
-    let file = dir.join("never.json");
-    std::fs::write(&file, sweep.to_string()).unwrap();
-    let out = dir.join("out");
-    ok(
-        hcsim(&[
-            "sweep",
-            file.to_str().unwrap(),
-            "--quiet",
-            "--out",
-            out.to_str().unwrap(),
-        ]),
-        "heatmap sweep",
-    );
-    let svg = std::fs::read_dir(out.join("charts"))
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .find(|p| {
-            let name = p.file_name().unwrap().to_string_lossy();
-            name.starts_with("heatmap-") && name.ends_with(".svg")
-        })
-        .expect("the heatmap");
-    let svg = std::fs::read_to_string(&svg).unwrap();
+    let svg = chart_svg(&run_sweep(&dir, &sweep), "heatmap-");
     let texts = svg_texts(&svg);
     assert_eq!(
         texts.iter().filter(|t| *t == "\u{2013}").count(),
