@@ -249,6 +249,15 @@ fn a_closed_stdout_is_an_error_where_something_is_printed() {
             "{args:?}: {err}"
         );
     }
+    // The paths that lead to the closed stdout are refused as `-` is.
+    for path in ["/dev/stdout", "/dev/fd/1", "/proc/self/fd/1"] {
+        let args = ["import", conf.to_str().unwrap(), "-o", path];
+        let err = user_error(with_stdout_closed(&dir, &args));
+        assert!(
+            err.contains("standard output is closed (started with >&-)"),
+            "{args:?}: {err}"
+        );
+    }
     // The run's files are written all the same, before the output fails.
     assert!(dir.join("r/summary.json").exists());
     // Nothing to print: nothing to fail.
