@@ -242,6 +242,9 @@ fn a_closed_stdout_is_an_error_where_something_is_printed() {
         ],
         &["run", "models/tiny.json", "--no-charts", "--out", "r"],
         &["import", conf.to_str().unwrap(), "-o", "-"],
+        &["--help"],
+        &["run", "--help"],
+        &["--version"],
     ] {
         let err = user_error(with_stdout_closed(&dir, args));
         assert!(
