@@ -124,6 +124,16 @@ fn is_descriptor(p: &Path) -> bool {
         .is_ok_and(|d| d.starts_with("/proc") && d.file_name().is_some_and(|n| n == "fd"))
 }
 
+/// A descriptor path that names this process's standard output (fd 1 of
+/// `/proc/self/fd`, which `/dev/fd` and `/dev/stdout` lead to).
+fn is_own_stdout(p: &Path) -> bool {
+    p.file_name().is_some_and(|n| n == "1")
+        && p.parent().is_some_and(|dir| {
+            let here = std::fs::canonicalize(dir);
+            here.is_ok() && here.ok() == std::fs::canonicalize("/proc/self/fd").ok()
+        })
+}
+
 /// The temporary file beside `path` that a [`Staged`] file fills before the
 /// rename: `<name>.tmp<pid>`, or, when that would be longer than a file
 /// name may be, the name's start, `~`, a hash of the whole name and the
@@ -202,6 +212,11 @@ impl Staged {
         let (tmp, sink) = match Target::of(path)? {
             Target::Stdout => (None, Sink::Stdout(io::stdout())),
             Target::Direct { path: p, append } => {
+                // `/dev/stdout` of a process started with `>&-` is the
+                // `/dev/null` the runtime put there: the bytes would vanish.
+                if append && stdout_closed() && is_own_stdout(&p) {
+                    return Err(closed_stdout_error());
+                }
                 let f = OpenOptions::new().write(true).append(append).open(&p)?;
                 (None, Sink::File(BufWriter::new(f)))
             }

@@ -4,7 +4,24 @@ use clap::Parser;
 use std::process::ExitCode;
 
 fn main() -> ExitCode {
-    let cli = hcsim::cli::Cli::parse();
+    let cli = match hcsim::cli::Cli::try_parse() {
+        Ok(cli) => cli,
+        // `--help` and `--version` print on stdout: a closed one fails as
+        // any other output does, instead of exiting 0 with nothing shown.
+        Err(e)
+            if matches!(
+                e.kind(),
+                clap::error::ErrorKind::DisplayHelp | clap::error::ErrorKind::DisplayVersion
+            ) && hcsim::atomic::stdout_closed() =>
+        {
+            hcsim::cli::say(&format!(
+                "error: cannot write to stdout: {}",
+                hcsim::atomic::closed_stdout_error()
+            ));
+            return ExitCode::from(2);
+        }
+        Err(e) => e.exit(),
+    };
     match hcsim::cli::run(cli) {
         Ok(code) => code,
         Err(e) => {

@@ -278,6 +278,9 @@ fn check_servers(o: &Options, b: &Base, s: &scan::Scan) -> Result<(), Error> {
 
 /// Replays the log (on the current rayon pool).
 pub fn replay(o: &Options, progress: &mut dyn FnMut(u64, u64)) -> Result<Outcome, Error> {
+    // Taken before the log is read: a second writer learns at once that
+    // the directory is busy, and no sweep's clean-up removes this one's files.
+    let _lock = crate::sweep::DirLock::acquire(&report::out_dir(o))?;
     let mut warnings = vec![];
     let mut b = base(o, &mut warnings)?;
     let kind = kind(o, &b)?;

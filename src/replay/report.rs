@@ -152,6 +152,11 @@ fn write_json(path: &Path, v: &impl Serialize) -> Result<(), Error> {
     crate::output::write_atomic(path, text.as_bytes())
 }
 
+/// The output directory: `--out`, else `output/<log>-replay/`.
+pub fn out_dir(o: &Options) -> PathBuf {
+    o.out.clone().unwrap_or_else(|| default_out(&o.log))
+}
+
 /// Runs the replay and the what-ifs, writes everything into the output directory.
 pub fn run(
     o: &Options,
@@ -162,10 +167,7 @@ pub fn run(
     warnings: Vec<String>,
 ) -> Result<Outcome, Error> {
     let name = format!("{}-replay", super::stem(&o.log));
-    let out = o
-        .out
-        .clone()
-        .unwrap_or_else(|| Path::new("output").join(&name));
+    let out = out_dir(o);
     crate::output::prepare_dir(&out)?;
     let model_path = out.join("replay-model.json");
     let origin = s.collector.origin;

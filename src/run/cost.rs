@@ -254,7 +254,22 @@ fn mean_service_s(model: &Model) -> f64 {
 /// the reason to refuse it. `max_events` is the `--max-events` cap, if any;
 /// a cap lifts the refusals, since it bounds both time and memory.
 pub fn preflight(model: &Model, max_events: Option<u64>) -> Result<Vec<(String, String)>, String> {
+    preflight_within(model, max_events, super::ceiling::memory_ceiling())
+}
+
+/// [`preflight`] under `ceiling`, the memory the system still gives the
+/// process and what limits it ([`super::ceiling::memory_ceiling`]): below
+/// [`REFUSE_BYTES`], a run whose memory passes it is refused too.
+pub fn preflight_within(
+    model: &Model,
+    max_events: Option<u64>,
+    ceiling: Option<(f64, &str)>,
+) -> Result<Vec<(String, String)>, String> {
     let cost = estimate(model);
+    let (limit, what) = match ceiling {
+        Some((room, what)) if room < REFUSE_BYTES => (room, what),
+        _ => (REFUSE_BYTES, "hcsim runs"),
+    };
     let mut warnings = vec![];
     let probes = cost.events - cost.requests * EVENTS_PER_REQUEST;
     let events = format!(
@@ -282,8 +297,22 @@ pub fn preflight(model: &Model, max_events: Option<u64>) -> Result<Vec<(String, 
                 "{memory}: lower the load or the timeouts, or cap the run with --max-events N"
             ));
         }
-        Some(cap) if cost.capped(max_events).bytes > REFUSE_BYTES => {
+        None if cost.bytes > limit => {
+            return Err(format!(
+                "{memory}, more than the {} {what}: lower the load or the timeouts, or cap the \
+                 run with --max-events {} or less",
+                human_bytes(limit),
+                cost.largest_cap(limit)
+            ));
+        }
+        Some(cap) if cost.capped(max_events).bytes > limit => {
             let capped = cost.capped(max_events);
+            // Past hcsim's own bound the message is the same on every machine.
+            let (limit, what) = if capped.bytes > REFUSE_BYTES {
+                (REFUSE_BYTES, "hcsim runs")
+            } else {
+                (limit, what)
+            };
             let timers = if capped.timers >= 1.0 {
                 format!(" and {} timers be pending", sci(capped.timers))
             } else {
@@ -291,12 +320,12 @@ pub fn preflight(model: &Model, max_events: Option<u64>) -> Result<Vec<(String, 
             };
             return Err(format!(
                 "{memory}; --max-events {cap} still lets {} requests be in flight{timers}, about \
-                 {}, more than the {} hcsim runs: lower the load or the timeouts, or cap the run \
+                 {}, more than the {} {what}: lower the load or the timeouts, or cap the run \
                  with --max-events {} or less",
                 sci(capped.in_flight),
                 human_bytes(capped.bytes),
-                human_bytes(REFUSE_BYTES),
-                cost.largest_cap(REFUSE_BYTES)
+                human_bytes(limit),
+                cost.largest_cap(limit)
             ));
         }
         Some(cap) if cost.events > cap as f64 => warnings.push((
@@ -401,6 +430,11 @@ mod tests {
     use super::*;
     use serde_json::json;
     use std::path::Path;
+
+    /// The checks on their own, whatever this machine's memory.
+    fn preflight(model: &Model, max_events: Option<u64>) -> Result<Vec<(String, String)>, String> {
+        preflight_within(model, max_events, None)
+    }
 
     fn model_of(clients: serde_json::Value, duration: &str) -> Model {
         let doc = json!({
@@ -566,5 +600,40 @@ mod tests {
         let mut quick = abandoned(1e6, "500ms", "10m");
         quick.gateway.proxy_read_timeout = crate::engine::SimDuration::from_millis(500);
         assert_eq!(estimate(&quick).timers, 0.0);
+    }
+
+    #[test]
+    fn refuses_what_passes_the_memory_the_system_gives() {
+        // 10⁶ requests/s into a partition with a 200 s connect timeout: about
+        // 12.1 GiB, under the 16 GiB hcsim runs, but not under a 4 GiB limit.
+        let m = abandoned(1e6, "200s", "10m");
+        let room = Some((4.0 * GIB, "this process may take (ulimit -v)"));
+        let e = preflight_within(&m, None, room).unwrap_err();
+        assert!(
+            e.contains("about 12.1 GiB, more than the 4.0 GiB this process may take (ulimit -v)")
+                && e.contains("cap the run with --max-events"),
+            "{e}"
+        );
+        let most: u64 = e
+            .rsplit("--max-events ")
+            .next()
+            .and_then(|t| t.split(' ').next())
+            .and_then(|n| n.parse().ok())
+            .unwrap_or_else(|| panic!("{e}"));
+        assert!(preflight_within(&m, Some(most), room).is_ok());
+        assert!(preflight_within(&m, Some(most + 1000), room).is_err());
+        // Past the 16 GiB hcsim runs, the message does not depend on the machine.
+        let capped = Some(300_000_000);
+        assert_eq!(
+            preflight_within(&abandoned(2e6, "200s", "10m"), capped, room),
+            preflight(&abandoned(2e6, "200s", "10m"), capped)
+        );
+        // Room enough: the warning as before; a ceiling above 16 GiB changes nothing.
+        assert!(preflight_within(&m, None, Some((13.0 * GIB, "x"))).is_ok());
+        let big = abandoned(2e6, "200s", "10m");
+        assert_eq!(
+            preflight_within(&big, None, Some((64.0 * GIB, "x"))),
+            preflight(&big, None)
+        );
     }
 }

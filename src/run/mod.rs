@@ -7,6 +7,7 @@
 //! first), so `--seed S --reps 1` reproduces any replication whose seed is
 //! `S`, and a sweep's point with common seeds equals `hcsim run --reps`.
 
+pub mod ceiling;
 pub mod cost;
 
 use crate::engine::rng::rep_seed;

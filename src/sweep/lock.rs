@@ -1,6 +1,6 @@
 //! The lock of an output directory: one process writes a checkpoint and
 //! outputs at a time. Every command that writes a directory takes it
-//! (`run`, `sweep`, `merge`, `tune`, `plot`, `compare`), so a run never
+//! (`run`, `sweep`, `merge`, `tune`, `plot`, `compare`, `replay`), so a run never
 //! writes into a sweep in progress, nor a sweep's clean-up removes the
 //! files of a run it did not write. The lock is an advisory `flock` on
 //! `.hcsim.lock` (through `fs4`), which the OS releases when the holder

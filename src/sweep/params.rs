@@ -119,11 +119,14 @@ impl Bound {
         if let Ok(v @ Value::Number(_)) = serde_json::from_str::<Value>(text) {
             return Ok(Bound::Number(v));
         }
-        parse_duration(text)
-            .map(|_| Bound::Duration(text.to_string()))
-            .map_err(|_| {
-                format!("{which} `{text}` is neither a number nor a duration such as 5s or 300ms")
-            })
+        match parse_duration(text) {
+            Ok(_) => Ok(Bound::Duration(text.to_string())),
+            // A duration past the clock's range says so, not that it is none.
+            Err(e) if e.contains("too large") => Err(format!("{which}: {e}")),
+            Err(_) => Err(format!(
+                "{which} `{text}` is neither a number nor a duration such as 5s or 300ms"
+            )),
+        }
     }
     fn value(&self) -> Value {
         match self {
@@ -326,6 +329,10 @@ mod tests {
             ("a=1s..10s", "a range of durations needs a STEP"),
             ("a=0.1..0.5", "a range of decimal numbers needs a STEP"),
             ("a=x..5", "FROM `x` is neither a number nor a duration"),
+            (
+                "a=1s..288230376151711749s:1s",
+                "TO: duration \"288230376151711749s\" is too large: at most",
+            ),
             ("a=1..", "TO is missing"),
             ("a=10s..1s:1s", "the range is empty"),
         ];

@@ -24,8 +24,9 @@ enum Mode {
         /// Constant spacing: index of the next arrival.
         next_k: u64,
         exp: Option<Exp<f64>>,
-        /// Poisson above [`ROUNDED_GAPS_UP_TO`]: the fraction of a
-        /// microsecond the arrival times so far were rounded by.
+        /// Poisson above [`ROUNDED_GAPS_UP_TO`] (or since a schedule's
+        /// first step above it): the fraction of a microsecond the arrival
+        /// times so far were rounded by.
         carry: Option<f64>,
         /// With `clients.schedule`: the step in force (0 = before the
         /// first step) and when it began; `None` without a schedule.
@@ -169,6 +170,7 @@ impl World<'_> {
         let Mode::Open {
             arrivals,
             next_k,
+            carry,
             step: Some((i, from)),
             ..
         } = &mut self.clients.mode
@@ -189,10 +191,21 @@ impl World<'_> {
                     Arrivals::Poisson => {
                         let gap: f64 = Exp::new(rate).ok()?.sample(&mut self.rng.arrivals);
                         let start = now.max(*from);
-                        Some(
-                            start
-                                + SimDuration::from_secs_f64(gap).max(SimDuration::from_micros(1)),
-                        )
+                        if rate > ROUNDED_GAPS_UP_TO {
+                            // As without a schedule: the running sum of the
+                            // gaps rounded, so that none is lost to the µs.
+                            let c = carry.get_or_insert(0.5);
+                            *c += gap * 1e6;
+                            let whole = c.floor();
+                            *c -= whole;
+                            Some(start + SimDuration::from_micros(whole as u64))
+                        } else {
+                            Some(
+                                start
+                                    + SimDuration::from_secs_f64(gap)
+                                        .max(SimDuration::from_micros(1)),
+                            )
+                        }
                     }
                 }
             };

@@ -725,10 +725,21 @@ impl Gen {
         ];
         let d = json!(durations[self.below(durations.len())]);
         let n = json!([u64::MAX, 288_230_376_151_711_749, 1 << 63, u32::MAX as u64][self.below(4)]);
-        match self.below(6) {
+        match self.below(8) {
             0 => doc["duration"] = d,
             1 => doc["gateway"]["proxy_connect_timeout"] = d,
             2 => doc["clients"]["timeout"] = d,
+            // A schedule step at a wrapping time, or Poisson at the most
+            // the clock takes from a step on.
+            6 if doc["clients"]["kind"] == "open" => {
+                doc["clients"]["arrivals"] = json!("poisson");
+                let steps = [
+                    json!({"at": d, "rate_per_s": 10}),
+                    json!({"at": "10ms", "rate_per_s": 1e7}),
+                ];
+                doc["clients"]["schedule"] = Value::Array(steps[self.below(2)..].to_vec());
+            }
+            7 => doc["gateway"]["proxy_read_timeout"] = d,
             3 => {
                 doc["faults"] = json!([{"kind": "crash", "node": doc["nodes"][0]["name"], "at": "0s", "for": d}])
             }
@@ -760,7 +771,20 @@ impl Gen {
     fn next(&mut self) -> Input {
         let mut sets = vec![];
         let text = match self.below(18) {
-            17 => self.wrapping_numbers().to_string(),
+            17 => {
+                // Or the wrapping duration given by --set.
+                if self.chance(0.3) {
+                    let path = [
+                        "duration",
+                        "gateway.proxy_connect_timeout",
+                        "clients.timeout",
+                    ][self.below(3)];
+                    let d =
+                        ["288230376151711749s", "18446744073709551615us", "1e30s"][self.below(3)];
+                    sets.push((path.to_string(), d.to_string()));
+                }
+                self.wrapping_numbers().to_string()
+            }
             16 => self.huge_count().to_string(),
             14 => self.sweep_input().to_string(),
             15 => self.many_faults().to_string(),

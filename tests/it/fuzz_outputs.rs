@@ -3,14 +3,18 @@
 //! chains of symbolic links (relative and absolute, to files, to nothing,
 //! to FIFOs and devices, in loops), FIFOs with a reader, null-like (1,3)
 //! and full-like (1,7) device nodes made with mknod(1) (never the
-//! machine's own), directories, and names up to 255 bytes. For each: the
-//! content reaches the file the path names (or the write fails for a full
-//! device, a directory, a loop), no node or link is replaced by a regular
-//! file, and no temporary file is left behind.
+//! machine's own), directories, descriptors of this process named by
+//! `/dev/fd/N` or `/proc/self/fd/N` (a pipe's write end, a regular file
+//! opened to append: what process substitution and `>> log` pass), and
+//! names up to 255 bytes. For each: the content reaches the file the path
+//! names (or the write fails for a full device, a directory, a loop), no
+//! node or link is replaced by a regular file, and no temporary file is
+//! left behind.
 
 use rand::rngs::Xoshiro256PlusPlus;
 use rand::{RngExt, SeedableRng};
-use std::io::Write;
+use std::io::{Read, Write};
+use std::os::fd::AsRawFd;
 use std::os::unix::fs::FileTypeExt;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -24,6 +28,10 @@ enum Kind {
     Null,
     Full,
     Dir,
+    /// The write end of a pipe, by its descriptor's path.
+    FdPipe,
+    /// A regular file opened to append, by its descriptor's path.
+    FdFile,
 }
 
 /// What the write should do, and where the bytes should be.
@@ -33,6 +41,10 @@ enum Expect {
     File(PathBuf),
     /// A FIFO's reader gets them.
     Fifo(PathBuf),
+    /// The pipe's reader gets them.
+    Pipe,
+    /// Appended to what this regular file held, which stays the same file.
+    Appended(PathBuf),
     /// Swallowed by a null-like device.
     Null,
     /// An error (full device, directory, link loop).
@@ -75,6 +87,8 @@ fn make(p: &Path, kind: Kind) -> bool {
         Kind::Null => mknod(p, 3),
         Kind::Full => mknod(p, 7),
         Kind::Dir => std::fs::create_dir(p).is_ok(),
+        Kind::FdPipe => true,
+        Kind::FdFile => std::fs::write(p, b"old content").is_ok(),
     }
 }
 
@@ -94,6 +108,8 @@ fn fuzz_output_paths() {
             Kind::Null,
             Kind::Full,
             Kind::Dir,
+            Kind::FdPipe,
+            Kind::FdFile,
         ];
         let kind = kinds[rng.random_range(0..kinds.len())];
         if matches!(kind, Kind::Null | Kind::Full) && !devices {
@@ -102,18 +118,47 @@ fn fuzz_output_paths() {
         // The final name: short, or as long as a name may be.
         let len = [1, 8, 200, 250, 255][rng.random_range(0..5)];
         let name: String = "t".repeat(len);
-        let target = dir.join("sub").join(&name);
-        if !make(&target, kind) {
+        let file = dir.join("sub").join(&name);
+        if !make(&file, kind) {
             devices = false;
             eprintln!("skipped device targets: cannot mknod (needs root)");
             continue;
         }
+        // A descriptor is held open (`held`) until the write is done.
+        let fd_dir = ["/dev/fd", "/proc/self/fd"][rng.random_range(0..2)];
+        let mut held: Option<Box<dyn std::any::Any>> = None;
+        let mut pipe_reader = None;
+        let target = match kind {
+            Kind::FdPipe => {
+                let (mut r, w) = std::io::pipe().unwrap();
+                let fd = w.as_raw_fd();
+                held = Some(Box::new(w));
+                pipe_reader = Some(std::thread::spawn(move || {
+                    let mut got = vec![];
+                    r.read_to_end(&mut got).unwrap();
+                    got
+                }));
+                PathBuf::from(format!("{fd_dir}/{fd}"))
+            }
+            Kind::FdFile => {
+                let f = std::fs::OpenOptions::new()
+                    .append(true)
+                    .open(&file)
+                    .unwrap();
+                let fd = f.as_raw_fd();
+                held = Some(Box::new(f));
+                PathBuf::from(format!("{fd_dir}/{fd}"))
+            }
+            _ => file.clone(),
+        };
+        let inode = |p: &Path| std::os::unix::fs::MetadataExt::ino(&std::fs::metadata(p).unwrap());
+        let file_inode = matches!(kind, Kind::FdFile).then(|| inode(&file));
         // Up to three links in front of it, relative or absolute.
         let mut path = target.clone();
         let links = rng.random_range(0..4);
         for l in 0..links {
             let link = dir.join(format!("link{l}"));
-            let to = if rng.random::<bool>() {
+            let to = if rng.random::<bool>() || !path.starts_with(&dir) {
                 path.clone()
             } else {
                 path.strip_prefix(&dir).unwrap().to_path_buf()
@@ -135,6 +180,8 @@ fn fuzz_output_paths() {
             Kind::Fifo => Expect::Fifo(target.clone()),
             Kind::Null => Expect::Null,
             Kind::Full | Kind::Dir => Expect::Fails,
+            Kind::FdPipe => Expect::Pipe,
+            Kind::FdFile => Expect::Appended(file.clone()),
         };
         let body: Vec<u8> = (0..rng.random_range(0..300_000usize))
             .map(|i| b'a' + (i % 26) as u8)
@@ -161,6 +208,9 @@ fn fuzz_output_paths() {
             })();
             staged.and_then(|s| hcsim::atomic::commit_all(s).map_err(|(_, e)| e))
         };
+        // The descriptors' paths name nothing once they are closed.
+        let after: Vec<_> = [&target, &path].iter().map(|p| node_kind(p)).collect();
+        drop(held);
         let case_desc = format!("case {case}: {kind:?} behind {links} link(s), name {len}");
         match &expect {
             Expect::File(p) => {
@@ -172,6 +222,18 @@ fn fuzz_output_paths() {
                 let got = reader.unwrap().join().unwrap();
                 assert_eq!(got, body, "{case_desc}");
             }
+            Expect::Pipe => {
+                result.unwrap_or_else(|e| panic!("{case_desc}: {e}"));
+                let got = pipe_reader.take().unwrap().join().unwrap();
+                assert_eq!(got, body, "{case_desc}");
+            }
+            Expect::Appended(p) => {
+                result.unwrap_or_else(|e| panic!("{case_desc}: {e}"));
+                let mut want = b"old content".to_vec();
+                want.extend_from_slice(&body);
+                assert!(std::fs::read(p).unwrap() == want, "{case_desc}");
+                assert_eq!(Some(inode(p)), file_inode, "{case_desc}: replaced");
+            }
             Expect::Null => result.unwrap_or_else(|e| panic!("{case_desc}: {e}")),
             Expect::Fails => {
                 // A full device may take an empty write.
@@ -179,9 +241,11 @@ fn fuzz_output_paths() {
                 assert!(result.is_err() || empty_to_full, "{case_desc}: wrote");
             }
         }
+        if let Some(r) = pipe_reader {
+            r.join().unwrap();
+        }
         // Nothing was replaced: the target and every link are what they were
         // (a file that did not exist is now one).
-        let after: Vec<_> = [&target, &path].iter().map(|p| node_kind(p)).collect();
         for (b, a) in before.iter().zip(&after) {
             match b {
                 None => assert!(

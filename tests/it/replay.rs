@@ -28,7 +28,7 @@ fn calib_line(end: f64, rt: f64, status: u16, addrs: &str, statuses: &str, times
 
 /// 20 req/s for 20 s over two servers in turn; `b` refuses connections
 /// from 5 s to 10 s (each refused attempt retried on `a`).
-fn crash_log(b_down: (f64, f64)) -> Vec<String> {
+pub(crate) fn crash_log(b_down: (f64, f64)) -> Vec<String> {
     let t0 = 1_796_000_000.0;
     (0..400)
         .map(|i| {

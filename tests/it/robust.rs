@@ -1,5 +1,5 @@
 //! Fault tests of the command line: two writers on one output directory
-//! (a sweep and a second sweep, a run, a plot or a compare),
+//! (a sweep and a second sweep, a run, a plot, a compare or a replay),
 //! a sweep killed with SIGKILL and resumed, a finished sweep resumed, full
 //! disks on stdout and stderr, outputs of another model left in a reused
 //! `--out`, an absurd `--jobs`, and a sweep's memory not growing with its
@@ -100,10 +100,22 @@ fn a_second_writer_is_refused_and_a_killed_sweep_resumes_identically() {
     resume.push("--resume");
     // Every command that writes a directory waits for the lock: a second
     // sweep, a resume, and a run (whose files the sweep's clean-up would
-    // delete), a plot or a compare into it.
+    // delete), a plot, a compare or a replay into it.
     let run = ["run", "models/tiny.json", "--quiet", "--out", "cut"];
     let compare = [
         "compare", "done", "done", "--out", "cut", "--format", "json",
+    ];
+    let log = crate::replay::crash_log((3.0, 6.0)).join("\n") + "\n";
+    fs::write(dir.join("access.log"), log).unwrap();
+    let replay = [
+        "replay",
+        "access.log",
+        "--reps",
+        "1",
+        "--no-charts",
+        "--quiet",
+        "--out",
+        "cut",
     ];
     ok(hcsim_in(
         &dir,
@@ -122,6 +134,7 @@ fn a_second_writer_is_refused_and_a_killed_sweep_resumes_identically() {
         &run[..],
         &["plot", "cut"],
         &compare[..],
+        &replay[..],
     ] {
         let err = user_error(hcsim_in(&dir, second));
         assert!(
@@ -134,7 +147,12 @@ fn a_second_writer_is_refused_and_a_killed_sweep_resumes_identically() {
         5,
         "the refused writers left the checkpoint alone"
     );
-    for f in ["summary.json", "timeline.csv", "compare.html"] {
+    for f in [
+        "summary.json",
+        "timeline.csv",
+        "compare.html",
+        "replay.json",
+    ] {
         assert!(!dir.join("cut").join(f).exists(), "{f} was written");
     }
 

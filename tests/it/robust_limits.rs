@@ -2,7 +2,9 @@
 //! and messages that stay readable, each from the adversarial cases that
 //! found them: a Kubernetes `replicas: 5000000` (and 2⁶⁴ − 1), a 56 MB
 //! model of 2.9 million nodes, a tune file of 5,000 candidates × 200
-//! scenarios, Poisson arrivals at 10⁶ and 10⁷ per second, megabyte names
+//! scenarios, 10⁶ requests/s whose timers wait out a 200 s connect timeout
+//! under a 4 GiB `ulimit -v`, Poisson arrivals at 10⁶ and 10⁷ per second
+//! (with and without `clients.schedule`), megabyte names
 //! and keys echoed in errors, `--fault crash:X@1e30s`, `.nan` and `.inf`.
 
 use crate::robust::{hcsim_in, measured, user_error};
@@ -61,6 +63,69 @@ fn a_model_of_millions_of_nodes_is_refused_while_it_is_read() {
     }
 }
 
+/// Runs hcsim in `dir` under an address-space limit of `kib` (`ulimit -v`).
+fn under_ulimit_v(dir: &std::path::Path, kib: u64, args: &[&str]) -> std::process::Output {
+    let script = format!("ulimit -v {kib} && exec \"$0\" \"$@\"");
+    std::process::Command::new("bash")
+        .args(["-c", &script, env!("CARGO_BIN_EXE_hcsim")])
+        .args(args)
+        .current_dir(dir)
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap()
+}
+
+#[test]
+fn a_run_whose_memory_passes_the_process_limit_is_refused_before_it_allocates() {
+    // 10⁶ requests/s into partitioned nodes with a 200 s connect timeout,
+    // clients giving up after 1 s: every attempt's timer waits out the
+    // 200 s, about 12 GiB. Under a 4 GiB `ulimit -v` the run used to warn
+    // of the events only and abort in the allocator.
+    let dir = tmp("ulimit-v");
+    let model = json!({
+        "name": "pile-up", "seed": 1, "duration": "10m",
+        "clients": {"kind": "open", "rate_per_s": 1e6, "timeout": "1s"},
+        "gateway": {"proxy_connect_timeout": "200s"},
+        "nodes": [{"name": "A"}, {"name": "B"}],
+        "faults": [
+            {"kind": "partition", "node": "A", "at": "0s"},
+            {"kind": "partition", "node": "B", "at": "0s"}
+        ]
+    });
+    fs::write(dir.join("pile-up.json"), model.to_string()).unwrap();
+    let run = [
+        "run",
+        "pile-up.json",
+        "--quiet",
+        "--no-charts",
+        "--out",
+        "r",
+    ];
+    let start = std::time::Instant::now();
+    let err = user_error(under_ulimit_v(&dir, 4 << 20, &run));
+    assert!(
+        err.contains("2.0e8 timers of attempts whose clients gave up stay pending")
+            && err.contains("GiB, more than the ")
+            && err.contains("this process may take (its address-space limit, ulimit -v)")
+            && err.contains("cap the run with --max-events "),
+        "{err}"
+    );
+    assert!(start.elapsed().as_secs() < 20, "took {:?}", start.elapsed());
+    assert!(!dir.join("r/summary.json").exists());
+    // The same model at a load that fits runs under the same limit.
+    let small = [
+        &run[..],
+        &["--set", "clients.rate_per_s=100", "--set", "duration=5s"],
+    ]
+    .concat();
+    let out = under_ulimit_v(&dir, 4 << 20, &small);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
 #[test]
 fn a_tune_file_of_a_million_points_is_refused_before_its_models_are_made() {
     let dir = tmp("tune-huge");
@@ -112,6 +177,30 @@ fn poisson_requests(rate: f64, secs: f64, seed: u64) -> u64 {
         "policy": {"kind": "none"}
     }));
     hcsim::world::run(&model, seed).client.requests
+}
+
+#[test]
+fn poisson_arrivals_of_a_schedule_step_send_what_was_asked() {
+    // A `clients.schedule` step still rounded each gap up to 1 µs: a step
+    // at 10⁶/s sent 26% fewer requests than asked (738,851 of 10⁶).
+    for (rate, secs) in [(1e6, 0.5), (1e7, 0.05)] {
+        let model = scenario(json!({
+            "name": "poisson-step", "duration": format!("{}ms", 200 + (secs * 1000.0) as u64),
+            "clients": {"kind": "open", "rate_per_s": 10,
+                        "schedule": [{"at": "200ms", "rate_per_s": rate}]},
+            "nodes": [
+                {"name": "A", "workers": 4096, "service_time": {"dist": "constant", "value": "1us"}},
+                {"name": "B", "workers": 4096, "service_time": {"dist": "constant", "value": "1us"}}
+            ],
+            "policy": {"kind": "none"}
+        }));
+        let n = hcsim::world::run(&model, 1).client.requests as f64;
+        let want = rate * secs + 2.0;
+        assert!(
+            (n - want).abs() < 5.0 * want.sqrt(),
+            "a step at {rate}/s for {secs}s: {n} requests, expected about {want}"
+        );
+    }
 }
 
 #[test]

@@ -242,10 +242,22 @@ fn a_closed_stdout_is_an_error_where_something_is_printed() {
         ],
         &["run", "models/tiny.json", "--no-charts", "--out", "r"],
         &["import", conf.to_str().unwrap(), "-o", "-"],
+        &["--help"],
+        &["run", "--help"],
+        &["--version"],
     ] {
         let err = user_error(with_stdout_closed(&dir, args));
         assert!(
             err.contains("cannot write to stdout: standard output is closed"),
+            "{args:?}: {err}"
+        );
+    }
+    // The paths that lead to the closed stdout are refused as `-` is.
+    for path in ["/dev/stdout", "/dev/fd/1", "/proc/self/fd/1"] {
+        let args = ["import", conf.to_str().unwrap(), "-o", path];
+        let err = user_error(with_stdout_closed(&dir, &args));
+        assert!(
+            err.contains("standard output is closed (started with >&-)"),
             "{args:?}: {err}"
         );
     }
