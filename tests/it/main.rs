@@ -17,6 +17,7 @@ mod golden;
 mod haproxy;
 mod impact;
 mod import;
+mod import_hostile;
 mod kong;
 mod layout;
 mod linkerd;

@@ -105,13 +105,19 @@ pub(super) fn import(path: &Path, text: &str, opts: &Options) -> Result<(Draft, 
         }
     }
     let mut names = vec![];
+    // Each cluster's `name` after the previous one's: one pass however many.
+    let (mut doc_line, mut cursor) = (0, 0);
     for (c, _, line) in &found {
         let name = c.get("name").and_then(Value::as_str).unwrap_or("");
-        let from = lines.key(*line, "clusters");
-        names.push((
-            name.to_string(),
-            lines.at(lines.key_value(from, "name", name)),
-        ));
+        if *line != doc_line {
+            doc_line = *line;
+            cursor = lines.key(*line, "clusters");
+        }
+        let at = lines
+            .find_value(cursor, "name", name)
+            .unwrap_or_else(|| lines.key_value(cursor, "name", name));
+        cursor = at + 1;
+        names.push((name.to_string(), lines.at(at)));
     }
     let i = choose(&names, opts.target.as_deref(), Format::Envoy, path)?;
     let (cluster, doc, _) = found[i];
@@ -154,11 +160,17 @@ impl Reader<'_> {
         };
         let cat = self.at(&["connect_timeout"]);
         self.d.gateway("proxy_connect_timeout", json!(t), &cat);
-        match c
-            .get("lb_policy")
-            .and_then(Value::as_str)
-            .unwrap_or("ROUND_ROBIN")
-        {
+        let lb = match c.get("lb_policy") {
+            None => "ROUND_ROBIN",
+            Some(Value::String(s)) => s.as_str(),
+            Some(other) => {
+                return Err(self.at(&["lb_policy"]).error(format!(
+                    "lb_policy: expected a name such as ROUND_ROBIN or LEAST_REQUEST, found {}",
+                    shown(other)
+                )));
+            }
+        };
+        match lb {
             "ROUND_ROBIN" => {}
             "LEAST_REQUEST" => {
                 let at = self.at(&["lb_policy"]);
@@ -188,9 +200,17 @@ impl Reader<'_> {
             self.outlier_detection(od)?;
             any = true;
         }
-        if let Some(hcs) = c.get("health_checks").and_then(Value::as_array)
-            && let Some(hc) = hcs.first()
-        {
+        let hcs: &[Value] = match c.get("health_checks") {
+            None | Some(Value::Null) => &[],
+            Some(Value::Array(a)) => a,
+            Some(other) => {
+                return Err(self.at(&["health_checks"]).error(format!(
+                    "health_checks: expected a list of health checks, found {}",
+                    shown(other)
+                )));
+            }
+        };
+        if let Some(hc) = hcs.first() {
             self.health_check(hc)?;
             any = true;
             if hcs.len() > 1 {
@@ -217,43 +237,84 @@ impl Reader<'_> {
         Ok(())
     }
 
+    /// `load_assignment.endpoints[].lb_endpoints[]`: a node per endpoint,
+    /// each found on its line by a cursor that only moves forward (one
+    /// pass over the file however many endpoints).
     fn endpoints(&mut self, c: &Value, opts: &Options) -> Result<(), Error> {
-        let groups: Vec<&Value> = c
-            .pointer("/load_assignment/endpoints")
-            .and_then(Value::as_array)
-            .map(|v| v.iter().collect())
-            .unwrap_or_default();
+        let groups: &[Value] = match c.pointer("/load_assignment/endpoints") {
+            None | Some(Value::Null) => &[],
+            Some(Value::Array(a)) => a,
+            Some(other) => {
+                let at = self.at(&["load_assignment", "endpoints"]);
+                return Err(at.error(format!(
+                    "load_assignment.endpoints: expected a list of locality groups, found {}",
+                    shown(other)
+                )));
+            }
+        };
         let mut warned_priority = false;
+        let mut cursor = self.anchor;
         for g in groups {
-            let priority = g.get("priority").and_then(Value::as_u64).unwrap_or(0);
-            for e in g
-                .get("lb_endpoints")
-                .and_then(Value::as_array)
-                .into_iter()
-                .flatten()
-            {
-                let sa = e.pointer("/endpoint/address/socket_address");
-                let (Some(addr), port) = (
-                    sa.and_then(|s| s.get("address")).and_then(Value::as_str),
-                    sa.and_then(|s| s.get("port_value")).and_then(yaml::uint),
-                ) else {
+            let priority = match g.get("priority") {
+                None => 0,
+                Some(p) => yaml::uint(p).ok_or_else(|| {
+                    self.at(&["load_assignment", "priority"]).error(format!(
+                        "load_assignment.endpoints[].priority: expected a whole number, found {}",
+                        shown(p)
+                    ))
+                })?,
+            };
+            let lbs: &[Value] = match g.get("lb_endpoints") {
+                None | Some(Value::Null) => &[],
+                Some(Value::Array(a)) => a,
+                Some(other) => {
                     let at = self.at(&["load_assignment", "lb_endpoints"]);
+                    return Err(at.error(format!(
+                        "load_assignment.endpoints[].lb_endpoints: expected a list of \
+                         endpoints, found {}",
+                        shown(other)
+                    )));
+                }
+            };
+            for e in lbs {
+                let sa = e.pointer("/endpoint/address/socket_address");
+                let Some(addr) = sa.and_then(|s| s.get("address")).and_then(Value::as_str) else {
+                    let at = self.lines.at(self.lines.key(cursor, "lb_endpoints"));
                     self.d
                         .warn(&at, "an endpoint without socket_address.address is skipped");
                     continue;
+                };
+                let line = self
+                    .lines
+                    .find_value(cursor, "address", addr)
+                    .unwrap_or_else(|| self.lines.key_value(self.anchor, "address", addr));
+                cursor = line + 1;
+                let at = self.lines.at(line);
+                let port = match sa.and_then(|s| s.get("port_value")) {
+                    None => None,
+                    Some(p) => Some(yaml::uint(p).filter(|&p| p <= 65_535).ok_or_else(|| {
+                        at.error(format!(
+                            "socket_address.port_value: expected a port (0 to 65535), \
+                                     found {}",
+                            shown(p)
+                        ))
+                    })?),
                 };
                 let name = match port {
                     Some(p) => format!("{addr}:{p}"),
                     None => addr.to_string(),
                 };
-                let at = self
-                    .lines
-                    .at(self.lines.key_value(self.anchor, "address", addr));
                 let mut node = json!({ "name": name });
-                if let Some(w) = e.get("load_balancing_weight").and_then(yaml::uint)
-                    && w != 1
-                {
-                    node["weight"] = json!(w);
+                if let Some(w) = e.get("load_balancing_weight") {
+                    let w = yaml::uint(w).ok_or_else(|| {
+                        at.error(format!(
+                            "load_balancing_weight: expected a whole number, found {}",
+                            shown(w)
+                        ))
+                    })?;
+                    if w != 1 {
+                        node["weight"] = json!(w);
+                    }
                 }
                 if priority > 0 {
                     node["backup"] = json!(true);
@@ -514,6 +575,11 @@ fn route(
         d.gateway("proxy_read_timeout", json!(t), &at("per_try_timeout"));
     }
     Ok(())
+}
+
+/// A value as an error quotes it: JSON, cut to a readable length.
+fn shown(v: &Value) -> String {
+    crate::diagnostics::shorten(&v.to_string())
 }
 
 #[cfg(test)]

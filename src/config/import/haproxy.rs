@@ -155,22 +155,12 @@ pub(super) fn import(path: &Path, text: &str, opts: &Options) -> Result<(Draft, 
     let k = choose(&names, opts.target.as_deref(), Format::Haproxy, path)?;
     let bi = backends[k];
     let backend = &secs[bi];
-    let defaults = match &backend.from {
-        Some(n) => Some(
-            secs.iter()
-                .find(|s| s.kind == "defaults" && s.name.as_deref() == Some(n))
-                .ok_or_else(|| {
-                    backend
-                        .at
-                        .error(format!("no defaults section named \"{n}\""))
-                })?,
-        ),
-        None => secs[..bi].iter().rfind(|s| s.kind == "defaults"),
-    };
+    let chain = defaults_chain(&secs, bi)?;
     let mut d = Draft::default();
     d.gateway("flavor", json!("haproxy"), &backend.at);
     let mut b = Backend::default();
-    for s in defaults.into_iter().chain([backend]) {
+    // The farthest ancestor first: each level overrides the one it inherits.
+    for s in chain.iter().rev().map(|&i| &secs[i]).chain([backend]) {
         for l in &s.lines {
             b.line(l, &mut d)?;
         }
@@ -182,6 +172,59 @@ pub(super) fn import(path: &Path, text: &str, opts: &Options) -> Result<(Draft, 
         .collect();
     b.finish(&global, &mut d)?;
     Ok((d, names[k].0.clone()))
+}
+
+/// The `defaults` sections section `i` inherits, nearest first: the one its
+/// `from` names (or the last one before it), then the one that one's `from`
+/// names, and so on (HAProxy 2.6's named defaults). A `defaults` without
+/// `from` inherits nothing: a new defaults section resets the settings. A
+/// `from` naming a section defined later is an error, as in HAProxy (so a
+/// cycle `a from b` / `b from a` is one).
+fn defaults_chain(secs: &[Section], i: usize) -> Result<Vec<usize>, Error> {
+    let mut chain: Vec<usize> = vec![];
+    let mut cur = i;
+    loop {
+        let s = &secs[cur];
+        let next = match &s.from {
+            Some(n) => Some(
+                secs.iter()
+                    .position(|x| x.kind == "defaults" && x.name.as_deref() == Some(n))
+                    .ok_or_else(|| s.at.error(format!("no defaults section named \"{n}\"")))?,
+            ),
+            None if s.kind == "defaults" => None,
+            None => secs[..cur].iter().rposition(|x| x.kind == "defaults"),
+        };
+        let Some(next) = next else {
+            return Ok(chain);
+        };
+        // HAProxy looks `from` up among the sections read so far, so a
+        // later one (and with it any cycle) is refused.
+        if next > cur {
+            return Err(s.at.error(format!(
+                "`from {}` names the defaults section of line {}, after this one: HAProxy \
+                 refuses it (\"defaults section not found\"); a section inherits from one \
+                 defined before it",
+                secs[next].name.as_deref().unwrap_or(""),
+                secs[next].at.line
+            )));
+        }
+        if next == i || chain.contains(&next) {
+            let names: Vec<String> = [i]
+                .iter()
+                .chain(&chain)
+                .chain([&next])
+                .map(|&k| secs[k].name.clone().unwrap_or_else(|| "(unnamed)".into()))
+                .collect();
+            return Err(s.at.error(format!(
+                "`from {}` makes a cycle of defaults sections ({}): each must inherit from one \
+                 defined before it",
+                secs[next].name.as_deref().unwrap_or(""),
+                names.join(" → ")
+            )));
+        }
+        chain.push(next);
+        cur = next;
+    }
 }
 
 /// A server's parameters as written (after `default-server`).
@@ -319,7 +362,7 @@ impl Backend {
     fn finish(mut self, global: &[&Line], d: &mut Draft) -> Result<(), Error> {
         std::mem::take(&mut self.pool).finish(d);
         if self.servers.is_empty() {
-            let at = d.origins.first().map(|o| o.1.clone());
+            let at = d.first_origin().cloned();
             return Err(at
                 .unwrap_or_else(|| Loc::new(Path::new("?"), 1))
                 .error("this backend has no `server`: expected at least one"));

@@ -34,6 +34,7 @@ use crate::engine::SimDuration;
 use crate::error::Error;
 use crate::spec::{FaultSpec, Model};
 use serde_json::{Map, Value, json};
+use std::collections::HashMap;
 use std::fmt;
 use std::path::{Path, PathBuf};
 
@@ -263,6 +264,9 @@ pub(crate) struct Draft {
     pub origins: Vec<(String, Loc)>,
     /// Lines of the description: where the settings came from, what is approximate.
     pub notes: Vec<String>,
+    /// Where each field of `origins` is (a field set again leaves an empty
+    /// name where it was, so that setting one is O(1) however many nodes).
+    origin_index: HashMap<String, usize>,
 }
 
 impl Draft {
@@ -277,8 +281,20 @@ impl Draft {
     }
 
     pub(crate) fn origin(&mut self, field: &str, at: &Loc) {
-        self.origins.retain(|(f, _)| f != field);
+        if let Some(&i) = self.origin_index.get(field) {
+            self.origins[i].0.clear();
+        }
+        self.origin_index
+            .insert(field.to_string(), self.origins.len());
         self.origins.push((field.to_string(), at.clone()));
+    }
+
+    /// The first origin recorded (still in force).
+    pub(crate) fn first_origin(&self) -> Option<&Loc> {
+        self.origins
+            .iter()
+            .find(|(f, _)| !f.is_empty())
+            .map(|(_, at)| at)
     }
 
     /// Adds a policy; its fields' origins are `policies[i]`.
@@ -330,6 +346,7 @@ impl Draft {
         let origins: Vec<(String, Loc)> = self
             .origins
             .into_iter()
+            .filter(|(f, _)| !f.is_empty())
             .map(|(f, at)| match f.strip_prefix("policies[0]") {
                 Some(rest) if one => (format!("policy{rest}"), at),
                 _ => (f, at),
@@ -446,15 +463,25 @@ pub(crate) fn choose(
     file: &Path,
 ) -> Result<usize, Error> {
     let noun = format.target_noun();
+    // At most 20 names, each cut to a readable length: a file of 5,000
+    // upstreams must not print a 184 KB line.
+    const SHOWN: usize = 20;
     let list = || {
-        names
+        let mut l = names
             .iter()
-            .map(|(n, at)| format!("{n} ({at})"))
+            .take(SHOWN)
+            .map(|(n, at)| format!("{} ({at})", crate::diagnostics::shorten(n)))
             .collect::<Vec<_>>()
-            .join(", ")
+            .join(", ");
+        if names.len() > SHOWN {
+            l.push_str(&format!(" … and {} more", names.len() - SHOWN));
+        }
+        l
     };
+
     match target {
         Some(t) => names.iter().position(|(n, _)| n == t).ok_or_else(|| {
+            let t = crate::diagnostics::shorten(t);
             if names.is_empty() {
                 Loc::new(file, 1).error(format!("no {noun} in this file, so none named \"{t}\""))
             } else {

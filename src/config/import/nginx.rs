@@ -13,6 +13,7 @@ use super::{Draft, Format, Loc, Options, choose};
 use crate::engine::SimDuration;
 use crate::error::Error;
 use serde_json::{Value, json};
+use std::collections::{HashMap, HashSet};
 use std::path::Path;
 
 pub(super) fn import(path: &Path, text: &str, opts: &Options) -> Result<(Draft, String), Error> {
@@ -41,19 +42,20 @@ pub(super) fn import(path: &Path, text: &str, opts: &Options) -> Result<(Draft, 
         };
         names.push((name.clone(), u.at.clone()));
     }
-    if names.is_empty() {
-        for st in main.iter().filter(|x| x.name == "stream") {
-            d.warn(
-                &st.at,
-                "`stream` (TCP/UDP) upstreams are not imported: hcsim models http proxying",
-            );
-        }
+    if names.is_empty()
+        && opts.target.is_none()
+        && let Some(st) = main.iter().find(|x| x.name == "stream")
+    {
+        return Err(st.at.error(
+            "this file has no http upstream, only a `stream` (TCP/UDP) block: hcsim imports \
+             the upstreams of `http`",
+        ));
     }
     let i = choose(&names, opts.target.as_deref(), Format::Nginx, path)?;
     let (up, name) = (ups[i], names[i].0.clone());
     let workers = worker_processes(main, &mut d)?;
     upstream(up, workers, &mut d)?;
-    proxy_settings(&http, &name, &mut d)?;
+    proxy_settings(&http, (&name, &up.at), &mut d)?;
     super::pool::nginx(main, (up, &name), &http, &mut d, parse_time)?;
     Ok((d, name))
 }
@@ -90,12 +92,14 @@ struct Passive {
 
 fn upstream(up: &Directive, workers: u32, d: &mut Draft) -> Result<(), Error> {
     let mut passive: Vec<Passive> = vec![];
+    // The node names so far: a set, so that 50,000 servers stay linear.
+    let mut seen = Names::default();
     let mut check: Option<Value> = None;
     let mut expect_alive: Option<(Value, Loc)> = None;
     for x in up.children() {
         let at = &x.at;
         match x.name.as_str() {
-            "server" => passive.push(server(x, d)?),
+            "server" => passive.push(server(x, d, &mut seen)?),
             "least_conn" => d.gateway("balancer", json!("least_conn"), at),
             "random" => match x.args.first().map(String::as_str) {
                 Some("two") => {
@@ -188,17 +192,39 @@ fn upstream(up: &Directive, workers: u32, d: &mut Draft) -> Result<(), Error> {
 }
 
 /// `server ADDRESS [parameters]` → a node.
-fn server(x: &Directive, d: &mut Draft) -> Result<Passive, Error> {
+/// The node names given so far, and the next `#k` to try per address: a
+/// server's name is found in O(1), however many servers share an address.
+#[derive(Default)]
+struct Names {
+    taken: HashSet<String>,
+    next: HashMap<String, u64>,
+}
+
+impl Names {
+    /// `addr`, or `addr#2`, `addr#3`… if taken.
+    fn name(&mut self, addr: &str) -> String {
+        let mut name = addr.to_string();
+        if self.taken.contains(&name) {
+            let k = self.next.entry(addr.to_string()).or_insert(2);
+            loop {
+                name = format!("{addr}#{k}");
+                *k += 1;
+                if !self.taken.contains(&name) {
+                    break;
+                }
+            }
+        }
+        self.taken.insert(name.clone());
+        name
+    }
+}
+
+fn server(x: &Directive, d: &mut Draft, seen: &mut Names) -> Result<Passive, Error> {
     let at = &x.at;
     let Some(addr) = x.args.first() else {
         return Err(at.error("`server` needs an address: server HOST[:PORT] [parameters];"));
     };
-    let mut name = addr.clone();
-    let mut k = 2;
-    while d.nodes.iter().any(|n| n["name"] == json!(name)) {
-        name = format!("{addr}#{k}");
-        k += 1;
-    }
+    let name = seen.name(addr);
     let mut node = json!({ "name": name });
     let mut passive = Passive {
         max_fails: 1,
@@ -399,7 +425,11 @@ fn names_upstream(url: &str, name: &str) -> bool {
 }
 
 /// The `proxy_*` settings that reach the first location proxying to `name`.
-fn proxy_settings(http: &[&Directive], name: &str, d: &mut Draft) -> Result<(), Error> {
+fn proxy_settings(
+    http: &[&Directive],
+    (name, up_at): (&str, &Loc),
+    d: &mut Draft,
+) -> Result<(), Error> {
     let owned: Vec<Directive> = http.iter().map(|x| (*x).clone()).collect();
     let mut uses = vec![];
     walk(&owned, &Proxy::default(), name, &mut uses, d)?;
@@ -425,15 +455,14 @@ fn proxy_settings(http: &[&Directive], name: &str, d: &mut Draft) -> Result<(), 
         }
         None => {
             let p = Proxy::default().child(&owned)?;
-            if let Some(at) = http.first().map(|x| x.at.clone()) {
-                d.warn(
-                    &at,
-                    format!(
-                        "no `proxy_pass http://{name}` found: the model takes the http-level \
-                         proxy_* settings"
-                    ),
-                );
-            }
+            // At the upstream's own line, not at the first directive of http.
+            d.warn(
+                up_at,
+                format!(
+                    "no `proxy_pass http://{name}` found: the model takes the http-level \
+                     proxy_* settings"
+                ),
+            );
             p
         }
     };
