@@ -189,7 +189,7 @@ fn envoy_50000_endpoints_are_found_in_one_pass() {
     // The last endpoint's address is on line 9 + 7 × 9,999 + … of the pretty JSON:
     // its own line, not the first endpoint's.
     let last = "nodes[9999] ← ok.json:";
-    let at: usize = desc[desc.find(&last).unwrap() + last.len()..]
+    let at: usize = desc[desc.find(last).unwrap() + last.len()..]
         .split(|c: char| !c.is_ascii_digit())
         .next()
         .unwrap()

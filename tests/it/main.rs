@@ -18,6 +18,7 @@ mod haproxy;
 mod impact;
 mod import;
 mod import_hostile;
+mod import_realworld;
 mod kong;
 mod layout;
 mod linkerd;

@@ -26,7 +26,19 @@ const OD_FIELDS: [&str; 8] = [
 pub(super) fn import(path: &Path, text: &str, opts: &Options) -> Result<(Draft, String), Error> {
     let docs = yaml::documents(path, text)?;
     let lines = Lines::new(path, text);
-    let (rules, names) = yaml::named(&docs, &lines, &["DestinationRule"], "/spec/host", "host");
+    let (rules, mut names) = yaml::named(&docs, &lines, &["DestinationRule"], "/spec/host", "host");
+    // Rules sharing a host are each a target, named by the rule's name.
+    let hosts: Vec<String> = names.iter().map(|(h, _)| h.clone()).collect();
+    for (k, (n, _)) in names.iter_mut().enumerate() {
+        if hosts.iter().filter(|h| **h == hosts[k]).count() > 1
+            && let Some(rule) = rules[k]
+                .value
+                .pointer("/metadata/name")
+                .and_then(Value::as_str)
+        {
+            *n = rule.to_string();
+        }
+    }
     let i = choose(&names, opts.target.as_deref(), Format::Istio, path)?;
     let (rule, host) = (rules[i], names[i].0.clone());
     let anchor = rule.line;

@@ -5,9 +5,9 @@
 //!
 //! | format | reads | target |
 //! |---|---|---|
-//! | nginx | `nginx.conf` and its includes: an `upstream`, `worker_processes`, the `proxy_*` settings reaching the `location` that proxies to it, tengine `check` | the upstream |
-//! | HAProxy | `haproxy.cfg`: `defaults` inherited into a `backend`/`listen`, its servers, timeouts, retries, checks, `observe` | the backend |
-//! | Envoy | a bootstrap (YAML or JSON) or one cluster: endpoints, `lb_policy`, `outlier_detection`, `health_checks`, panic threshold, the route's timeout and retries | the cluster |
+//! | nginx | `nginx.conf` and its includes: an `upstream`, `worker_processes`, the `proxy_*` settings reaching the `location` that proxies to it, tengine `check`, NGINX Plus `health_check`; a `stream` upstream as TCP | the upstream |
+//! | HAProxy | `haproxy.cfg`: `defaults` (chains through `from`) inherited into a `backend`/`listen`, its servers, timeouts, retries, checks, `observe` | the backend |
+//! | Envoy | a bootstrap (YAML or JSON, snake_case or proto3 JSON names), a config dump, a list of clusters or one cluster: endpoints, `lb_policy`, `outlier_detection`, `health_checks`, panic threshold, the route's timeout and retries | the cluster |
 //! | Istio | `DestinationRule` documents: `outlierDetection`, `connectionPool`, `loadBalancer` | the `host` |
 //! | Kubernetes | `Deployment`/`StatefulSet`/`Pod`: replicas and the `readinessProbe` | the workload's name |
 //! | Kong | declarative `kong.yml`: an upstream's `healthchecks` and `targets`, the Service proxying to it | the upstream (or a Service or route leading to it) |
@@ -93,6 +93,13 @@ impl fmt::Display for Format {
 /// `kind` or Envoy's keys, nginx by its braces and semicolons, HAProxy by
 /// its section keywords.
 pub fn detect(text: &str) -> Option<Format> {
+    // An Istio rule's `loadBalancer` and `subsets` look like Traefik's keys.
+    if text.lines().any(|l| {
+        let l = l.trim().trim_start_matches("- ");
+        l == "kind: DestinationRule" || l == "\"kind\": \"DestinationRule\","
+    }) {
+        return Some(Format::Istio);
+    }
     if traefik::looks_like(text) {
         return Some(Format::Traefik);
     }
@@ -145,7 +152,22 @@ pub fn detect(text: &str) -> Option<Format> {
         "load_assignment",
         "lb_policy",
         "outlier_detection",
+        "lb_endpoints",
+        "connect_timeout",
+        "static_clusters",
+        "dynamic_active_clusters",
+        // proto3 JSON names.
+        "staticResources",
+        "loadAssignment",
+        "lbPolicy",
+        "lbEndpoints",
+        "connectTimeout",
+        "staticClusters",
+        "dynamicActiveClusters",
     ];
+    if text.contains("envoy.config.cluster.v3.Cluster") {
+        return Some(Format::Envoy);
+    }
     let json = text.trim_start().starts_with('{');
     if envoy_keys
         .iter()
@@ -160,10 +182,10 @@ pub fn detect(text: &str) -> Option<Format> {
     let nginx_like = lines
         .iter()
         .any(|l| l.ends_with('{') || l.ends_with(';') || l.ends_with('}'));
-    if lines
-        .iter()
-        .any(|l| haproxy_sections.contains(&first_word(l)) && !l.ends_with('{'))
-        && !lines.iter().any(|l| l.ends_with(';'))
+    // HAProxy: a section line, and no block (a header value may end with `;`).
+    if lines.iter().any(|l| {
+        haproxy_sections.contains(&first_word(l)) && !l.ends_with('{') && !l.ends_with(';')
+    }) && !lines.iter().any(|l| l.ends_with('{'))
     {
         return Some(Format::Haproxy);
     }

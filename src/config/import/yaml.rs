@@ -258,7 +258,16 @@ impl<'a> Lines<'a> {
     /// The first line at or after `from` writing `key` as a key (`key:`
     /// or `"key":`); `from` if there is none.
     pub(super) fn key(&self, from: usize, key: &str) -> usize {
-        first_from(self.keys.get(key), from).unwrap_or(from)
+        let snake = first_from(self.keys.get(key), from);
+        // proto3 JSON spells Envoy's `load_assignment` `loadAssignment`.
+        let camel = key
+            .contains('_')
+            .then(|| first_from(self.keys.get(json_name(key).as_str()), from))
+            .flatten();
+        match (snake, camel) {
+            (Some(a), Some(b)) => a.min(b),
+            (a, b) => a.or(b).unwrap_or(from),
+        }
     }
 
     /// The line of a path of keys, each searched after the previous one.
@@ -280,6 +289,25 @@ impl<'a> Lines<'a> {
     pub(super) fn at(&self, line: usize) -> Loc {
         Loc::new(self.path, line)
     }
+}
+
+/// A protobuf field's JSON name, as protoc derives it (`json_name`): each
+/// `_` dropped and the character after it upper-cased
+/// (`consecutive_5xx` → `consecutive5xx`, `load_assignment` → `loadAssignment`).
+pub(super) fn json_name(snake: &str) -> String {
+    let mut out = String::with_capacity(snake.len());
+    let mut up = false;
+    for c in snake.chars() {
+        if c == '_' {
+            up = true;
+        } else if up {
+            out.extend(c.to_uppercase());
+            up = false;
+        } else {
+            out.push(c);
+        }
+    }
+    out
 }
 
 fn push(v: &mut Vec<u32>, n: u32) {
@@ -343,9 +371,7 @@ fn line_pairs<'a>(l: &'a str, out: &mut impl FnMut(&'a str, &'a str)) {
     let t = t.trim_end_matches(',');
     for (i, _) in t.match_indices(": ") {
         let before = &t[..i];
-        let start = before
-            .rfind(|c: char| matches!(c, ' ' | '{' | ',' | '['))
-            .map_or(0, |j| j + 1);
+        let start = before.rfind([' ', '{', ',', '[']).map_or(0, |j| j + 1);
         let mut key = &before[start..];
         if let Some(q) = key.strip_prefix('"').and_then(|k| k.strip_suffix('"')) {
             key = q;
