@@ -286,3 +286,17 @@ fn detection_takes_rules_and_header_values_for_what_they_are() {
     let hp = "backend www\n  mode http\n  http-response set-header Strict-Transport-Security max-age=16000000;\\ includeSubDomains;\\ preload;\n  server www-1 10.0.0.1:80\n";
     assert_eq!(import::detect(hp), Some(Format::Haproxy));
 }
+
+#[test]
+fn istio_rules_sharing_a_host_are_each_a_target_by_name() {
+    let text = "apiVersion: networking.istio.io/v1\nkind: DestinationRule\nmetadata:\n  name: reviews-strict\nspec:\n  host: reviews\n  trafficPolicy:\n    outlierDetection:\n      consecutive5xxErrors: 1\n---\napiVersion: networking.istio.io/v1\nkind: DestinationRule\nmetadata:\n  name: reviews-lax\nspec:\n  host: reviews\n  trafficPolicy:\n    outlierDetection:\n      consecutive5xxErrors: 9\n";
+    let e = import_text("dr.yaml", text, None).unwrap_err();
+    assert!(
+        e.contains("reviews-strict") && e.contains("reviews-lax"),
+        "{e}"
+    );
+    let (m, _) = import_text("dr.yaml", text, Some("reviews-lax")).unwrap();
+    assert_eq!(m["policy"]["consecutive5xxErrors"], 9);
+    let (m, _) = import_text("dr.yaml", text, Some("reviews-strict")).unwrap();
+    assert_eq!(m["policy"]["consecutive5xxErrors"], 1);
+}
