@@ -12,8 +12,10 @@ use crate::root;
 use hcsim::config::import::{self, Format, Options, Workload};
 use serde_json::Value;
 
-/// Targets without a "not modelled" warning, in percent, at least.
-const WARNING_FREE_FLOOR: f64 = 60.0;
+/// Targets without a "not modelled" warning, in percent, at least: 132 of
+/// the 171 (77.2%) when the corpus was gathered; most of the rest are
+/// Kubernetes workloads whose only warning is their `livenessProbe`.
+const WARNING_FREE_FLOOR: f64 = 75.0;
 
 fn format(name: &str) -> Format {
     match name {
