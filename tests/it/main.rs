@@ -17,6 +17,8 @@ mod golden;
 mod haproxy;
 mod impact;
 mod import;
+mod import_hostile;
+mod import_realworld;
 mod kong;
 mod layout;
 mod linkerd;

@@ -63,40 +63,143 @@ const HC_DURATIONS: [&str; 9] = [
     "healthy_edge_interval",
 ];
 
-/// The clusters of a document.
+/// Envoy's proto3 JSON names (`outlierDetection`, `lbPolicy`,
+/// `loadAssignment`…, which Envoy accepts beside the field names) → the
+/// field names, by protoc's `json_name` rule run backwards: an upper-case
+/// letter is `_` and its lower case. A field with `_` before a digit
+/// (`consecutive_5xx`, JSON `consecutive5xx`) is found by running the rule
+/// forwards on the names hcsim reads. Keys that are not identifiers
+/// (`envoy.extensions…HttpProtocolOptions`, `@type`) are left alone.
+fn snake_keys(v: &mut Value) {
+    match v {
+        Value::Object(m) => {
+            let camel: Vec<String> = m
+                .keys()
+                .filter(|k| {
+                    k.starts_with(|c: char| c.is_ascii_lowercase())
+                        && k.chars().all(|c| c.is_ascii_alphanumeric())
+                        && snake(k) != **k
+                })
+                .cloned()
+                .collect();
+            for k in camel {
+                let s = snake(&k);
+                if !m.contains_key(&s)
+                    && let Some(x) = m.remove(&k)
+                {
+                    m.insert(s, x);
+                }
+            }
+            m.values_mut().for_each(snake_keys);
+        }
+        Value::Array(a) => a.iter_mut().for_each(snake_keys),
+        _ => {}
+    }
+}
+
+/// The field name of a proto3 JSON name.
+fn snake(camel: &str) -> String {
+    if let Some(f) = OD_FIELDS.iter().find(|f| yaml::json_name(f) == camel) {
+        return f.to_string();
+    }
+    let mut out = String::with_capacity(camel.len() + 4);
+    for c in camel.chars() {
+        if c.is_ascii_uppercase() {
+            out.push('_');
+            out.push(c.to_ascii_lowercase());
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+/// The clusters of a document: a bootstrap's `static_resources.clusters`,
+/// `clusters`, xDS `resources`, an admin `config_dump`'s
+/// `static_clusters`/`dynamic_active_clusters` (each `{cluster: …}`), a
+/// list of clusters, or one cluster.
 fn clusters(v: &Value) -> Vec<&Value> {
-    if let Some(cs) = v
-        .pointer("/static_resources/clusters")
-        .or_else(|| v.get("clusters"))
-        .and_then(Value::as_array)
-    {
-        return cs.iter().collect();
-    }
-    if let Some(rs) = v.get("resources").and_then(Value::as_array) {
-        return rs
-            .iter()
-            .filter(|r| {
-                r.get("@type")
-                    .and_then(Value::as_str)
-                    .is_some_and(|t| t.ends_with(".Cluster"))
-            })
-            .collect();
-    }
-    let looks_like_cluster = v.get("name").is_some()
+    let mut out = vec![];
+    collect_clusters(v, 0, &mut out);
+    out
+}
+
+fn looks_like_cluster(v: &Value) -> bool {
+    v.get("name").is_some_and(Value::is_string)
         && [
             "load_assignment",
             "lb_policy",
             "connect_timeout",
             "type",
             "hosts",
+            "eds_cluster_config",
         ]
         .iter()
-        .any(|k| v.get(k).is_some());
-    if looks_like_cluster { vec![v] } else { vec![] }
+        .any(|k| v.get(k).is_some())
+}
+
+fn collect_clusters<'a>(v: &'a Value, depth: usize, out: &mut Vec<&'a Value>) {
+    if depth > 8 {
+        return;
+    }
+    if let Some(a) = v.as_array() {
+        for x in a {
+            if looks_like_cluster(x) {
+                out.push(x);
+            } else {
+                collect_clusters(x, depth + 1, out);
+            }
+        }
+        return;
+    }
+    let Some(m) = v.as_object() else { return };
+    // A dump's `{version_info, cluster: {…}}`.
+    if let Some(c) = m
+        .get("cluster")
+        .filter(|c| c.is_object() && looks_like_cluster(c))
+    {
+        out.push(c);
+        return;
+    }
+    if m.get("@type")
+        .and_then(Value::as_str)
+        .is_some_and(|t| t.ends_with(".Cluster"))
+        || (depth == 0 && looks_like_cluster(v))
+    {
+        out.push(v);
+        return;
+    }
+    if let Some(cs) = v
+        .pointer("/static_resources/clusters")
+        .or_else(|| v.get("clusters"))
+        .and_then(Value::as_array)
+    {
+        out.extend(cs.iter());
+        return;
+    }
+    for k in [
+        "static_clusters",
+        "dynamic_active_clusters",
+        "dynamic_warming_clusters",
+    ] {
+        for c in m.get(k).and_then(Value::as_array).into_iter().flatten() {
+            if let Some(c) = c.get("cluster") {
+                out.push(c);
+            }
+        }
+    }
+    for k in ["resources", "configs"] {
+        if let Some(x) = m.get(k) {
+            collect_clusters(x, depth + 1, out);
+        }
+    }
 }
 
 pub(super) fn import(path: &Path, text: &str, opts: &Options) -> Result<(Draft, String), Error> {
-    let docs = yaml::documents(path, text)?;
+    let mut docs = yaml::documents(path, text)?;
+    for d in &mut docs {
+        snake_keys(&mut d.value);
+    }
     let lines = Lines::new(path, text);
     let mut found: Vec<(&Value, &Value, usize)> = vec![];
     for doc in &docs {
@@ -105,13 +208,19 @@ pub(super) fn import(path: &Path, text: &str, opts: &Options) -> Result<(Draft, 
         }
     }
     let mut names = vec![];
+    // Each cluster's `name` after the previous one's: one pass however many.
+    let (mut doc_line, mut cursor) = (0, 0);
     for (c, _, line) in &found {
         let name = c.get("name").and_then(Value::as_str).unwrap_or("");
-        let from = lines.key(*line, "clusters");
-        names.push((
-            name.to_string(),
-            lines.at(lines.key_value(from, "name", name)),
-        ));
+        if *line != doc_line {
+            doc_line = *line;
+            cursor = lines.key(*line, "clusters");
+        }
+        let at = lines
+            .find_value(cursor, "name", name)
+            .unwrap_or_else(|| lines.key_value(cursor, "name", name));
+        cursor = at + 1;
+        names.push((name.to_string(), lines.at(at)));
     }
     let i = choose(&names, opts.target.as_deref(), Format::Envoy, path)?;
     let (cluster, doc, _) = found[i];
@@ -147,6 +256,12 @@ impl Reader<'_> {
 
     fn cluster(mut self, c: &Value, opts: &Options) -> Result<(), Error> {
         let at = self.at(&[]);
+        if c.get("hosts").is_some() && c.get("load_assignment").is_none() {
+            return Err(self.at(&["hosts"]).error(
+                "`hosts` is Envoy's v2 API, which Envoy refuses since 1.18 (the v3 API has no \
+                 such field): list the endpoints in load_assignment",
+            ));
+        }
         self.endpoints(c, opts)?;
         let t = match c.get("connect_timeout") {
             Some(v) => self.duration(v, &["connect_timeout"])?,
@@ -154,11 +269,17 @@ impl Reader<'_> {
         };
         let cat = self.at(&["connect_timeout"]);
         self.d.gateway("proxy_connect_timeout", json!(t), &cat);
-        match c
-            .get("lb_policy")
-            .and_then(Value::as_str)
-            .unwrap_or("ROUND_ROBIN")
-        {
+        let lb = match c.get("lb_policy") {
+            None => "ROUND_ROBIN",
+            Some(Value::String(s)) => s.as_str(),
+            Some(other) => {
+                return Err(self.at(&["lb_policy"]).error(format!(
+                    "lb_policy: expected a name such as ROUND_ROBIN or LEAST_REQUEST, found {}",
+                    shown(other)
+                )));
+            }
+        };
+        match lb {
             "ROUND_ROBIN" => {}
             "LEAST_REQUEST" => {
                 let at = self.at(&["lb_policy"]);
@@ -188,9 +309,24 @@ impl Reader<'_> {
             self.outlier_detection(od)?;
             any = true;
         }
-        if let Some(hcs) = c.get("health_checks").and_then(Value::as_array)
-            && let Some(hc) = hcs.first()
-        {
+        let single;
+        let hcs: &[Value] = match c.get("health_checks") {
+            None | Some(Value::Null) => &[],
+            Some(Value::Array(a)) => a,
+            // One health check written without its list (protobuf's JSON
+            // reader takes a single value for a repeated field).
+            Some(one @ Value::Object(m)) if !m.is_empty() => {
+                single = [one.clone()];
+                &single
+            }
+            Some(other) => {
+                return Err(self.at(&["health_checks"]).error(format!(
+                    "health_checks: expected a list of health checks, found {}",
+                    shown(other)
+                )));
+            }
+        };
+        if let Some(hc) = hcs.first() {
             self.health_check(hc)?;
             any = true;
             if hcs.len() > 1 {
@@ -217,43 +353,92 @@ impl Reader<'_> {
         Ok(())
     }
 
+    /// `load_assignment.endpoints[].lb_endpoints[]`: a node per endpoint,
+    /// each found on its line by a cursor that only moves forward (one
+    /// pass over the file however many endpoints).
     fn endpoints(&mut self, c: &Value, opts: &Options) -> Result<(), Error> {
-        let groups: Vec<&Value> = c
-            .pointer("/load_assignment/endpoints")
-            .and_then(Value::as_array)
-            .map(|v| v.iter().collect())
-            .unwrap_or_default();
+        let groups: &[Value] = match c.pointer("/load_assignment/endpoints") {
+            None | Some(Value::Null) => &[],
+            Some(Value::Array(a)) => a,
+            Some(other) => {
+                let at = self.at(&["load_assignment", "endpoints"]);
+                return Err(at.error(format!(
+                    "load_assignment.endpoints: expected a list of locality groups, found {}",
+                    shown(other)
+                )));
+            }
+        };
         let mut warned_priority = false;
+        let mut cursor = self.anchor;
+        let mut taken: std::collections::HashSet<String> = std::collections::HashSet::new();
         for g in groups {
-            let priority = g.get("priority").and_then(Value::as_u64).unwrap_or(0);
-            for e in g
-                .get("lb_endpoints")
-                .and_then(Value::as_array)
-                .into_iter()
-                .flatten()
-            {
-                let sa = e.pointer("/endpoint/address/socket_address");
-                let (Some(addr), port) = (
-                    sa.and_then(|s| s.get("address")).and_then(Value::as_str),
-                    sa.and_then(|s| s.get("port_value")).and_then(yaml::uint),
-                ) else {
+            let priority = match g.get("priority") {
+                None => 0,
+                Some(p) => yaml::uint(p).ok_or_else(|| {
+                    self.at(&["load_assignment", "priority"]).error(format!(
+                        "load_assignment.endpoints[].priority: expected a whole number, found {}",
+                        shown(p)
+                    ))
+                })?,
+            };
+            let lbs: &[Value] = match g.get("lb_endpoints") {
+                None | Some(Value::Null) => &[],
+                Some(Value::Array(a)) => a,
+                Some(other) => {
                     let at = self.at(&["load_assignment", "lb_endpoints"]);
+                    return Err(at.error(format!(
+                        "load_assignment.endpoints[].lb_endpoints: expected a list of \
+                         endpoints, found {}",
+                        shown(other)
+                    )));
+                }
+            };
+            for e in lbs {
+                let sa = e.pointer("/endpoint/address/socket_address");
+                let Some(addr) = sa.and_then(|s| s.get("address")).and_then(Value::as_str) else {
+                    let at = self.lines.at(self.lines.key(cursor, "lb_endpoints"));
                     self.d
                         .warn(&at, "an endpoint without socket_address.address is skipped");
                     continue;
                 };
-                let name = match port {
+                let line = self
+                    .lines
+                    .find_value(cursor, "address", addr)
+                    .unwrap_or_else(|| self.lines.key_value(self.anchor, "address", addr));
+                cursor = line + 1;
+                let at = self.lines.at(line);
+                let port = match sa.and_then(|s| s.get("port_value")) {
+                    None => None,
+                    Some(p) => Some(yaml::uint(p).filter(|&p| p <= 65_535).ok_or_else(|| {
+                        at.error(format!(
+                            "socket_address.port_value: expected a port (0 to 65535), \
+                                     found {}",
+                            shown(p)
+                        ))
+                    })?),
+                };
+                let base = match port {
                     Some(p) => format!("{addr}:{p}"),
                     None => addr.to_string(),
                 };
-                let at = self
-                    .lines
-                    .at(self.lines.key_value(self.anchor, "address", addr));
+                // The same address in two priorities is two hosts to Envoy.
+                let mut name = base.clone();
+                let mut k = 2;
+                while !taken.insert(name.clone()) {
+                    name = format!("{base}#{k}");
+                    k += 1;
+                }
                 let mut node = json!({ "name": name });
-                if let Some(w) = e.get("load_balancing_weight").and_then(yaml::uint)
-                    && w != 1
-                {
-                    node["weight"] = json!(w);
+                if let Some(w) = e.get("load_balancing_weight") {
+                    let w = yaml::uint(w).ok_or_else(|| {
+                        at.error(format!(
+                            "load_balancing_weight: expected a whole number, found {}",
+                            shown(w)
+                        ))
+                    })?;
+                    if w != 1 {
+                        node["weight"] = json!(w);
+                    }
                 }
                 if priority > 0 {
                     node["backup"] = json!(true);
@@ -386,7 +571,13 @@ fn find_route<'a>(
                 vhost_retry
             };
             if let Some(r) = m.get("route")
-                && r.get("cluster").and_then(Value::as_str) == Some(cluster)
+                && (r.get("cluster").and_then(Value::as_str) == Some(cluster)
+                    || r.pointer("/weighted_clusters/clusters")
+                        .and_then(Value::as_array)
+                        .is_some_and(|ws| {
+                            ws.iter()
+                                .any(|w| w.get("name").and_then(Value::as_str) == Some(cluster))
+                        }))
             {
                 return Some((r, retry));
             }
@@ -411,7 +602,24 @@ fn route(
         d.notes.push("No route to the cluster in the file: Envoy's route defaults (15s timeout, no retries).".into());
         return Ok(());
     };
-    let rline = lines.key_value(1, "cluster", cluster);
+    let rline = match lines.find_value(1, "cluster", cluster) {
+        Some(l) => l,
+        // A share of `weighted_clusters`: the route is where they are listed.
+        None => {
+            let w = lines.key(1, "weighted_clusters");
+            let at = lines.key_value(w, "name", cluster);
+            if r.get("weighted_clusters").is_some() {
+                d.warn(
+                    &lines.at(at),
+                    format!(
+                        "the route sends a weighted share of its requests to `{cluster}`; the \
+                         model is that cluster alone, with the route's timeout and retries"
+                    ),
+                );
+            }
+            at
+        }
+    };
     let at = |k: &str| lines.at(lines.key(rline, k));
     let route_at = lines.at(rline);
     let timeout = match r.get("timeout") {
@@ -514,6 +722,11 @@ fn route(
         d.gateway("proxy_read_timeout", json!(t), &at("per_try_timeout"));
     }
     Ok(())
+}
+
+/// A value as an error quotes it: JSON, cut to a readable length.
+fn shown(v: &Value) -> String {
+    crate::diagnostics::shorten(&v.to_string())
 }
 
 #[cfg(test)]

@@ -100,8 +100,42 @@ fn words(text: &str, at: &Loc) -> Result<Vec<String>, Error> {
     Ok(out)
 }
 
+/// The header-rewriting keywords HAProxy 2.1 removed.
+const REMOVED_REQ_RSP: [&str; 22] = [
+    "reqadd",
+    "reqallow",
+    "reqdel",
+    "reqdeny",
+    "reqiallow",
+    "reqidel",
+    "reqideny",
+    "reqipass",
+    "reqirep",
+    "reqitarpit",
+    "reqpass",
+    "reqrep",
+    "reqtarpit",
+    "rspadd",
+    "rspdel",
+    "rspdeny",
+    "rspidel",
+    "rspideny",
+    "rspirep",
+    "rsprep",
+    "reqisetbe",
+    "reqsetbe",
+];
+
 fn sections(path: &Path, text: &str) -> Result<Vec<Section>, Error> {
     let mut out: Vec<Section> = vec![];
+    // HAProxy 2.6 stops at a last line without its line feed.
+    if !text.is_empty() && !text.ends_with('\n') {
+        let n = text.lines().count();
+        return Err(Loc::new(path, n).error(
+            "HAProxy 2.6 refuses this file: its last line has no line feed (\"Missing LF on \
+             last line, file might have been truncated\"); end the file with a newline",
+        ));
+    }
     for (i, raw) in text.lines().enumerate() {
         let at = Loc::new(path, i + 1);
         let w = words(raw, &at)?;
@@ -121,6 +155,16 @@ fn sections(path: &Path, text: &str) -> Result<Vec<Section>, Error> {
             if matches!(first.as_str(), "backend" | "listen" | "frontend") && name.is_none() {
                 return Err(at.error(format!("`{first}` needs a name")));
             }
+            // `listen stats :1936`: an address on the section line, which
+            // HAProxy 1.x took and 2.6 refuses.
+            if matches!(first.as_str(), "listen" | "frontend") && w.len() > 2 && w[2] != "from" {
+                return Err(at.error(format!(
+                    "HAProxy 2.6 refuses this file: an address on the `{first}` line (\"{}\"); \
+                     HAProxy 2.x takes it from a `bind` line (\"please use the 'bind' keyword for \
+                     listening addresses\")",
+                    crate::diagnostics::shorten(&w[2])
+                )));
+            }
             out.push(Section {
                 kind: first.clone(),
                 name,
@@ -129,6 +173,25 @@ fn sections(path: &Path, text: &str) -> Result<Vec<Section>, Error> {
                 lines: vec![],
             });
             continue;
+        }
+        // Keywords HAProxy 2.1 removed: a file with them does not start.
+        if let Some(new) = match first.as_str() {
+            "contimeout" => Some("timeout connect"),
+            "clitimeout" => Some("timeout client"),
+            "srvtimeout" => Some("timeout server"),
+            "redispatch" => Some("option redispatch"),
+            _ => None,
+        } {
+            return Err(at.error(format!(
+                "HAProxy 2.6 refuses this file: `{first}` is not supported since HAProxy 2.1; \
+                 use `{new}`"
+            )));
+        }
+        if REMOVED_REQ_RSP.contains(&first.as_str()) {
+            return Err(at.error(format!(
+                "HAProxy 2.6 refuses this file: `{first}` is not supported since HAProxy 2.1; \
+                 use an `http-request` or `http-response` rule"
+            )));
         }
         match out.last_mut() {
             Some(s) => s.lines.push(Line { words: w, at }),
@@ -145,8 +208,22 @@ fn sections(path: &Path, text: &str) -> Result<Vec<Section>, Error> {
 
 pub(super) fn import(path: &Path, text: &str, opts: &Options) -> Result<(Draft, String), Error> {
     let secs = sections(path, text)?;
-    let backends: Vec<usize> = (0..secs.len())
+    // A section without servers (a `stats` page, a stick table, a backend
+    // that only denies) is no target beside those that have some.
+    let has = |s: &Section, kws: &[&str]| {
+        s.lines
+            .iter()
+            .any(|l| l.words.first().is_some_and(|w| kws.contains(&w.as_str())))
+    };
+    let proxies: Vec<usize> = (0..secs.len())
         .filter(|&i| matches!(secs[i].kind.as_str(), "backend" | "listen"))
+        .collect();
+    let serving = |i: &usize| has(&secs[*i], &["server", "server-template"]);
+    let any_serving = proxies.iter().any(serving);
+    let backends: Vec<usize> = proxies
+        .iter()
+        .copied()
+        .filter(|i| serving(i) || !(any_serving || has(&secs[*i], &["stats", "stick-table"])))
         .collect();
     let names: Vec<(String, Loc)> = backends
         .iter()
@@ -155,22 +232,12 @@ pub(super) fn import(path: &Path, text: &str, opts: &Options) -> Result<(Draft, 
     let k = choose(&names, opts.target.as_deref(), Format::Haproxy, path)?;
     let bi = backends[k];
     let backend = &secs[bi];
-    let defaults = match &backend.from {
-        Some(n) => Some(
-            secs.iter()
-                .find(|s| s.kind == "defaults" && s.name.as_deref() == Some(n))
-                .ok_or_else(|| {
-                    backend
-                        .at
-                        .error(format!("no defaults section named \"{n}\""))
-                })?,
-        ),
-        None => secs[..bi].iter().rfind(|s| s.kind == "defaults"),
-    };
+    let chain = defaults_chain(&secs, bi)?;
     let mut d = Draft::default();
     d.gateway("flavor", json!("haproxy"), &backend.at);
     let mut b = Backend::default();
-    for s in defaults.into_iter().chain([backend]) {
+    // The farthest ancestor first: each level overrides the one it inherits.
+    for s in chain.iter().rev().map(|&i| &secs[i]).chain([backend]) {
         for l in &s.lines {
             b.line(l, &mut d)?;
         }
@@ -182,6 +249,59 @@ pub(super) fn import(path: &Path, text: &str, opts: &Options) -> Result<(Draft, 
         .collect();
     b.finish(&global, &mut d)?;
     Ok((d, names[k].0.clone()))
+}
+
+/// The `defaults` sections section `i` inherits, nearest first: the one its
+/// `from` names (or the last one before it), then the one that one's `from`
+/// names, and so on (HAProxy 2.6's named defaults). A `defaults` without
+/// `from` inherits nothing: a new defaults section resets the settings. A
+/// `from` naming a section defined later is an error, as in HAProxy (so a
+/// cycle `a from b` / `b from a` is one).
+fn defaults_chain(secs: &[Section], i: usize) -> Result<Vec<usize>, Error> {
+    let mut chain: Vec<usize> = vec![];
+    let mut cur = i;
+    loop {
+        let s = &secs[cur];
+        let next = match &s.from {
+            Some(n) => Some(
+                secs.iter()
+                    .position(|x| x.kind == "defaults" && x.name.as_deref() == Some(n))
+                    .ok_or_else(|| s.at.error(format!("no defaults section named \"{n}\"")))?,
+            ),
+            None if s.kind == "defaults" => None,
+            None => secs[..cur].iter().rposition(|x| x.kind == "defaults"),
+        };
+        let Some(next) = next else {
+            return Ok(chain);
+        };
+        // HAProxy looks `from` up among the sections read so far, so a
+        // later one (and with it any cycle) is refused.
+        if next > cur {
+            return Err(s.at.error(format!(
+                "`from {}` names the defaults section of line {}, after this one: HAProxy \
+                 refuses it (\"defaults section not found\"); a section inherits from one \
+                 defined before it",
+                secs[next].name.as_deref().unwrap_or(""),
+                secs[next].at.line
+            )));
+        }
+        if next == i || chain.contains(&next) {
+            let names: Vec<String> = [i]
+                .iter()
+                .chain(&chain)
+                .chain([&next])
+                .map(|&k| secs[k].name.clone().unwrap_or_else(|| "(unnamed)".into()))
+                .collect();
+            return Err(s.at.error(format!(
+                "`from {}` makes a cycle of defaults sections ({}): each must inherit from one \
+                 defined before it",
+                secs[next].name.as_deref().unwrap_or(""),
+                names.join(" → ")
+            )));
+        }
+        chain.push(next);
+        cur = next;
+    }
 }
 
 /// A server's parameters as written (after `default-server`).
@@ -203,6 +323,8 @@ struct Backend {
     timeout_check: Option<(SimDuration, Loc)>,
     /// `http-reuse` and the other connection settings (pool.rs).
     pool: super::pool::HaproxyPool,
+    /// `timeout queue`, which matters only with a server `maxconn`.
+    queue: Option<Loc>,
 }
 
 impl Backend {
@@ -282,7 +404,8 @@ impl Backend {
                         d.origin(&format!("gateway.haproxy.timeout_{which}"), at);
                     }
                     "check" => self.timeout_check = Some((t, at.clone())),
-                    "queue" => d.warn(at, "timeout queue is not modelled (no server queues)"),
+                    // Inert without a server `maxconn`: HAProxy queues nothing then.
+                    "queue" => self.queue = Some(at.clone()),
                     _ => {} // client-side timeouts
                 }
             }
@@ -319,7 +442,7 @@ impl Backend {
     fn finish(mut self, global: &[&Line], d: &mut Draft) -> Result<(), Error> {
         std::mem::take(&mut self.pool).finish(d);
         if self.servers.is_empty() {
-            let at = d.origins.first().map(|o| o.1.clone());
+            let at = d.first_origin().cloned();
             return Err(at
                 .unwrap_or_else(|| Loc::new(Path::new("?"), 1))
                 .error("this backend has no `server`: expected at least one"));
@@ -327,6 +450,18 @@ impl Backend {
         if !self.haproxy.is_empty() {
             d.gateway
                 .insert("haproxy".into(), Value::Object(self.haproxy));
+        }
+        if let Some(at) = self.queue.take()
+            && self
+                .servers
+                .iter()
+                .any(|(_, p, _)| p.node.contains_key("max_conns"))
+        {
+            d.warn(
+                &at,
+                "timeout queue is not modelled (no server queues): a request finding every \
+                 server at its maxconn fails at once instead of waiting",
+            );
         }
         for (name, p, at) in &self.servers {
             let mut node = p.node.clone();

@@ -26,7 +26,19 @@ const OD_FIELDS: [&str; 8] = [
 pub(super) fn import(path: &Path, text: &str, opts: &Options) -> Result<(Draft, String), Error> {
     let docs = yaml::documents(path, text)?;
     let lines = Lines::new(path, text);
-    let (rules, names) = yaml::named(&docs, &lines, &["DestinationRule"], "/spec/host", "host");
+    let (rules, mut names) = yaml::named(&docs, &lines, &["DestinationRule"], "/spec/host", "host");
+    // Rules sharing a host are each a target, named by the rule's name.
+    let hosts: Vec<String> = names.iter().map(|(h, _)| h.clone()).collect();
+    for (k, (n, _)) in names.iter_mut().enumerate() {
+        if hosts.iter().filter(|h| **h == hosts[k]).count() > 1
+            && let Some(rule) = rules[k]
+                .value
+                .pointer("/metadata/name")
+                .and_then(Value::as_str)
+        {
+            *n = rule.to_string();
+        }
+    }
     let i = choose(&names, opts.target.as_deref(), Format::Istio, path)?;
     let (rule, host) = (rules[i], names[i].0.clone());
     let anchor = rule.line;
@@ -54,6 +66,7 @@ pub(super) fn import(path: &Path, text: &str, opts: &Options) -> Result<(Draft, 
     d.gateway("proxy_next_upstream_tries", json!(3), &root);
     d.gateway("proxy_connect_timeout", json!("10s"), &root);
     d.notes.push("Route settings are Istio's defaults (2 retries on connect failures and 503, no timeout: hcsim's 60s proxy_read_timeout stands in).".into());
+    unknown_fields(&rule.value, &at, &mut d);
     let tp = rule
         .value
         .pointer("/spec/trafficPolicy")
@@ -131,6 +144,57 @@ pub(super) fn import(path: &Path, text: &str, opts: &Options) -> Result<(Draft, 
         }
     }
     Ok((d, host))
+}
+
+/// A DestinationRule's `spec` fields (networking.istio.io/v1).
+const SPEC_FIELDS: [&str; 5] = [
+    "host",
+    "trafficPolicy",
+    "subsets",
+    "exportTo",
+    "workloadSelector",
+];
+/// `trafficPolicy`'s fields.
+const TRAFFIC_POLICY_FIELDS: [&str; 7] = [
+    "loadBalancer",
+    "connectionPool",
+    "outlierDetection",
+    "portLevelSettings",
+    "tls",
+    "tunnel",
+    "proxyProtocol",
+];
+
+/// Warns of a field `spec` or `trafficPolicy` does not have, with the
+/// field it may be a misspelling of: Istio would refuse the rule, and the
+/// setting is not read.
+fn unknown_fields(rule: &Value, at: &dyn Fn(&[&str]) -> crate::config::Loc, d: &mut Draft) {
+    for (pointer, parent, known) in [
+        ("/spec", "spec", &SPEC_FIELDS[..]),
+        (
+            "/spec/trafficPolicy",
+            "trafficPolicy",
+            &TRAFFIC_POLICY_FIELDS[..],
+        ),
+    ] {
+        let Some(m) = rule.pointer(pointer).and_then(Value::as_object) else {
+            continue;
+        };
+        for k in m.keys().filter(|k| !known.contains(&k.as_str())) {
+            let hint = match crate::diagnostics::suggest(k, known.iter().copied()) {
+                Some(s) => format!(" (did you mean `{s}`?)"),
+                None => String::new(),
+            };
+            let shown = crate::diagnostics::shorten(k);
+            d.warn(
+                &at(&[parent, k]),
+                format!(
+                    "`{parent}.{shown}` is not a DestinationRule field{hint}: Istio's validation \
+                     refuses it, and it is not imported"
+                ),
+            );
+        }
+    }
 }
 
 /// `trafficPolicy.outlierDetection` → the `istio` policy (`none` without it).

@@ -124,7 +124,10 @@ pub(super) fn import(path: &Path, text: &str, opts: &Options) -> Result<(Draft, 
             ))
         })?;
         policy[field] = if key.ends_with("Seconds") {
-            json!(SimDuration::from_secs(n))
+            // Checked: seconds × 10⁶ must not wrap (2⁵⁸ + 5 s is not 5 s).
+            let t = SimDuration::try_from_secs(n)
+                .map_err(|e| kat.error(format!("readinessProbe.{key}: {n}: {e}")))?;
+            json!(t)
         } else {
             json!(n)
         };

@@ -5,9 +5,9 @@
 //!
 //! | format | reads | target |
 //! |---|---|---|
-//! | nginx | `nginx.conf` and its includes: an `upstream`, `worker_processes`, the `proxy_*` settings reaching the `location` that proxies to it, tengine `check` | the upstream |
-//! | HAProxy | `haproxy.cfg`: `defaults` inherited into a `backend`/`listen`, its servers, timeouts, retries, checks, `observe` | the backend |
-//! | Envoy | a bootstrap (YAML or JSON) or one cluster: endpoints, `lb_policy`, `outlier_detection`, `health_checks`, panic threshold, the route's timeout and retries | the cluster |
+//! | nginx | `nginx.conf` and its includes: an `upstream`, `worker_processes`, the `proxy_*` settings reaching the `location` that proxies to it, tengine `check`, NGINX Plus `health_check`; a `stream` upstream as TCP | the upstream |
+//! | HAProxy | `haproxy.cfg`: `defaults` (chains through `from`) inherited into a `backend`/`listen`, its servers, timeouts, retries, checks, `observe` | the backend |
+//! | Envoy | a bootstrap (YAML or JSON, snake_case or proto3 JSON names), a config dump, a list of clusters or one cluster: endpoints, `lb_policy`, `outlier_detection`, `health_checks`, panic threshold, the route's timeout and retries | the cluster |
 //! | Istio | `DestinationRule` documents: `outlierDetection`, `connectionPool`, `loadBalancer` | the `host` |
 //! | Kubernetes | `Deployment`/`StatefulSet`/`Pod`: replicas and the `readinessProbe` | the workload's name |
 //! | Kong | declarative `kong.yml`: an upstream's `healthchecks` and `targets`, the Service proxying to it | the upstream (or a Service or route leading to it) |
@@ -34,6 +34,7 @@ use crate::engine::SimDuration;
 use crate::error::Error;
 use crate::spec::{FaultSpec, Model};
 use serde_json::{Map, Value, json};
+use std::collections::HashMap;
 use std::fmt;
 use std::path::{Path, PathBuf};
 
@@ -92,6 +93,13 @@ impl fmt::Display for Format {
 /// `kind` or Envoy's keys, nginx by its braces and semicolons, HAProxy by
 /// its section keywords.
 pub fn detect(text: &str) -> Option<Format> {
+    // An Istio rule's `loadBalancer` and `subsets` look like Traefik's keys.
+    if text.lines().any(|l| {
+        let l = l.trim().trim_start_matches("- ");
+        l == "kind: DestinationRule" || l == "\"kind\": \"DestinationRule\","
+    }) {
+        return Some(Format::Istio);
+    }
     if traefik::looks_like(text) {
         return Some(Format::Traefik);
     }
@@ -144,7 +152,22 @@ pub fn detect(text: &str) -> Option<Format> {
         "load_assignment",
         "lb_policy",
         "outlier_detection",
+        "lb_endpoints",
+        "connect_timeout",
+        "static_clusters",
+        "dynamic_active_clusters",
+        // proto3 JSON names.
+        "staticResources",
+        "loadAssignment",
+        "lbPolicy",
+        "lbEndpoints",
+        "connectTimeout",
+        "staticClusters",
+        "dynamicActiveClusters",
     ];
+    if text.contains("envoy.config.cluster.v3.Cluster") {
+        return Some(Format::Envoy);
+    }
     let json = text.trim_start().starts_with('{');
     if envoy_keys
         .iter()
@@ -159,10 +182,10 @@ pub fn detect(text: &str) -> Option<Format> {
     let nginx_like = lines
         .iter()
         .any(|l| l.ends_with('{') || l.ends_with(';') || l.ends_with('}'));
-    if lines
-        .iter()
-        .any(|l| haproxy_sections.contains(&first_word(l)) && !l.ends_with('{'))
-        && !lines.iter().any(|l| l.ends_with(';'))
+    // HAProxy: a section line, and no block (a header value may end with `;`).
+    if lines.iter().any(|l| {
+        haproxy_sections.contains(&first_word(l)) && !l.ends_with('{') && !l.ends_with(';')
+    }) && !lines.iter().any(|l| l.ends_with('{'))
     {
         return Some(Format::Haproxy);
     }
@@ -263,6 +286,9 @@ pub(crate) struct Draft {
     pub origins: Vec<(String, Loc)>,
     /// Lines of the description: where the settings came from, what is approximate.
     pub notes: Vec<String>,
+    /// Where each field of `origins` is (a field set again leaves an empty
+    /// name where it was, so that setting one is O(1) however many nodes).
+    origin_index: HashMap<String, usize>,
 }
 
 impl Draft {
@@ -277,8 +303,20 @@ impl Draft {
     }
 
     pub(crate) fn origin(&mut self, field: &str, at: &Loc) {
-        self.origins.retain(|(f, _)| f != field);
+        if let Some(&i) = self.origin_index.get(field) {
+            self.origins[i].0.clear();
+        }
+        self.origin_index
+            .insert(field.to_string(), self.origins.len());
         self.origins.push((field.to_string(), at.clone()));
+    }
+
+    /// The first origin recorded (still in force).
+    pub(crate) fn first_origin(&self) -> Option<&Loc> {
+        self.origins
+            .iter()
+            .find(|(f, _)| !f.is_empty())
+            .map(|(_, at)| at)
     }
 
     /// Adds a policy; its fields' origins are `policies[i]`.
@@ -330,6 +368,7 @@ impl Draft {
         let origins: Vec<(String, Loc)> = self
             .origins
             .into_iter()
+            .filter(|(f, _)| !f.is_empty())
             .map(|(f, at)| match f.strip_prefix("policies[0]") {
                 Some(rest) if one => (format!("policy{rest}"), at),
                 _ => (f, at),
@@ -446,15 +485,25 @@ pub(crate) fn choose(
     file: &Path,
 ) -> Result<usize, Error> {
     let noun = format.target_noun();
+    // At most 20 names, each cut to a readable length: a file of 5,000
+    // upstreams must not print a 184 KB line.
+    const SHOWN: usize = 20;
     let list = || {
-        names
+        let mut l = names
             .iter()
-            .map(|(n, at)| format!("{n} ({at})"))
+            .take(SHOWN)
+            .map(|(n, at)| format!("{} ({at})", crate::diagnostics::shorten(n)))
             .collect::<Vec<_>>()
-            .join(", ")
+            .join(", ");
+        if names.len() > SHOWN {
+            l.push_str(&format!(" … and {} more", names.len() - SHOWN));
+        }
+        l
     };
+
     match target {
         Some(t) => names.iter().position(|(n, _)| n == t).ok_or_else(|| {
+            let t = crate::diagnostics::shorten(t);
             if names.is_empty() {
                 Loc::new(file, 1).error(format!("no {noun} in this file, so none named \"{t}\""))
             } else {

@@ -13,6 +13,7 @@ use super::{Draft, Format, Loc, Options, choose};
 use crate::engine::SimDuration;
 use crate::error::Error;
 use serde_json::{Value, json};
+use std::collections::{HashMap, HashSet};
 use std::path::Path;
 
 pub(super) fn import(path: &Path, text: &str, opts: &Options) -> Result<(Draft, String), Error> {
@@ -41,21 +42,185 @@ pub(super) fn import(path: &Path, text: &str, opts: &Options) -> Result<(Draft, 
         };
         names.push((name.clone(), u.at.clone()));
     }
-    if names.is_empty() {
-        for st in main.iter().filter(|x| x.name == "stream") {
-            d.warn(
-                &st.at,
-                "`stream` (TCP/UDP) upstreams are not imported: hcsim models http proxying",
-            );
-        }
+    // `stream { upstream … }`: TCP load balancing, targets beside http's
+    // (`stream/NAME` when an http upstream has the same name).
+    let streams: Vec<&Directive> = main
+        .iter()
+        .filter(|x| x.name == "stream")
+        .flat_map(|s| s.children())
+        .collect();
+    let stream_ups: Vec<&Directive> = streams
+        .iter()
+        .copied()
+        .filter(|x| x.name == "upstream" && x.block.is_some())
+        .collect();
+    let http_count = names.len();
+    for u in &stream_ups {
+        let [name] = u.args.as_slice() else {
+            return Err(u.at.error("`upstream` takes one name: upstream NAME { … }"));
+        };
+        let shown = if names.iter().any(|(n, _)| n == name) {
+            format!("stream/{name}")
+        } else {
+            name.clone()
+        };
+        names.push((shown, u.at.clone()));
     }
     let i = choose(&names, opts.target.as_deref(), Format::Nginx, path)?;
-    let (up, name) = (ups[i], names[i].0.clone());
     let workers = worker_processes(main, &mut d)?;
+    if i >= http_count {
+        let up = stream_ups[i - http_count];
+        upstream(up, workers, &mut d)?;
+        stream_settings(&streams, (&up.args[0], &up.at), &mut d)?;
+        return Ok((d, names[i].0.clone()));
+    }
+    let (up, name) = (ups[i], names[i].0.clone());
     upstream(up, workers, &mut d)?;
-    proxy_settings(&http, &name, &mut d)?;
+    let health = proxy_settings(&http, (&name, &up.at), &mut d)?;
+    if let Some((hc, read)) = health {
+        health_check(&hc, read, &mut d)?;
+    }
     super::pool::nginx(main, (up, &name), &http, &mut d, parse_time)?;
     Ok((d, name))
+}
+
+/// A `stream` upstream's proxying: the `server` block whose `proxy_pass`
+/// names it, with the stream-level settings it inherits. The stream
+/// module's `proxy_next_upstream on|off` (default on) retries a failed
+/// connect (`error`, `timeout`: there are no HTTP statuses);
+/// `proxy_timeout` (default 10m), the idle time between two reads or
+/// writes, is the read timeout of the model.
+fn stream_settings(
+    streams: &[&Directive],
+    (name, up_at): (&str, &Loc),
+    d: &mut Draft,
+) -> Result<(), Error> {
+    let top: Vec<&Directive> = streams.to_vec();
+    let server = streams.iter().find(|x| {
+        x.name == "server"
+            && x.children()
+                .iter()
+                .any(|c| c.name == "proxy_pass" && c.args.first().map(String::as_str) == Some(name))
+    });
+    let mut next: (Value, Loc) = (json!(["error", "timeout"]), up_at.clone());
+    let mut read: (SimDuration, Loc) = (SimDuration::from_secs(600), up_at.clone());
+    let mut connect: (SimDuration, Loc) = (SimDuration::from_secs(60), up_at.clone());
+    let levels: Vec<&Directive> = top
+        .iter()
+        .copied()
+        .chain(server.into_iter().flat_map(|s| s.children()))
+        .collect();
+    for x in levels {
+        let at = &x.at;
+        let time = || -> Result<SimDuration, Error> {
+            match x.args.as_slice() {
+                [v] => parse_time(v, false)
+                    .map_err(|e| at.error(format!("invalid {} \"{v}\": {e}", x.name))),
+                _ => Err(at.error(format!("`{}` takes one time, e.g. 5s", x.name))),
+            }
+        };
+        match x.name.as_str() {
+            "proxy_next_upstream" => match x.args.as_slice() {
+                [v] if v == "on" => next = (json!(["error", "timeout"]), at.clone()),
+                [v] if v == "off" => next = (json!(["off"]), at.clone()),
+                _ => {
+                    return Err(
+                        at.error("the stream module's `proxy_next_upstream` takes on or off")
+                    );
+                }
+            },
+            "proxy_next_upstream_tries" => {
+                let [v] = x.args.as_slice() else {
+                    return Err(at.error("`proxy_next_upstream_tries` takes one number"));
+                };
+                d.gateway("proxy_next_upstream_tries", json!(int(v, at, &x.name)?), at);
+            }
+            "proxy_next_upstream_timeout" => {
+                d.gateway("proxy_next_upstream_timeout", json!(time()?), at)
+            }
+            "proxy_connect_timeout" => connect = (time()?, at.clone()),
+            "proxy_timeout" => read = (time()?, at.clone()),
+            _ => {}
+        }
+    }
+    d.gateway("proxy_next_upstream", next.0, &next.1);
+    d.gateway("proxy_connect_timeout", json!(connect.0), &connect.1);
+    d.gateway("proxy_read_timeout", json!(read.0), &read.1);
+    match server {
+        Some(s) => d.notes.push(format!(
+            "A stream (TCP) upstream: each connection is one request of the model; the \
+             settings are those of the server at {}.",
+            s.at
+        )),
+        None => d.warn(
+            up_at,
+            format!(
+                "no stream `server` with `proxy_pass {name}` found: the model takes the \
+                 stream-level settings"
+            ),
+        ),
+    }
+    Ok(())
+}
+
+/// NGINX Plus `health_check [interval=5s] [fails=1] [passes=1] [uri=/]
+/// [port=] [match=] [mandatory] [persistent]` in the location proxying to
+/// the upstream (`ngx_http_upstream_hc_module`): the generic prober, one
+/// HTTP probe per node every interval, `fails` failures in a row eject and
+/// `passes` successes readmit; a probe waits as long as the location's
+/// `proxy_read_timeout`.
+fn health_check(x: &Directive, read: SimDuration, d: &mut Draft) -> Result<(), Error> {
+    let at = &x.at;
+    let mut c = json!({"kind": "active_probe", "flavor": "generic", "probe": "http",
+        "interval": SimDuration::from_secs(5), "timeout": read, "fall": 1, "rise": 1});
+    for p in &x.args {
+        let (key, value) = match p.split_once('=') {
+            Some((k, v)) => (k, Some(v)),
+            None => (p.as_str(), None),
+        };
+        match (key, value) {
+            ("interval", Some(v)) => {
+                c["interval"] = json!(parse_time(v, false).map_err(|e| {
+                    at.error(format!("invalid health_check interval \"{v}\": {e}"))
+                })?)
+            }
+            ("fails", Some(v)) => c["fall"] = json!(int(v, at, "health_check fails")?),
+            ("passes", Some(v)) => c["rise"] = json!(int(v, at, "health_check passes")?),
+            ("uri", Some(_)) => {}
+            ("jitter", Some(_)) => d.warn(at, "health_check jitter is not modelled"),
+            ("port", Some(_)) => d.warn(
+                at,
+                "health_check port= is not modelled: the probes go to the port the traffic goes to",
+            ),
+            ("match", Some(m)) => d.warn(
+                at,
+                format!(
+                    "health_check match={m} is not modelled: a probe passes on a 2xx or 3xx status"
+                ),
+            ),
+            ("mandatory", None) => d.warn(
+                at,
+                "health_check mandatory is not modelled: the nodes start healthy",
+            ),
+            ("persistent", None) => {}
+            ("type", Some("grpc")) => {
+                d.warn(at, "health_check type=grpc is modelled as an HTTP probe")
+            }
+            _ => {
+                return Err(at.error(format!(
+                    "invalid parameter \"{p}\" of `health_check`: expected interval=, jitter=, \
+                     fails=, passes=, uri=, match=, port=, type=grpc, mandatory or persistent"
+                )));
+            }
+        }
+    }
+    d.policy(c, at);
+    d.notes.push(
+        "The NGINX Plus health_check is modelled by the generic prober (a probe timeout of the \
+         location's proxy_read_timeout)."
+            .into(),
+    );
+    Ok(())
 }
 
 /// `worker_processes N` in the main context: the gateway's workers.
@@ -90,12 +255,14 @@ struct Passive {
 
 fn upstream(up: &Directive, workers: u32, d: &mut Draft) -> Result<(), Error> {
     let mut passive: Vec<Passive> = vec![];
+    // The node names so far: a set, so that 50,000 servers stay linear.
+    let mut seen = Names::default();
     let mut check: Option<Value> = None;
     let mut expect_alive: Option<(Value, Loc)> = None;
     for x in up.children() {
         let at = &x.at;
         match x.name.as_str() {
-            "server" => passive.push(server(x, d)?),
+            "server" => passive.push(server(x, d, &mut seen)?),
             "least_conn" => d.gateway("balancer", json!("least_conn"), at),
             "random" => match x.args.first().map(String::as_str) {
                 Some("two") => {
@@ -188,17 +355,39 @@ fn upstream(up: &Directive, workers: u32, d: &mut Draft) -> Result<(), Error> {
 }
 
 /// `server ADDRESS [parameters]` → a node.
-fn server(x: &Directive, d: &mut Draft) -> Result<Passive, Error> {
+/// The node names given so far, and the next `#k` to try per address: a
+/// server's name is found in O(1), however many servers share an address.
+#[derive(Default)]
+struct Names {
+    taken: HashSet<String>,
+    next: HashMap<String, u64>,
+}
+
+impl Names {
+    /// `addr`, or `addr#2`, `addr#3`… if taken.
+    fn name(&mut self, addr: &str) -> String {
+        let mut name = addr.to_string();
+        if self.taken.contains(&name) {
+            let k = self.next.entry(addr.to_string()).or_insert(2);
+            loop {
+                name = format!("{addr}#{k}");
+                *k += 1;
+                if !self.taken.contains(&name) {
+                    break;
+                }
+            }
+        }
+        self.taken.insert(name.clone());
+        name
+    }
+}
+
+fn server(x: &Directive, d: &mut Draft, seen: &mut Names) -> Result<Passive, Error> {
     let at = &x.at;
     let Some(addr) = x.args.first() else {
         return Err(at.error("`server` needs an address: server HOST[:PORT] [parameters];"));
     };
-    let mut name = addr.clone();
-    let mut k = 2;
-    while d.nodes.iter().any(|n| n["name"] == json!(name)) {
-        name = format!("{addr}#{k}");
-        k += 1;
-    }
+    let name = seen.name(addr);
     let mut node = json!({ "name": name });
     let mut passive = Passive {
         max_fails: 1,
@@ -226,7 +415,12 @@ fn server(x: &Directive, d: &mut Draft) -> Result<Passive, Error> {
             ("max_conns", Some(v)) => node["max_conns"] = json!(int(v, at, "max_conns")?),
             ("backup", None) => node["backup"] = json!(true),
             ("down", None) => node["down"] = json!(true),
-            ("resolve" | "drain", None) | ("slow_start" | "route" | "service", Some(_)) => {
+            ("resolve", None) => d.warn(
+                at,
+                "server parameter `resolve` is not modelled: the model keeps the addresses the \
+                 name has now (a DNS change that adds or removes one is not simulated)",
+            ),
+            ("drain", None) | ("slow_start" | "route" | "service", Some(_)) => {
                 d.warn(at, format!("server parameter `{p}` is not modelled"))
             }
             _ => {
@@ -348,6 +542,8 @@ impl Proxy {
 struct Use {
     at: Loc,
     proxy: Proxy,
+    /// NGINX Plus `health_check` in the same block.
+    health: Option<Directive>,
 }
 
 /// Walks server → location → nested location, collecting the uses of `name`.
@@ -365,6 +561,7 @@ fn walk(
                 uses.push(Use {
                     at: x.at.clone(),
                     proxy: here.clone(),
+                    health: ds.iter().find(|h| h.name == "health_check").cloned(),
                 })
             }
             "grpc_pass" | "fastcgi_pass" | "uwsgi_pass" | "scgi_pass" | "memcached_pass"
@@ -399,7 +596,11 @@ fn names_upstream(url: &str, name: &str) -> bool {
 }
 
 /// The `proxy_*` settings that reach the first location proxying to `name`.
-fn proxy_settings(http: &[&Directive], name: &str, d: &mut Draft) -> Result<(), Error> {
+fn proxy_settings(
+    http: &[&Directive],
+    (name, up_at): (&str, &Loc),
+    d: &mut Draft,
+) -> Result<Option<(Directive, SimDuration)>, Error> {
     let owned: Vec<Directive> = http.iter().map(|x| (*x).clone()).collect();
     let mut uses = vec![];
     walk(&owned, &Proxy::default(), name, &mut uses, d)?;
@@ -425,15 +626,14 @@ fn proxy_settings(http: &[&Directive], name: &str, d: &mut Draft) -> Result<(), 
         }
         None => {
             let p = Proxy::default().child(&owned)?;
-            if let Some(at) = http.first().map(|x| x.at.clone()) {
-                d.warn(
-                    &at,
-                    format!(
-                        "no `proxy_pass http://{name}` found: the model takes the http-level \
-                         proxy_* settings"
-                    ),
-                );
-            }
+            // At the upstream's own line, not at the first directive of http.
+            d.warn(
+                up_at,
+                format!(
+                    "no `proxy_pass http://{name}` found: the model takes the http-level \
+                     proxy_* settings"
+                ),
+            );
             p
         }
     };
@@ -475,7 +675,14 @@ fn proxy_settings(http: &[&Directive], name: &str, d: &mut Draft) -> Result<(), 
             "proxy_send_timeout is not modelled: sending the request to a node never times out",
         );
     }
-    Ok(())
+    let read = proxy
+        .read
+        .as_ref()
+        .map_or(SimDuration::from_secs(60), |r| r.0);
+    Ok(uses
+        .first()
+        .and_then(|u| u.health.clone())
+        .map(|h| (h, read)))
 }
 
 fn int(v: &str, at: &Loc, what: &str) -> Result<u32, Error> {

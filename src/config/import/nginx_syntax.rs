@@ -34,13 +34,20 @@ enum Token {
     Close,
 }
 
-/// Splits `text` into tokens with their line.
+/// Splits `text` into tokens with their line, in one pass. The body of a
+/// `*_by_lua_block { … }` is Lua, not nginx syntax: it is skipped by brace
+/// matching (Lua strings, long brackets and comments aside), as ngx_lua's
+/// own block reader does, and the block comes out empty.
 fn tokens(text: &str, file: &Path) -> Result<Vec<(Token, usize)>, Error> {
     let mut out = vec![];
     let chars: Vec<char> = text.chars().collect();
     let mut i = 0;
     let mut line = 1;
     let at = |line| Loc::new(file, line);
+    // Whether the next word starts a directive, and whether the current
+    // directive's name is a `*_by_lua_block`.
+    let mut starts_directive = true;
+    let mut lua = false;
     while i < chars.len() {
         let c = chars[i];
         match c {
@@ -56,14 +63,25 @@ fn tokens(text: &str, file: &Path) -> Result<Vec<(Token, usize)>, Error> {
             }
             ';' => {
                 out.push((Token::Semicolon, line));
+                starts_directive = true;
+                lua = false;
                 i += 1;
             }
-            '{' => {
+            '{' if lua => {
                 out.push((Token::Open, line));
-                i += 1;
-            }
-            '}' => {
+                i = skip_lua(&chars, i + 1, &mut line).ok_or_else(|| {
+                    at(line).error(
+                        "unexpected end of file: expected \"}\" to close this *_by_lua_block",
+                    )
+                })?;
                 out.push((Token::Close, line));
+                lua = false;
+                starts_directive = true;
+            }
+            '{' | '}' => {
+                out.push((if c == '{' { Token::Open } else { Token::Close }, line));
+                starts_directive = true;
+                lua = false;
                 i += 1;
             }
             '"' | '\'' => {
@@ -104,33 +122,49 @@ fn tokens(text: &str, file: &Path) -> Result<Vec<(Token, usize)>, Error> {
                         ch => word.push(ch),
                     }
                 }
+                // nginx takes `)` right after a string as the start of the
+                // next word (`if ($a = "b") {`).
                 if let Some(&next) = chars.get(i)
-                    && !(next.is_whitespace() || next == ';' || next == '{')
+                    && !(next.is_whitespace() || next == ';' || next == '{' || next == ')')
                 {
                     return Err(at(line).error(format!(
-                        "unexpected \"{next}\" after a quoted string: expected a space, \";\" or \"{{\""
+                        "unexpected \"{next}\" after a quoted string: expected a space, \";\", \"{{\" or \")\""
                     )));
                 }
+                if starts_directive {
+                    lua = word.ends_with("_by_lua_block");
+                }
+                starts_directive = false;
                 out.push((Token::Word(word), start));
             }
             _ => {
                 let mut word = String::new();
+                // Whether the word holds `${` (a variable in braces, whose
+                // `}` does not end the word): kept as the word grows.
+                let mut has_var = false;
+                let mut last = '\0';
                 while let Some(&ch) = chars.get(i) {
-                    if ch.is_whitespace() || ch == ';' || (ch == '{' && !word.ends_with('$')) {
+                    if ch.is_whitespace() || ch == ';' || (ch == '{' && last != '$') {
                         break;
                     }
-                    let open_var = word.contains("${") && !word.ends_with('}');
-                    if ch == '}' && !open_var {
+                    if ch == '}' && !(has_var && last != '}') {
                         break;
                     }
-                    if ch == '\\' && i + 1 < chars.len() {
-                        word.push(chars[i + 1]);
+                    let pushed = if ch == '\\' && i + 1 < chars.len() {
                         i += 2;
-                        continue;
-                    }
-                    word.push(ch);
-                    i += 1;
+                        chars[i - 1]
+                    } else {
+                        i += 1;
+                        ch
+                    };
+                    has_var |= last == '$' && pushed == '{';
+                    word.push(pushed);
+                    last = pushed;
                 }
+                if starts_directive {
+                    lua = word.ends_with("_by_lua_block");
+                }
+                starts_directive = false;
                 out.push((Token::Word(word), line));
             }
         }
@@ -138,9 +172,96 @@ fn tokens(text: &str, file: &Path) -> Result<Vec<(Token, usize)>, Error> {
     Ok(out)
 }
 
+/// Skips a Lua block's body from `i` (just after its `{`) to just after
+/// its closing `}`, counting lines; `None` if the file ends first.
+fn skip_lua(chars: &[char], mut i: usize, line: &mut usize) -> Option<usize> {
+    let mut depth = 1usize;
+    // `[[`, `[=[`…: the level of a long bracket opening at `i`, if one does.
+    let long = |i: usize| -> Option<usize> {
+        if chars.get(i) != Some(&'[') {
+            return None;
+        }
+        let eq = chars[i + 1..].iter().take_while(|&&c| c == '=').count();
+        (chars.get(i + 1 + eq) == Some(&'[')).then_some(eq)
+    };
+    // Skips to just after the `]=…]` closing a long bracket of level `eq`.
+    let close_long = |mut i: usize, eq: usize, line: &mut usize| -> Option<usize> {
+        while i < chars.len() {
+            if chars[i] == '\n' {
+                *line += 1;
+            }
+            if chars[i] == ']'
+                && chars[i + 1..].iter().take(eq).all(|&c| c == '=')
+                && chars.get(i + 1 + eq) == Some(&']')
+            {
+                return Some(i + 2 + eq);
+            }
+            i += 1;
+        }
+        None
+    };
+    while i < chars.len() {
+        let c = chars[i];
+        match c {
+            '\n' => {
+                *line += 1;
+                i += 1;
+            }
+            '-' if chars.get(i + 1) == Some(&'-') => {
+                if let Some(eq) = long(i + 2) {
+                    i = close_long(i + 4 + eq, eq, line)?;
+                } else {
+                    while i < chars.len() && chars[i] != '\n' {
+                        i += 1;
+                    }
+                }
+            }
+            '[' if long(i).is_some() => {
+                let eq = long(i)?;
+                i = close_long(i + 2 + eq, eq, line)?;
+            }
+            '"' | '\'' => {
+                i += 1;
+                while i < chars.len() && chars[i] != c {
+                    if chars[i] == '\\' {
+                        i += 1;
+                    }
+                    if chars.get(i) == Some(&'\n') {
+                        *line += 1;
+                    }
+                    i += 1;
+                }
+                i += 1;
+            }
+            '{' => {
+                depth += 1;
+                i += 1;
+            }
+            '}' => {
+                depth -= 1;
+                i += 1;
+                if depth == 0 {
+                    return Some(i);
+                }
+            }
+            _ => i += 1,
+        }
+    }
+    None
+}
+
 /// Include nesting beyond this is a cycle (nginx has no limit of its own
 /// and would loop until it runs out of file descriptors).
 const MAX_INCLUDE_DEPTH: usize = 16;
+/// Files read through includes, in all: a pattern included from many
+/// places at many levels multiplies (12 levels × 4 files are 16.7 million
+/// reads), which depth alone does not bound.
+pub(crate) const MAX_INCLUDED_FILES: usize = 10_000;
+/// Bytes read through includes, in all.
+const MAX_INCLUDED_BYTES: usize = 256 << 20;
+/// Blocks nested deeper than this are refused (nginx's contexts nest a few
+/// levels: http → server → location → if); the parser keeps its own stack.
+pub(crate) const MAX_BLOCK_DEPTH: usize = 100;
 
 /// A parsed configuration: its directives (includes spliced in) and the
 /// warnings of reading it (missing includes).
@@ -155,6 +276,8 @@ pub(crate) fn parse(path: &Path, text: &str) -> Result<Parsed, Error> {
     let mut p = Parser {
         base,
         warnings: vec![],
+        files: 0,
+        bytes: 0,
     };
     let directives = p.file(path, text, 0)?;
     Ok(Parsed {
@@ -167,44 +290,31 @@ struct Parser {
     /// nginx's configuration prefix: the main file's directory.
     base: PathBuf,
     warnings: Vec<Warning>,
+    /// Files and bytes read through includes so far.
+    files: usize,
+    bytes: usize,
+}
+
+/// A block being read: its directive, and the children so far.
+struct Open {
+    name: String,
+    args: Vec<String>,
+    at: Loc,
+    line: usize,
+    children: Vec<Directive>,
 }
 
 impl Parser {
+    /// The directives of one file, read with an explicit stack of open
+    /// blocks (no recursion per `{`).
     fn file(&mut self, path: &Path, text: &str, depth: usize) -> Result<Vec<Directive>, Error> {
         let toks = tokens(text, path)?;
-        let mut pos = 0;
-        let out = self.block(path, &toks, &mut pos, None, depth)?;
-        Ok(out)
-    }
-
-    /// Directives until `}` (when `open` is the line of its `{`) or the end.
-    fn block(
-        &mut self,
-        path: &Path,
-        toks: &[(Token, usize)],
-        pos: &mut usize,
-        open: Option<usize>,
-        depth: usize,
-    ) -> Result<Vec<Directive>, Error> {
-        let mut out = vec![];
+        let mut stack: Vec<Open> = vec![];
+        let mut out: Vec<Directive> = vec![];
         let mut words: Vec<String> = vec![];
         let mut first_line = 0;
-        loop {
-            let Some((tok, line)) = toks.get(*pos) else {
-                if let Some(open) = open {
-                    return Err(Loc::new(path, toks.last().map_or(open, |t| t.1)).error(format!(
-                        "unexpected end of file: expected \"}}\" to close the block opened at line {open}"
-                    )));
-                }
-                if let Some(w) = words.first() {
-                    return Err(Loc::new(path, first_line).error(format!(
-                        "unexpected end of file: expected \";\" or \"{{\" after \"{w}\""
-                    )));
-                }
-                return Ok(out);
-            };
+        for (tok, line) in toks.iter() {
             let line = *line;
-            *pos += 1;
             let at = Loc::new(path, if words.is_empty() { line } else { first_line });
             match tok {
                 Token::Word(w) => {
@@ -219,10 +329,13 @@ impl Parser {
                     }
                     let name = words.remove(0);
                     let args = std::mem::take(&mut words);
+                    let into = stack.last_mut().map_or(&mut out, |o| &mut o.children);
                     if name == "include" {
-                        out.extend(self.include(&at, &args, depth)?);
+                        let included = self.include(&at, &args, depth)?;
+                        let into = stack.last_mut().map_or(&mut out, |o| &mut o.children);
+                        into.extend(included);
                     } else {
-                        out.push(Directive {
+                        into.push(Directive {
                             name,
                             args,
                             at,
@@ -236,14 +349,20 @@ impl Parser {
                             at.error("unexpected \"{\": expected a directive name before it")
                         );
                     }
+                    if stack.len() >= MAX_BLOCK_DEPTH {
+                        return Err(at.error(format!(
+                            "blocks nested more than {MAX_BLOCK_DEPTH} deep: nginx's contexts \
+                             nest a few levels (http, server, location, if)"
+                        )));
+                    }
                     let name = words.remove(0);
                     let args = std::mem::take(&mut words);
-                    let children = self.block(path, toks, pos, Some(line), depth)?;
-                    out.push(Directive {
+                    stack.push(Open {
                         name,
                         args,
                         at,
-                        block: Some(children),
+                        line,
+                        children: vec![],
                     });
                 }
                 Token::Close => {
@@ -252,13 +371,31 @@ impl Parser {
                             "unexpected \"}}\": expected \";\" or \"{{\" after \"{w}\""
                         )));
                     }
-                    if open.is_none() {
+                    let Some(o) = stack.pop() else {
                         return Err(at.error("unexpected \"}\": no block is open"));
-                    }
-                    return Ok(out);
+                    };
+                    let into = stack.last_mut().map_or(&mut out, |o| &mut o.children);
+                    into.push(Directive {
+                        name: o.name,
+                        args: o.args,
+                        at: o.at,
+                        block: Some(o.children),
+                    });
                 }
             }
         }
+        if let Some(o) = stack.last() {
+            let open = o.line;
+            return Err(Loc::new(path, toks.last().map_or(open, |t| t.1)).error(format!(
+                "unexpected end of file: expected \"}}\" to close the block opened at line {open}"
+            )));
+        }
+        if let Some(w) = words.first() {
+            return Err(Loc::new(path, first_line).error(format!(
+                "unexpected end of file: expected \";\" or \"{{\" after \"{w}\""
+            )));
+        }
+        Ok(out)
     }
 
     fn include(
@@ -291,7 +428,21 @@ impl Parser {
         }
         let mut out = vec![];
         for f in files {
+            self.files += 1;
+            if self.files > MAX_INCLUDED_FILES {
+                return Err(at.error(format!(
+                    "includes read more than {MAX_INCLUDED_FILES} files in all (\"{pattern}\" \
+                     here): are files included from many places at many levels?"
+                )));
+            }
             let text = read_text(&f)?;
+            self.bytes += text.len();
+            if self.bytes > MAX_INCLUDED_BYTES {
+                return Err(at.error(format!(
+                    "includes read more than {} MiB in all (\"{pattern}\" here)",
+                    MAX_INCLUDED_BYTES >> 20
+                )));
+            }
             out.extend(self.file(&f, &text, depth + 1)?);
         }
         Ok(out)
@@ -424,12 +575,57 @@ mod tests {
             ),
             (
                 "a \"b\"c;\n",
-                "t.conf:1: unexpected \"c\" after a quoted string: expected a space, \";\" or \"{\"",
+                "t.conf:1: unexpected \"c\" after a quoted string: expected a space, \";\", \"{\" or \")\"",
             ),
         ];
         for (text, want) in cases {
             assert_eq!(parse_str(text).unwrap_err(), want, "{text}");
         }
+    }
+
+    #[test]
+    fn a_paren_after_a_string_starts_a_word_as_in_nginx() {
+        let d = parse_str(
+            "location / {\n  if ($http_accept = \"application/activity+json\") {\n    return 404;\n  }\n}\n",
+        )
+        .unwrap();
+        let iff = &d[0].children()[0];
+        assert_eq!(iff.name, "if");
+        assert_eq!(
+            iff.args,
+            ["($http_accept", "=", "application/activity+json", ")"]
+        );
+    }
+
+    #[test]
+    fn lua_blocks_are_skipped_by_brace_matching() {
+        let d = parse_str(
+            "location / {\n  content_by_lua_block {\n    local t = { a = \"}\" } -- } in a comment\n    ngx.say(#t, [[ { ]], '}')\n  }\n  set_by_lua_block $x { return \"{\" }\n  proxy_pass http://u;\n}\n",
+        )
+        .unwrap();
+        let loc = d[0].children();
+        assert_eq!(loc[0].name, "content_by_lua_block");
+        assert_eq!(loc[0].children(), &[]);
+        assert_eq!(loc[1].args, ["$x"]);
+        assert_eq!(loc[2].name, "proxy_pass");
+        assert_eq!(loc[2].at.line, 7);
+        assert!(
+            parse_str("access_by_lua_block {\n  if x then\n")
+                .unwrap_err()
+                .contains("to close this *_by_lua_block")
+        );
+    }
+
+    #[test]
+    fn deep_nesting_is_refused_without_recursion() {
+        let text = "a {\n".repeat(100_000);
+        let e = parse_str(&text).unwrap_err();
+        assert!(
+            e.starts_with("t.conf:101: blocks nested more than 100 deep"),
+            "{e}"
+        );
+        let ok = format!("{}{}", "a {\n".repeat(100), "}\n".repeat(100));
+        assert!(parse_str(&ok).is_ok());
     }
 
     #[test]
