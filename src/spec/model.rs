@@ -29,6 +29,10 @@ pub struct Model {
     pub nodes: Vec<NodeSpec>,
     pub faults: Vec<Fault>,
     pub policies: Vec<PolicySpec>,
+    /// The nodes that are pods (`pods`, `nodes[].pod`) and the rolling
+    /// updates; `None` when no node is one. With rolling updates, `nodes`
+    /// ends with the surge slots ([`super::pods::Pods::surge_slots`]).
+    pub pods: Option<super::pods::Pods>,
 }
 
 #[derive(Clone, Debug)]
@@ -178,6 +182,20 @@ impl Model {
         }
     }
 
+    /// Policy instances per gateway replica: the model's policies, then
+    /// the Service's endpoints as that replica sees them when nodes are pods
+    /// (`policy::endpoints`).
+    pub fn policy_instances(&self) -> usize {
+        self.policies.len() + self.pods.is_some() as usize
+    }
+
+    /// The nodes the model file lists (without the surge slots of rolling
+    /// updates): what an export writes.
+    pub fn declared_nodes(&self) -> &[NodeSpec] {
+        let surge = self.pods.as_ref().map_or(0, |p| p.surge_slots as usize);
+        &self.nodes[..self.nodes.len() - surge]
+    }
+
     /// Gateway replicas (each with its own policies and peer state).
     pub fn replicas(&self) -> usize {
         self.gateway.replicas as usize
@@ -188,7 +206,7 @@ impl Model {
         crate::ids::FleetLayout::new(
             self.replicas(),
             self.scopes_per_replica(),
-            self.policies.len(),
+            self.policy_instances(),
         )
     }
 

@@ -50,6 +50,11 @@ pub struct ModelSpec {
     pub nodes: Vec<NodeSpec>,
     #[serde(default)]
     pub faults: Vec<FaultSpec>,
+    /// Every node is a Kubernetes pod with this lifecycle (`nodes[].pod`
+    /// overrides it per node): start-up, graceful shutdown, probes, and
+    /// endpoints that reach the gateway late.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pods: Option<super::pods::PodSpec>,
     /// The gateway's health policy. Default: nginx `max_fails=1 fail_timeout=10s`
     /// (none with the HAProxy gateway).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -515,6 +520,9 @@ pub struct NodeSpec {
     /// the last with `Connection: close`). Default: no limit.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub keepalive_requests: Option<u32>,
+    /// This node is a Kubernetes pod: its lifecycle, over the model's `pods`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pod: Option<super::pods::PodSpec>,
 }
 
 fn one() -> u32 {
@@ -638,6 +646,10 @@ pub enum FaultSpec {
     /// Service times are multiplied by `factor` and extended by `extra`.
     #[serde(deserialize_with = "tracked")]
     Slow(SlowSpec),
+    /// The Deployment's pods are replaced as its controller does
+    /// (`max_surge`, `max_unavailable`); needs nodes that are pods.
+    #[serde(deserialize_with = "tracked")]
+    RollingUpdate(super::pods::RollingUpdateSpec),
 }
 
 impl FaultSpec {
@@ -651,6 +663,7 @@ impl FaultSpec {
             | FaultSpec::StopAccepting(w) => (&w.at, w.for_),
             FaultSpec::Flaky(x) => (&x.at, x.for_),
             FaultSpec::Slow(x) => (&x.at, x.for_),
+            FaultSpec::RollingUpdate(r) => (&r.at, None),
         }
     }
 }

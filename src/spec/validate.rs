@@ -24,7 +24,7 @@ fn invalid(field: impl Into<String>, reason: impl Into<String>) -> Invalid {
 /// A duration or distribution as the distribution to draw from, checked
 /// (`field` names it in errors). `upto`: a fixed duration means "up to it"
 /// (uniform from 0), else exactly it.
-fn drawn(d: &DurationDist, field: &str, upto: bool) -> Result<LatencySpec, Invalid> {
+pub(super) fn drawn(d: &DurationDist, field: &str, upto: bool) -> Result<LatencySpec, Invalid> {
     match *d {
         DurationDist::Fixed(v) if upto => Ok(LatencySpec::Uniform {
             min: SimDuration::ZERO,
@@ -94,6 +94,15 @@ impl Model {
         let mut policies = policies(&spec)?;
         super::flavor_checks::bind(&spec.gateway, &mut policies);
         check_fleet(&spec.gateway, &policies)?;
+        let mut nodes = spec.nodes.clone();
+        let pods = match super::pods::pods(&spec)? {
+            Some((pods, surge)) => {
+                nodes.extend(surge);
+                super::pods::check_rollouts(&pods)?;
+                Some(pods)
+            }
+            None => None,
+        };
         Ok(Model {
             name: spec.name.clone(),
             seed: spec.seed,
@@ -106,8 +115,9 @@ impl Model {
             send_jitter,
             gateway: spec.gateway.clone(),
             next_upstream: NextUpstreamMask::from_words(&spec.gateway.proxy_next_upstream),
-            nodes: spec.nodes.clone(),
+            nodes,
             faults,
+            pods,
             policies,
             spec,
         })
@@ -432,6 +442,10 @@ fn faults(spec: &ModelSpec) -> Result<Vec<Fault>, Invalid> {
     }
     for (i, f) in spec.faults.iter().enumerate() {
         let at = |field: &str| format!("faults[{i}].{field}");
+        if let FaultSpec::RollingUpdate(_) = f {
+            // Not a fault of one node: `pods.rs` reads it.
+            continue;
+        }
         let (node, at_spec, for_, kind) = fault_kind(f).map_err(|(f, r)| (at(&f), r))?;
         let idx = match by_name.get(node.as_str()) {
             Some(&idx) => idx,
@@ -591,6 +605,12 @@ fn fault_kind(f: &FaultSpec) -> Result<FaultParts<'_>, Invalid> {
                 extra: x.extra,
             };
             (&x.node, &x.at, x.for_, kind)
+        }
+        FaultSpec::RollingUpdate(_) => {
+            return Err(invalid(
+                "kind",
+                "a rolling update acts on the Deployment, not on one node",
+            ));
         }
     })
 }

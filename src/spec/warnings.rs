@@ -49,6 +49,7 @@ impl Model {
             }
         }
         w.extend(super::connection_checks::warnings(&self.spec));
+        w.extend(super::pods::warnings(&self.spec));
         for (i, p) in self.policies.iter().enumerate() {
             let base = policy_field(&self.spec, i);
             for (field, msg) in p.warnings() {
