@@ -147,6 +147,13 @@ pub enum IntOrPercent {
 }
 
 impl IntOrPercent {
+    /// The number written, a count or a percentage (`getIntOrPercentValue`).
+    pub fn written(self) -> u32 {
+        match self {
+            IntOrPercent::Int(n) | IntOrPercent::Percent(n) => n,
+        }
+    }
+
     /// The value against `total` (`intstr.GetScaledValueFromIntOrPercent`):
     /// a percentage rounded up or down.
     pub fn scaled(self, total: u32, round_up: bool) -> u32 {
@@ -461,7 +468,8 @@ pub(crate) fn pods(spec: &ModelSpec) -> Result<Option<(Pods, Vec<NodeSpec>)>, In
         // `ResolveFenceposts` (deployment_util.go): surge rounds up,
         // unavailable down; both zero is refused by the API server when
         // written so, and made unavailable = 1 when percentages round so.
-        if r.max_surge == IntOrPercent::Int(0) && r.max_unavailable == IntOrPercent::Int(0) {
+        // `ValidateRollingUpdateDeployment`: "may not be 0 when `maxSurge` is 0".
+        if r.max_surge.written() == 0 && r.max_unavailable.written() == 0 {
             return Err(invalid(
                 field("max_unavailable"),
                 "may not be 0 when max_surge is 0: the update could never take a pod down \
@@ -562,8 +570,9 @@ pub(crate) fn warnings(spec: &ModelSpec) -> Vec<(String, String)> {
                 w.push((
                     format!("{field}.{name}.timeout"),
                     format!(
-                        "{} is not shorter than the period ({}): a probe that times out \
-                         delays the next one (the kubelet runs one probe at a time)",
+                        "{} is not shorter than the period ({}): the kubelet runs one probe \
+                         at a time, so probes that time out run back to back and the next \
+                         tick waits for them",
                         pr.timeout, pr.period
                     ),
                 ));
@@ -573,18 +582,59 @@ pub(crate) fn warnings(spec: &ModelSpec) -> Vec<(String, String)> {
     w
 }
 
-/// Checks a rolling update needs before the run, beyond `pods`: at least
-/// one pod can go down or be added.
-pub(crate) fn check_rollouts(p: &Pods) -> Result<(), Invalid> {
-    for r in &p.rollouts {
-        if p.replicas == 0 {
+/// What the rest of the model must agree with when nodes are pods: a
+/// crash of a pod is restarted by the kubelet (no `restart_delay`: the
+/// pod's `start_time` says how long it takes).
+pub(crate) fn check_with_faults(spec: &ModelSpec, p: &Pods) -> Result<(), Invalid> {
+    for (i, f) in spec.faults.iter().enumerate() {
+        if let super::FaultSpec::Crash(w) = f
+            && w.restart_delay.is_some()
+            && let Some(n) = spec.nodes.iter().position(|n| n.name == w.node)
+            && p.is_pod(n)
+        {
             return Err(invalid(
-                format!("faults[{}]", r.fault),
-                "a rolling update needs at least one node that is a pod",
+                format!("faults[{i}].restart_delay"),
+                format!(
+                    "node \"{}\" is a pod: the kubelet restarts its container (after its \
+                     back-off), and the pod's `start_time` is how long it takes to listen",
+                    w.node
+                ),
             ));
         }
     }
     Ok(())
+}
+
+/// A rolling update whose percentages both round to zero: the controller
+/// then takes one pod down at a time (`ResolveFenceposts`), which for a
+/// single replica means no pod for a while.
+pub(crate) fn rollout_warnings(spec: &ModelSpec, p: &Pods) -> Vec<(String, String)> {
+    let mut w = Vec::new();
+    for r in &p.rollouts {
+        let super::FaultSpec::RollingUpdate(s) = &spec.faults[r.fault] else {
+            continue;
+        };
+        if s.max_surge.scaled(p.replicas, true) == 0
+            && s.max_unavailable.scaled(p.replicas, false) == 0
+        {
+            w.push((
+                format!("faults[{}].max_unavailable", r.fault),
+                format!(
+                    "max_surge {} and max_unavailable {} both come to 0 pods of {}: the \
+                     controller takes 1 pod down at a time instead{}",
+                    s.max_surge,
+                    s.max_unavailable,
+                    p.replicas,
+                    if p.replicas == 1 {
+                        ", so the service has no pod until the new one is ready"
+                    } else {
+                        ""
+                    }
+                ),
+            ));
+        }
+    }
+    w
 }
 
 #[cfg(test)]

@@ -98,7 +98,7 @@ impl Model {
         let pods = match super::pods::pods(&spec)? {
             Some((pods, surge)) => {
                 nodes.extend(surge);
-                super::pods::check_rollouts(&pods)?;
+                super::pods::check_with_faults(&spec, &pods)?;
                 Some(pods)
             }
             None => None,

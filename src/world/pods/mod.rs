@@ -442,3 +442,6 @@ impl World<'_> {
         self.reconcile();
     }
 }
+
+#[cfg(test)]
+mod tests;

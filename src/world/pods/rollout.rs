@@ -128,7 +128,8 @@ impl World<'_> {
                     continue;
                 }
                 if listed_until <= self.q.now() {
-                    c.free.push((p.pod_gen[i] > 0, i));
+                    let used = p.pod_gen[i] > 0 || i < self.model.declared_nodes().len();
+                    c.free.push((used, i));
                 } else {
                     c.soonest_free = c.soonest_free.min(listed_until);
                 }
