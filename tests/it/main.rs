@@ -22,6 +22,7 @@ mod layout;
 mod linkerd;
 mod nginx;
 mod overrides;
+mod pods;
 mod policies;
 mod probes;
 mod properties;

@@ -182,7 +182,7 @@ impl Pods {
             replicas: model.replicas(),
             endpoints_policy: model.policies.len(),
             rollout: rollout::Controller::new(spec),
-            log: Log::new(n),
+            log: Log::new(n, spec.rollouts.iter().map(|r| SimTime::ZERO + r.at)),
         })
     }
 

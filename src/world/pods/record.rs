@@ -15,12 +15,15 @@ use crate::engine::{SimDuration, SimTime};
 use crate::ids::NodeId;
 use crate::metrics::pods::{AttemptCauses, DeploySummary, NodePods, PodEvent, RunPods};
 use crate::policy::AttemptResult;
+use crate::stats::round6;
 use std::collections::BTreeMap;
 
 /// One rolling update's figures so far.
 #[derive(Clone, Debug, Default)]
 struct Deploy {
+    /// Its start, as the model gives it.
     start: SimTime,
+    started: bool,
     done: Option<SimTime>,
     /// The window's end, once the update is complete (it may lie ahead:
     /// a replica applies the last removal later).
@@ -38,7 +41,7 @@ struct Deploy {
 
 impl Deploy {
     fn covers(&self, t: SimTime) -> bool {
-        t >= self.start && self.until.is_none_or(|u| t <= u)
+        self.started && t >= self.start && self.until.is_none_or(|u| t <= u)
     }
 }
 
@@ -52,10 +55,18 @@ pub(crate) struct Log {
 }
 
 impl Log {
-    pub(super) fn new(nodes: usize) -> Log {
+    /// One deploy per rolling update of the model (a run that stops before
+    /// one starts still reports it, with nothing counted: every run has the
+    /// same metrics).
+    pub(super) fn new(nodes: usize, starts: impl Iterator<Item = SimTime>) -> Log {
         Log {
             restarts: vec![0; nodes],
-            deploys: Vec::new(),
+            deploys: starts
+                .map(|start| Deploy {
+                    start,
+                    ..Deploy::default()
+                })
+                .collect(),
             events: Vec::new(),
             open: None,
         }
@@ -75,17 +86,16 @@ impl Log {
         self.deploys.iter_mut().filter(move |d| d.covers(t))
     }
 
-    pub(super) fn deploy_start(&mut self, t: SimTime, _k: usize) {
+    pub(super) fn deploy_start(&mut self, t: SimTime, k: usize) {
         if let Some(i) = self.open.take() {
             // A newer revision replaces the update under way: its window ends.
             let d = &mut self.deploys[i];
             d.until = Some(t);
         }
-        self.deploys.push(Deploy {
-            start: t,
-            ..Deploy::default()
-        });
-        self.open = Some(self.deploys.len() - 1);
+        let d = &mut self.deploys[k];
+        d.started = true;
+        d.start = t;
+        self.open = Some(k);
     }
 
     pub(super) fn deploy_done(&mut self, t: SimTime) {
@@ -191,14 +201,21 @@ impl Log {
                 .deploys
                 .iter()
                 .map(|d| DeploySummary {
-                    start_s: d.start.as_secs_f64(),
-                    duration_s: d.done.map(|t| t.saturating_since(d.start).as_secs_f64()),
-                    window_s: d
-                        .until
-                        .unwrap_or(end)
-                        .min(end)
-                        .saturating_since(d.start)
-                        .as_secs_f64(),
+                    start_s: round6(d.start.as_secs_f64()),
+                    duration_s: d
+                        .done
+                        .map(|t| round6(t.saturating_since(d.start).as_secs_f64())),
+                    window_s: if d.started {
+                        round6(
+                            d.until
+                                .unwrap_or(end)
+                                .min(end)
+                                .saturating_since(d.start)
+                                .as_secs_f64(),
+                        )
+                    } else {
+                        0.0
+                    },
                     client_errors: d.client_errors,
                     client_timeouts: d.client_timeouts,
                     status: d
