@@ -128,6 +128,10 @@ pub fn table(report: &Summary) -> String {
         out.push('\n');
         out.push_str(&block);
     }
+    if let Some(p) = &report.pods {
+        out.push('\n');
+        out.push_str(&p.block());
+    }
     for (r, nodes) in report.per_replica.iter().enumerate() {
         let _ = writeln!(
             out,

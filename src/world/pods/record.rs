@@ -98,10 +98,23 @@ impl Log {
         self.open = Some(k);
     }
 
+    /// The open update is complete (first time only).
     pub(super) fn deploy_done(&mut self, t: SimTime) {
+        if let Some(i) = self.open {
+            let d = &mut self.deploys[i];
+            d.done.get_or_insert(t);
+        }
+    }
+
+    pub(super) fn is_done(&self) -> bool {
+        self.open.is_some_and(|i| self.deploys[i].done.is_some())
+    }
+
+    /// The open update's last old pod is gone: its window ends when the
+    /// last replica has dropped it.
+    pub(super) fn deploy_drained(&mut self, t: SimTime) {
         if let Some(i) = self.open.take() {
             let d = &mut self.deploys[i];
-            d.done = Some(t);
             d.until = Some(t.max(d.last_removal));
         }
     }

@@ -15,8 +15,11 @@
 //!    not-ready first, then the one ready for the shortest time, then the
 //!    newest; a tie goes to the lower slot.
 //!
-//! The update is complete when `replicas` new pods are ready and no old pod
-//! is left. A pod is available as soon as it is ready (`minReadySeconds` 0).
+//! The update is complete (`DeploymentComplete`) when `replicas` new pods
+//! are ready and no old pod is active (terminating ones do not count); its
+//! window for the figures lasts until the last old pod is gone and no
+//! gateway replica lists it. A pod is available as soon as it is ready
+//! (`minReadySeconds` 0).
 
 use super::kubelet::Probers;
 use super::{KillReason, Pod};
@@ -225,10 +228,16 @@ impl World<'_> {
             self.delete_pod(NodeId(slot as u32));
         }
         let c = self.census();
-        if c.new == n && c.new_ready == n && c.old_left == 0 {
-            let p = self.pods.as_deref_mut().expect("pods");
-            p.rollout.current = None;
+        let old_active = c.old.len();
+        let p = self.pods.as_deref_mut().expect("pods");
+        if c.new == n && c.new_ready == n && old_active == 0 {
+            // `DeploymentComplete`: terminating pods no longer count.
             p.log.deploy_done(now);
+        }
+        if c.old_left == 0 && p.log.is_done() {
+            // The last old pod is gone: the update's window can close.
+            p.rollout.current = None;
+            p.log.deploy_drained(now);
         }
     }
 
