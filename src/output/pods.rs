@@ -1,13 +1,11 @@
 //! A pod model's figures over the replications (`pods`, `nodes[].pod`):
 //! `summary.json`'s `pods` section and the table's block for it.
 
-use super::table::cell;
 use crate::metrics::RunSummary;
 use crate::metrics::pods::{DeploySummary, RunPods};
 use crate::stats::Spread;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
-use std::fmt::Write as _;
 
 /// [`RunPods`] over the runs (fields in the file's order).
 #[derive(Clone, Debug, Default, Deserialize, Serialize, PartialEq)]
@@ -91,54 +89,5 @@ impl PodStats {
             nodes,
             restarts: spread(pods.iter().map(|p| p.restarts as f64)),
         })
-    }
-
-    /// The table's block: restarts by node, and each rolling update.
-    pub fn block(&self) -> String {
-        let mut out = String::new();
-        let restarted: Vec<String> = self
-            .nodes
-            .iter()
-            .filter(|n| n.restarts.max.is_some_and(|m| m > 0.0))
-            .map(|n| format!("{} {}", n.name, cell(&n.restarts, "", 0)))
-            .collect();
-        let _ = write!(out, "pods    restarts {}", cell(&self.restarts, "", 0));
-        if !restarted.is_empty() {
-            let _ = write!(out, " ({})", restarted.join(", "));
-        }
-        out.push('\n');
-        for (i, d) in self.deploys.iter().enumerate() {
-            let statuses: Vec<String> = d
-                .status
-                .iter()
-                .map(|(k, v)| format!("{k}: {}", cell(v, "", 0)))
-                .collect();
-            let _ = writeln!(
-                out,
-                "deploy {}  at {}  took {}  client errors {}{}  timeouts {}",
-                i + 1,
-                cell(&d.start_s, "s", 1),
-                cell(&d.duration_s, "s", 2),
-                cell(&d.client_errors, "", 0),
-                if statuses.is_empty() {
-                    String::new()
-                } else {
-                    format!(" ({})", statuses.join(", "))
-                },
-                cell(&d.client_timeouts, "", 0),
-            );
-            let causes: Vec<String> = d
-                .attempts_failed
-                .iter()
-                .map(|(k, v)| format!("{} {}", k.replace('_', " "), cell(v, "", 0)))
-                .collect();
-            let _ = writeln!(
-                out,
-                "        attempts failed: {}; requests cut in flight {}",
-                causes.join(", "),
-                cell(&d.in_flight_cut, "", 0)
-            );
-        }
-        out
     }
 }

@@ -6,6 +6,7 @@
 pub mod charts;
 pub mod connection_checks;
 pub mod connections;
+pub mod distribution;
 pub mod document;
 pub mod flavor_checks;
 mod flavour_checks;
@@ -34,6 +35,6 @@ pub use flavours::{KongSpec, LinkerdSpec};
 pub use model::{Clients, Fault, FaultKind, Model, NextUpstreamMask};
 pub use model_spec::*;
 pub use overrides::{FieldPath, MAX_PATH_SEGMENTS, Override};
-pub use pods::{IntOrPercent, KubeProbeSpec, PodSpec, Pods, RollingUpdateSpec, Shutdown};
+pub use pods::Pods;
 pub use sweep::{AxisSpec, RangeSpec, SeedMode, SweepSpec};
 pub use tune::TuneSpec;

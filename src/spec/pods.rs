@@ -15,281 +15,10 @@
 //! (a process without a SIGTERM handler exits at once, as most do).
 
 use crate::engine::SimDuration;
-use crate::spec::model_spec::{DurationDist, LatencySpec, ModelSpec, NodeSpec};
-use schemars::JsonSchema;
-use serde::{Deserialize, Serialize};
-
-/// A pod's lifecycle: `pods` holds every node's defaults, `nodes[].pod` one
-/// node's own values (each field given there wins).
-#[derive(Clone, Debug, Default, Deserialize, Serialize, PartialEq, JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct PodSpec {
-    /// From the container's start until the process listens: a duration or
-    /// a distribution, drawn at every start. Default 0s.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub start_time: Option<DurationDist>,
-    /// `terminationGracePeriodSeconds`: from the start of the preStop hook
-    /// (or of SIGTERM, without one) until SIGKILL. Default 30s.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub termination_grace_period: Option<SimDuration>,
-    /// `lifecycle.preStop` as a sleep (`exec: sleep N` or the `sleep`
-    /// action): the process keeps serving, SIGTERM comes after. Default 0s.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub pre_stop: Option<SimDuration>,
-    /// What the process does on SIGTERM. Default `immediate`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub shutdown: Option<Shutdown>,
-    /// From a change of the pod's readiness (or its deletion) until a gateway
-    /// replica routes by it (EndpointSlice → watch → the controller's sync),
-    /// drawn for every change and every replica. Default 0s.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub endpoint_propagation: Option<DurationDist>,
-    /// `readinessProbe`: without one the pod is ready as soon as its
-    /// container runs (before the process listens, when `start_time` > 0).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub readiness: Option<KubeProbeSpec>,
-    /// `livenessProbe`: `failure_threshold` failures in a row restart the container.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub liveness: Option<KubeProbeSpec>,
-    /// `startupProbe`: liveness and readiness wait until it succeeds;
-    /// `failure_threshold` failures in a row restart the container.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub startup: Option<KubeProbeSpec>,
-}
-
-/// What the process does on SIGTERM.
-#[derive(Clone, Copy, Debug, Default, Deserialize, Serialize, PartialEq, Eq, JsonSchema)]
-#[serde(rename_all = "snake_case")]
-pub enum Shutdown {
-    /// It exits at once: connections open to it are reset, requests in
-    /// flight are cut.
-    #[default]
-    Immediate,
-    /// It stops accepting (new connects are refused), finishes the requests
-    /// it has, closes its idle keep-alive connections, and exits.
-    Graceful,
-}
-
-/// A kubelet probe (`prober/worker.go`): an HTTP GET through the node's
-/// workers, like any request, so a hung or saturated process fails it.
-#[derive(Clone, Copy, Debug, Deserialize, Serialize, PartialEq, JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct KubeProbeSpec {
-    /// `initialDelaySeconds`, from the container's start. Default 0s.
-    #[serde(default)]
-    pub initial_delay: SimDuration,
-    /// `periodSeconds`. Default 10s.
-    #[serde(default = "ten_seconds")]
-    pub period: SimDuration,
-    /// `timeoutSeconds`. Default 1s.
-    #[serde(default = "one_second")]
-    pub timeout: SimDuration,
-    /// `failureThreshold`. Default 3.
-    #[serde(default = "three")]
-    pub failure_threshold: u32,
-    /// `successThreshold` (1 for liveness and startup probes). Default 1.
-    #[serde(default = "one")]
-    pub success_threshold: u32,
-}
-
-impl Default for KubeProbeSpec {
-    fn default() -> Self {
-        KubeProbeSpec {
-            initial_delay: SimDuration::ZERO,
-            period: ten_seconds(),
-            timeout: one_second(),
-            failure_threshold: 3,
-            success_threshold: 1,
-        }
-    }
-}
-
-fn ten_seconds() -> SimDuration {
-    SimDuration::from_secs(10)
-}
-fn one_second() -> SimDuration {
-    SimDuration::from_secs(1)
-}
-fn three() -> u32 {
-    3
-}
-fn one() -> u32 {
-    1
-}
-
-/// `{"kind": "rolling_update", ...}` in `faults`: the Deployment's pods are
-/// replaced by new ones as its controller does (`maxSurge`, `maxUnavailable`).
-#[derive(Clone, Debug, Deserialize, Serialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct RollingUpdateSpec {
-    /// When the new revision is applied.
-    #[serde(default)]
-    pub at: DurationDist,
-    /// `maxSurge`: pods above the replica count during the update, a
-    /// count or a percentage of the replicas rounded up. Default "25%".
-    #[serde(default = "quarter")]
-    pub max_surge: IntOrPercent,
-    /// `maxUnavailable`: pods below the replica count, a count or a
-    /// percentage rounded down. Default "25%".
-    #[serde(default = "quarter")]
-    pub max_unavailable: IntOrPercent,
-}
-
-fn quarter() -> IntOrPercent {
-    IntOrPercent::Percent(25)
-}
-
-/// A count (`1`) or a percentage (`"25%"`), Kubernetes' `IntOrString`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum IntOrPercent {
-    Int(u32),
-    Percent(u32),
-}
-
-impl IntOrPercent {
-    /// The number written, a count or a percentage (`getIntOrPercentValue`).
-    pub fn written(self) -> u32 {
-        match self {
-            IntOrPercent::Int(n) | IntOrPercent::Percent(n) => n,
-        }
-    }
-
-    /// The value against `total` (`intstr.GetScaledValueFromIntOrPercent`):
-    /// a percentage rounded up or down.
-    pub fn scaled(self, total: u32, round_up: bool) -> u32 {
-        match self {
-            IntOrPercent::Int(n) => n,
-            IntOrPercent::Percent(p) => {
-                let x = p as u64 * total as u64;
-                (if round_up { x.div_ceil(100) } else { x / 100 }) as u32
-            }
-        }
-    }
-}
-
-impl std::fmt::Display for IntOrPercent {
-    fn fmt(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
-        match self {
-            IntOrPercent::Int(n) => write!(f, "{n}"),
-            IntOrPercent::Percent(p) => write!(f, "{p}%"),
-        }
-    }
-}
-
-impl Serialize for IntOrPercent {
-    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        match self {
-            IntOrPercent::Int(n) => s.serialize_u32(*n),
-            IntOrPercent::Percent(_) => s.serialize_str(&self.to_string()),
-        }
-    }
-}
-
-impl<'de> Deserialize<'de> for IntOrPercent {
-    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        struct V;
-        impl serde::de::Visitor<'_> for V {
-            type Value = IntOrPercent;
-            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
-                f.write_str("a count (1) or a percentage (\"25%\")")
-            }
-            fn visit_u64<E: serde::de::Error>(self, v: u64) -> Result<IntOrPercent, E> {
-                u32::try_from(v)
-                    .map(IntOrPercent::Int)
-                    .map_err(|_| E::custom(format!("{v} is too large a count")))
-            }
-            fn visit_i64<E: serde::de::Error>(self, v: i64) -> Result<IntOrPercent, E> {
-                Err(E::custom(format!("must not be negative, found {v}")))
-            }
-            fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<IntOrPercent, E> {
-                let bad = || {
-                    E::custom(format!(
-                        "expected a percentage such as \"25%\", found {v:?}"
-                    ))
-                };
-                let p = v.strip_suffix('%').ok_or_else(bad)?;
-                let p: u32 = p.trim().parse().map_err(|_| bad())?;
-                if p > 100 {
-                    return Err(E::custom(format!(
-                        "a percentage is at most 100%, found {v:?}"
-                    )));
-                }
-                Ok(IntOrPercent::Percent(p))
-            }
-        }
-        d.deserialize_any(V)
-    }
-}
-
-impl JsonSchema for IntOrPercent {
-    fn schema_name() -> std::borrow::Cow<'static, str> {
-        "IntOrPercent".into()
-    }
-    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
-        schemars::json_schema!({
-            "description": "A count (1) or a percentage of the replicas (\"25%\").",
-            "anyOf": [
-                {"type": "integer", "minimum": 0},
-                {"type": "string", "pattern": "^[0-9]+%$"}
-            ]
-        })
-    }
-}
-
-/// A probe checked, as the kubelet runs it.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub struct KubeProbe {
-    pub initial_delay: SimDuration,
-    pub period: SimDuration,
-    pub timeout: SimDuration,
-    pub failure_threshold: u32,
-    pub success_threshold: u32,
-}
-
-/// One node slot's pod lifecycle, its fields resolved (`nodes[].pod` over
-/// `pods` over the defaults).
-#[derive(Clone, Debug, PartialEq)]
-pub struct PodParams {
-    pub start_time: LatencySpec,
-    pub grace: SimDuration,
-    pub pre_stop: SimDuration,
-    pub shutdown: Shutdown,
-    pub propagation: LatencySpec,
-    pub readiness: Option<KubeProbe>,
-    pub liveness: Option<KubeProbe>,
-    pub startup: Option<KubeProbe>,
-}
-
-/// A rolling update, resolved against the replica count (`ResolveFenceposts`).
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub struct Rollout {
-    /// Its entry in `faults`.
-    pub fault: usize,
-    pub at: SimDuration,
-    pub max_surge: u32,
-    pub max_unavailable: u32,
-}
-
-/// The pods of a model, as a run reads them.
-#[derive(Clone, Debug, PartialEq)]
-pub struct Pods {
-    /// Per node slot (the model's nodes, then the surge slots): its pod's
-    /// lifecycle; `None` for a node that is not a pod.
-    pub slots: Vec<Option<PodParams>>,
-    /// The Deployment's replicas: the model's nodes that are pods.
-    pub replicas: u32,
-    /// The slots after the model's nodes, empty at the start, where rolling
-    /// updates put their new pods: `max_surge` + the replicas.
-    pub surge_slots: u32,
-    pub rollouts: Vec<Rollout>,
-}
-
-impl Pods {
-    /// The slot of a model node that is a pod, or of a surge pod.
-    pub fn is_pod(&self, node: usize) -> bool {
-        self.slots.get(node).is_some_and(|s| s.is_some())
-    }
-}
+pub use crate::spec::model::{KubeProbe, PodParams, Pods, Rollout};
+use crate::spec::model_spec::{
+    DurationDist, KubeProbeSpec, LatencySpec, ModelSpec, NodeSpec, PodSpec, RollingUpdateSpec,
+};
 
 type Invalid = (String, String);
 
@@ -299,7 +28,7 @@ fn invalid(field: impl Into<String>, reason: impl Into<String>) -> Invalid {
 
 /// `d` as a distribution to draw from (a fixed duration exactly), checked.
 fn drawn(d: &DurationDist, field: &str) -> Result<LatencySpec, Invalid> {
-    super::validate::drawn(d, field, false)
+    super::distribution::drawn(d, field, false)
 }
 
 fn probe(p: &KubeProbeSpec, field: &str) -> Result<KubeProbe, Invalid> {
@@ -322,6 +51,7 @@ fn probe(p: &KubeProbeSpec, field: &str) -> Result<KubeProbe, Invalid> {
         ));
     }
     Ok(KubeProbe {
+        kind: p.kind,
         initial_delay: p.initial_delay,
         period: p.period,
         timeout: p.timeout,
@@ -345,6 +75,7 @@ fn merged(model: Option<&PodSpec>, node: Option<&PodSpec>) -> PodSpec {
         readiness: n.readiness.or(base.readiness),
         liveness: n.liveness.or(base.liveness),
         startup: n.startup.or(base.startup),
+        strategy: base.strategy,
     }
 }
 
@@ -435,6 +166,12 @@ pub(crate) fn pods(spec: &ModelSpec) -> Result<Option<(Pods, Vec<NodeSpec>)>, In
             slots.push(None);
             continue;
         }
+        if n.pod.as_ref().is_some_and(|p| p.strategy.is_some()) {
+            return Err(invalid(
+                format!("nodes[{i}].pod.strategy"),
+                "the Deployment's strategy is one for all its pods: give it in `pods`",
+            ));
+        }
         let field = if n.pod.is_some() {
             format!("nodes[{i}].pod")
         } else {
@@ -469,15 +206,16 @@ pub(crate) fn pods(spec: &ModelSpec) -> Result<Option<(Pods, Vec<NodeSpec>)>, In
         // unavailable down; both zero is refused by the API server when
         // written so, and made unavailable = 1 when percentages round so.
         // `ValidateRollingUpdateDeployment`: "may not be 0 when `maxSurge` is 0".
-        if r.max_surge.written() == 0 && r.max_unavailable.written() == 0 {
+        let (surge, unavailable) = r.budgets(spec.pods.as_ref().and_then(|p| p.strategy.as_ref()));
+        if surge.written() == 0 && unavailable.written() == 0 {
             return Err(invalid(
                 field("max_unavailable"),
                 "may not be 0 when max_surge is 0: the update could never take a pod down \
                  nor add one (the API server refuses it)",
             ));
         }
-        let max_surge = r.max_surge.scaled(replicas, true);
-        let mut max_unavailable = r.max_unavailable.scaled(replicas, false);
+        let max_surge = surge.scaled(replicas, true);
+        let mut max_unavailable = unavailable.scaled(replicas, false);
         if max_surge == 0 && max_unavailable == 0 {
             max_unavailable = 1;
         }
@@ -614,16 +352,15 @@ pub(crate) fn rollout_warnings(spec: &ModelSpec, p: &Pods) -> Vec<(String, Strin
         let super::FaultSpec::RollingUpdate(s) = &spec.faults[r.fault] else {
             continue;
         };
-        if s.max_surge.scaled(p.replicas, true) == 0
-            && s.max_unavailable.scaled(p.replicas, false) == 0
-        {
+        let (surge, unavailable) = s.budgets(spec.pods.as_ref().and_then(|p| p.strategy.as_ref()));
+        if surge.scaled(p.replicas, true) == 0 && unavailable.scaled(p.replicas, false) == 0 {
             w.push((
                 format!("faults[{}].max_unavailable", r.fault),
                 format!(
                     "max_surge {} and max_unavailable {} both come to 0 pods of {}: the \
                      controller takes 1 pod down at a time instead{}",
-                    s.max_surge,
-                    s.max_unavailable,
+                    surge,
+                    unavailable,
                     p.replicas,
                     if p.replicas == 1 {
                         ", so the service has no pod until the new one is ready"
@@ -639,7 +376,7 @@ pub(crate) fn rollout_warnings(spec: &ModelSpec, p: &Pods) -> Vec<(String, Strin
 
 #[cfg(test)]
 mod tests {
-    use super::*;
+    use crate::spec::IntOrPercent;
 
     #[test]
     fn percentages_round_as_resolve_fenceposts_does() {

@@ -164,3 +164,91 @@ fn suspicious_pod_settings_warn_and_still_run() {
         "no pod until the new one is ready",
     );
 }
+
+const DEPLOYMENT: &str = "apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: web
+spec:
+  replicas: 3
+  strategy:
+    type: RollingUpdate
+    rollingUpdate:
+      maxSurge: 1
+      maxUnavailable: 25%
+  template:
+    spec:
+      terminationGracePeriodSeconds: 45
+      containers:
+      - name: app
+        image: app:1
+        lifecycle:
+          preStop:
+            exec:
+              command: [\"/bin/sh\", \"-c\", \"sleep 10\"]
+        readinessProbe:
+          httpGet: {path: /ready, port: 8080}
+          periodSeconds: 5
+        livenessProbe:
+          httpGet: {path: /live, port: 8080}
+          initialDelaySeconds: 15
+          failureThreshold: 3
+        startupProbe:
+          httpGet: {path: /live, port: 8080}
+          failureThreshold: 30
+          periodSeconds: 2
+      - name: sidecar
+        image: proxy:1
+        lifecycle:
+          preStop:
+            sleep: {seconds: 5}
+";
+
+#[test]
+fn a_deployments_pod_lifecycle_imports_with_its_lines() {
+    let dir = tmp("pods-import");
+    let f = dir.join("web.yaml");
+    std::fs::write(&f, DEPLOYMENT).unwrap();
+    let m = dir.join("m.json");
+    let o = hcsim(&["import", f.to_str().unwrap(), "-o", m.to_str().unwrap()]);
+    let err = String::from_utf8_lossy(&o.stderr).to_string();
+    assert!(o.status.success(), "{err}");
+    assert!(
+        !err.contains("livenessProbe is not modelled")
+            && !err.contains("startupProbe is not modelled"),
+        "{err}"
+    );
+    // The second container's hook is not the pod's: said so, with its line.
+    assert!(
+        err.contains("web.yaml:36") && err.contains("only the first container's preStop"),
+        "{err}"
+    );
+    let doc: Value = serde_json::from_slice(&std::fs::read(&m).unwrap()).unwrap();
+    let pods = &doc["pods"];
+    assert_eq!(pods["pre_stop"], "10s");
+    assert_eq!(pods["termination_grace_period"], "45s");
+    assert_eq!(pods["liveness"]["initial_delay"], "15s");
+    assert_eq!(pods["liveness"]["failure_threshold"], 3);
+    assert_eq!(pods["startup"]["period"], "2s");
+    assert_eq!(
+        pods["strategy"],
+        json!({"max_surge": 1, "max_unavailable": "25%"})
+    );
+    let d = doc["description"].as_str().unwrap();
+    for at in [
+        "pods.pre_stop ← web.yaml:19",
+        "pods.liveness ← web.yaml:25",
+        "pods.strategy.max_unavailable ← web.yaml:11",
+        "pods.termination_grace_period ← web.yaml:14",
+    ] {
+        assert!(d.contains(at), "{at}: {d}");
+    }
+    // A rolling update then uses the Deployment's strategy.
+    let o = hcsim(&[
+        "check",
+        m.to_str().unwrap(),
+        "--set",
+        "faults=[{\"kind\": \"rolling_update\", \"at\": \"20s\"}]",
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+}

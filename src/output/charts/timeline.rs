@@ -174,6 +174,9 @@ fn read_ejections(path: &Path, rep: usize) -> Result<BTreeMap<String, Vec<(f64, 
     Ok(ejections)
 }
 
+/// A window drawn on a node's lane: (start, end, what).
+type Window = (f64, f64, String);
+
 /// One replication's pod windows from `pods.csv`, by node name, drawn
 /// with the fault windows: a restart (the container's exit until the
 /// gateway lists the pod again), an old pod of a rolling update (deleted
@@ -182,8 +185,8 @@ fn read_pod_windows(
     path: &Path,
     rep: usize,
     end: f64,
-) -> Result<BTreeMap<String, Vec<(f64, f64, String)>>, Error> {
-    let mut out: BTreeMap<String, Vec<(f64, f64, String)>> = BTreeMap::new();
+) -> Result<BTreeMap<String, Vec<Window>>, Error> {
+    let mut out: BTreeMap<String, Vec<Window>> = BTreeMap::new();
     if !path.exists() {
         return Ok(out);
     }

@@ -12,7 +12,9 @@
 //! startup probe that has just failed is on hold until a new container. A
 //! probe is an HTTP GET through the node's accept queue and workers; it
 //! passes on a status in 200..400 (`prober/http`), fails on anything else,
-//! a refused or reset connection, or `timeout`. One probe at a time: a
+//! a refused or reset connection, or `timeout`. A `tcp` probe passes once
+//! the kernel accepts the connection (`prober/tcp`), which a hung process
+//! does not prevent. One probe at a time: a
 //! probe that outlasts the period delays the next to its end (Go's ticker
 //! keeps one tick). `failure_threshold` results in a row turn the result
 //! to Failure, `success_threshold` to Success; results start afresh in each
@@ -30,7 +32,8 @@ use super::{Container, KUBELET, KillReason, PodStep};
 use crate::engine::{SimDuration, SimRng, SimTime};
 use crate::ids::NodeId;
 use crate::policy::{ProbeRequest, ProbeResult};
-use crate::spec::pods::{KubeProbe, PodParams, Shutdown};
+use crate::spec::Shutdown;
+use crate::spec::pods::{KubeProbe, PodParams};
 use crate::world::World;
 use rand::RngExt;
 
@@ -203,7 +206,10 @@ impl World<'_> {
             return;
         }
         let req = ProbeRequest {
-            kind: crate::policy::ProbeKind::Http,
+            kind: match pr.spec.kind {
+                crate::spec::KubeProbeKind::Http => crate::policy::ProbeKind::Http,
+                crate::spec::KubeProbeKind::Tcp => crate::policy::ProbeKind::Tcp,
+            },
             connect_timeout: pr.spec.timeout,
             timeout: pr.spec.timeout,
             timeout_after_connect: None,
@@ -259,7 +265,11 @@ impl World<'_> {
             return;
         };
         let next = pr.tick_after(sent).max(now);
-        let ok = matches!(result, ProbeResult::Status(s) if (200..400).contains(&s));
+        let ok = match result {
+            ProbeResult::Status(s) => (200..400).contains(&s),
+            ProbeResult::Connected => true,
+            _ => false,
+        };
         let reached = if same_container && pod.container != Container::Exited {
             pr.count(ok)
         } else {
