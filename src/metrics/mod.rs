@@ -5,6 +5,7 @@
 
 pub mod connections;
 pub mod path;
+pub mod pods;
 mod recorder;
 mod replicas;
 mod summary;

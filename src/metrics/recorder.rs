@@ -713,6 +713,7 @@ impl Recorder {
             probe_rounds,
             warnings: vec![],
             fault_start_s: vec![],
+            pods: None,
             timeline,
             ejection_log,
             replicas,

@@ -190,6 +190,9 @@ pub struct RunSummary {
     /// start in this run, seconds (a start past `duration_s` did not happen).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub fault_start_s: Vec<f64>,
+    /// When nodes are pods: restarts, and each rolling update's errors by cause.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pods: Option<super::pods::RunPods>,
     /// Per-bucket counts over the whole run (written to `timeline.csv`).
     #[serde(skip)]
     pub timeline: Timeline,

@@ -102,6 +102,38 @@ pub fn events_csv(runs: &[RunSummary], logs: &[EventLog]) -> Result<Vec<u8>, csv
     w.into_inner().map_err(|e| e.into_error().into())
 }
 
+/// `pods.csv`: what happened to each pod, per replication in time order
+/// (created, listed and unlisted by the gateway replicas, killed, exited,
+/// cut requests, gone).
+pub fn pods_csv(runs: &[RunSummary]) -> Result<Vec<u8>, csv::Error> {
+    let mut w = csv::Writer::from_writer(vec![]);
+    w.write_record(["rep", "seed", "t_s", "node", "event", "detail"])?;
+    let mut t = String::new();
+    for (rep, run) in runs.iter().enumerate() {
+        let (rep, seed) = (rep.to_string(), run.seed.to_string());
+        let Some(p) = &run.pods else {
+            continue;
+        };
+        let mut events: Vec<_> = p.events.iter().collect();
+        events.sort_by(|a, b| a.t_s.total_cmp(&b.t_s));
+        for e in events {
+            let node = run
+                .nodes
+                .get(e.node as usize)
+                .map_or("", |n| n.name.as_str());
+            w.write_record([
+                rep.as_str(),
+                seed.as_str(),
+                num(&mut t, round6(e.t_s)),
+                node,
+                e.what,
+                e.detail.as_str(),
+            ])?;
+        }
+    }
+    w.into_inner().map_err(|e| e.into_error().into())
+}
+
 /// `ejections.csv`: one row per ejection interval.
 pub fn ejections_csv(runs: &[RunSummary]) -> Result<Vec<u8>, csv::Error> {
     let mut w = csv::Writer::from_writer(vec![]);

@@ -10,6 +10,7 @@ pub mod compare;
 pub mod connections;
 pub mod csv;
 pub mod html;
+pub mod pods;
 pub mod summary;
 pub mod sweep;
 pub mod sweep_summary;
@@ -44,13 +45,14 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), Error> {
 /// Files only a run writes, and files only a sweep writes: writing one kind
 /// into a directory removes the other's, so that a reused `--out` never
 /// mixes the outputs of two models (`plot` would take the stale kind).
-const RUN_FILES: [&str; 6] = [
+const RUN_FILES: [&str; 7] = [
     "summary.json",
     "timeline.csv",
     "ejections.csv",
     "attempts.csv",
     "replicas.csv",
     "events.csv",
+    "pods.csv",
 ];
 const SWEEP_FILES: [&str; 4] = ["results.json", "runs.csv", "points.csv", "runs.jsonl"];
 
@@ -130,6 +132,11 @@ pub fn write_run(
             csv::events_csv(runs, events).map_err(csv_err(p))?,
         ));
     }
+    let pods = runs.iter().any(|r| r.pods.is_some());
+    if pods {
+        let p = dir.join("pods.csv");
+        files.push((p.clone(), csv::pods_csv(runs).map_err(csv_err(p))?));
+    }
     let per_replica = runs.iter().any(|r| !r.replicas.is_empty());
     if per_replica {
         let p = dir.join("replicas.csv");
@@ -159,6 +166,9 @@ pub fn write_run(
     }
     if !per_replica {
         remove_stale(dir, &["replicas.csv"])?;
+    }
+    if !pods {
+        remove_stale(dir, &["pods.csv"])?;
     }
     remove_stale(dir, &SWEEP_FILES)?;
     Ok(json)

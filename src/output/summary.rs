@@ -27,6 +27,9 @@ pub struct Summary {
     pub set: Vec<String>,
     pub client: ClientStats,
     pub nodes: Vec<NodeStats>,
+    /// When nodes are pods: restarts, and each rolling update's errors by cause.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pods: Option<super::pods::PodStats>,
     /// With `--per-replica`: per gateway replica, its node table over the
     /// replications (that replica's own attempts, answers and ejections).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -295,6 +298,7 @@ impl Summary {
             nodes: (0..runs[0].nodes.len())
                 .map(|i| NodeStats::of(&runs, i))
                 .collect(),
+            pods: super::pods::PodStats::of(&runs),
             per_replica: (0..runs[0].replicas.len())
                 .map(|r| {
                     (0..runs[0].replicas[r].len())

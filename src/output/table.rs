@@ -1,6 +1,7 @@
 //! The people's view of a run on stdout: aligned columns with units.
 
 use super::connections::ConnStats;
+use super::pods::PodStats;
 use super::summary::{NodeStats, Summary};
 use crate::spec::overrides::shown;
 use crate::stats::Spread;
@@ -127,6 +128,10 @@ pub fn table(report: &Summary) -> String {
     if let Some(block) = connection_block(&conns) {
         out.push('\n');
         out.push_str(&block);
+    }
+    if let Some(p) = &report.pods {
+        out.push('\n');
+        out.push_str(&pods_block(p));
     }
     for (r, nodes) in report.per_replica.iter().enumerate() {
         let _ = writeln!(
@@ -408,6 +413,55 @@ fn connection_block(nodes: &[(String, Option<&ConnStats>)]) -> Option<String> {
         ]);
     }
     Some(align(&rows))
+}
+
+/// The table's block for pods: restarts by node, and each rolling update.
+fn pods_block(p: &PodStats) -> String {
+    let mut out = String::new();
+    let restarted: Vec<String> = p
+        .nodes
+        .iter()
+        .filter(|n| n.restarts.max.is_some_and(|m| m > 0.0))
+        .map(|n| format!("{} {}", n.name, cell(&n.restarts, "", 0)))
+        .collect();
+    let _ = write!(out, "pods    restarts {}", cell(&p.restarts, "", 0));
+    if !restarted.is_empty() {
+        let _ = write!(out, " ({})", restarted.join(", "));
+    }
+    out.push('\n');
+    for (i, d) in p.deploys.iter().enumerate() {
+        let statuses: Vec<String> = d
+            .status
+            .iter()
+            .map(|(k, v)| format!("{k}: {}", cell(v, "", 0)))
+            .collect();
+        let _ = writeln!(
+            out,
+            "deploy {}  at {}  took {}  client errors {}{}  timeouts {}",
+            i + 1,
+            cell(&d.start_s, "s", 1),
+            cell(&d.duration_s, "s", 2),
+            cell(&d.client_errors, "", 0),
+            if statuses.is_empty() {
+                String::new()
+            } else {
+                format!(" ({})", statuses.join(", "))
+            },
+            cell(&d.client_timeouts, "", 0),
+        );
+        let causes: Vec<String> = d
+            .attempts_failed
+            .iter()
+            .map(|(k, v)| format!("{} {}", k.replace('_', " "), cell(v, "", 0)))
+            .collect();
+        let _ = writeln!(
+            out,
+            "        attempts failed: {}; requests cut in flight {}",
+            causes.join(", "),
+            cell(&d.in_flight_cut, "", 0)
+        );
+    }
+    out
 }
 
 #[cfg(test)]

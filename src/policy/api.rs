@@ -496,4 +496,8 @@ pub trait HealthPolicy: Send {
     /// on `node` ([`Action::Publish`]), at the instant it was published;
     /// its own caches can see it from `at` on.
     fn on_published(&mut self, _cx: &mut PolicyCx, _node: NodeId, _routable: bool, _at: SimTime) {}
+    /// The pod of `node` turned `ready` (or not) in the Service's
+    /// EndpointSlice; this gateway replica applies the change at `at`
+    /// (only `endpoints.rs` listens: a gateway routes by its endpoints).
+    fn on_endpoint(&mut self, _cx: &mut PolicyCx, _node: NodeId, _ready: bool, _at: SimTime) {}
 }

@@ -9,6 +9,7 @@ pub mod active_probe;
 pub mod api;
 pub mod caddy;
 pub mod clock;
+pub mod endpoints;
 pub mod failure_accrual;
 pub mod heartbeat_ttl;
 pub mod hystrix;

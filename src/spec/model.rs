@@ -29,6 +29,10 @@ pub struct Model {
     pub nodes: Vec<NodeSpec>,
     pub faults: Vec<Fault>,
     pub policies: Vec<PolicySpec>,
+    /// The nodes that are pods (`pods`, `nodes[].pod`) and the rolling
+    /// updates; `None` when no node is one. With rolling updates, `nodes`
+    /// ends with the surge slots ([`Pods::surge_slots`]).
+    pub pods: Option<Pods>,
 }
 
 #[derive(Clone, Debug)]
@@ -178,6 +182,20 @@ impl Model {
         }
     }
 
+    /// Policy instances per gateway replica: the model's policies, then
+    /// the Service's endpoints as that replica sees them when nodes are pods
+    /// (`policy::endpoints`).
+    pub fn policy_instances(&self) -> usize {
+        self.policies.len() + self.pods.is_some() as usize
+    }
+
+    /// The nodes the model file lists (without the surge slots of rolling
+    /// updates): what an export writes.
+    pub fn declared_nodes(&self) -> &[NodeSpec] {
+        let surge = self.pods.as_ref().map_or(0, |p| p.surge_slots as usize);
+        &self.nodes[..self.nodes.len() - surge]
+    }
+
     /// Gateway replicas (each with its own policies and peer state).
     pub fn replicas(&self) -> usize {
         self.gateway.replicas as usize
@@ -188,7 +206,7 @@ impl Model {
         crate::ids::FleetLayout::new(
             self.replicas(),
             self.scopes_per_replica(),
-            self.policies.len(),
+            self.policy_instances(),
         )
     }
 
@@ -228,5 +246,61 @@ impl Model {
             spec.policies = self.policies.clone();
         }
         spec
+    }
+}
+
+/// A probe checked, as the kubelet runs it.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct KubeProbe {
+    pub kind: crate::spec::KubeProbeKind,
+    pub initial_delay: SimDuration,
+    pub period: SimDuration,
+    pub timeout: SimDuration,
+    pub failure_threshold: u32,
+    pub success_threshold: u32,
+}
+
+/// One node slot's pod lifecycle, its fields resolved (`nodes[].pod` over
+/// `pods` over the defaults).
+#[derive(Clone, Debug, PartialEq)]
+pub struct PodParams {
+    pub start_time: LatencySpec,
+    pub grace: SimDuration,
+    pub pre_stop: SimDuration,
+    pub shutdown: Shutdown,
+    pub propagation: LatencySpec,
+    pub readiness: Option<KubeProbe>,
+    pub liveness: Option<KubeProbe>,
+    pub startup: Option<KubeProbe>,
+}
+
+/// A rolling update, resolved against the replica count (`ResolveFenceposts`).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Rollout {
+    /// Its entry in `faults`.
+    pub fault: usize,
+    pub at: SimDuration,
+    pub max_surge: u32,
+    pub max_unavailable: u32,
+}
+
+/// The pods of a model, as a run reads them.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Pods {
+    /// Per node slot (the model's nodes, then the surge slots): its pod's
+    /// lifecycle; `None` for a node that is not a pod.
+    pub slots: Vec<Option<PodParams>>,
+    /// The Deployment's replicas: the model's nodes that are pods.
+    pub replicas: u32,
+    /// The slots after the model's nodes, empty at the start, where rolling
+    /// updates put their new pods: `max_surge` + the replicas.
+    pub surge_slots: u32,
+    pub rollouts: Vec<Rollout>,
+}
+
+impl Pods {
+    /// The slot of a model node that is a pod, or of a surge pod.
+    pub fn is_pod(&self, node: usize) -> bool {
+        self.slots.get(node).is_some_and(|s| s.is_some())
     }
 }

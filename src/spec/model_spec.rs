@@ -50,6 +50,11 @@ pub struct ModelSpec {
     pub nodes: Vec<NodeSpec>,
     #[serde(default)]
     pub faults: Vec<FaultSpec>,
+    /// Every node is a Kubernetes pod with this lifecycle (`nodes[].pod`
+    /// overrides it per node): start-up, graceful shutdown, probes, and
+    /// endpoints that reach the gateway late.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pods: Option<PodSpec>,
     /// The gateway's health policy. Default: nginx `max_fails=1 fail_timeout=10s`
     /// (none with the HAProxy gateway).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -515,6 +520,9 @@ pub struct NodeSpec {
     /// the last with `Connection: close`). Default: no limit.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub keepalive_requests: Option<u32>,
+    /// This node is a Kubernetes pod: its lifecycle, over the model's `pods`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pod: Option<PodSpec>,
 }
 
 fn one() -> u32 {
@@ -638,6 +646,10 @@ pub enum FaultSpec {
     /// Service times are multiplied by `factor` and extended by `extra`.
     #[serde(deserialize_with = "tracked")]
     Slow(SlowSpec),
+    /// The Deployment's pods are replaced as its controller does
+    /// (`max_surge`, `max_unavailable`); needs nodes that are pods.
+    #[serde(deserialize_with = "tracked")]
+    RollingUpdate(RollingUpdateSpec),
 }
 
 impl FaultSpec {
@@ -651,6 +663,7 @@ impl FaultSpec {
             | FaultSpec::StopAccepting(w) => (&w.at, w.for_),
             FaultSpec::Flaky(x) => (&x.at, x.for_),
             FaultSpec::Slow(x) => (&x.at, x.for_),
+            FaultSpec::RollingUpdate(r) => (&r.at, None),
         }
     }
 }
@@ -834,6 +847,267 @@ impl JsonSchema for DurationDist {
         schemars::json_schema!({
             "description": "A fixed duration (\"2s\"), or a distribution of durations ({\"dist\": \"uniform\", \"min\": \"1s\", \"max\": \"3s\"}).",
             "anyOf": [g.subschema_for::<SimDuration>(), g.subschema_for::<LatencySpec>()]
+        })
+    }
+}
+
+/// A pod's lifecycle: `pods` holds every node's defaults, `nodes[].pod` one
+/// node's own values (each field given there wins).
+#[derive(Clone, Debug, Default, Deserialize, Serialize, PartialEq, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct PodSpec {
+    /// From the container's start until the process listens: a duration or
+    /// a distribution, drawn at every start. Default 0s.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub start_time: Option<DurationDist>,
+    /// `terminationGracePeriodSeconds`: from the start of the preStop hook
+    /// (or of SIGTERM, without one) until SIGKILL. Default 30s.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub termination_grace_period: Option<SimDuration>,
+    /// `lifecycle.preStop` as a sleep (`exec: sleep N` or the `sleep`
+    /// action): the process keeps serving, SIGTERM comes after. Default 0s.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pre_stop: Option<SimDuration>,
+    /// What the process does on SIGTERM. Default `immediate`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shutdown: Option<Shutdown>,
+    /// From a change of the pod's readiness (or its deletion) until a gateway
+    /// replica routes by it (EndpointSlice → watch → the controller's sync),
+    /// drawn for every change and every replica. Default 0s.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub endpoint_propagation: Option<DurationDist>,
+    /// `readinessProbe`: without one the pod is ready as soon as its
+    /// container runs (before the process listens, when `start_time` > 0).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub readiness: Option<KubeProbeSpec>,
+    /// `livenessProbe`: `failure_threshold` failures in a row restart the container.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub liveness: Option<KubeProbeSpec>,
+    /// `startupProbe`: liveness and readiness wait until it succeeds;
+    /// `failure_threshold` failures in a row restart the container.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub startup: Option<KubeProbeSpec>,
+    /// The Deployment's `strategy.rollingUpdate`: what a `rolling_update`
+    /// fault that gives no `max_surge` or `max_unavailable` uses (the model's
+    /// `pods` only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub strategy: Option<StrategySpec>,
+}
+
+/// A Deployment's `strategy.rollingUpdate`.
+#[derive(Clone, Copy, Debug, Default, Deserialize, Serialize, PartialEq, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct StrategySpec {
+    /// `maxSurge`. Default "25%".
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_surge: Option<IntOrPercent>,
+    /// `maxUnavailable`. Default "25%".
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_unavailable: Option<IntOrPercent>,
+}
+
+/// What the process does on SIGTERM.
+#[derive(Clone, Copy, Debug, Default, Deserialize, Serialize, PartialEq, Eq, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum Shutdown {
+    /// It exits at once: connections open to it are reset, requests in
+    /// flight are cut.
+    #[default]
+    Immediate,
+    /// It stops accepting (new connects are refused), finishes the requests
+    /// it has, closes its idle keep-alive connections, and exits.
+    Graceful,
+}
+
+/// A kubelet probe (`prober/worker.go`): an HTTP GET through the node's
+/// workers, like any request, so a hung or saturated process fails it
+/// (`kind: tcp`: a connect, which the kernel accepts even for a hung one).
+#[derive(Clone, Copy, Debug, Deserialize, Serialize, PartialEq, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct KubeProbeSpec {
+    /// `http` (`httpGet`, the default) or `tcp` (`tcpSocket`).
+    #[serde(default)]
+    pub kind: KubeProbeKind,
+    /// `initialDelaySeconds`, from the container's start. Default 0s.
+    #[serde(default)]
+    pub initial_delay: SimDuration,
+    /// `periodSeconds`. Default 10s.
+    #[serde(default = "ten_seconds")]
+    pub period: SimDuration,
+    /// `timeoutSeconds`. Default 1s.
+    #[serde(default = "one_second")]
+    pub timeout: SimDuration,
+    /// `failureThreshold`. Default 3.
+    #[serde(default = "three")]
+    pub failure_threshold: u32,
+    /// `successThreshold` (1 for liveness and startup probes). Default 1.
+    #[serde(default = "one")]
+    pub success_threshold: u32,
+}
+
+/// How a kubelet probe checks.
+#[derive(Clone, Copy, Debug, Default, Deserialize, Serialize, PartialEq, Eq, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum KubeProbeKind {
+    /// An HTTP GET through the workers: it passes on 200..399.
+    #[default]
+    Http,
+    /// A TCP connect: it passes once the kernel accepts.
+    Tcp,
+}
+
+impl Default for KubeProbeSpec {
+    fn default() -> Self {
+        KubeProbeSpec {
+            kind: KubeProbeKind::Http,
+            initial_delay: SimDuration::ZERO,
+            period: ten_seconds(),
+            timeout: one_second(),
+            failure_threshold: 3,
+            success_threshold: 1,
+        }
+    }
+}
+
+fn ten_seconds() -> SimDuration {
+    SimDuration::from_secs(10)
+}
+fn one_second() -> SimDuration {
+    SimDuration::from_secs(1)
+}
+fn three() -> u32 {
+    3
+}
+
+/// `{"kind": "rolling_update", ...}` in `faults`: the Deployment's pods are
+/// replaced by new ones as its controller does (`maxSurge`, `maxUnavailable`).
+#[derive(Clone, Debug, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RollingUpdateSpec {
+    /// When the new revision is applied.
+    #[serde(default)]
+    pub at: DurationDist,
+    /// `maxSurge`: pods above the replica count during the update, a
+    /// count or a percentage of the replicas rounded up. Default:
+    /// `pods.strategy.max_surge`, else "25%".
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_surge: Option<IntOrPercent>,
+    /// `maxUnavailable`: pods below the replica count, a count or a
+    /// percentage rounded down. Default: `pods.strategy.max_unavailable`,
+    /// else "25%".
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_unavailable: Option<IntOrPercent>,
+}
+
+const QUARTER: IntOrPercent = IntOrPercent::Percent(25);
+
+impl RollingUpdateSpec {
+    /// `max_surge` and `max_unavailable`, the Deployment's strategy filling
+    /// in what the fault leaves out.
+    pub fn budgets(&self, strategy: Option<&StrategySpec>) -> (IntOrPercent, IntOrPercent) {
+        let s = strategy.copied().unwrap_or_default();
+        (
+            self.max_surge.or(s.max_surge).unwrap_or(QUARTER),
+            self.max_unavailable
+                .or(s.max_unavailable)
+                .unwrap_or(QUARTER),
+        )
+    }
+}
+
+/// A count (`1`) or a percentage (`"25%"`), Kubernetes' `IntOrString`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum IntOrPercent {
+    Int(u32),
+    Percent(u32),
+}
+
+impl IntOrPercent {
+    /// The number written, a count or a percentage (`getIntOrPercentValue`).
+    pub fn written(self) -> u32 {
+        match self {
+            IntOrPercent::Int(n) | IntOrPercent::Percent(n) => n,
+        }
+    }
+
+    /// The value against `total` (`intstr.GetScaledValueFromIntOrPercent`):
+    /// a percentage rounded up or down.
+    pub fn scaled(self, total: u32, round_up: bool) -> u32 {
+        match self {
+            IntOrPercent::Int(n) => n,
+            IntOrPercent::Percent(p) => {
+                let x = p as u64 * total as u64;
+                (if round_up { x.div_ceil(100) } else { x / 100 }) as u32
+            }
+        }
+    }
+}
+
+impl std::fmt::Display for IntOrPercent {
+    fn fmt(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        match self {
+            IntOrPercent::Int(n) => write!(f, "{n}"),
+            IntOrPercent::Percent(p) => write!(f, "{p}%"),
+        }
+    }
+}
+
+impl Serialize for IntOrPercent {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match self {
+            IntOrPercent::Int(n) => s.serialize_u32(*n),
+            IntOrPercent::Percent(_) => s.serialize_str(&self.to_string()),
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for IntOrPercent {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl serde::de::Visitor<'_> for V {
+            type Value = IntOrPercent;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("a count (1) or a percentage (\"25%\")")
+            }
+            fn visit_u64<E: serde::de::Error>(self, v: u64) -> Result<IntOrPercent, E> {
+                u32::try_from(v)
+                    .map(IntOrPercent::Int)
+                    .map_err(|_| E::custom(format!("{v} is too large a count")))
+            }
+            fn visit_i64<E: serde::de::Error>(self, v: i64) -> Result<IntOrPercent, E> {
+                Err(E::custom(format!("must not be negative, found {v}")))
+            }
+            fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<IntOrPercent, E> {
+                let bad = || {
+                    E::custom(format!(
+                        "expected a percentage such as \"25%\", found {v:?}"
+                    ))
+                };
+                let p = v.strip_suffix('%').ok_or_else(bad)?;
+                let p: u32 = p.trim().parse().map_err(|_| bad())?;
+                if p > 100 {
+                    return Err(E::custom(format!(
+                        "a percentage is at most 100%, found {v:?}"
+                    )));
+                }
+                Ok(IntOrPercent::Percent(p))
+            }
+        }
+        d.deserialize_any(V)
+    }
+}
+
+impl JsonSchema for IntOrPercent {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "IntOrPercent".into()
+    }
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        schemars::json_schema!({
+            "description": "A count (1) or a percentage of the replicas (\"25%\").",
+            "anyOf": [
+                {"type": "integer", "minimum": 0},
+                {"type": "string", "pattern": "^[0-9]+%$"}
+            ]
         })
     }
 }

@@ -1,6 +1,7 @@
 //! `ModelSpec` → `Model`: the checks serde cannot do, one function per
 //! section of the file, then the warnings (legal but suspicious settings).
 
+use super::distribution::{check_latency, drawn};
 use super::document::{from_document, json_kind, read_document};
 use super::limits::MAX_REPLICAS;
 use super::model::*;
@@ -19,23 +20,6 @@ type Invalid = (String, String);
 
 fn invalid(field: impl Into<String>, reason: impl Into<String>) -> Invalid {
     (field.into(), reason.into())
-}
-
-/// A duration or distribution as the distribution to draw from, checked
-/// (`field` names it in errors). `upto`: a fixed duration means "up to it"
-/// (uniform from 0), else exactly it.
-fn drawn(d: &DurationDist, field: &str, upto: bool) -> Result<LatencySpec, Invalid> {
-    match *d {
-        DurationDist::Fixed(v) if upto => Ok(LatencySpec::Uniform {
-            min: SimDuration::ZERO,
-            max: v,
-        }),
-        DurationDist::Fixed(value) => Ok(LatencySpec::Constant { value }),
-        DurationDist::Drawn(l) => {
-            check_latency(&l).map_err(|(f, r)| (format!("{field}.{f}"), r))?;
-            Ok(l)
-        }
-    }
 }
 
 impl Model {
@@ -94,6 +78,15 @@ impl Model {
         let mut policies = policies(&spec)?;
         super::flavor_checks::bind(&spec.gateway, &mut policies);
         check_fleet(&spec.gateway, &policies)?;
+        let mut nodes = spec.nodes.clone();
+        let pods = match super::pods::pods(&spec)? {
+            Some((pods, surge)) => {
+                nodes.extend(surge);
+                super::pods::check_with_faults(&spec, &pods)?;
+                Some(pods)
+            }
+            None => None,
+        };
         Ok(Model {
             name: spec.name.clone(),
             seed: spec.seed,
@@ -106,8 +99,9 @@ impl Model {
             send_jitter,
             gateway: spec.gateway.clone(),
             next_upstream: NextUpstreamMask::from_words(&spec.gateway.proxy_next_upstream),
-            nodes: spec.nodes.clone(),
+            nodes,
             faults,
+            pods,
             policies,
             spec,
         })
@@ -388,38 +382,6 @@ fn check_nodes(nodes: &[NodeSpec]) -> Result<(), Invalid> {
     Ok(())
 }
 
-fn check_latency(l: &LatencySpec) -> Result<(), Invalid> {
-    match l {
-        LatencySpec::Constant { .. } => Ok(()),
-        LatencySpec::Exponential { mean } => {
-            if mean.is_zero() {
-                Err(invalid("mean", "must be positive"))
-            } else {
-                Ok(())
-            }
-        }
-        LatencySpec::Lognormal { median, sigma } => {
-            if median.is_zero() {
-                Err(invalid("median", "must be positive"))
-            } else if !(sigma.is_finite() && *sigma >= 0.0 && *sigma <= 10.0) {
-                Err(invalid(
-                    "sigma",
-                    format!("must be in [0, 10], found {sigma}"),
-                ))
-            } else {
-                Ok(())
-            }
-        }
-        LatencySpec::Uniform { min, max } => {
-            if min > max {
-                Err(invalid("min", format!("\"{min}\" is above max \"{max}\"")))
-            } else {
-                Ok(())
-            }
-        }
-    }
-}
-
 /// The `faults` section: each names a node and a window inside the run, and
 /// windows of exclusive kinds on one node do not overlap.
 fn faults(spec: &ModelSpec) -> Result<Vec<Fault>, Invalid> {
@@ -432,6 +394,10 @@ fn faults(spec: &ModelSpec) -> Result<Vec<Fault>, Invalid> {
     }
     for (i, f) in spec.faults.iter().enumerate() {
         let at = |field: &str| format!("faults[{i}].{field}");
+        if let FaultSpec::RollingUpdate(_) = f {
+            // Not a fault of one node: `pods.rs` reads it.
+            continue;
+        }
         let (node, at_spec, for_, kind) = fault_kind(f).map_err(|(f, r)| (at(&f), r))?;
         let idx = match by_name.get(node.as_str()) {
             Some(&idx) => idx,
@@ -591,6 +557,12 @@ fn fault_kind(f: &FaultSpec) -> Result<FaultParts<'_>, Invalid> {
                 extra: x.extra,
             };
             (&x.node, &x.at, x.for_, kind)
+        }
+        FaultSpec::RollingUpdate(_) => {
+            return Err(invalid(
+                "kind",
+                "a rolling update acts on the Deployment, not on one node",
+            ));
         }
     })
 }

@@ -49,6 +49,10 @@ impl Model {
             }
         }
         w.extend(super::connection_checks::warnings(&self.spec));
+        w.extend(super::pods::warnings(&self.spec));
+        if let Some(p) = &self.pods {
+            w.extend(super::pods::rollout_warnings(&self.spec, p));
+        }
         for (i, p) in self.policies.iter().enumerate() {
             let base = policy_field(&self.spec, i);
             for (field, msg) in p.warnings() {

@@ -36,6 +36,11 @@ impl World<'_> {
         let node = f.node;
         self.nodes[node.index()].active_faults += 1;
         match f.kind {
+            FaultKind::Crash if self.is_pod(node) => {
+                // The container exits; the kubelet restarts it (pods/).
+                self.nodes[node.index()].crash_fault = true;
+                self.container_exited(node);
+            }
             FaultKind::Crash => self.crash_node(node),
             FaultKind::Hang => {
                 self.nodes[node.index()].hung = true;
@@ -63,9 +68,15 @@ impl World<'_> {
     pub(crate) fn on_fault_end(&mut self, i: usize) {
         let f = self.model.faults[i];
         let node = f.node;
+        let pod = self.is_pod(node);
         let n = &mut self.nodes[node.index()];
         n.active_faults -= 1;
         match f.kind {
+            // The kubelet restarts a pod's container: containers started
+            // from now on stay up.
+            FaultKind::Crash if pod => {
+                n.crash_fault = false;
+            }
             // restarted with an empty queue; listening after its start-up time
             FaultKind::Crash => match f.restart_delay {
                 None => self.restarted(node),
@@ -112,7 +123,7 @@ impl World<'_> {
     /// The process of `node` listens again after a crash: it accepts
     /// connections, and the policies hear of it (a restarted service
     /// registers itself anew with its registry).
-    fn restarted(&mut self, node: NodeId) {
+    pub(crate) fn restarted(&mut self, node: NodeId) {
         self.nodes[node.index()].crashed = false;
         self.with_every_policy(Some(node), |p, cx| p.on_restarted(cx, node));
     }

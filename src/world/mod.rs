@@ -86,6 +86,7 @@ mod gateway;
 mod heartbeat;
 mod node;
 mod node_conn;
+mod pods;
 mod policies;
 mod probe;
 mod streams;
@@ -235,6 +236,14 @@ pub(crate) enum Event {
     LinkerdDrain {
         replica: u32,
     },
+    /// A step of the pod in a node's slot (`pods/`); `epoch` tells a stale one.
+    Pod {
+        node: u32,
+        epoch: u32,
+        step: pods::PodStep,
+    },
+    /// Rolling update `i` of the model starts.
+    Rollout(u32),
 }
 
 /// One line of the attempt trace (an access log of upstream attempts).
@@ -277,7 +286,8 @@ pub struct World<'s> {
     pub(crate) rec: Recorder,
     /// The attempt trace and the gateway's event log, if kept.
     pub(crate) obs: Observers<'s>,
-    pub(crate) seed: u64,
+    /// When nodes are pods: their lifecycles (`pods/`).
+    pub(crate) pods: Option<Box<pods::Pods>>,
     /// Stop (keeping the metrics so far) once this many events were processed.
     pub(crate) max_events: u64,
 }
@@ -361,7 +371,7 @@ pub fn run_logged<'s>(
         w.rec.track_replicas();
     }
     w.obs.events = events.map(|cap| Box::new(event_log::Logger::new(model, cap)));
-    w.obs.any = w.obs.trace.is_some() || w.obs.events.is_some();
+    w.obs.any = w.obs.trace.is_some() || w.obs.events.is_some() || w.pods.is_some();
     let (summary, cut, log) = w.run_to_end_or_budget();
     (summary, cut.map(|at| Truncated { max_events, at }), log)
 }
@@ -392,7 +402,9 @@ impl<'s> World<'s> {
         let bank = PolicyBank::new(model, fleet.layout());
         let pool = gateway::Pool::of(model).map(Box::new);
         let mut gw = gateway::Gateway::new(model, &bank);
-        gw.end_hooks |= pool.is_some();
+        let pods = pods::Pods::of(model, seed).map(Box::new);
+        // A pod model's requests and attempts are counted per rolling update.
+        gw.end_hooks |= pool.is_some() || pods.is_some();
         World {
             model,
             q: EventQueue::new(),
@@ -408,12 +420,12 @@ impl<'s> World<'s> {
             heartbeats: Vec::new(),
             rec,
             obs: Observers {
-                any: trace.is_some(),
+                any: trace.is_some() || pods.is_some(),
                 trace,
                 events: None,
                 progress: None,
             },
-            seed,
+            pods,
             max_events: u64::MAX,
         }
     }
@@ -466,10 +478,14 @@ impl<'s> World<'s> {
         let seed_phase = self.fleet.clock(0).phase();
         let events = self.q.popped();
         let name = self.model.name.clone();
-        let seed = self.seed;
+        let seed = self.rng.seed;
         let mut summary = self.rec.finish(&name, seed, seed_phase, events, unfinished);
         if let Some(p) = &self.pool {
             p.summarize(&mut summary);
+        }
+        if let Some(p) = &self.pods {
+            let names: Vec<String> = self.model.nodes.iter().map(|n| n.name.clone()).collect();
+            summary.pods = Some(p.log().summarize(cut.unwrap_or(end), &names));
         }
         if self.model.faults.iter().any(|f| f.phase.is_some()) {
             summary.fault_start_s = self
@@ -528,6 +544,9 @@ impl<'s> World<'s> {
         self.start_clients();
         self.with_every_policy(None, |p, cx| p.on_start(cx));
         self.refresh_all();
+        if self.pods.is_some() {
+            self.pods_begin();
+        }
     }
 
     #[inline(always)]
@@ -588,6 +607,8 @@ impl<'s> World<'s> {
                 generation,
             } => self.on_linkerd_failfast(replica, generation),
             Event::LinkerdDrain { replica } => self.linkerd_drain(replica as usize),
+            Event::Pod { node, epoch, step } => self.on_pod_event(NodeId(node), epoch, step),
+            Event::Rollout(k) => self.on_rollout(k as usize),
         }
     }
 
@@ -605,6 +626,9 @@ impl<'s> World<'s> {
         self.trace_attempt(request, scope, node, result, charge);
         if self.obs.events.is_some() {
             self.log_attempt_error(scope, node, result);
+        }
+        if let Some(p) = self.pods.as_deref_mut() {
+            p.attempt(self.q.now(), result);
         }
     }
 

@@ -103,6 +103,11 @@ pub(crate) struct Node {
     /// How many of its faults are active now: each is counted from its
     /// `FaultStart` to its `FaultEnd` (see `world/fault.rs`).
     pub(crate) active_faults: u32,
+    /// A pod's process finishing its requests after SIGTERM (`pods/`): it
+    /// exits when it holds none.
+    pub(crate) draining: bool,
+    /// A pod's crash fault is active: every container started exits.
+    pub(crate) crash_fault: bool,
 }
 
 impl Node {
@@ -124,6 +129,8 @@ impl Node {
             flaky: None,
             slow: None,
             active_faults: 0,
+            draining: false,
+            crash_fault: false,
         }
     }
 
@@ -156,6 +163,25 @@ impl Node {
     /// time `t` sees the faults of the windows `[start, end)` holding `t`.
     pub(crate) fn in_fault(&self) -> bool {
         self.active_faults > 0
+    }
+
+    /// Requests it holds: in service or waiting for a worker.
+    pub(crate) fn requests_held(&self) -> u64 {
+        let queued = self
+            .queue
+            .iter()
+            .filter(|j| matches!(j, Job::Request { .. }));
+        let busy = self
+            .busy
+            .iter()
+            .flatten()
+            .filter(|j| matches!(j.job, Job::Request { .. }));
+        (queued.count() + busy.count()) as u64
+    }
+
+    /// Nothing in service and nothing waiting.
+    pub(crate) fn is_idle(&self) -> bool {
+        self.queue.is_empty() && self.idle_workers.len() == self.busy.len()
     }
 
     /// Does its heartbeat thread run? (A hang blocks only the workers.)
@@ -307,6 +333,7 @@ impl World<'_> {
             _ => Reply::Status(200),
         };
         let partitioned = n.partitioned;
+        let draining = n.draining;
         // Serve the next queued job first: with a zero round trip the answer
         // is handled inline and may start new work.
         self.start_work(node);
@@ -337,6 +364,9 @@ impl World<'_> {
                 self.self_check_done(policy, node, generation, ok);
             }
             Job::Accept => {}
+        }
+        if draining {
+            self.pod_drain_check(node);
         }
     }
 
@@ -374,6 +404,7 @@ impl World<'_> {
     pub(crate) fn crash_node(&mut self, node: NodeId) {
         let n = &mut self.nodes[node.index()];
         n.crashed = true;
+        n.draining = false;
         n.restarts = n.restarts.wrapping_add(1);
         n.epoch = n.epoch.wrapping_add(1);
         let mut victims: Vec<Job> = n.queue.drain(..).collect();
@@ -399,6 +430,38 @@ impl World<'_> {
                     self.send_probe_result(probe, generation, ProbeResult::Reset)
                 }
                 // The heartbeat thread dies too; its timeout ends the wait.
+                Job::SelfCheck { .. } | Job::Accept => {}
+            }
+        }
+    }
+
+    /// The process closes its listening socket (a graceful shutdown's first
+    /// step): new connects are refused, and the connections still in the
+    /// kernel's accept queue are reset; the requests on connections it had
+    /// accepted (kept ones) stay and are served. It also closes its idle
+    /// kept-alive connections.
+    pub(crate) fn close_listener(&mut self, node: NodeId) {
+        let n = &mut self.nodes[node.index()];
+        n.not_listening = true;
+        let mut reset = Vec::new();
+        n.queue.retain(|j| {
+            let kept = matches!(j, Job::Request { kept: true, .. });
+            if !kept {
+                reset.push(*j);
+            }
+            kept
+        });
+        if self.pool.is_some() {
+            self.pool_node_crashed(node);
+        }
+        for job in reset {
+            match job {
+                Job::Request {
+                    slot, generation, ..
+                } => self.send_reply(slot, generation, Reply::Reset),
+                Job::Probe { probe, generation } => {
+                    self.send_probe_result(probe, generation, ProbeResult::Reset)
+                }
                 Job::SelfCheck { .. } | Job::Accept => {}
             }
         }

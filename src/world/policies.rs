@@ -50,10 +50,24 @@ impl PolicyBank {
     /// Every replica's instances of the model's policies; in a fleet, a
     /// server the replicas share (a registry) runs in replica 0's instance.
     pub(crate) fn new(model: &Model, layout: FleetLayout) -> Self {
-        let mut all: Vec<_> = (0..layout.replicas())
-            .flat_map(|_| &model.policies)
-            .map(|p| policy::build(p, layout.scopes_per_replica(), model.nodes.len()))
-            .collect();
+        let mut all: Vec<Box<dyn HealthPolicy>> = Vec::with_capacity(layout.policy_instances());
+        for _ in 0..layout.replicas() {
+            for p in &model.policies {
+                all.push(policy::build(
+                    p,
+                    layout.scopes_per_replica(),
+                    model.nodes.len(),
+                ));
+            }
+            if let Some(pods) = &model.pods {
+                // The pods running at the start are listed; the surge
+                // slots are empty until a rolling update fills them.
+                let listed = (0..model.nodes.len())
+                    .map(|i| i < model.declared_nodes().len() || !pods.is_pod(i))
+                    .collect();
+                all.push(Box::new(policy::endpoints::Endpoints::new(listed)));
+            }
+        }
         if layout.is_fleet() {
             for (i, p) in all.iter_mut().enumerate() {
                 p.join_fleet(if layout.replica_of_policy(i) == 0 {

@@ -127,6 +127,10 @@ impl World<'_> {
         slot.active = false;
         slot.generation = slot.generation.wrapping_add(1);
         self.probes.free.push(probe);
+        if s.policy == super::pods::KUBELET {
+            self.kubelet_probe_done(s.node, s.tag, result);
+            return;
+        }
         let outcome = ProbeOutcome {
             result,
             latency: self.q.now().saturating_since(s.start),

@@ -31,6 +31,8 @@ pub(crate) enum Stream {
     Restart = 11,
     /// Open-loop clients' send delays (`clients.send_jitter`).
     Jitter = 12,
+    /// Pods: start-up times, endpoint propagation, probe phases.
+    Pods = 13,
 }
 
 impl Stream {
@@ -58,6 +60,8 @@ pub(crate) struct Streams {
     pub(crate) restart: SimRng,
     /// Send delays of open-loop requests (`clients.send_jitter`).
     pub(crate) jitter: SimRng,
+    /// The run's seed.
+    pub(crate) seed: u64,
 }
 
 impl Streams {
@@ -73,6 +77,7 @@ impl Streams {
             heartbeat: Stream::Heartbeat.of(seed),
             restart: Stream::Restart.of(seed),
             jitter: Stream::Jitter.of(seed),
+            seed,
         }
     }
 }

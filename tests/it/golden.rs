@@ -164,6 +164,12 @@ fn check_model(name: &str, problems: &Mutex<Vec<String>>) {
         let actual = fs::read(out.join(f)).unwrap_or_default();
         found.extend(compare(&golden.join(f), &actual));
     }
+    // A model whose nodes are pods writes what happened to them.
+    let pods = out.join("pods.csv");
+    if pods.exists() || golden.join("pods.csv").exists() {
+        let actual = fs::read(&pods).unwrap_or_default();
+        found.extend(compare(&golden.join("pods.csv"), &actual));
+    }
     // stdout of --format json is summary.json itself
     if o.stdout != fs::read(out.join("summary.json")).unwrap_or_default() {
         found.push(format!("{model}: --format json differs from summary.json"));

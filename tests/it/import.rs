@@ -230,7 +230,7 @@ fn gateway_part(m: &Model) -> Value {
         g["haproxy"] = serde_json::to_value(m.gateway.haproxy()).unwrap();
     }
     let nodes: Vec<Value> = m
-        .nodes
+        .declared_nodes()
         .iter()
         .map(|n| serde_json::json!([n.weight, n.backup, n.down, n.max_conns]))
         .collect();

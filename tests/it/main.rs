@@ -24,6 +24,7 @@ mod layout;
 mod linkerd;
 mod nginx;
 mod overrides;
+mod pods;
 mod policies;
 mod probes;
 mod properties;

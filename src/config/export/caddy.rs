@@ -63,14 +63,14 @@ pub fn write_with(model: &Model, opts: &Options) -> Result<String, Unsupported> 
     }
     let c = g.caddy();
     let p = policy(model)?;
-    let mut caps = model.nodes.iter().map(|n| n.max_conns);
+    let mut caps = model.declared_nodes().iter().map(|n| n.max_conns);
     let cap = caps.next().unwrap_or(0);
-    if model.nodes.iter().any(|n| n.max_conns != cap) {
+    if model.declared_nodes().iter().any(|n| n.max_conns != cap) {
         return Err(Unsupported(
             "nodes with different max_conns: a Caddyfile has one unhealthy_request_count for all upstreams".into(),
         ));
     }
-    if let Some(n) = model.nodes.iter().find(|n| n.down) {
+    if let Some(n) = model.declared_nodes().iter().find(|n| n.down) {
         return Err(Unsupported(format!(
             "node {} is `down`: Caddy has no such setting",
             n.name
@@ -91,7 +91,11 @@ pub fn write_with(model: &Model, opts: &Options) -> Result<String, Unsupported> 
         CaddyLbPolicy::RoundRobin => "round_robin".to_string(),
         CaddyLbPolicy::First => "first".to_string(),
         CaddyLbPolicy::WeightedRoundRobin => {
-            let w: Vec<String> = model.nodes.iter().map(|n| n.weight.to_string()).collect();
+            let w: Vec<String> = model
+                .declared_nodes()
+                .iter()
+                .map(|n| n.weight.to_string())
+                .collect();
             format!("weighted_round_robin {}", w.join(" "))
         }
     };

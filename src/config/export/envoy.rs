@@ -32,7 +32,7 @@ pub fn write_with(model: &Model, opts: &Options) -> Result<String, Unsupported> 
     let mut groups: Vec<Value> = vec![];
     for backup in [false, true] {
         let eps: Vec<Value> = model
-            .nodes
+            .declared_nodes()
             .iter()
             .zip(&opts.addresses)
             .filter(|(n, _)| n.backup == backup && !n.down)

@@ -111,7 +111,7 @@ pub fn write_with(model: &Model, opts: &Options) -> Result<String, Unsupported> 
         }
     }
     for ((n, addr), sname) in model
-        .nodes
+        .declared_nodes()
         .iter()
         .zip(&opts.addresses)
         .zip(server_names(model))
@@ -185,7 +185,7 @@ pub fn config(model: &Model, opts: &Options) -> Result<String, Unsupported> {
 pub fn server_names(model: &Model) -> Vec<String> {
     let mut names = std::collections::BTreeSet::new();
     model
-        .nodes
+        .declared_nodes()
         .iter()
         .enumerate()
         .map(|(i, n)| {

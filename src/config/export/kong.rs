@@ -80,7 +80,7 @@ pub fn write_with(model: &Model, opts: &Options) -> Result<String, Unsupported> 
     let name = ident(&model.name);
     let upstream = format!("{name}-upstream");
     let targets: Vec<Value> = model
-        .nodes
+        .declared_nodes()
         .iter()
         .zip(&opts.addresses)
         .map(|(n, addr)| {

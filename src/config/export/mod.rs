@@ -45,7 +45,7 @@ impl Options {
     pub fn of(model: &Model) -> Options {
         Options {
             addresses: model
-                .nodes
+                .declared_nodes()
                 .iter()
                 .enumerate()
                 .map(|(i, n)| {

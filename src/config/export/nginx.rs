@@ -68,7 +68,7 @@ pub fn write_with(model: &Model, opts: &Options) -> Result<String, Unsupported> 
     if g.zone {
         let _ = writeln!(s, "    zone {name} 64k;");
     }
-    for (n, addr) in model.nodes.iter().zip(&opts.addresses) {
+    for (n, addr) in model.declared_nodes().iter().zip(&opts.addresses) {
         let _ = write!(s, "    server {addr}");
         if n.weight != 1 {
             let _ = write!(s, " weight={}", n.weight);

@@ -47,7 +47,7 @@ pub fn document(model: &Model, opts: &Options) -> Result<Value, Unsupported> {
     let name = ident(&model.name);
     let mut lb = Map::new();
     let servers: Vec<Value> = model
-        .nodes
+        .declared_nodes()
         .iter()
         .zip(&opts.addresses)
         .map(|(n, a)| {
@@ -58,7 +58,7 @@ pub fn document(model: &Model, opts: &Options) -> Result<Value, Unsupported> {
             s
         })
         .collect();
-    if let Some(n) = model.nodes.iter().find(|n| n.down) {
+    if let Some(n) = model.declared_nodes().iter().find(|n| n.down) {
         return Err(Unsupported(format!(
             "node {} is `down`: Traefik has no such setting",
             n.name

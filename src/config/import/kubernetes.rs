@@ -63,18 +63,11 @@ pub(super) fn import(path: &Path, text: &str, opts: &Options) -> Result<(Draft, 
         .and_then(Value::as_array)
         .cloned()
         .unwrap_or_default();
+    lifecycle(&mut d, &lines, anchor, &w.value, pod, &containers)?;
     let mut probe = None;
     for c in &containers {
         let cname = c.get("name").and_then(Value::as_str).unwrap_or("");
         let cline = lines.key_value(anchor, "name", cname);
-        for other in ["livenessProbe", "startupProbe"] {
-            if c.get(other).is_some() {
-                d.warn(
-                    &lines.at(lines.key(cline, other)),
-                    format!("{other} is not modelled (container restarts)"),
-                );
-            }
-        }
         if let Some(p) = c.get("readinessProbe") {
             if probe.is_some() {
                 d.warn(
@@ -133,12 +126,175 @@ pub(super) fn import(path: &Path, text: &str, opts: &Options) -> Result<(Draft, 
         };
     }
     if p.get("terminationGracePeriodSeconds").is_some() {
-        d.warn(&pat, "terminationGracePeriodSeconds is not modelled");
+        d.warn(&pat, "readinessProbe.terminationGracePeriodSeconds is not modelled (the API server refuses it on a readiness probe)");
     }
     d.policy(policy, &pat);
     d.notes
         .push("The proxy in front of the pods is not in the file: hcsim's default gateway.".into());
     Ok((d, name))
+}
+
+/// A probe's fields as `pods.<field>`: `initial_delay`, `period`, …
+fn kube_probe(p: &Value, line: usize, lines: &Lines, what: &str) -> Result<Value, Error> {
+    let mut out = serde_json::Map::new();
+    for (key, field) in [
+        ("initialDelaySeconds", "initial_delay"),
+        ("periodSeconds", "period"),
+        ("timeoutSeconds", "timeout"),
+        ("failureThreshold", "failure_threshold"),
+        ("successThreshold", "success_threshold"),
+    ] {
+        let Some(v) = p.get(key) else { continue };
+        let kat = lines.at(lines.key(line, key));
+        let n = yaml::uint(v).ok_or_else(|| {
+            kat.error(format!("{what}.{key}: expected a whole number, found {v}"))
+        })?;
+        out.insert(
+            field.into(),
+            if key.ends_with("Seconds") {
+                json!(
+                    SimDuration::try_from_secs(n)
+                        .map_err(|e| kat.error(format!("{what}.{key}: {e}")))?
+                )
+            } else {
+                json!(n)
+            },
+        );
+    }
+    Ok(Value::Object(out))
+}
+
+/// `sleep N` (or `sh -c "sleep N"`) in a preStop `exec` command: N seconds.
+fn sleep_seconds(command: &[Value]) -> Option<f64> {
+    let words: Vec<&str> = command.iter().filter_map(Value::as_str).collect();
+    let script = match words.as_slice() {
+        [sh, "-c", script] if sh.ends_with("sh") => *script,
+        _ => {
+            return match words.as_slice() {
+                [sleep, n] if sleep.ends_with("sleep") => n.parse().ok(),
+                _ => None,
+            };
+        }
+    };
+    let parts: Vec<&str> = script.split_whitespace().collect();
+    match parts.as_slice() {
+        ["sleep", n] => n.trim_end_matches(';').parse().ok(),
+        _ => None,
+    }
+}
+
+/// The pod lifecycle of a workload (`pods` in the model): the first
+/// container's `livenessProbe`, `startupProbe` and `lifecycle.preStop`, the
+/// pod's `terminationGracePeriodSeconds`, a Deployment's
+/// `strategy.rollingUpdate`. Nothing when the workload has none of them.
+fn lifecycle(
+    d: &mut Draft,
+    lines: &Lines,
+    anchor: usize,
+    workload: &Value,
+    pod: Option<&Value>,
+    containers: &[Value],
+) -> Result<(), Error> {
+    let mut pods = serde_json::Map::new();
+    let mut first = true;
+    for c in containers {
+        let cname = c.get("name").and_then(Value::as_str).unwrap_or("");
+        let cline = lines.key_value(anchor, "name", cname);
+        for (key, field) in [("livenessProbe", "liveness"), ("startupProbe", "startup")] {
+            let Some(p) = c.get(key) else { continue };
+            let line = lines.key(cline, key);
+            let at = lines.at(line);
+            if !first {
+                d.warn(
+                    &at,
+                    format!(
+                        "only the first container's {key} is modelled (a pod is one process here)"
+                    ),
+                );
+                continue;
+            }
+            if p.get("httpGet").is_none() && p.get("tcpSocket").is_none() {
+                d.warn(&at, format!("{key}: an exec or grpc probe is modelled as an HTTP probe through the workers (it fails when the process hangs)"));
+            }
+            let mut probe = kube_probe(p, line, lines, key)?;
+            if p.get("tcpSocket").is_some() {
+                probe["kind"] = json!("tcp");
+            }
+            if p.get("terminationGracePeriodSeconds").is_some() {
+                d.warn(&lines.at(lines.key(line, "terminationGracePeriodSeconds")), format!("{key}.terminationGracePeriodSeconds is not modelled: the pod's grace period applies"));
+            }
+            pods.insert(field.into(), probe);
+            d.origin(&format!("pods.{field}"), &at);
+        }
+        if let Some(pre) = c.pointer("/lifecycle/preStop") {
+            let line = lines.key(lines.key(cline, "lifecycle"), "preStop");
+            let at = lines.at(line);
+            let secs = if let Some(cmd) = pre.pointer("/exec/command").and_then(Value::as_array) {
+                sleep_seconds(cmd)
+            } else {
+                pre.pointer("/sleep/seconds")
+                    .and_then(yaml::uint)
+                    .map(|n| n as f64)
+            };
+            match secs {
+                Some(s) if first && s.is_finite() && s >= 0.0 => {
+                    let v = SimDuration::try_from_secs_f64(s)
+                        .map_err(|e| at.error(format!("preStop: {e}")))?;
+                    pods.insert("pre_stop".into(), json!(v));
+                    d.origin("pods.pre_stop", &at);
+                }
+                _ if !first => d.warn(&at, "only the first container's preStop is modelled"),
+                _ => d.warn(&at, "preStop: only a sleep (`exec: sleep N` or the `sleep` action) is modelled; this hook is left out"),
+            }
+        }
+        first = false;
+    }
+    if let Some(v) = pod.and_then(|p| p.get("terminationGracePeriodSeconds")) {
+        let line = lines.path(
+            anchor,
+            &["spec", "template", "spec", "terminationGracePeriodSeconds"],
+        );
+        let at = lines.at(if line == anchor {
+            lines.key(anchor, "terminationGracePeriodSeconds")
+        } else {
+            line
+        });
+        let n = yaml::uint(v).ok_or_else(|| {
+            at.error(format!(
+                "terminationGracePeriodSeconds: expected a whole number, found {v}"
+            ))
+        })?;
+        let g = SimDuration::try_from_secs(n)
+            .map_err(|e| at.error(format!("terminationGracePeriodSeconds: {e}")))?;
+        pods.insert("termination_grace_period".into(), json!(g));
+        d.origin("pods.termination_grace_period", &at);
+    }
+    if let Some(s) = workload.pointer("/spec/strategy") {
+        let at = lines.at(lines.path(anchor, &["spec", "strategy"]));
+        match s.get("type").and_then(Value::as_str) {
+            Some("Recreate") => d.warn(&at, "strategy Recreate is not modelled: a rolling_update with max_surge 0 and max_unavailable \"100%\" comes closest (it does not wait for the old pods to be gone)"),
+            Some("OnDelete") => d.warn(&at, "updateStrategy OnDelete: pods are replaced only when deleted by hand; a rolling_update fault would not happen"),
+            _ => {
+                let mut strategy = serde_json::Map::new();
+                for (key, field) in [("maxSurge", "max_surge"), ("maxUnavailable", "max_unavailable")] {
+                    let Some(v) = s.pointer(&format!("/rollingUpdate/{key}")) else { continue };
+                    let kat = lines.at(lines.key(lines.key(lines.path(anchor, &["spec", "strategy"]), "rollingUpdate"), key));
+                    let value: crate::spec::IntOrPercent = serde_json::from_value(v.clone())
+                        .map_err(|e| kat.error(format!("strategy.rollingUpdate.{key}: {e}")))?;
+                    strategy.insert(field.into(), json!(value));
+                    d.origin(&format!("pods.strategy.{field}"), &kat);
+                }
+                if !strategy.is_empty() {
+                    pods.insert("strategy".into(), Value::Object(strategy));
+                }
+            }
+        }
+    }
+    if !pods.is_empty() {
+        d.notes.push("Its pods' lifecycle is the model's `pods` (add a `rolling_update` fault to see a deploy).".into());
+        d.pods = Some(pods);
+    }
+    Ok(())
 }
 
 #[cfg(test)]

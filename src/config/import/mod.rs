@@ -282,6 +282,8 @@ pub(crate) struct Draft {
     pub nodes: Vec<Value>,
     /// Policy documents, with `kind`.
     pub policies: Vec<Value>,
+    /// The `pods` block (a Kubernetes workload's pod lifecycle), if any.
+    pub pods: Option<Map<String, Value>>,
     pub warnings: Vec<Warning>,
     pub origins: Vec<(String, Loc)>,
     /// Lines of the description: where the settings came from, what is approximate.
@@ -425,6 +427,9 @@ impl Draft {
             "nodes": self.nodes,
             "faults": workload.faults,
         });
+        if let Some(pods) = self.pods {
+            doc["pods"] = Value::Object(pods);
+        }
         match self.policies.len() {
             0 => {}
             1 => {

@@ -174,6 +174,59 @@ fn read_ejections(path: &Path, rep: usize) -> Result<BTreeMap<String, Vec<(f64, 
     Ok(ejections)
 }
 
+/// A window drawn on a node's lane: (start, end, what).
+type Window = (f64, f64, String);
+
+/// One replication's pod windows from `pods.csv`, by node name, drawn
+/// with the fault windows: a restart (the container's exit until the
+/// gateway lists the pod again), an old pod of a rolling update (deleted
+/// until gone) and a new one (created until listed). Empty without pods.
+fn read_pod_windows(
+    path: &Path,
+    rep: usize,
+    end: f64,
+) -> Result<BTreeMap<String, Vec<Window>>, Error> {
+    let mut out: BTreeMap<String, Vec<Window>> = BTreeMap::new();
+    if !path.exists() {
+        return Ok(out);
+    }
+    // Per node: the window open now (start, kind).
+    let mut open: BTreeMap<String, (f64, &'static str)> = BTreeMap::new();
+    let mut rdr = csv::Reader::from_path(path).map_err(csv_err(path))?;
+    for rec in rdr.records() {
+        let rec = rec.map_err(csv_err(path))?;
+        if rec.get(0).and_then(|x| x.parse::<usize>().ok()) != Some(rep) {
+            continue;
+        }
+        let t = rec
+            .get(2)
+            .and_then(|x| x.parse::<f64>().ok())
+            .unwrap_or(0.0);
+        let node = rec.get(3).unwrap_or("").to_string();
+        let (opens, closes) = match rec.get(4).unwrap_or("") {
+            "exited" => (Some("restart"), false),
+            "deleted" => (Some("deploy: old pod"), false),
+            "created" => (Some("deploy: new pod"), false),
+            "listed" | "gone" => (None, true),
+            _ => (None, false),
+        };
+        if closes && let Some((s, kind)) = open.remove(&node) {
+            out.entry(node.clone())
+                .or_default()
+                .push((s, t, kind.to_string()));
+        }
+        if let Some(kind) = opens {
+            open.entry(node).or_insert((t, kind));
+        }
+    }
+    for (node, (s, kind)) in open {
+        out.entry(node)
+            .or_default()
+            .push((s, end, kind.to_string()));
+    }
+    Ok(out)
+}
+
 /// How many recorded buckets make one drawn bucket: the chart's `bucket`
 /// if given, else the fewest (1, 2, 5, 10, 20, …) that give each node about
 /// [`ANSWERS_PER_NODE`] requests, leaving at least [`MIN_BUCKETS`] buckets.
@@ -274,6 +327,8 @@ pub(super) fn timeline_chart(
         None => BTreeMap::new(),
     };
     let duration = summary.runs.first().map_or(0.0, |r| r.duration_s);
+    let mut pod_windows =
+        read_pod_windows(&dir.join("pods.csv"), exact_rep.unwrap_or(0), duration)?;
     let nodes = names
         .iter()
         .enumerate()
@@ -294,6 +349,7 @@ pub(super) fn timeline_chart(
                     .iter()
                     .filter(|f| f.node == *name)
                     .map(|f| (f.start_s, f.end_s.unwrap_or(duration), f.kind.clone()))
+                    .chain(pod_windows.remove(name).unwrap_or_default())
                     .collect(),
             }
         })

@@ -44,5 +44,8 @@ impl World<'_> {
         if self.gw.path == PathKind::Flavored {
             self.flavor_finalize(slot, status.unwrap_or(499));
         }
+        if let Some(p) = self.pods.as_deref_mut() {
+            p.request_ended(self.q.now(), status);
+        }
     }
 }
