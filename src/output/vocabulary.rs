@@ -243,6 +243,9 @@ pub fn metric(column: &str) -> Term {
         t.subject = "Clients".into();
         return t;
     }
+    if let Some(field) = column.strip_prefix("pods.") {
+        return pod_metric(field);
+    }
     if let Some(field) = column.strip_prefix("probe_rounds.") {
         let mut t = lookup(ROUND_METRICS, field).unwrap_or_else(|| fallback(field));
         t.subject = "Probe rounds".into();
@@ -251,6 +254,50 @@ pub fn metric(column: &str) -> Term {
     lookup(NODE_METRICS, column)
         .or_else(|| lookup(RUN_METRICS, column))
         .unwrap_or_else(|| fallback(column))
+}
+
+/// A rolling update's metrics: `(field, name, unit)`.
+const DEPLOY_METRICS: &[(&str, &str, Unit)] = &[
+    ("client_errors", "client errors", Unit::Count),
+    ("client_timeouts", "client timeouts", Unit::Count),
+    ("duration_s", "time to complete", Unit::Seconds),
+    ("in_flight_cut", "requests cut in flight", Unit::Count),
+    ("start_s", "start", Unit::Seconds),
+    ("window_s", "window counted", Unit::Seconds),
+];
+
+/// `restarts`, `nodes.A.restarts`, `deploys.0.client_errors`, … of `pods.`
+fn pod_metric(field: &str) -> Term {
+    let restarts = || Term::new("container restarts", Unit::Count);
+    if field == "restarts" {
+        let mut t = restarts();
+        t.subject = "Pods".into();
+        return t;
+    }
+    if let Some(rest) = field.strip_prefix("nodes.")
+        && let Some(node) = rest.strip_suffix(".restarts")
+    {
+        let mut t = restarts();
+        t.subject = format!("Node {node}");
+        return t;
+    }
+    if let Some(rest) = field.strip_prefix("deploys.")
+        && let Some((i, f)) = rest.split_once('.')
+    {
+        let mut t = if let Some(cause) = f.strip_prefix("attempts_failed.") {
+            Term::new(&format!("failed attempts: {}", cause.replace('_', " ")), Unit::Count)
+        } else if let Some(code) = f.strip_prefix("status.") {
+            Term::new(&format!("answers with status {code}"), Unit::Count)
+        } else {
+            lookup(DEPLOY_METRICS, f).unwrap_or_else(|| fallback(f))
+        };
+        t.subject = match i.parse::<usize>() {
+            Ok(k) => format!("Deploy {}", k + 1),
+            Err(_) => format!("Deploy {i}"),
+        };
+        return t;
+    }
+    fallback(field)
 }
 
 fn client_metric(field: &str) -> Term {
@@ -325,6 +372,17 @@ const PARAMS: &[(&str, &str, Unit)] = &[
     ),
     ("gateway.replicas", "gateway replicas", Unit::Count),
     ("gateway.workers", "gateway workers", Unit::Count),
+    ("pods.endpoint_propagation", "endpoint propagation", Unit::Seconds),
+    ("pods.endpoint_propagation.max", "endpoint propagation (max)", Unit::Seconds),
+    ("pods.endpoint_propagation.min", "endpoint propagation (min)", Unit::Seconds),
+    ("pods.pre_stop", "preStop sleep", Unit::Seconds),
+    ("pods.shutdown", "shutdown", Unit::None),
+    ("pods.start_time", "start-up time", Unit::Seconds),
+    (
+        "pods.termination_grace_period",
+        "termination grace period",
+        Unit::Seconds,
+    ),
     ("policies[]", "policy", Unit::None),
     ("policy", "policy", Unit::None),
     ("seed", "seed", Unit::None),
@@ -359,6 +417,18 @@ pub fn param(path: &str) -> Term {
     let generic = generic_path(path);
     if let Some(t) = lookup(PARAMS, &generic) {
         return t;
+    }
+    // A pod's probes: `pods.liveness.timeout` is the liveness timeout.
+    if let Some(rest) = generic.strip_prefix("pods.")
+        && let Some((probe, field)) = rest.split_once('.')
+        && matches!(probe, "liveness" | "readiness" | "startup")
+    {
+        let unit = if matches!(field, "failure_threshold" | "success_threshold") {
+            Unit::Count
+        } else {
+            Unit::Seconds
+        };
+        return Term::new(&format!("{probe} {}", field.replace('_', " ")), unit);
     }
     let policy_field = generic
         .strip_prefix("policy.")
