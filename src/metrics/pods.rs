@@ -9,8 +9,11 @@ use std::collections::BTreeMap;
 pub struct RunPods {
     /// Container restarts in all (liveness, startup, crashes).
     pub restarts: u64,
-    /// One per rolling update that started, in the model's order.
+    /// One per rolling update of the model, in the model's order.
     pub deploys: Vec<DeploySummary>,
+    /// While some container restarts: from its kill (or its exit, for a
+    /// crash) until the gateway lists its pod again.
+    pub during_restarts: RestartErrors,
     /// Per node slot.
     pub nodes: Vec<NodePods>,
     /// What happened to each pod, in time order (`pods.csv`).
@@ -47,6 +50,19 @@ pub struct DeploySummary {
     pub in_flight_cut: u64,
     pub pods_created: u64,
     pub pods_deleted: u64,
+}
+
+/// What the clients and the gateway saw while containers restarted
+/// (windows of several restarts that overlap count once).
+#[derive(Clone, Debug, Default, Deserialize, Serialize, PartialEq)]
+pub struct RestartErrors {
+    pub attempts_failed: AttemptCauses,
+    pub client_errors: u64,
+    pub client_timeouts: u64,
+    pub in_flight_cut: u64,
+    pub status: BTreeMap<String, u64>,
+    /// The time some restart window was open, seconds.
+    pub window_s: f64,
 }
 
 /// Failed upstream attempts by cause.

@@ -429,6 +429,17 @@ fn pods_block(p: &PodStats) -> String {
         let _ = write!(out, " ({})", restarted.join(", "));
     }
     out.push('\n');
+    if p.restarts.max.is_some_and(|m| m > 0.0) {
+        let r = &p.during_restarts;
+        let _ = writeln!(
+            out,
+            "        while restarting ({}): client errors {}  timeouts {}  requests cut in flight {}",
+            cell(&r.window_s, "s", 1),
+            cell(&r.client_errors, "", 0),
+            cell(&r.client_timeouts, "", 0),
+            cell(&r.in_flight_cut, "", 0)
+        );
+    }
     for (i, d) in p.deploys.iter().enumerate() {
         let statuses: Vec<String> = d
             .status

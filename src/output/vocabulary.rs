@@ -285,7 +285,10 @@ fn pod_metric(field: &str) -> Term {
         && let Some((i, f)) = rest.split_once('.')
     {
         let mut t = if let Some(cause) = f.strip_prefix("attempts_failed.") {
-            Term::new(&format!("failed attempts: {}", cause.replace('_', " ")), Unit::Count)
+            Term::new(
+                &format!("failed attempts: {}", cause.replace('_', " ")),
+                Unit::Count,
+            )
         } else if let Some(code) = f.strip_prefix("status.") {
             Term::new(&format!("answers with status {code}"), Unit::Count)
         } else {
@@ -372,9 +375,21 @@ const PARAMS: &[(&str, &str, Unit)] = &[
     ),
     ("gateway.replicas", "gateway replicas", Unit::Count),
     ("gateway.workers", "gateway workers", Unit::Count),
-    ("pods.endpoint_propagation", "endpoint propagation", Unit::Seconds),
-    ("pods.endpoint_propagation.max", "endpoint propagation (max)", Unit::Seconds),
-    ("pods.endpoint_propagation.min", "endpoint propagation (min)", Unit::Seconds),
+    (
+        "pods.endpoint_propagation",
+        "endpoint propagation",
+        Unit::Seconds,
+    ),
+    (
+        "pods.endpoint_propagation.max",
+        "endpoint propagation (max)",
+        Unit::Seconds,
+    ),
+    (
+        "pods.endpoint_propagation.min",
+        "endpoint propagation (min)",
+        Unit::Seconds,
+    ),
     ("pods.pre_stop", "preStop sleep", Unit::Seconds),
     ("pods.shutdown", "shutdown", Unit::None),
     ("pods.start_time", "start-up time", Unit::Seconds),

@@ -13,7 +13,9 @@
 use super::KillReason;
 use crate::engine::{SimDuration, SimTime};
 use crate::ids::NodeId;
-use crate::metrics::pods::{AttemptCauses, DeploySummary, NodePods, PodEvent, RunPods};
+use crate::metrics::pods::{
+    AttemptCauses, DeploySummary, NodePods, PodEvent, RestartErrors, RunPods,
+};
 use crate::policy::AttemptResult;
 use crate::stats::round6;
 use std::collections::BTreeMap;
@@ -52,6 +54,10 @@ pub(crate) struct Log {
     events: Vec<PodEvent>,
     /// The update under way (its index in `deploys`).
     open: Option<usize>,
+    /// The figures while containers restart (its window: `restarts_open`).
+    during_restarts: Deploy,
+    /// Restart windows: (node, start, end once the pod is listed again).
+    windows: Vec<(NodeId, SimTime, Option<SimTime>)>,
 }
 
 impl Log {
@@ -69,6 +75,11 @@ impl Log {
                 .collect(),
             events: Vec::new(),
             open: None,
+            during_restarts: Deploy {
+                started: true,
+                ..Deploy::default()
+            },
+            windows: Vec::new(),
         }
     }
 
@@ -81,9 +92,28 @@ impl Log {
         });
     }
 
-    /// The deploys whose window holds `t`.
+    /// The deploys whose window holds `t`, and the restarts' figures if a
+    /// restart window does.
     fn covering(&mut self, t: SimTime) -> impl Iterator<Item = &mut Deploy> {
-        self.deploys.iter_mut().filter(move |d| d.covers(t))
+        let restarting = self
+            .windows
+            .iter()
+            .any(|&(_, s, e)| s <= t && e.is_none_or(|e| t <= e));
+        self.deploys
+            .iter_mut()
+            .filter(move |d| d.covers(t))
+            .chain(restarting.then_some(&mut self.during_restarts))
+    }
+
+    /// A restart window of `node` opens at `t`, unless one is open.
+    fn restart_window(&mut self, t: SimTime, node: NodeId) {
+        if !self
+            .windows
+            .iter()
+            .any(|&(n, _, e)| n == node && e.is_none())
+        {
+            self.windows.push((node, t, None));
+        }
     }
 
     pub(super) fn deploy_start(&mut self, t: SimTime, k: usize) {
@@ -138,6 +168,9 @@ impl Log {
     }
 
     pub(super) fn killed(&mut self, t: SimTime, node: NodeId, why: KillReason) {
+        if why != KillReason::Deleted {
+            self.restart_window(t, node);
+        }
         let why = match why {
             KillReason::Deleted => "deleted",
             KillReason::Liveness => "liveness probe failed",
@@ -148,6 +181,7 @@ impl Log {
 
     pub(super) fn restart(&mut self, t: SimTime, node: NodeId, back_off: SimDuration) {
         self.restarts[node.index()] += 1;
+        self.restart_window(t, node);
         self.event(t, node, "exited", format!("restart after {back_off}"));
     }
 
@@ -168,6 +202,15 @@ impl Log {
         if !ready && let Some(i) = self.open {
             let d = &mut self.deploys[i];
             d.last_removal = d.last_removal.max(last);
+        }
+        if ready {
+            for w in self
+                .windows
+                .iter_mut()
+                .filter(|w| w.0 == node && w.2.is_none())
+            {
+                w.2 = Some(last);
+            }
         }
         let first = arrivals.iter().copied().min().unwrap_or(SimTime::ZERO);
         self.event(
@@ -203,6 +246,38 @@ impl Log {
                 AttemptResult::Status(s) if s >= 500 => a.error_status += 1,
                 _ => {}
             }
+        }
+    }
+
+    /// The figures while containers restarted, over the run to `end`.
+    fn restart_errors(&self, end: SimTime) -> RestartErrors {
+        let d = &self.during_restarts;
+        // The union of the windows, cut at the end of the run.
+        let mut spans: Vec<(SimTime, SimTime)> = self
+            .windows
+            .iter()
+            .map(|&(_, s, e)| (s.min(end), e.unwrap_or(end).min(end)))
+            .collect();
+        spans.sort();
+        let (mut total, mut reach) = (0u64, SimTime::ZERO);
+        for (s, e) in spans {
+            let s = s.max(reach);
+            if e > s {
+                total += e.saturating_since(s).as_micros();
+                reach = e;
+            }
+        }
+        RestartErrors {
+            attempts_failed: d.attempts,
+            client_errors: d.client_errors,
+            client_timeouts: d.client_timeouts,
+            in_flight_cut: d.cut,
+            status: d
+                .by_status
+                .iter()
+                .map(|(s, n)| (s.to_string(), *n))
+                .collect(),
+            window_s: round6(total as f64 / 1e6),
         }
     }
 
@@ -242,6 +317,7 @@ impl Log {
                     pods_deleted: d.deleted,
                 })
                 .collect(),
+            during_restarts: self.restart_errors(end),
             nodes: names
                 .iter()
                 .zip(&self.restarts)
