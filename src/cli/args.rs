@@ -96,7 +96,8 @@ pub struct ImportArgs {
     #[arg(long, value_name = "DURATION")]
     pub duration: Option<String>,
     /// A fault, KIND:NODE@AT[+FOR] with KIND crash, hang, stop or partition,
-    /// e.g. `--fault crash:10.0.0.1:8080@10s+30s`. Repeatable.
+    /// e.g. `--fault crash:10.0.0.1:8080@10s+30s`, or a Kubernetes
+    /// workload's `rolling_update@AT`. Repeatable.
     #[arg(long = "fault", value_name = "FAULT")]
     pub faults: Vec<String>,
     /// Nodes to create when the config does not list them (Istio, an Envoy

@@ -534,9 +534,15 @@ pub fn parse_fault(text: &str) -> Result<FaultSpec, String> {
     let shown = crate::diagnostics::excerpt(text, crate::diagnostics::EXCERPT_CHARS);
     let bad = || {
         format!(
-            "expected KIND:NODE@AT[+FOR], e.g. crash:a@10s+30s (KIND: crash, hang, stop or partition), found \"{shown}\""
+            "expected KIND:NODE@AT[+FOR], e.g. crash:a@10s+30s (KIND: crash, hang, stop or partition), or rolling_update@AT, found \"{shown}\""
         )
     };
+    // A rolling update of the pods names no node (a Kubernetes workload's).
+    if let Some(at) = text.strip_prefix("rolling_update@") {
+        let at = crate::engine::time::parse_duration(at).map_err(|e| format!("AT: {e}"))?;
+        return serde_json::from_value(json!({"kind": "rolling_update", "at": at}))
+            .map_err(|e| format!("{e} in \"{shown}\""));
+    }
     let (kind, rest) = text.split_once(':').ok_or_else(bad)?;
     let (node, window) = rest.rsplit_once('@').ok_or_else(bad)?;
     let (at, for_) = match window.split_once('+') {
@@ -619,6 +625,11 @@ mod tests {
         assert_eq!(v["at"], "10s");
         assert_eq!(v["for"], "30s");
         assert!(parse_fault("hang:a@5s").is_ok());
+        assert!(matches!(
+            parse_fault("rolling_update@30s"),
+            Ok(FaultSpec::RollingUpdate(_))
+        ));
+        assert!(parse_fault("rolling_update@soon").is_err());
         assert!(parse_fault("melt:a@5s").is_err());
         assert!(parse_fault("crash:a").is_err());
         assert!(parse_fault("crash:a@soon").is_err());
