@@ -421,7 +421,14 @@ impl World<'_> {
             // Its kernel closes the kept connections too (node_conn.rs).
             self.pool_node_crashed(node);
         }
-        for job in victims {
+        self.reset_jobs(victims);
+    }
+
+    /// The kernel resets the connections of `jobs`: requests and probes get
+    /// a reset half a round trip later. (A heartbeat thread's self-check
+    /// ends by its own timeout.)
+    fn reset_jobs(&mut self, jobs: Vec<Job>) {
+        for job in jobs {
             match job {
                 Job::Request {
                     slot, generation, ..
@@ -429,7 +436,6 @@ impl World<'_> {
                 Job::Probe { probe, generation } => {
                     self.send_probe_result(probe, generation, ProbeResult::Reset)
                 }
-                // The heartbeat thread dies too; its timeout ends the wait.
                 Job::SelfCheck { .. } | Job::Accept => {}
             }
         }
@@ -454,17 +460,7 @@ impl World<'_> {
         if self.pool.is_some() {
             self.pool_node_crashed(node);
         }
-        for job in reset {
-            match job {
-                Job::Request {
-                    slot, generation, ..
-                } => self.send_reply(slot, generation, Reply::Reset),
-                Job::Probe { probe, generation } => {
-                    self.send_probe_result(probe, generation, ProbeResult::Reset)
-                }
-                Job::SelfCheck { .. } | Job::Accept => {}
-            }
-        }
+        self.reset_jobs(reset);
     }
 
     /// Workers stop making progress (hang or SIGSTOP): freeze what is in service.

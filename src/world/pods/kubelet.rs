@@ -301,12 +301,7 @@ impl World<'_> {
     /// then SIGTERM, then SIGKILL at the end of the grace period.
     pub(super) fn kill(&mut self, node: NodeId, why: KillReason) {
         let now = self.q.now();
-        let Some(params) = self
-            .model
-            .pods
-            .as_ref()
-            .and_then(|p| p.slots[node.index()].as_ref())
-        else {
+        let Some(params) = self.pod_params(node) else {
             return;
         };
         let (grace, pre_stop) = (params.grace, params.pre_stop);
@@ -341,13 +336,7 @@ impl World<'_> {
 
     /// SIGTERM reaches `node`'s process.
     pub(super) fn sigterm(&mut self, node: NodeId) {
-        let Some(shutdown) = self
-            .model
-            .pods
-            .as_ref()
-            .and_then(|p| p.slots[node.index()].as_ref())
-            .map(|p| p.shutdown)
-        else {
+        let Some(shutdown) = self.pod_params(node).map(|p| p.shutdown) else {
             return;
         };
         let Some(pod) = self.pod(node) else {

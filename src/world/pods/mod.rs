@@ -230,7 +230,7 @@ impl Pod {
     }
 }
 
-impl World<'_> {
+impl<'s> World<'s> {
     /// Time zero: the probers' tickers and the rolling updates.
     pub(crate) fn pods_begin(&mut self) {
         let Some(p) = self.pods.as_deref() else {
@@ -287,6 +287,12 @@ impl World<'_> {
     /// A pod is in `node`'s slot.
     pub(crate) fn is_pod(&self, node: NodeId) -> bool {
         self.pods.as_ref().is_some_and(|p| p.has_pod(node))
+    }
+
+    /// The lifecycle of `node`'s slot, as the model gives it.
+    fn pod_params(&self, node: NodeId) -> Option<&'s crate::spec::pods::PodParams> {
+        let model: &'s Model = self.model;
+        model.pods.as_ref()?.slots[node.index()].as_ref()
     }
 
     fn pod(&self, node: NodeId) -> Option<&Pod> {

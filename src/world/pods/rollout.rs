@@ -245,12 +245,7 @@ impl World<'_> {
     /// free slot; its container starts now.
     fn create_pod(&mut self, node: NodeId) {
         let now = self.q.now();
-        let Some(params) = self
-            .model
-            .pods
-            .as_ref()
-            .and_then(|p| p.slots[node.index()].as_ref())
-        else {
+        let Some(params) = self.pod_params(node) else {
             return;
         };
         let probes = Probers::created(params, now);

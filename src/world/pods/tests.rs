@@ -103,7 +103,10 @@ fn a_hung_node_restarts_once_three_to_four_seconds_into_the_hang() {
         assert!(times(&e, 1, "killed").is_empty() && times(&e, 2, "killed").is_empty());
         // The restart's window: from the kill until the gateway lists A again.
         let r = crate::world::run(&m, seed).pods.unwrap().during_restarts;
-        assert!((r.window_s - (listed[0] - kills[0])).abs() < 1e-5, "seed {seed}: {r:?}");
+        assert!(
+            (r.window_s - (listed[0] - kills[0])).abs() < 1e-5,
+            "seed {seed}: {r:?}"
+        );
         assert!(r.in_flight_cut > 0, "the hung process held requests: {r:?}");
     }
 }
