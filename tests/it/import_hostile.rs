@@ -427,3 +427,33 @@ fn a_list_of_5000_targets_is_cut_short() {
     assert!(err.contains("… and 4980 more"), "{err}");
     assert!(err.len() < 2_000, "{} bytes", err.len());
 }
+
+#[test]
+fn durations_that_would_saturate_are_refused_in_every_importer() {
+    let dir = tmp("imp-wrap-more");
+    let cases = [
+        (
+            "t.yaml",
+            "http:\n  services:\n    app:\n      loadBalancer:\n        servers:\n        - url: http://10.0.0.1:80\n        healthCheck:\n          path: /health\n          interval: 1e300\n",
+            "t.yaml:9: interval:",
+        ),
+        (
+            "Caddyfile",
+            ":80 {\n  reverse_proxy 10.0.0.1:80 10.0.0.2:80 {\n    lb_try_duration 99999999999999999d\n  }\n}\n",
+            "Caddyfile:3: bad lb_try_duration value '99999999999999999d'",
+        ),
+        (
+            "k.yaml",
+            "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: w\nspec:\n  replicas: 2\n  template:\n    spec:\n      terminationGracePeriodSeconds: 288230376151711749\n      containers:\n      - name: c\n        image: x\n",
+            "k.yaml:9: terminationGracePeriodSeconds:",
+        ),
+    ];
+    for (file, text, says) in cases {
+        fs::write(dir.join(file), text).unwrap();
+        let err = user_error(import(&dir, file, &[]).0);
+        assert!(
+            err.contains(says) && err.contains("too large"),
+            "{file}: {err}"
+        );
+    }
+}

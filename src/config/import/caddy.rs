@@ -86,7 +86,7 @@ struct Handler {
 /// `caddy.ParseDuration`: Go's durations, and days.
 fn duration(s: &str, at: &Loc, what: &str) -> Result<SimDuration, Error> {
     let parsed = match s.strip_suffix('d').and_then(|d| d.parse::<f64>().ok()) {
-        Some(days) => Ok(SimDuration::from_secs_f64(days * 86_400.0)),
+        Some(days) => SimDuration::try_from_secs_f64(days * 86_400.0),
         None => crate::engine::time::parse_duration(s),
     };
     parsed.map_err(|e| at.error(format!("bad {what} value '{s}': {e}")))

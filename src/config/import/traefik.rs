@@ -67,17 +67,20 @@ impl Finder<'_> {
 /// `ptypes.Duration`: a Go duration, or a number of seconds.
 fn duration(v: &Value, at: &Loc, what: &str) -> Result<SimDuration, Error> {
     match v {
-        Value::Number(n) => n
-            .as_f64()
-            .filter(|s| *s >= 0.0)
-            .map(SimDuration::from_secs_f64)
-            .ok_or_else(|| at.error(format!("{what}: expected a duration, found {v}"))),
-        Value::String(s) => match s.trim().parse::<f64>() {
-            Ok(secs) if secs >= 0.0 => Ok(SimDuration::from_secs_f64(secs)),
-            _ => {
-                crate::engine::time::parse_duration(s).map_err(|e| at.error(format!("{what}: {e}")))
+        Value::Number(n) => match n.as_f64() {
+            Some(secs) => {
+                SimDuration::try_from_secs_f64(secs).map_err(|e| at.error(format!("{what}: {e}")))
             }
+            None => Err(at.error(format!("{what}: expected a duration, found {v}"))),
         },
+        Value::String(s) => {
+            match s.trim().parse::<f64>() {
+                Ok(secs) => SimDuration::try_from_secs_f64(secs)
+                    .map_err(|e| at.error(format!("{what}: {e}"))),
+                _ => crate::engine::time::parse_duration(s)
+                    .map_err(|e| at.error(format!("{what}: {e}"))),
+            }
+        }
         _ => Err(at.error(format!("{what}: expected a duration, found {v}"))),
     }
 }
