@@ -47,6 +47,22 @@ impl Deploy {
     }
 }
 
+/// One restart: from the kill (or a crash's exit) of `node`'s container
+/// until the gateway lists the pod again, and the figures in that window.
+#[derive(Clone, Debug)]
+struct Window {
+    node: NodeId,
+    start: SimTime,
+    end: Option<SimTime>,
+    acc: Deploy,
+}
+
+impl Window {
+    fn covers(&self, t: SimTime) -> bool {
+        self.start <= t && self.end.is_none_or(|e| t <= e)
+    }
+}
+
 /// The pods' record of one run.
 pub(crate) struct Log {
     restarts: Vec<u64>,
@@ -56,8 +72,8 @@ pub(crate) struct Log {
     open: Option<usize>,
     /// The figures while containers restart (its window: `restarts_open`).
     during_restarts: Deploy,
-    /// Restart windows: (node, start, end once the pod is listed again).
-    windows: Vec<(NodeId, SimTime, Option<SimTime>)>,
+    /// Each restart's window and what happened in it.
+    windows: Vec<Window>,
 }
 
 impl Log {
@@ -95,14 +111,17 @@ impl Log {
     /// The deploys whose window holds `t`, and the restarts' figures if a
     /// restart window does.
     fn covering(&mut self, t: SimTime) -> impl Iterator<Item = &mut Deploy> {
-        let restarting = self
-            .windows
-            .iter()
-            .any(|&(_, s, e)| s <= t && e.is_none_or(|e| t <= e));
+        let restarting = self.windows.iter().any(|w| w.covers(t));
         self.deploys
             .iter_mut()
             .filter(move |d| d.covers(t))
             .chain(restarting.then_some(&mut self.during_restarts))
+            .chain(
+                self.windows
+                    .iter_mut()
+                    .filter(move |w| w.covers(t))
+                    .map(|w| &mut w.acc),
+            )
     }
 
     /// A restart window of `node` opens at `t`, unless one is open.
@@ -110,9 +129,14 @@ impl Log {
         if !self
             .windows
             .iter()
-            .any(|&(n, _, e)| n == node && e.is_none())
+            .any(|w| w.node == node && w.end.is_none())
         {
-            self.windows.push((node, t, None));
+            self.windows.push(Window {
+                node,
+                start: t,
+                end: None,
+                acc: Deploy::default(),
+            });
         }
     }
 
@@ -207,9 +231,9 @@ impl Log {
             for w in self
                 .windows
                 .iter_mut()
-                .filter(|w| w.0 == node && w.2.is_none())
+                .filter(|w| w.node == node && w.end.is_none())
             {
-                w.2 = Some(last);
+                w.end = Some(last);
             }
         }
         let first = arrivals.iter().copied().min().unwrap_or(SimTime::ZERO);
@@ -256,7 +280,7 @@ impl Log {
         let mut spans: Vec<(SimTime, SimTime)> = self
             .windows
             .iter()
-            .map(|&(_, s, e)| (s.min(end), e.unwrap_or(end).min(end)))
+            .map(|w| (w.start.min(end), w.end.unwrap_or(end).min(end)))
             .collect();
         spans.sort();
         let (mut total, mut reach) = (0u64, SimTime::ZERO);
@@ -326,7 +350,40 @@ impl Log {
                     restarts,
                 })
                 .collect(),
-            events: self.events.clone(),
+            events: self.events_with_windows(end),
         }
+    }
+
+    /// The events, and a line per restart with what happened in its window.
+    fn events_with_windows(&self, end: SimTime) -> Vec<PodEvent> {
+        let mut events = self.events.clone();
+        for w in &self.windows {
+            let a = &w.acc;
+            let statuses: Vec<String> = a
+                .by_status
+                .iter()
+                .map(|(s, n)| format!("{s}: {n}"))
+                .collect();
+            let f = &a.attempts;
+            events.push(PodEvent {
+                t_s: w.start.as_secs_f64(),
+                node: w.node.0,
+                what: "restart",
+                detail: format!(
+                    "until {:.6}s: client errors {}{}, client timeouts {}, failed attempts refused {} reset {} connect timeout {} read timeout {} error status {}, requests cut {}",
+                    w.end.unwrap_or(end).min(end).as_secs_f64(),
+                    a.client_errors,
+                    if statuses.is_empty() { String::new() } else { format!(" ({})", statuses.join(", ")) },
+                    a.client_timeouts,
+                    f.refused,
+                    f.reset,
+                    f.connect_timeout,
+                    f.read_timeout,
+                    f.error_status,
+                    a.cut
+                ),
+            });
+        }
+        events
     }
 }
