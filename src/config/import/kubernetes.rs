@@ -102,28 +102,11 @@ pub(super) fn import(path: &Path, text: &str, opts: &Options) -> Result<(Draft, 
         d.warn(&pat, format!("a {how} readiness probe is modelled as an HTTP probe (it fails when the process hangs)"));
         policy["probe"] = json!("http");
     }
-    for (key, field) in [
-        ("periodSeconds", "period"),
-        ("timeoutSeconds", "timeout"),
-        ("initialDelaySeconds", "initial_delay"),
-        ("failureThreshold", "failure_threshold"),
-        ("successThreshold", "success_threshold"),
-    ] {
-        let Some(v) = p.get(key) else { continue };
-        let kat = lines.at(lines.key(line, key));
-        let n = yaml::uint(v).ok_or_else(|| {
-            kat.error(format!(
-                "readinessProbe.{key}: expected a whole number, found {v}"
-            ))
-        })?;
-        policy[field] = if key.ends_with("Seconds") {
-            // Checked: seconds × 10⁶ must not wrap (2⁵⁸ + 5 s is not 5 s).
-            let t = SimDuration::try_from_secs(n)
-                .map_err(|e| kat.error(format!("readinessProbe.{key}: {n}: {e}")))?;
-            json!(t)
-        } else {
-            json!(n)
-        };
+    if let Value::Object(fields) = kube_probe(p, line, &lines, "readinessProbe")? {
+        policy
+            .as_object_mut()
+            .expect("a policy object")
+            .extend(fields);
     }
     if p.get("terminationGracePeriodSeconds").is_some() {
         d.warn(&pat, "readinessProbe.terminationGracePeriodSeconds is not modelled (the API server refuses it on a readiness probe)");
@@ -152,9 +135,10 @@ fn kube_probe(p: &Value, line: usize, lines: &Lines, what: &str) -> Result<Value
         out.insert(
             field.into(),
             if key.ends_with("Seconds") {
+                // Checked: seconds × 10⁶ must not wrap (2⁵⁸ + 5 s is not 5 s).
                 json!(
                     SimDuration::try_from_secs(n)
-                        .map_err(|e| kat.error(format!("{what}.{key}: {e}")))?
+                        .map_err(|e| kat.error(format!("{what}.{key}: {n}: {e}")))?
                 )
             } else {
                 json!(n)

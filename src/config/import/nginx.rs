@@ -112,13 +112,7 @@ fn stream_settings(
         .collect();
     for x in levels {
         let at = &x.at;
-        let time = || -> Result<SimDuration, Error> {
-            match x.args.as_slice() {
-                [v] => parse_time(v, false)
-                    .map_err(|e| at.error(format!("invalid {} \"{v}\": {e}", x.name))),
-                _ => Err(at.error(format!("`{}` takes one time, e.g. 5s", x.name))),
-            }
-        };
+        let time = || directive_time(x);
         match x.name.as_str() {
             "proxy_next_upstream" => match x.args.as_slice() {
                 [v] if v == "on" => next = (json!(["error", "timeout"]), at.clone()),
@@ -497,13 +491,7 @@ impl Proxy {
         let mut p = self.clone();
         for x in ds {
             let at = x.at.clone();
-            let time = || -> Result<SimDuration, Error> {
-                match x.args.as_slice() {
-                    [v] => parse_time(v, false)
-                        .map_err(|e| at.error(format!("invalid {} \"{v}\": {e}", x.name))),
-                    _ => Err(at.error(format!("`{}` takes one time, e.g. 5s", x.name))),
-                }
-            };
+            let time = || directive_time(x);
             match x.name.as_str() {
                 "proxy_next_upstream" => {
                     if x.args.is_empty() {
@@ -696,6 +684,16 @@ fn int(v: &str, at: &Loc, what: &str) -> Result<u32, Error> {
 
 /// `ngx_parse_time`: `is_sec` for settings in whole seconds (`ms` is then
 /// an error), else milliseconds are allowed; a bare number is seconds.
+/// The one time argument of directive `x` (`proxy_read_timeout 5s`).
+fn directive_time(x: &Directive) -> Result<SimDuration, Error> {
+    match x.args.as_slice() {
+        [v] => {
+            parse_time(v, false).map_err(|e| x.at.error(format!("invalid {} \"{v}\": {e}", x.name)))
+        }
+        _ => Err(x.at.error(format!("`{}` takes one time, e.g. 5s", x.name))),
+    }
+}
+
 pub(crate) fn parse_time(text: &str, is_sec: bool) -> Result<SimDuration, String> {
     // Units, largest first, in microseconds.
     const UNITS: [(&str, u64); 8] = [
