@@ -171,6 +171,14 @@ after the kill: at 20 requests/s that is 20 ms later with probability 1/2,
 generators. Three real runs can all miss the first slot (one time in
 eight), so this scenario runs at least nine real replications
 (`REAL_REPS`).""",
+    "caddy-hang-timeout": """A's first ejection is the first request random
+selection sends to A after the hang starts, 500 ms later (its
+`response_header_timeout`): at 20 requests/s that request leaves 30 ms after
+the fault with probability 1/2, 80 ms with 1/4, 130 ms with 1/8…, drawn by
+Caddy's and hcsim's own random generators, so the delay is 0.53 s, 0.58 s,
+0.63 s… Three real runs can all miss the first slot (one time in eight: one
+full run gave 0.593–0.645 s, an earlier one 0.481–0.539 s), so this scenario
+runs at least nine real replications (`REAL_REPS`).""",
     "traefik-breaker-30": """The first trip is the first of the 100 ms
 checks at which the error ratio of the last ten wall-clock seconds passes
 0.25, and that ratio hovers just under 0.25 from 7 s to 10 s after the fault
@@ -191,7 +199,7 @@ least nine real replications (`REAL_REPS`).""",
 
 # Scenarios whose figures depend on the draws more than three real runs can
 # show: at least this many real replications, whatever `--reps` says.
-REAL_REPS = {"traefik-breaker-30": 9, "caddy-crash": 9}
+REAL_REPS = {"traefik-breaker-30": 9, "caddy-crash": 9, "caddy-hang-timeout": 9}
 
 EXPLAINED = {
     "caddy-active-flap": {"nodes.A.first_ejection_delay_s", "nodes.A.recovery_delay_s"},
