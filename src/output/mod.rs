@@ -10,6 +10,7 @@ pub mod compare;
 pub mod connections;
 pub mod csv;
 pub mod html;
+pub mod json;
 pub mod pods;
 pub mod summary;
 pub mod sweep;

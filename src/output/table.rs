@@ -26,7 +26,7 @@ pub(super) fn share_cell(s: &Spread) -> String {
         median: pct(s.median),
         min: pct(s.min),
         max: pct(s.max),
-        ..s.clone()
+        ..*s
     };
     cell(&percent, "%", 1)
 }

@@ -220,8 +220,8 @@ pub fn run(
                             .iter()
                             .find(|(n, _)| *n == r.metric)
                             .and_then(|(_, v)| *v),
-                        as_logged: r.cells[0].spread.clone(),
-                        what_if: r.cells[k].spread.clone(),
+                        as_logged: r.cells[0].spread,
+                        what_if: r.cells[k].spread,
                         diff: vs.as_ref().and_then(|v| v.diff),
                         p_value: vs.as_ref().and_then(|v| v.p_value),
                         verdict: vs.map_or(Verdict::NoData, |v| v.verdict),

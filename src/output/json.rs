@@ -1,0 +1,985 @@
+//! Pretty JSON exactly as `serde_json::to_string_pretty` writes it, byte for
+//! byte, at a fraction of its cost for documents of many small objects
+//! (`summary.json` of a 10,000-node model holds some 200,000 [`Spread`]s).
+//!
+//! serde_json's pretty printer writes each indentation level with its own
+//! `write_all` and escapes every struct field name as if it could hold a
+//! quote; this writer writes a line break and its indentation in one copy and
+//! a field name (a Rust identifier, `&'static str`) as it is. Numbers and
+//! strings are still written by serde_json's own formatter, so their text
+//! cannot drift from what serde_json would write.
+//!
+//! [`sorted`] is the other half: a field written with its object keys sorted,
+//! as a `serde_json::Value` (a `BTreeMap`) orders them, without building the
+//! `Value`. Under this writer it sorts each object's entries as they are
+//! written; under any other serializer it falls back to the `Value` round
+//! trip, so the document is the same whoever writes it.
+//!
+//! [`Spread`]: crate::stats::Spread
+
+use crate::stats::Spread;
+use serde::ser::{self, Impossible, Serialize};
+use serde_json::ser::{CompactFormatter, Formatter as _};
+use std::borrow::Cow;
+use std::cell::Cell;
+use std::fmt::Display;
+use std::ops::Range;
+
+/// `value` as `serde_json::to_string_pretty(value)` writes it.
+pub fn to_string_pretty<T: Serialize + ?Sized>(value: &T) -> Result<String, serde_json::Error> {
+    to_string_pretty_with_capacity(value, 4096)
+}
+
+/// [`to_string_pretty`] into a buffer of `capacity` bytes to begin with.
+pub fn to_string_pretty_with_capacity<T: Serialize + ?Sized>(
+    value: &T,
+    capacity: usize,
+) -> Result<String, serde_json::Error> {
+    let mut w = Pretty {
+        out: Vec::with_capacity(capacity),
+        depth: 0,
+        sorted: false,
+        scratch: String::new(),
+        spread_lines: Vec::new(),
+        pool: Vec::new(),
+    };
+    let _active = Active::enter();
+    value.serialize(&mut w)?;
+    // Only serde_json's escaping writes string contents, and it keeps UTF-8.
+    Ok(String::from_utf8(w.out).expect("JSON text is UTF-8"))
+}
+
+/// `#[serde(serialize_with = "json::sorted")]`: the field with every object
+/// key sorted, as serialising it through `serde_json::Value` gives.
+pub fn sorted<T: Serialize, S: ser::Serializer>(v: &T, s: S) -> Result<S::Ok, S::Error> {
+    if ACTIVE.with(Cell::get) {
+        s.serialize_newtype_struct(SORTED, v)
+    } else {
+        serde_json::to_value(v)
+            .map_err(ser::Error::custom)?
+            .serialize(s)
+    }
+}
+
+/// Writing into a `Vec` does not fail; should it, the error says so.
+fn io(r: std::io::Result<()>) -> Result<(), serde_json::Error> {
+    r.map_err(ser::Error::custom)
+}
+
+/// A [`Spread`] handed to this writer, which writes it at once.
+const SPREAD: &str = "$hcsim::json::Spread";
+
+thread_local! {
+    /// The [`Spread`] being serialised, set by its `Serialize` just before
+    /// it hands this writer the [`SPREAD`] newtype.
+    static PENDING_SPREAD: Cell<Option<Spread>> = const { Cell::new(None) };
+}
+
+/// The five fields of a [`Spread`], for every serializer.
+struct SpreadFields<'s>(&'s Spread);
+
+impl Serialize for SpreadFields<'_> {
+    fn serialize<S: ser::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use ser::SerializeStruct as _;
+        let mut st = s.serialize_struct("Spread", 5)?;
+        st.serialize_field("max", &self.0.max)?;
+        st.serialize_field("mean", &self.0.mean)?;
+        st.serialize_field("median", &self.0.median)?;
+        st.serialize_field("min", &self.0.min)?;
+        st.serialize_field("n", &self.0.n)?;
+        st.end()
+    }
+}
+
+impl Serialize for Spread {
+    fn serialize<S: ser::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        if ACTIVE.with(Cell::get) {
+            // To this writer: the spread itself. Any other serializer on this
+            // thread meanwhile (a `to_value` inside a `Serialize`) sees a
+            // newtype around the same fields.
+            PENDING_SPREAD.with(|p| p.set(Some(*self)));
+            s.serialize_newtype_struct(SPREAD, &SpreadFields(self))
+        } else {
+            SpreadFields(self).serialize(s)
+        }
+    }
+}
+
+/// The newtype name by which [`sorted`] asks this writer to sort.
+const SORTED: &str = "$hcsim::json::sorted";
+
+thread_local! {
+    /// Set while this writer serialises on this thread: [`sorted`] then
+    /// knows its serializer sorts by itself.
+    static ACTIVE: Cell<bool> = const { Cell::new(false) };
+}
+
+/// Sets [`ACTIVE`] for its lifetime (and restores it, also on unwinding).
+struct Active(bool);
+
+impl Active {
+    fn enter() -> Active {
+        Active(ACTIVE.with(|a| a.replace(true)))
+    }
+}
+
+impl Drop for Active {
+    fn drop(&mut self) {
+        ACTIVE.with(|a| a.set(self.0));
+    }
+}
+
+/// A line break followed by the indentation of up to 64 levels.
+const NEWLINE_INDENT: &[u8; 1 + 128] = &{
+    let mut b = [b' '; 129];
+    b[0] = b'\n';
+    b
+};
+
+struct Pretty {
+    out: Vec<u8>,
+    /// The nesting level of the values being written.
+    depth: usize,
+    /// Objects are written with their keys sorted (inside [`sorted`]).
+    sorted: bool,
+    /// The text of a `collect_str`, before it is escaped.
+    scratch: String,
+    /// By depth: the text around a [`Spread`]'s numbers.
+    spread_lines: Vec<Option<Box<SpreadLines>>>,
+    /// The buffers of sorted objects that have been written, for the next
+    /// ones (a model of 1,000 nodes has thousands of small objects).
+    pool: Vec<Sorted>,
+}
+
+/// What a [`Spread`] at one depth is written with, around its numbers:
+/// `{`, each field's line up to its value, and the closing line.
+struct SpreadLines {
+    keys: [Vec<u8>; 5],
+    close: Vec<u8>,
+}
+
+impl SpreadLines {
+    fn at(depth: usize) -> SpreadLines {
+        let inner = format!("\n{}", "  ".repeat(depth + 1));
+        let key = |first: bool, name: &str| {
+            format!("{}{inner}\"{name}\": ", if first { "{" } else { "," }).into_bytes()
+        };
+        SpreadLines {
+            keys: [
+                key(true, "max"),
+                key(false, "mean"),
+                key(false, "median"),
+                key(false, "min"),
+                key(false, "n"),
+            ],
+            close: format!("\n{}}}", "  ".repeat(depth)).into_bytes(),
+        }
+    }
+}
+
+impl Pretty {
+    /// `,` unless first, then a new line at the current depth.
+    fn line(&mut self, first: bool) {
+        if !first {
+            self.out.push(b',');
+        }
+        self.newline();
+    }
+
+    fn newline(&mut self) {
+        let n = 1 + 2 * self.depth;
+        if n <= NEWLINE_INDENT.len() {
+            self.out.extend_from_slice(&NEWLINE_INDENT[..n]);
+        } else {
+            self.out.push(b'\n');
+            self.out.resize(self.out.len() + 2 * self.depth, b' ');
+        }
+    }
+
+    fn string(&mut self, s: &str) -> Result<(), serde_json::Error> {
+        ser::Serializer::serialize_str(&mut serde_json::Serializer::new(&mut self.out), s)
+    }
+
+    /// A field name: a Rust identifier or a serde `rename`, written as it
+    /// is unless it holds a character JSON escapes.
+    fn field_name(&mut self, key: &'static str) -> Result<(), serde_json::Error> {
+        if key.bytes().all(|b| b >= 0x20 && b != b'"' && b != b'\\') {
+            self.out.push(b'"');
+            self.out.extend_from_slice(key.as_bytes());
+            self.out.push(b'"');
+            Ok(())
+        } else {
+            self.string(key)
+        }
+    }
+
+    /// A [`Spread`], as serde would write its five fields.
+    fn spread(&mut self, s: &Spread) {
+        if self.spread_lines.len() <= self.depth {
+            self.spread_lines.resize_with(self.depth + 1, || None);
+        }
+        let depth = self.depth;
+        let lines =
+            self.spread_lines[depth].get_or_insert_with(|| Box::new(SpreadLines::at(depth)));
+        for (i, v) in [s.max, s.mean, s.median, s.min].into_iter().enumerate() {
+            self.out.extend_from_slice(&lines.keys[i]);
+            match v {
+                Some(x) if x.is_finite() => {
+                    let _ = CompactFormatter.write_f64(&mut self.out, x);
+                }
+                _ => self.out.extend_from_slice(b"null"),
+            }
+        }
+        self.out.extend_from_slice(&lines.keys[4]);
+        let _ = CompactFormatter.write_u64(&mut self.out, s.n as u64);
+        self.out.extend_from_slice(&lines.close);
+    }
+
+    fn open(&mut self, bracket: u8) -> Compound<'_> {
+        self.out.push(bracket);
+        self.depth += 1;
+        Compound {
+            sorted: (self.sorted && bracket == b'{').then(|| self.pool.pop().unwrap_or_default()),
+            w: self,
+            first: true,
+            close: if bracket == b'{' { b'}' } else { b']' },
+        }
+    }
+}
+
+/// An object or an array being written.
+struct Compound<'a> {
+    w: &'a mut Pretty,
+    first: bool,
+    close: u8,
+    /// An object written with its keys sorted: its entries so far.
+    sorted: Option<Sorted>,
+}
+
+/// The entries of a sorted object, written at its end in key order.
+#[derive(Default)]
+struct Sorted {
+    /// Every entry's text: its key's JSON, `": "` and its value's JSON.
+    arena: Vec<u8>,
+    /// Each entry's key and where its text lies in `arena`.
+    entries: Vec<(Cow<'static, str>, Range<usize>)>,
+    /// A key between `serialize_key` and `serialize_value`, and where its
+    /// text begins in `arena`.
+    pending: Option<(Cow<'static, str>, usize)>,
+}
+
+/// Runs `f` with the sorted entries' arena in place of the document;
+/// returns where its output begins in the arena.
+fn into_arena<R>(
+    w: &mut Pretty,
+    s: &mut Sorted,
+    f: impl FnOnce(&mut Pretty) -> Result<R, serde_json::Error>,
+) -> Result<(usize, R), serde_json::Error> {
+    std::mem::swap(&mut w.out, &mut s.arena);
+    let start = w.out.len();
+    let r = f(w);
+    std::mem::swap(&mut w.out, &mut s.arena);
+    Ok((start, r?))
+}
+
+impl<'a> Compound<'a> {
+    fn element<T: Serialize + ?Sized>(&mut self, v: &T) -> Result<(), serde_json::Error> {
+        let first = std::mem::replace(&mut self.first, false);
+        self.w.line(first);
+        v.serialize(&mut *self.w)
+    }
+
+    fn field(&mut self, key: &'static str) -> Result<(), serde_json::Error> {
+        match &mut self.sorted {
+            Some(s) => {
+                let (start, ()) = into_arena(self.w, s, |w| {
+                    w.field_name(key)?;
+                    w.out.extend_from_slice(b": ");
+                    Ok(())
+                })?;
+                s.pending = Some((Cow::Borrowed(key), start));
+            }
+            None => {
+                let first = std::mem::replace(&mut self.first, false);
+                self.w.line(first);
+                self.w.field_name(key)?;
+                self.w.out.extend_from_slice(b": ");
+            }
+        }
+        Ok(())
+    }
+
+    fn map_key<T: Serialize + ?Sized>(&mut self, key: &T) -> Result<(), serde_json::Error> {
+        match &mut self.sorted {
+            Some(s) => {
+                let (start, text) = into_arena(self.w, s, |w| {
+                    let text = write_map_key(&mut w.out, key, true)?;
+                    w.out.extend_from_slice(b": ");
+                    Ok(text)
+                })?;
+                s.pending = Some((Cow::Owned(text.unwrap_or_default()), start));
+            }
+            None => {
+                let first = std::mem::replace(&mut self.first, false);
+                self.w.line(first);
+                write_map_key(&mut self.w.out, key, false)?;
+                self.w.out.extend_from_slice(b": ");
+            }
+        }
+        Ok(())
+    }
+
+    fn value<T: Serialize + ?Sized>(&mut self, v: &T) -> Result<(), serde_json::Error> {
+        match &mut self.sorted {
+            Some(s) => {
+                let (key, start) = s.pending.take().expect("a key before its value");
+                into_arena(self.w, s, |w| v.serialize(w))?;
+                let end = s.arena.len();
+                s.entries.push((key, start..end));
+                Ok(())
+            }
+            None => v.serialize(&mut *self.w),
+        }
+    }
+
+    /// Closes the object or array; gives back the writer.
+    fn finish(mut self) -> Result<&'a mut Pretty, serde_json::Error> {
+        if let Some(mut s) = self.sorted.take() {
+            // A `BTreeMap` keeps the last value of a repeated key.
+            s.entries.reverse();
+            s.entries.sort_by(|a, b| a.0.cmp(&b.0));
+            s.entries.dedup_by(|later, kept| later.0 == kept.0);
+            for (_, text) in s.entries.drain(..) {
+                let first = std::mem::replace(&mut self.first, false);
+                self.w.line(first);
+                self.w.out.extend_from_slice(&s.arena[text]);
+            }
+            s.arena.clear();
+            self.w.pool.push(s);
+        }
+        self.w.depth -= 1;
+        if !self.first {
+            self.w.newline();
+        }
+        self.w.out.push(self.close);
+        Ok(self.w)
+    }
+}
+
+impl<'a> ser::Serializer for &'a mut Pretty {
+    type Ok = ();
+    type Error = serde_json::Error;
+    type SerializeSeq = Compound<'a>;
+    type SerializeTuple = Compound<'a>;
+    type SerializeTupleStruct = Compound<'a>;
+    type SerializeTupleVariant = Variant<'a>;
+    type SerializeMap = Compound<'a>;
+    type SerializeStruct = Compound<'a>;
+    type SerializeStructVariant = Variant<'a>;
+
+    fn serialize_bool(self, v: bool) -> Result<(), Self::Error> {
+        io(CompactFormatter.write_bool(&mut self.out, v))
+    }
+    fn serialize_i8(self, v: i8) -> Result<(), Self::Error> {
+        io(CompactFormatter.write_i8(&mut self.out, v))
+    }
+    fn serialize_i16(self, v: i16) -> Result<(), Self::Error> {
+        io(CompactFormatter.write_i16(&mut self.out, v))
+    }
+    fn serialize_i32(self, v: i32) -> Result<(), Self::Error> {
+        io(CompactFormatter.write_i32(&mut self.out, v))
+    }
+    fn serialize_i64(self, v: i64) -> Result<(), Self::Error> {
+        io(CompactFormatter.write_i64(&mut self.out, v))
+    }
+    fn serialize_i128(self, v: i128) -> Result<(), Self::Error> {
+        io(CompactFormatter.write_i128(&mut self.out, v))
+    }
+    fn serialize_u8(self, v: u8) -> Result<(), Self::Error> {
+        io(CompactFormatter.write_u8(&mut self.out, v))
+    }
+    fn serialize_u16(self, v: u16) -> Result<(), Self::Error> {
+        io(CompactFormatter.write_u16(&mut self.out, v))
+    }
+    fn serialize_u32(self, v: u32) -> Result<(), Self::Error> {
+        io(CompactFormatter.write_u32(&mut self.out, v))
+    }
+    fn serialize_u64(self, v: u64) -> Result<(), Self::Error> {
+        io(CompactFormatter.write_u64(&mut self.out, v))
+    }
+    fn serialize_u128(self, v: u128) -> Result<(), Self::Error> {
+        io(CompactFormatter.write_u128(&mut self.out, v))
+    }
+    // serde_json writes a NaN or an infinity as `null`.
+    fn serialize_f32(self, v: f32) -> Result<(), Self::Error> {
+        if v.is_finite() {
+            io(CompactFormatter.write_f32(&mut self.out, v))
+        } else {
+            self.serialize_unit()
+        }
+    }
+    fn serialize_f64(self, v: f64) -> Result<(), Self::Error> {
+        if v.is_finite() {
+            io(CompactFormatter.write_f64(&mut self.out, v))
+        } else {
+            self.serialize_unit()
+        }
+    }
+    fn serialize_char(self, v: char) -> Result<(), Self::Error> {
+        self.string(v.encode_utf8(&mut [0; 4]))
+    }
+    fn serialize_str(self, v: &str) -> Result<(), Self::Error> {
+        self.string(v)
+    }
+    fn serialize_bytes(self, v: &[u8]) -> Result<(), Self::Error> {
+        let mut seq = self.open(b'[');
+        for b in v {
+            ser::SerializeSeq::serialize_element(&mut seq, b)?;
+        }
+        seq.finish().map(drop)
+    }
+    fn serialize_none(self) -> Result<(), Self::Error> {
+        self.serialize_unit()
+    }
+    fn serialize_some<T: Serialize + ?Sized>(self, v: &T) -> Result<(), Self::Error> {
+        v.serialize(self)
+    }
+    fn serialize_unit(self) -> Result<(), Self::Error> {
+        self.out.extend_from_slice(b"null");
+        Ok(())
+    }
+    fn serialize_unit_struct(self, _: &'static str) -> Result<(), Self::Error> {
+        self.serialize_unit()
+    }
+    fn serialize_unit_variant(
+        self,
+        _: &'static str,
+        _: u32,
+        variant: &'static str,
+    ) -> Result<(), Self::Error> {
+        self.string(variant)
+    }
+    fn serialize_newtype_struct<T: Serialize + ?Sized>(
+        self,
+        name: &'static str,
+        v: &T,
+    ) -> Result<(), Self::Error> {
+        if name == SPREAD {
+            if let Some(spread) = PENDING_SPREAD.with(Cell::take) {
+                self.spread(&spread);
+                return Ok(());
+            }
+        }
+        if name == SORTED {
+            let was = std::mem::replace(&mut self.sorted, true);
+            let r = v.serialize(&mut *self);
+            self.sorted = was;
+            r
+        } else {
+            v.serialize(self)
+        }
+    }
+    fn serialize_newtype_variant<T: Serialize + ?Sized>(
+        self,
+        _: &'static str,
+        _: u32,
+        variant: &'static str,
+        v: &T,
+    ) -> Result<(), Self::Error> {
+        let mut map = self.open(b'{');
+        map.field(variant)?;
+        map.value(v)?;
+        map.finish().map(drop)
+    }
+    fn serialize_seq(self, _: Option<usize>) -> Result<Compound<'a>, Self::Error> {
+        // Arrays keep their order; objects inside them are still sorted.
+        Ok(self.open(b'['))
+    }
+    fn serialize_tuple(self, len: usize) -> Result<Compound<'a>, Self::Error> {
+        self.serialize_seq(Some(len))
+    }
+    fn serialize_tuple_struct(
+        self,
+        _: &'static str,
+        len: usize,
+    ) -> Result<Compound<'a>, Self::Error> {
+        self.serialize_seq(Some(len))
+    }
+    fn serialize_tuple_variant(
+        self,
+        _: &'static str,
+        _: u32,
+        variant: &'static str,
+        _: usize,
+    ) -> Result<Variant<'a>, Self::Error> {
+        Variant::open(self, variant, b'[')
+    }
+    fn serialize_map(self, _: Option<usize>) -> Result<Compound<'a>, Self::Error> {
+        Ok(self.open(b'{'))
+    }
+    fn serialize_struct(self, _: &'static str, _: usize) -> Result<Compound<'a>, Self::Error> {
+        Ok(self.open(b'{'))
+    }
+    fn serialize_struct_variant(
+        self,
+        _: &'static str,
+        _: u32,
+        variant: &'static str,
+        _: usize,
+    ) -> Result<Variant<'a>, Self::Error> {
+        Variant::open(self, variant, b'{')
+    }
+    fn collect_str<T: Display + ?Sized>(self, v: &T) -> Result<(), Self::Error> {
+        use std::fmt::Write as _;
+        // Into a buffer kept for the purpose: a duration is written as
+        // `"5ms"` thousands of times in a model of many nodes.
+        let mut text = std::mem::take(&mut self.scratch);
+        text.clear();
+        write!(text, "{v}").map_err(ser::Error::custom)?;
+        let r = self.string(&text);
+        self.scratch = text;
+        r
+    }
+}
+
+impl ser::SerializeSeq for Compound<'_> {
+    type Ok = ();
+    type Error = serde_json::Error;
+    fn serialize_element<T: Serialize + ?Sized>(&mut self, v: &T) -> Result<(), Self::Error> {
+        self.element(v)
+    }
+    fn end(self) -> Result<(), Self::Error> {
+        self.finish().map(drop)
+    }
+}
+
+impl ser::SerializeTuple for Compound<'_> {
+    type Ok = ();
+    type Error = serde_json::Error;
+    fn serialize_element<T: Serialize + ?Sized>(&mut self, v: &T) -> Result<(), Self::Error> {
+        self.element(v)
+    }
+    fn end(self) -> Result<(), Self::Error> {
+        self.finish().map(drop)
+    }
+}
+
+impl ser::SerializeTupleStruct for Compound<'_> {
+    type Ok = ();
+    type Error = serde_json::Error;
+    fn serialize_field<T: Serialize + ?Sized>(&mut self, v: &T) -> Result<(), Self::Error> {
+        self.element(v)
+    }
+    fn end(self) -> Result<(), Self::Error> {
+        self.finish().map(drop)
+    }
+}
+
+impl ser::SerializeMap for Compound<'_> {
+    type Ok = ();
+    type Error = serde_json::Error;
+    fn serialize_key<T: Serialize + ?Sized>(&mut self, key: &T) -> Result<(), Self::Error> {
+        self.map_key(key)
+    }
+    fn serialize_value<T: Serialize + ?Sized>(&mut self, v: &T) -> Result<(), Self::Error> {
+        self.value(v)
+    }
+    fn end(self) -> Result<(), Self::Error> {
+        self.finish().map(drop)
+    }
+}
+
+impl ser::SerializeStruct for Compound<'_> {
+    type Ok = ();
+    type Error = serde_json::Error;
+    fn serialize_field<T: Serialize + ?Sized>(
+        &mut self,
+        key: &'static str,
+        v: &T,
+    ) -> Result<(), Self::Error> {
+        self.field(key)?;
+        self.value(v)
+    }
+    fn end(self) -> Result<(), Self::Error> {
+        self.finish().map(drop)
+    }
+}
+
+/// An enum's tuple or struct variant: `{"Variant": [..]}` or `{"Variant": {..}}`.
+struct Variant<'a> {
+    inner: Compound<'a>,
+}
+
+impl<'a> Variant<'a> {
+    fn open(
+        w: &'a mut Pretty,
+        variant: &'static str,
+        bracket: u8,
+    ) -> Result<Self, serde_json::Error> {
+        // The outer object holds one entry, written at once (sorting one
+        // key changes nothing).
+        w.out.push(b'{');
+        w.depth += 1;
+        w.newline();
+        w.field_name(variant)?;
+        w.out.extend_from_slice(b": ");
+        Ok(Variant {
+            inner: w.open(bracket),
+        })
+    }
+
+    fn end(self) -> Result<(), serde_json::Error> {
+        let w = self.inner.finish()?;
+        w.depth -= 1;
+        w.newline();
+        w.out.push(b'}');
+        Ok(())
+    }
+}
+
+impl ser::SerializeTupleVariant for Variant<'_> {
+    type Ok = ();
+    type Error = serde_json::Error;
+    fn serialize_field<T: Serialize + ?Sized>(&mut self, v: &T) -> Result<(), Self::Error> {
+        self.inner.element(v)
+    }
+    fn end(self) -> Result<(), Self::Error> {
+        Variant::end(self)
+    }
+}
+
+impl ser::SerializeStructVariant for Variant<'_> {
+    type Ok = ();
+    type Error = serde_json::Error;
+    fn serialize_field<T: Serialize + ?Sized>(
+        &mut self,
+        key: &'static str,
+        v: &T,
+    ) -> Result<(), Self::Error> {
+        self.inner.field(key)?;
+        self.inner.value(v)
+    }
+    fn end(self) -> Result<(), Self::Error> {
+        Variant::end(self)
+    }
+}
+
+/// Writes a map key as serde_json does: a string as it is, a number or a
+/// boolean quoted; anything else is serde_json's own error. Gives the key's
+/// text when `text` is asked for (to sort by).
+fn write_map_key<T: Serialize + ?Sized>(
+    out: &mut Vec<u8>,
+    key: &T,
+    text: bool,
+) -> Result<Option<String>, serde_json::Error> {
+    if let Ok(t) = key.serialize(StrKey { out, text }) {
+        return Ok(t);
+    }
+    // A single-entry object written by serde_json itself: `{<key>:null}`.
+    struct One<'k, K: ?Sized>(&'k K);
+    impl<K: Serialize + ?Sized> Serialize for One<'_, K> {
+        fn serialize<S: ser::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+            use ser::SerializeMap as _;
+            let mut m = s.serialize_map(Some(1))?;
+            m.serialize_entry(self.0, &())?;
+            m.end()
+        }
+    }
+    let one = serde_json::to_vec(&One(key))?;
+    let json = &one[1..one.len() - ":null}".len()];
+    out.extend_from_slice(json);
+    Ok(if text {
+        Some(serde_json::from_slice(json)?)
+    } else {
+        None
+    })
+}
+
+/// Writes a string key (the common case) without serde_json's detour;
+/// refuses every other kind, writing nothing, for [`write_map_key`] to
+/// hand to serde_json.
+struct StrKey<'o> {
+    out: &'o mut Vec<u8>,
+    text: bool,
+}
+
+impl StrKey<'_> {
+    fn key(self, s: &str) -> Result<Option<String>, serde_json::Error> {
+        ser::Serializer::serialize_str(&mut serde_json::Serializer::new(&mut *self.out), s)?;
+        Ok(self.text.then(|| s.to_string()))
+    }
+}
+
+fn not_str<T>() -> Result<T, serde_json::Error> {
+    Err(ser::Error::custom("not a string key"))
+}
+
+impl ser::Serializer for StrKey<'_> {
+    type Ok = Option<String>;
+    type Error = serde_json::Error;
+    type SerializeSeq = Impossible<Option<String>, serde_json::Error>;
+    type SerializeTuple = Impossible<Option<String>, serde_json::Error>;
+    type SerializeTupleStruct = Impossible<Option<String>, serde_json::Error>;
+    type SerializeTupleVariant = Impossible<Option<String>, serde_json::Error>;
+    type SerializeMap = Impossible<Option<String>, serde_json::Error>;
+    type SerializeStruct = Impossible<Option<String>, serde_json::Error>;
+    type SerializeStructVariant = Impossible<Option<String>, serde_json::Error>;
+
+    fn serialize_str(self, v: &str) -> Result<Option<String>, Self::Error> {
+        self.key(v)
+    }
+    fn serialize_char(self, v: char) -> Result<Option<String>, Self::Error> {
+        self.key(v.encode_utf8(&mut [0; 4]))
+    }
+    fn serialize_unit_variant(
+        self,
+        _: &'static str,
+        _: u32,
+        variant: &'static str,
+    ) -> Result<Option<String>, Self::Error> {
+        self.key(variant)
+    }
+    fn serialize_newtype_struct<T: Serialize + ?Sized>(
+        self,
+        _: &'static str,
+        v: &T,
+    ) -> Result<Option<String>, Self::Error> {
+        v.serialize(self)
+    }
+    fn serialize_bool(self, _: bool) -> Result<Option<String>, Self::Error> {
+        not_str()
+    }
+    fn serialize_i8(self, _: i8) -> Result<Option<String>, Self::Error> {
+        not_str()
+    }
+    fn serialize_i16(self, _: i16) -> Result<Option<String>, Self::Error> {
+        not_str()
+    }
+    fn serialize_i32(self, _: i32) -> Result<Option<String>, Self::Error> {
+        not_str()
+    }
+    fn serialize_i64(self, _: i64) -> Result<Option<String>, Self::Error> {
+        not_str()
+    }
+    fn serialize_u8(self, _: u8) -> Result<Option<String>, Self::Error> {
+        not_str()
+    }
+    fn serialize_u16(self, _: u16) -> Result<Option<String>, Self::Error> {
+        not_str()
+    }
+    fn serialize_u32(self, _: u32) -> Result<Option<String>, Self::Error> {
+        not_str()
+    }
+    fn serialize_u64(self, _: u64) -> Result<Option<String>, Self::Error> {
+        not_str()
+    }
+    fn serialize_f32(self, _: f32) -> Result<Option<String>, Self::Error> {
+        not_str()
+    }
+    fn serialize_f64(self, _: f64) -> Result<Option<String>, Self::Error> {
+        not_str()
+    }
+    fn serialize_bytes(self, _: &[u8]) -> Result<Option<String>, Self::Error> {
+        not_str()
+    }
+    fn serialize_none(self) -> Result<Option<String>, Self::Error> {
+        not_str()
+    }
+    fn serialize_some<T: Serialize + ?Sized>(self, _: &T) -> Result<Option<String>, Self::Error> {
+        not_str()
+    }
+    fn serialize_unit(self) -> Result<Option<String>, Self::Error> {
+        not_str()
+    }
+    fn serialize_unit_struct(self, _: &'static str) -> Result<Option<String>, Self::Error> {
+        not_str()
+    }
+    fn serialize_newtype_variant<T: Serialize + ?Sized>(
+        self,
+        _: &'static str,
+        _: u32,
+        _: &'static str,
+        _: &T,
+    ) -> Result<Option<String>, Self::Error> {
+        not_str()
+    }
+    fn serialize_seq(self, _: Option<usize>) -> Result<Self::SerializeSeq, Self::Error> {
+        not_str()
+    }
+    fn serialize_tuple(self, _: usize) -> Result<Self::SerializeTuple, Self::Error> {
+        not_str()
+    }
+    fn serialize_tuple_struct(
+        self,
+        _: &'static str,
+        _: usize,
+    ) -> Result<Self::SerializeTupleStruct, Self::Error> {
+        not_str()
+    }
+    fn serialize_tuple_variant(
+        self,
+        _: &'static str,
+        _: u32,
+        _: &'static str,
+        _: usize,
+    ) -> Result<Self::SerializeTupleVariant, Self::Error> {
+        not_str()
+    }
+    fn serialize_map(self, _: Option<usize>) -> Result<Self::SerializeMap, Self::Error> {
+        not_str()
+    }
+    fn serialize_struct(
+        self,
+        _: &'static str,
+        _: usize,
+    ) -> Result<Self::SerializeStruct, Self::Error> {
+        not_str()
+    }
+    fn serialize_struct_variant(
+        self,
+        _: &'static str,
+        _: u32,
+        _: &'static str,
+        _: usize,
+    ) -> Result<Self::SerializeStructVariant, Self::Error> {
+        not_str()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde::Serialize;
+    use serde_json::{Value, json};
+    use std::collections::BTreeMap;
+
+    #[derive(Serialize)]
+    enum E {
+        Unit,
+        New(u8),
+        Tuple(u8, &'static str),
+        Struct { b: f64, a: Option<f64> },
+    }
+
+    #[derive(Serialize)]
+    struct Inner {
+        zeta: u32,
+        alpha: Vec<E>,
+        #[serde(flatten)]
+        extra: BTreeMap<String, Value>,
+        empty: Vec<u8>,
+        none: Option<String>,
+        nan: f64,
+    }
+
+    #[derive(Serialize)]
+    struct Doc {
+        name: &'static str,
+        #[serde(rename = "quoted\"name")]
+        quoted: char,
+        by_number: BTreeMap<u16, f32>,
+        by_bool: BTreeMap<bool, ()>,
+        inner: Inner,
+        #[serde(serialize_with = "sorted")]
+        sorted_inner: Inner,
+        empty_map: BTreeMap<String, u8>,
+        bytes: serde_bytes_like::Bytes,
+        deep: Value,
+        spread: Spread,
+        spreads: BTreeMap<String, Vec<Spread>>,
+    }
+
+    mod serde_bytes_like {
+        pub(super) struct Bytes(pub(super) Vec<u8>);
+        impl serde::Serialize for Bytes {
+            fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+                s.serialize_bytes(&self.0)
+            }
+        }
+    }
+
+    fn inner() -> Inner {
+        Inner {
+            zeta: 3,
+            alpha: vec![
+                E::Unit,
+                E::New(7),
+                E::Tuple(1, "t\n\u{1}é"),
+                E::Struct { b: 0.1, a: None },
+            ],
+            extra: [
+                ("m".to_string(), json!({"y": [1, {}], "x": []})),
+                ("b".into(), json!(-2)),
+            ]
+            .into_iter()
+            .collect(),
+            empty: vec![],
+            none: None,
+            nan: f64::NAN,
+        }
+    }
+
+    fn doc() -> Doc {
+        let mut deep = json!(1.5e300);
+        for i in 0..80 {
+            deep = json!({ format!("k{i}"): [deep] });
+        }
+        Doc {
+            name: "a \"b\" \\ c",
+            quoted: '"',
+            by_number: [(10, 0.5), (2, f32::INFINITY)].into_iter().collect(),
+            by_bool: [(true, ())].into_iter().collect(),
+            inner: inner(),
+            sorted_inner: inner(),
+            empty_map: BTreeMap::new(),
+            bytes: serde_bytes_like::Bytes(vec![0, 255]),
+            deep,
+            spread: Spread::of(&[1.0, 0.1, 2.5e-7]),
+            spreads: [
+                (
+                    "none".to_string(),
+                    vec![Spread::default(), Spread::of(&[3.0])],
+                ),
+                (
+                    "big".to_string(),
+                    vec![Spread::of(&[1e300, -0.0, 12345.678])],
+                ),
+            ]
+            .into_iter()
+            .collect(),
+        }
+    }
+
+    #[test]
+    fn writes_what_serde_json_writes_byte_for_byte() {
+        let d = doc();
+        let ours = to_string_pretty(&d).unwrap();
+        let theirs = serde_json::to_string_pretty(&d).unwrap();
+        assert_eq!(ours, theirs);
+        // The sorted field really was sorted (by the writer, not the fallback).
+        let at = ours.find("\"sorted_inner\"").unwrap();
+        let rest = &ours[at..];
+        assert!(rest.find("\"alpha\"").unwrap() < rest.find("\"zeta\"").unwrap());
+        // And the unsorted one kept its order.
+        let rest = &ours[ours.find("\"inner\"").unwrap()..at];
+        assert!(rest.find("\"zeta\"").unwrap() < rest.find("\"alpha\"").unwrap());
+    }
+
+    #[test]
+    fn a_key_serde_json_refuses_is_refused() {
+        let m: BTreeMap<Vec<u8>, u8> = [(vec![1], 1)].into_iter().collect();
+        assert!(serde_json::to_string_pretty(&m).is_err());
+        assert!(to_string_pretty(&m).is_err());
+    }
+
+    #[test]
+    fn sorted_outside_the_writer_is_the_value_round_trip() {
+        #[derive(Serialize)]
+        struct W(#[serde(serialize_with = "sorted")] Inner);
+        let v = serde_json::to_value(W(inner())).unwrap();
+        let keys: Vec<_> = v.as_object().unwrap().keys().cloned().collect();
+        let mut s = keys.clone();
+        s.sort();
+        assert_eq!(keys, s);
+    }
+}
