@@ -61,6 +61,20 @@ pub fn sorted<T: Serialize, S: ser::Serializer>(v: &T, s: S) -> Result<S::Ok, S:
     }
 }
 
+/// A JSON string: as it is between quotes when nothing in it needs an
+/// escape (names, durations, statuses), else escaped by serde_json.
+fn write_str(out: &mut Vec<u8>, s: &str) -> Result<(), serde_json::Error> {
+    if s.bytes().all(|b| b >= 0x20 && b != b'"' && b != b'\\') {
+        out.reserve(s.len() + 2);
+        out.push(b'"');
+        out.extend_from_slice(s.as_bytes());
+        out.push(b'"');
+        Ok(())
+    } else {
+        ser::Serializer::serialize_str(&mut serde_json::Serializer::new(out), s)
+    }
+}
+
 /// Writing into a `Vec` does not fail; should it, the error says so.
 fn io(r: std::io::Result<()>) -> Result<(), serde_json::Error> {
     r.map_err(ser::Error::custom)
@@ -197,20 +211,12 @@ impl Pretty {
     }
 
     fn string(&mut self, s: &str) -> Result<(), serde_json::Error> {
-        ser::Serializer::serialize_str(&mut serde_json::Serializer::new(&mut self.out), s)
+        write_str(&mut self.out, s)
     }
 
-    /// A field name: a Rust identifier or a serde `rename`, written as it
-    /// is unless it holds a character JSON escapes.
+    /// A field name: a Rust identifier or a serde `rename`.
     fn field_name(&mut self, key: &'static str) -> Result<(), serde_json::Error> {
-        if key.bytes().all(|b| b >= 0x20 && b != b'"' && b != b'\\') {
-            self.out.push(b'"');
-            self.out.extend_from_slice(key.as_bytes());
-            self.out.push(b'"');
-            Ok(())
-        } else {
-            self.string(key)
-        }
+        write_str(&mut self.out, key)
     }
 
     /// A [`Spread`], as serde would write its five fields.
@@ -705,7 +711,7 @@ struct StrKey<'o> {
 
 impl StrKey<'_> {
     fn key(self, s: &str) -> Result<Option<String>, serde_json::Error> {
-        ser::Serializer::serialize_str(&mut serde_json::Serializer::new(&mut *self.out), s)?;
+        write_str(self.out, s)?;
         Ok(self.text.then(|| s.to_string()))
     }
 }
