@@ -6,13 +6,16 @@ this one process, interleaved (hcsim, heapq, hcsim, heapq, ...), and each
 figure is the median of several repetitions. Times are wall-clock seconds of
 the whole process, including its start-up; CPU seconds are reported too.
 
-  scripts/bench.py compare            # canonical 10k rps x 60 s: hcsim vs heapq (and SimPy if installed)
+  scripts/bench.py compare            # canonical 10k rps x 60 s: hcsim vs the bare Rust loop of benches/bare_loop.rs,
+                                      # the heapq model (and SimPy if installed)
   scripts/bench.py scaling [BIN...]   # cost vs rps, node count and duration; fitted exponent;
                                       # events/s at 2..5,000 nodes (several binaries: side by side)
   scripts/bench.py small              # 100 rps x 20 s: speed-up over the wall clock
   scripts/bench.py ab OLD NEW         # two hcsim binaries on the canonical model, interleaved
                                       # (--fleet: on the fleet model)
   scripts/bench.py fleet              # 50 gateway replicas x 200 nodes beside the canonical model: events/s
+  scripts/bench.py fixed [BIN...]     # the fixed cost: a 1 s run at 2 / 1,000 / 10,000 nodes, whole process
+                                      # (CPU, peak RSS; --instructions: valgrind's count, at 2 and 1,000 nodes)
 
 It builds the release binary first. The Python models live in scripts/bench/;
 scripts/bench-deps.sh installs SimPy 4.1.2 (and GNU time for peak RSS).
@@ -67,10 +70,23 @@ def simpy_version():
     return p.stdout.strip()
 
 
+def bare_loop():
+    """Builds benches/bare_loop.rs (the canonical scenario as a bare
+    BinaryHeap loop) in release mode; returns its executable."""
+    p = subprocess.run(["cargo", "build", "--release", "--quiet", "--bench", "bare_loop",
+                        "--message-format=json"], cwd=ROOT, check=True, capture_output=True, text=True)
+    for line in p.stdout.splitlines():
+        d = json.loads(line)
+        if d.get("reason") == "compiler-artifact" and d["target"]["name"] == "bare_loop" and d.get("executable"):
+            return d["executable"]
+    sys.exit("cargo built no bare_loop executable")
+
+
 def compare(reps):
     out = Path(tempfile.mkdtemp(prefix="hcsim-bench-"))
     impls = {
         "hcsim": hcsim_cmd(out),
+        "bare-rust": [bare_loop(), "--rps", "10000", "--seconds", "60", "--json"],
         "heapq": [sys.executable, str(BENCH / "heapq_model.py"), "--rps", "10000", "--seconds", "60", "--json"],
     }
     if simpy_available():
@@ -95,7 +111,9 @@ def compare(reps):
         speed = requests[name] / med[name]
         ratio = med[name] / med["hcsim"]
         ratio_cpu = medc[name] / medc["hcsim"]
-        print(f"| {name} | {med[name]*1000:.0f} ms | {medc[name]*1000:.0f} ms | {speed/1e6:.2f} M | {ratio:.1f}× | {ratio_cpu:.1f}× |")
+        print(f"| {name} | {med[name]*1000:.0f} ms | {medc[name]*1000:.0f} ms | {speed/1e6:.2f} M | {ratio:.2f}× | {ratio_cpu:.2f}× |")
+    print(f"\nhcsim takes {med['hcsim'] / med['bare-rust']:.2f}× the bare Rust loop's wall time "
+          f"({medc['hcsim'] / medc['bare-rust']:.2f}× its CPU time), the whole process each")
     return med
 
 
@@ -278,6 +296,61 @@ def fleet(reps):
         print(f"| {name} | {m / 1e6:.2f} M | {m / base:.2f} | {b / 1e6:.2f} M | {b / best:.2f} |")
 
 
+def fixed_model(n):
+    """The canonical model for 1 s, without its fault, over `n` nodes."""
+    m = json.loads((ROOT / "models" / "bench-canonical.json").read_text())
+    m["duration"] = "1s"
+    m.pop("faults", None)
+    m["nodes"] = [dict(m["nodes"][0], name=f"n{i:05}") for i in range(n)]
+    return m
+
+
+def instructions(cmd):
+    """Instructions of one run, counted by valgrind's callgrind (None without valgrind)."""
+    with tempfile.TemporaryDirectory() as tmp:
+        p = subprocess.run(["valgrind", "--tool=callgrind", f"--callgrind-out-file={tmp}/cg.out"] + cmd,
+                           cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    for line in p.stderr.splitlines():
+        if "refs:" in line:
+            return int(line.split("refs:")[1].strip().replace(",", ""))
+    return None
+
+
+def fixed(reps, binaries, count_instructions):
+    """What a run costs besides its events: a 1 s run of the canonical load
+    at 2, 1,000 and 10,000 nodes, the whole process (loading the model,
+    building the world, the summary and the CSV files), as a ratio to the
+    2-node run of the same binary."""
+    out = Path(tempfile.mkdtemp(prefix="hcsim-fixed-"))
+    sizes = (2, 1000, 10000)
+    for n in sizes:
+        (out / f"fixed-{n}.json").write_text(json.dumps(fixed_model(n)))
+    cmd = lambda b, n: [b, "run", str(out / f"fixed-{n}.json"), "--no-charts", "--jobs", "1",
+                        "--format", "json", "-q", "--out", str(out / "o")]
+    cpu = {(b, n): [] for b in binaries for n in sizes}
+    for _ in range(reps):  # interleaved, so that a noisy moment hits every size alike
+        for n in sizes:
+            for b in binaries:
+                cpu[(b, n)].append(timed(cmd(b, n))[1])
+    print(f"fixed cost: a 1 s run at 10k req/s (canonical model, no fault), whole process, "
+          f"`--no-charts --jobs 1 --format json -q`; CPU median of {reps}\n")
+    print("| binary | nodes | CPU | × 2 nodes | peak RSS | instructions | × 2 nodes |")
+    print("|---|---|---|---|---|---|---|")
+    for b in binaries:
+        base = statistics.median(cpu[(b, 2)])
+        base_ins = None
+        for n in sizes:
+            c = statistics.median(cpu[(b, n)])
+            rss = peak_rss(cmd(b, n))
+            ins = instructions(cmd(b, n)) if count_instructions and n <= 1000 else None
+            if n == 2:
+                base_ins = ins
+            ins_cell = f"{ins:,}" if ins else "—"
+            ratio = f"{ins / base_ins:.2f}" if ins and base_ins else "—"
+            print(f"| {Path(b).name} | {n:,} | {c * 1e3:.1f} ms | {c / base:.2f} | "
+                  f"{rss / 1024:.1f} MB | {ins_cell} | {ratio} |")
+
+
 def peak_rss(cmd):
     """Peak resident set size of one run, in KiB (GNU time if present, else getrusage)."""
     gnu = Path("/usr/bin/time")
@@ -292,11 +365,19 @@ def peak_rss(cmd):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("what", choices=["compare", "scaling", "small", "ab", "fleet"])
+    ap.add_argument("what", choices=["compare", "scaling", "small", "ab", "fleet", "fixed"])
     ap.add_argument("binaries", nargs="*", help="ab: hcsim binaries to compare (the first is the baseline); scaling: binaries for the node table")
     ap.add_argument("--reps", type=int, default=5)
     ap.add_argument("--fleet", action="store_true", help="ab: on the fleet model instead of the canonical one")
+    ap.add_argument("--instructions", action="store_true",
+                    help="fixed: also count instructions with valgrind (slow)")
     args = ap.parse_args()
+    if args.what == "fixed":
+        if not args.binaries:
+            build()
+        fixed(args.reps, [str(Path(b).resolve()) for b in args.binaries] or [str(HCSIM)],
+              args.instructions)
+        return
     if args.what == "ab":
         if len(args.binaries) < 2:
             ap.error("ab needs two hcsim binaries, e.g. ab /tmp/hcsim-old target/release/hcsim")
