@@ -17,12 +17,14 @@ mod envoy;
 mod generic;
 mod haproxy;
 mod kubernetes;
+pub mod statuses;
 mod tengine;
 
 pub use envoy::{ClusterStart, EnvoyParams};
 pub use generic::{GenericParams, Schedule};
 pub use haproxy::{HaproxyCheckParams, HaproxyVersion, Observe, OnError};
 pub use kubernetes::{KubeletStart, ReadinessParams};
+pub use statuses::{HaproxyExpect, StatusRange, StatusSet};
 pub use tengine::{StatusClass, TengineParams};
 
 use super::{
