@@ -631,8 +631,8 @@ impl CheckRules {
         if !http {
             d.warn(
                 first_at,
-                "http-check expect without `option httpchk` is ignored (HAProxy warns that \
-                 the rules are ignored): the checks are TCP checks",
+                "http-check expect has no effect: the checks are not HTTP checks (no `option \
+                 httpchk`, or a later check option replaced it), and HAProxy ignores the rules",
             );
             return Ok(None);
         }

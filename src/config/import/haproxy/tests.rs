@@ -282,6 +282,6 @@ fn http_check_expect_that_haproxy_refuses_or_hcsim_cannot_read() {
     assert!(
         im.warnings[0]
             .to_string()
-            .contains("without `option httpchk` is ignored")
+            .contains("http-check expect has no effect: the checks are not HTTP checks")
     );
 }
