@@ -732,6 +732,12 @@ fn imported_expected_statuses_decide_whether_a_503_ejects() {
             serde_json::json!([{"rstatus": "^[23]"}]),
             true,
         ),
+        // Quoted: unquoted, HAProxy would read `\d` as `d`.
+        (
+            r"rstatus '^2\d\d$'",
+            serde_json::json!([{"rstatus": r"^2\d\d$"}]),
+            true,
+        ),
         (
             "status 200-399,503",
             serde_json::json!([{"status": ["200-399", "503"]}]),
