@@ -113,7 +113,7 @@ fn several_targets_without_target_list_their_names() {
     let o = hcsim(&["import", "tests/configs/envoy-acceptance.yaml"]);
     assert_eq!(o.status.code(), Some(2));
     let e = String::from_utf8_lossy(&o.stderr);
-    assert!(e.contains("2 clusters, pick one with --target NAME: api (tests/configs/envoy-acceptance.yaml:25), other"), "{e}");
+    assert!(e.contains("2 clusters, pick one with --target NAME: api (cluster, tests/configs/envoy-acceptance.yaml:25), other (cluster, "), "{e}");
     let o = hcsim(&[
         "import",
         "tests/configs/haproxy-acceptance.cfg",
@@ -121,9 +121,51 @@ fn several_targets_without_target_list_their_names() {
         "nope",
     ]);
     assert_eq!(o.status.code(), Some(2));
+    let e = String::from_utf8_lossy(&o.stderr);
     assert!(
-        String::from_utf8_lossy(&o.stderr).contains("no backend named \"nope\"; there are: app")
+        e.contains("no backend named \"nope\"; there are: app (backend, tests/configs/haproxy-acceptance.cfg:"),
+        "{e}"
     );
+}
+
+/// The list a missing or wrong `--target` prints says what each target is.
+#[test]
+fn the_target_list_names_each_targets_kind() {
+    let dir = tmp("target-kinds");
+    for (name, text, want) in [
+        (
+            "nginx.conf",
+            "events {}\nhttp {\n  upstream web { server 10.0.0.1; }\n}\nstream {\n  upstream db { server 10.0.0.2:5432; }\n}\n",
+            "web (http upstream, DIR/nginx.conf:3), db (stream upstream, DIR/nginx.conf:6)",
+        ),
+        (
+            "haproxy.cfg",
+            "backend be\n server s1 10.0.0.1:80\nlisten li\n bind :81\n server s1 10.0.0.2:80\n",
+            "be (backend, DIR/haproxy.cfg:1), li (listen, DIR/haproxy.cfg:3)",
+        ),
+        (
+            "k8s.yaml",
+            "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: web\n---\napiVersion: apps/v1\nkind: StatefulSet\nmetadata:\n  name: db\n",
+            "web (Deployment, DIR/k8s.yaml:4), db (StatefulSet, DIR/k8s.yaml:9)",
+        ),
+        (
+            "dr.yaml",
+            "apiVersion: networking.istio.io/v1\nkind: DestinationRule\nmetadata:\n  name: a\nspec:\n  host: a.svc\n---\napiVersion: networking.istio.io/v1\nkind: DestinationRule\nmetadata:\n  name: b\nspec:\n  host: b.svc\n",
+            "a.svc (DestinationRule, DIR/dr.yaml:6), b.svc (DestinationRule, DIR/dr.yaml:13)",
+        ),
+    ] {
+        let p = dir.join(name);
+        std::fs::write(&p, text).unwrap();
+        let want = want.replace("DIR", dir.to_str().unwrap());
+        for extra in [&[][..], &["--target", "nope"][..]] {
+            let mut args = vec!["import", p.to_str().unwrap()];
+            args.extend(extra);
+            let o = hcsim(&args);
+            assert_eq!(o.status.code(), Some(2), "{name} {extra:?}");
+            let e = String::from_utf8_lossy(&o.stderr);
+            assert!(e.contains(&want), "{name} {extra:?}: {e}");
+        }
+    }
 }
 
 #[test]

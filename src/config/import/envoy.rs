@@ -223,7 +223,13 @@ pub(super) fn import(path: &Path, text: &str, opts: &Options) -> Result<(Draft, 
         cursor = at + 1;
         names.push((name.to_string(), lines.at(at)));
     }
-    let i = choose(&names, opts.target.as_deref(), Format::Envoy, path)?;
+    let i = choose(
+        &names,
+        &|_| "cluster".into(),
+        opts.target.as_deref(),
+        Format::Envoy,
+        path,
+    )?;
     let (cluster, doc, _) = found[i];
     let name = names[i].0.clone();
     let anchor = names[i].1.line;

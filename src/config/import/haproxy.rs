@@ -229,7 +229,8 @@ pub(super) fn import(path: &Path, text: &str, opts: &Options) -> Result<(Draft, 
         .iter()
         .map(|&i| (secs[i].name.clone().unwrap_or_default(), secs[i].at.clone()))
         .collect();
-    let k = choose(&names, opts.target.as_deref(), Format::Haproxy, path)?;
+    let kind = |k: usize| secs[backends[k]].kind.clone();
+    let k = choose(&names, &kind, opts.target.as_deref(), Format::Haproxy, path)?;
     let bi = backends[k];
     let backend = &secs[bi];
     let chain = defaults_chain(&secs, bi)?;

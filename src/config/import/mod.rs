@@ -482,9 +482,12 @@ pub fn read(path: &Path, opts: &Options, workload: &Workload) -> Result<Imported
 }
 
 /// Picks the target among `names` (with where each is defined): the one
-/// `--target` names, or the only one.
+/// `--target` names, or the only one. `kind` says what the target at an
+/// index is (`http upstream`, `listen`, `cluster`, `Deployment`…), for the
+/// list a wrong or missing `--target` shows.
 pub(crate) fn choose(
     names: &[(String, Loc)],
+    kind: &dyn Fn(usize) -> String,
     target: Option<&str>,
     format: Format,
     file: &Path,
@@ -497,7 +500,8 @@ pub(crate) fn choose(
         let mut l = names
             .iter()
             .take(SHOWN)
-            .map(|(n, at)| format!("{} ({at})", crate::diagnostics::shorten(n)))
+            .enumerate()
+            .map(|(i, (n, at))| format!("{} ({}, {at})", crate::diagnostics::shorten(n), kind(i)))
             .collect::<Vec<_>>()
             .join(", ");
         if names.len() > SHOWN {
