@@ -1,6 +1,7 @@
 //! A model's gateway as an Envoy cluster (YAML): endpoints (backups at
 //! priority 1), `lb_policy`, `connect_timeout`, `outlier_detection`,
-//! `health_checks` and `common_lb_config.healthy_panic_threshold`.
+//! `health_checks` (with `http_health_check.expected_statuses` and
+//! `retriable_statuses`) and `common_lb_config.healthy_panic_threshold`.
 //! Retries and timeouts belong to a route, which this does not write.
 
 use super::{Options, Unsupported, ident};

@@ -1,7 +1,8 @@
 //! A model's gateway as HAProxy 2.6 config: a `backend` (`balance`,
-//! `retries`, `option redispatch`, timeouts, `option httpchk`, servers
-//! with their check and `observe` settings) and, when the checks need
-//! them, `spread-checks` in a `global` section. [`config`] adds a
+//! `retries`, `option redispatch`, timeouts, `option httpchk` and its
+//! `http-check expect` rules, servers with their check and `observe`
+//! settings) and, when the checks need them, `spread-checks` in a `global`
+//! section. [`config`] adds a
 //! frontend that sends everything to it.
 
 use super::{Options, Unsupported, ident, time};

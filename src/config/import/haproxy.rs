@@ -1,7 +1,8 @@
 //! HAProxy 2.6: a `backend` (or `listen`) with the `defaults` section it
 //! inherits (the last one before it, or the one named by `from`), its
 //! servers (with `default-server`), timeouts, retries, redispatch, checks
-//! and passive `observe`; `spread-checks` from `global`.
+//! (with their `http-check expect` status rules) and passive `observe`;
+//! `spread-checks` from `global`.
 //!
 //! The syntax is HAProxy's (`cfgparse.c`, `parse_line`): one keyword and
 //! its arguments per line, `#` comments, `"…"`/`'…'` quoting and `\`

@@ -6,8 +6,8 @@
 //! | format | reads | target |
 //! |---|---|---|
 //! | nginx | `nginx.conf` and its includes: an `upstream`, `worker_processes`, the `proxy_*` settings reaching the `location` that proxies to it, tengine `check`, NGINX Plus `health_check`; a `stream` upstream as TCP | the upstream |
-//! | HAProxy | `haproxy.cfg`: `defaults` (chains through `from`) inherited into a `backend`/`listen`, its servers, timeouts, retries, checks, `observe` | the backend |
-//! | Envoy | a bootstrap (YAML or JSON, snake_case or proto3 JSON names), a config dump, a list of clusters or one cluster: endpoints, `lb_policy`, `outlier_detection`, `health_checks`, panic threshold, the route's timeout and retries | the cluster |
+//! | HAProxy | `haproxy.cfg`: `defaults` (chains through `from`) inherited into a `backend`/`listen`, its servers, timeouts, retries, checks and their `http-check expect` status rules, `observe` | the backend |
+//! | Envoy | a bootstrap (YAML or JSON, snake_case or proto3 JSON names), a config dump, a list of clusters or one cluster: endpoints, `lb_policy`, `outlier_detection`, `health_checks` (with their expected and retriable statuses), panic threshold, the route's timeout and retries | the cluster |
 //! | Istio | `DestinationRule` documents: `outlierDetection`, `connectionPool`, `loadBalancer` | the `host` |
 //! | Kubernetes | `Deployment`/`StatefulSet`/`Pod`: replicas and the `readinessProbe` | the workload's name |
 //! | Kong | declarative `kong.yml`: an upstream's `healthchecks` and `targets`, the Service proxying to it | the upstream (or a Service or route leading to it) |
