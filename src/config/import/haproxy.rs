@@ -13,6 +13,7 @@
 use super::{Draft, Format, Loc, Options, choose};
 use crate::engine::SimDuration;
 use crate::error::Error;
+use crate::policy::active_probe::statuses;
 use serde_json::{Map, Value, json};
 use std::path::Path;
 
@@ -571,8 +572,11 @@ impl Backend {
         if let Some((http, _)) = &self.httpchk {
             policy["probe"] = json!(if *http { "http" } else { "tcp" });
         }
-        let http = matches!(self.httpchk, Some((true, _)));
-        let expect = self.rules.expect(http, d)?;
+        let http = match &self.httpchk {
+            Some((true, at)) => Some(at),
+            _ => None,
+        };
+        let expect = self.rules.expect(http, d);
         if let Some((t, _)) = &self.timeout_check {
             policy["timeout_check"] = json!(t);
         }
@@ -616,9 +620,8 @@ impl Backend {
 impl CheckRules {
     /// The `expect` rules of the policy, with the line of each (None: the
     /// default, HAProxy's implicit `http-check expect status 200-399`).
-    /// `http`: the checks are HTTP checks (`option httpchk`).
-    #[allow(clippy::type_complexity)]
-    fn expect(&self, http: bool, d: &mut Draft) -> Result<Option<(Vec<Value>, Vec<Loc>)>, Error> {
+    /// `http`: the `option httpchk` line, if the checks are HTTP checks.
+    fn expect(&self, http: Option<&Loc>, d: &mut Draft) -> Option<(Vec<Value>, Vec<Loc>)> {
         let expects: Vec<(&Expect, &Loc)> = self
             .rules
             .iter()
@@ -627,17 +630,15 @@ impl CheckRules {
                 _ => None,
             })
             .collect();
-        let Some(&(_, first_at)) = expects.first() else {
-            return Ok(None);
-        };
-        if !http {
+        let &(_, first_at) = expects.first()?;
+        let Some(httpchk) = http else {
             d.warn(
                 first_at,
                 "http-check expect has no effect: the checks are not HTTP checks (no `option \
                  httpchk`, or a later check option replaced it), and HAProxy ignores the rules",
             );
-            return Ok(None);
-        }
+            return None;
+        };
         let sends = self
             .rules
             .iter()
@@ -653,71 +654,10 @@ impl CheckRules {
         let mut out: Vec<Value> = vec![];
         let mut ats: Vec<Loc> = vec![];
         for (e, at) in &expects {
-            let rule =
-                match e {
-                    Expect::Status(ranges, negate) => {
-                        // A node answers 100–599: a code beyond adds nothing.
-                        let items: Vec<String> = ranges
-                            .iter()
-                            .filter_map(|&(a, b)| {
-                                let (a, b) = (a.max(100), b.min(599));
-                                (a <= b).then(|| {
-                                    if a == b {
-                                        a.to_string()
-                                    } else {
-                                        format!("{a}-{b}")
-                                    }
-                                })
-                            })
-                            .collect();
-                        if items.is_empty() {
-                            // Matches no status a node gives.
-                            json!({"status": ["100-599"], "negate": !negate})
-                        } else {
-                            let mut r = json!({"status": items});
-                            if *negate {
-                                r["negate"] = json!(true);
-                            }
-                            r
-                        }
-                    }
-                    Expect::Rstatus(re, negate) => {
-                        match crate::policy::active_probe::statuses::Regex::parse(re) {
-                            Ok(_) => {
-                                let mut r = json!({"rstatus": re});
-                                if *negate {
-                                    r["negate"] = json!(true);
-                                }
-                                r
-                            }
-                            Err(e) => {
-                                d.warn(
-                                at,
-                                format!(
-                                    "http-check expect rstatus \"{}\" is not modelled: {e}; the \
-                                     rule is modelled as `status 200-399`",
-                                    crate::diagnostics::shorten(re)
-                                ),
-                            );
-                                json!({"status": ["200-399"]})
-                            }
-                        }
-                    }
-                    Expect::Unmodelled(what, pattern) => {
-                        d.warn(
-                        at,
-                        format!(
-                            "http-check expect {what} \"{}\" is not modelled (the model's answers \
-                             have no {}): the match is assumed to pass",
-                            crate::diagnostics::shorten(pattern),
-                            if what.contains("hdr") { "headers" } else { "body" }
-                        ),
-                    );
-                        continue;
-                    }
-                };
-            out.push(rule);
-            ats.push((*at).clone());
+            if let Some(rule) = status_rule(e, at, d) {
+                out.push(rule);
+                ats.push((*at).clone());
+            }
         }
         // check_proxy_tcpcheck: an implicit `expect status 200-399` after
         // a last `send` (or the one `option httpchk` writes).
@@ -727,7 +667,7 @@ impl CheckRules {
         );
         if implicit {
             out.push(json!({"status": ["200-399"]}));
-            ats.push(first_at.clone());
+            ats.push(httpchk.clone());
         }
         if out.is_empty() {
             // Only matches the model cannot see, all assumed to pass.
@@ -740,8 +680,73 @@ impl CheckRules {
             out.push(json!({"status": ["100-599"]}));
             ats.push(first_at.clone());
         }
-        Ok(Some((out, ats)))
+        Some((out, ats))
     }
+}
+
+/// One `expect` rule of the policy, or None for a match on what the
+/// model's answers lack (a warning: it is assumed to pass).
+fn status_rule(e: &Expect, at: &Loc, d: &mut Draft) -> Option<Value> {
+    let with = |mut r: Value, negate: bool| {
+        if negate {
+            r["negate"] = json!(true);
+        }
+        r
+    };
+    Some(match e {
+        Expect::Status(ranges, negate) => {
+            // A node answers 100–599: a code beyond adds nothing.
+            let items: Vec<String> = ranges
+                .iter()
+                .filter_map(|&(a, b)| {
+                    let (a, b) = (a.max(100), b.min(599));
+                    (a <= b).then(|| {
+                        if a == b {
+                            a.to_string()
+                        } else {
+                            format!("{a}-{b}")
+                        }
+                    })
+                })
+                .collect();
+            if items.is_empty() {
+                // Matches no status a node gives.
+                json!({"status": ["100-599"], "negate": !negate})
+            } else {
+                with(json!({ "status": items }), *negate)
+            }
+        }
+        Expect::Rstatus(re, negate) => match statuses::Regex::parse(re) {
+            Ok(_) => with(json!({ "rstatus": re }), *negate),
+            Err(e) => {
+                let re = crate::diagnostics::shorten(re);
+                d.warn(
+                    at,
+                    format!(
+                        "http-check expect rstatus \"{re}\" is not modelled: {e}; the rule is \
+                         modelled as `status 200-399`"
+                    ),
+                );
+                json!({"status": ["200-399"]})
+            }
+        },
+        Expect::Unmodelled(what, pattern) => {
+            let pattern = crate::diagnostics::shorten(pattern);
+            let lacks = if what.contains("hdr") {
+                "headers"
+            } else {
+                "body"
+            };
+            d.warn(
+                at,
+                format!(
+                    "http-check expect {what} \"{pattern}\" is not modelled (the model's \
+                     answers have no {lacks}): the match is assumed to pass"
+                ),
+            );
+            return None;
+        }
+    })
 }
 
 /// The arguments of `http-check expect` (`parse_tcpcheck_expect`): options
@@ -782,7 +787,10 @@ fn expect_rule(args: &[&str], at: &Loc, d: &mut Draft) -> Result<Expect, Error> 
                 value(i)?;
                 d.warn(
                     at,
-                    format!("http-check expect {a} is not modelled: a check passes or fails as its rules say"),
+                    format!(
+                        "http-check expect {a} is not modelled: a check passes or fails as its \
+                         rules say"
+                    ),
                 );
                 i += 1;
             }
@@ -795,8 +803,8 @@ fn expect_rule(args: &[&str], at: &Loc, d: &mut Draft) -> Result<Expect, Error> 
                 found = Some(match a {
                     "status" => Expect::Status(status_list(pattern).map_err(refuse)?, negate),
                     "rstatus" => {
-                        if let Err(crate::policy::active_probe::statuses::RegexError::Invalid(w)) =
-                            crate::policy::active_probe::statuses::Regex::parse(pattern)
+                        if let Err(statuses::RegexError::Invalid(w)) =
+                            statuses::Regex::parse(pattern)
                         {
                             return Err(refuse(format!(
                                 "rstatus \"{}\" is not a valid regular expression: {w}",

@@ -224,6 +224,12 @@ fn an_expect_before_a_last_send_keeps_the_implicit_rule() {
         model(&im)["policy"]["expect"],
         serde_json::json!([{"status": ["500"]}, {"status": ["200-399"]}])
     );
+    assert_eq!(origin(&im, "policy.expect[0]"), Some(4));
+    assert_eq!(
+        origin(&im, "policy.expect[1]"),
+        Some(2),
+        "the implicit rule comes with option httpchk"
+    );
     assert!(
         im.warnings[0]
             .to_string()
