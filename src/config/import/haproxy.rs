@@ -605,11 +605,13 @@ impl Backend {
         let pi = d.policies.len();
         if let Some((rules, ats)) = &expect {
             policy["expect"] = json!(rules);
+            // The first rule's line stands for `expect` (and `expect[0]`).
             for (k, at) in ats.iter().enumerate() {
                 if k == 0 {
                     d.origin(&format!("policies[{pi}].expect"), at);
+                } else {
+                    d.origin(&format!("policies[{pi}].expect[{k}]"), at);
                 }
-                d.origin(&format!("policies[{pi}].expect[{k}]"), at);
             }
         }
         d.policy(policy, &first.2);

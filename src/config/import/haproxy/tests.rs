@@ -153,7 +153,6 @@ fn http_check_expect_status_rules_are_read_with_their_line() {
         let m = model(&im);
         assert_eq!(m["policy"]["expect"], want, "{rules}");
         assert_eq!(origin(&im, "policy.expect"), Some(3), "{rules}");
-        assert_eq!(origin(&im, "policy.expect[0]"), Some(3), "{rules}");
     }
     let m = model(&import(&with(""), None).unwrap());
     assert!(m["policy"].get("expect").is_none(), "the default: {m}");
@@ -224,7 +223,7 @@ fn an_expect_before_a_last_send_keeps_the_implicit_rule() {
         model(&im)["policy"]["expect"],
         serde_json::json!([{"status": ["500"]}, {"status": ["200-399"]}])
     );
-    assert_eq!(origin(&im, "policy.expect[0]"), Some(4));
+    assert_eq!(origin(&im, "policy.expect"), Some(4));
     assert_eq!(
         origin(&im, "policy.expect[1]"),
         Some(2),
@@ -290,4 +289,29 @@ fn http_check_expect_that_haproxy_refuses_or_hcsim_cannot_read() {
             .to_string()
             .contains("http-check expect has no effect: the checks are not HTTP checks")
     );
+}
+
+/// A bad rule set over an imported one (`--set`) is reported at the
+/// config line the rule came from.
+#[test]
+fn an_invalid_expect_over_an_imported_one_names_its_line() {
+    let im = import(
+        &with(" http-check expect status 200\n http-check expect rstatus ^2\n"),
+        None,
+    )
+    .unwrap();
+    for (k, line) in [(0, 3), (1, 4)] {
+        let mut doc = im.doc.clone();
+        doc["policy"]["expect"][k] = serde_json::json!({"status": ["999"]});
+        let e = im
+            .model_of(&doc, Path::new("imported model"))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains(&format!(
+                "haproxy.cfg:{line}: policy.expect[{k}].status[0]: 999 is not an HTTP status"
+            )),
+            "{e}"
+        );
+    }
 }
