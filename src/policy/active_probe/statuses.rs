@@ -664,6 +664,11 @@ mod tests {
         let two = Regex::parse("2").unwrap().statuses();
         assert!(two.contains(200) && two.contains(502) && two.contains(120));
         assert!(!two.contains(503));
+        // Measured on HAProxy 2.6.12 (a server answering 503 to every
+        // check, inter 300ms fall 1): UP under `rstatus 0` and `status
+        // 200-399,503`; DOWN under `rstatus ^[23]` and `! status 500-599`.
+        assert!(Regex::parse("0").unwrap().statuses().contains(503));
+        assert!(!Regex::parse("^[23]").unwrap().statuses().contains(503));
         assert_eq!(set("^[^5]"), [(100, 499)]);
         assert_eq!(set("^[2-3][0-9]{2}$"), [(200, 399)]);
         assert_eq!(set("^2.."), [(200, 299)]);
