@@ -171,8 +171,9 @@ fn reason_phrase(code: u16) -> &'static str {
 }
 
 /// HAProxy's `reason: ...` for a check result (`check_statuses[]` of
-/// check.c, with the `info` haproxy 2.6.12 adds).
-pub fn haproxy_reason(kind: ProbeKind, result: ProbeResult) -> String {
+/// check.c, with the `info` haproxy 2.6.12 adds); `up`: the check that
+/// decided brought the server up, so a status passed `http-check expect`.
+pub fn haproxy_reason(kind: ProbeKind, result: ProbeResult, up: bool) -> String {
     match (kind, result) {
         (_, ProbeResult::Refused) => {
             "Layer4 connection problem, info: \"Connection refused\"".into()
@@ -184,7 +185,7 @@ pub fn haproxy_reason(kind: ProbeKind, result: ProbeResult) -> String {
         (ProbeKind::Http, ProbeResult::Reset) => {
             "Socket error, info: \"Connection reset by peer\"".into()
         }
-        (ProbeKind::Http, ProbeResult::Status(s)) if (200..400).contains(&s) => {
+        (ProbeKind::Http, ProbeResult::Status(s)) if up => {
             format!("Layer7 check passed, code: {s}")
         }
         (ProbeKind::Http, ProbeResult::Status(s)) => {
@@ -294,7 +295,7 @@ impl World<'_> {
                 result,
                 duration,
             } => {
-                let reason = haproxy_reason(kind, result);
+                let reason = haproxy_reason(kind, result, up);
                 let ms = duration.as_micros() / 1000;
                 self.log_haproxy_check(i, node, up, format!("{reason}, check duration: {ms}ms"));
             }
@@ -403,7 +404,7 @@ mod tests {
         // Measured on haproxy 2.6.12 (`option httpchk`, servers refusing,
         // answering 503, hanging past `timeout check`, resetting).
         use ProbeResult::*;
-        let http = |r| haproxy_reason(ProbeKind::Http, r);
+        let http = |r| haproxy_reason(ProbeKind::Http, r, matches!(r, Status(200)));
         assert_eq!(
             http(Refused),
             "Layer4 connection problem, info: \"Connection refused\""
@@ -418,9 +419,14 @@ mod tests {
             "Socket error, info: \"Connection reset by peer\""
         );
         assert_eq!(http(Status(200)), "Layer7 check passed, code: 200");
+        // What `http-check expect` accepts passes, whatever the code.
+        assert_eq!(
+            haproxy_reason(ProbeKind::Http, Status(503), true),
+            "Layer7 check passed, code: 503"
+        );
         assert_eq!(http(ConnectTimeout), "Layer4 timeout");
         assert_eq!(
-            haproxy_reason(ProbeKind::Tcp, Connected),
+            haproxy_reason(ProbeKind::Tcp, Connected, true),
             "Layer4 check passed"
         );
         assert_eq!(

@@ -113,7 +113,7 @@ fn several_targets_without_target_list_their_names() {
     let o = hcsim(&["import", "tests/configs/envoy-acceptance.yaml"]);
     assert_eq!(o.status.code(), Some(2));
     let e = String::from_utf8_lossy(&o.stderr);
-    assert!(e.contains("2 clusters, pick one with --target NAME: api (tests/configs/envoy-acceptance.yaml:25), other"), "{e}");
+    assert!(e.contains("2 clusters, pick one with --target NAME: api (cluster, tests/configs/envoy-acceptance.yaml:25), other (cluster, "), "{e}");
     let o = hcsim(&[
         "import",
         "tests/configs/haproxy-acceptance.cfg",
@@ -121,9 +121,51 @@ fn several_targets_without_target_list_their_names() {
         "nope",
     ]);
     assert_eq!(o.status.code(), Some(2));
+    let e = String::from_utf8_lossy(&o.stderr);
     assert!(
-        String::from_utf8_lossy(&o.stderr).contains("no backend named \"nope\"; there are: app")
+        e.contains("no backend named \"nope\"; there are: app (backend, tests/configs/haproxy-acceptance.cfg:"),
+        "{e}"
     );
+}
+
+/// The list a missing or wrong `--target` prints says what each target is.
+#[test]
+fn the_target_list_names_each_targets_kind() {
+    let dir = tmp("target-kinds");
+    for (name, text, want) in [
+        (
+            "nginx.conf",
+            "events {}\nhttp {\n  upstream web { server 10.0.0.1; }\n}\nstream {\n  upstream db { server 10.0.0.2:5432; }\n}\n",
+            "web (http upstream, DIR/nginx.conf:3), db (stream upstream, DIR/nginx.conf:6)",
+        ),
+        (
+            "haproxy.cfg",
+            "backend be\n server s1 10.0.0.1:80\nlisten li\n bind :81\n server s1 10.0.0.2:80\n",
+            "be (backend, DIR/haproxy.cfg:1), li (listen, DIR/haproxy.cfg:3)",
+        ),
+        (
+            "k8s.yaml",
+            "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: web\n---\napiVersion: apps/v1\nkind: StatefulSet\nmetadata:\n  name: db\n",
+            "web (Deployment, DIR/k8s.yaml:4), db (StatefulSet, DIR/k8s.yaml:9)",
+        ),
+        (
+            "dr.yaml",
+            "apiVersion: networking.istio.io/v1\nkind: DestinationRule\nmetadata:\n  name: a\nspec:\n  host: a.svc\n---\napiVersion: networking.istio.io/v1\nkind: DestinationRule\nmetadata:\n  name: b\nspec:\n  host: b.svc\n",
+            "a.svc (DestinationRule, DIR/dr.yaml:6), b.svc (DestinationRule, DIR/dr.yaml:13)",
+        ),
+    ] {
+        let p = dir.join(name);
+        std::fs::write(&p, text).unwrap();
+        let want = want.replace("DIR", dir.to_str().unwrap());
+        for extra in [&[][..], &["--target", "nope"][..]] {
+            let mut args = vec!["import", p.to_str().unwrap()];
+            args.extend(extra);
+            let o = hcsim(&args);
+            assert_eq!(o.status.code(), Some(2), "{name} {extra:?}");
+            let e = String::from_utf8_lossy(&o.stderr);
+            assert!(e.contains(&want), "{name} {extra:?}: {e}");
+        }
+    }
 }
 
 #[test]
@@ -693,4 +735,155 @@ fn kong_models_and_configs_round_trip_through_kong_yml() {
     // Another request path has no kong.yml.
     let nginx = Model::load(&root().join("models/e2-p02-flaky-2pct.json")).unwrap();
     assert!(export::kong::write(&nginx).is_err());
+}
+
+/// Issue 31 (items 5 and 6): HAProxy's `http-check expect` and Envoy's
+/// `expected_statuses`, imported from real-world-shaped files, are in the
+/// model with their line, without the old "not modelled" warning; a node
+/// answering 503 to every check is ejected or kept as they say; the
+/// exported HAProxy config passes `haproxy -c`.
+#[test]
+fn imported_expected_statuses_decide_whether_a_503_ejects() {
+    let dir = tmp("expected-statuses");
+    let flaky = |node: &str| -> Workload {
+        Workload {
+            faults: vec![
+                serde_json::from_value(serde_json::json!({
+                    "kind": "flaky", "node": node, "p": 1.0, "status": 503
+                }))
+                .unwrap(),
+            ],
+            duration: hcsim::engine::SimDuration::from_secs(30),
+            ..Workload::default()
+        }
+    };
+    let haproxy = |expect: &str| {
+        format!(
+            "global\n    log stdout format raw local0\n\ndefaults\n    mode http\n    timeout connect 5s\n    timeout client 30s\n    timeout server 30s\n\nfrontend fe\n    bind :8080\n    default_backend app\n\nbackend app\n    balance roundrobin\n    option httpchk GET /healthz\n    http-check expect {expect}\n    server app1 10.0.0.1:8080 check inter 1s fall 2 rise 2\n    server app2 10.0.0.2:8080 check inter 1s fall 2 rise 2\n"
+        )
+    };
+    let mut checked = 0;
+    for (expect, want, ejects) in [
+        (
+            "status 200-399",
+            serde_json::json!([{"status": ["200-399"]}]),
+            true,
+        ),
+        (
+            "rstatus ^[23]",
+            serde_json::json!([{"rstatus": "^[23]"}]),
+            true,
+        ),
+        // Quoted: unquoted, HAProxy would read `\d` as `d`.
+        (
+            r"rstatus '^2\d\d$'",
+            serde_json::json!([{"rstatus": r"^2\d\d$"}]),
+            true,
+        ),
+        (
+            "status 200-399,503",
+            serde_json::json!([{"status": ["200-399", "503"]}]),
+            false,
+        ),
+        (
+            "! rstatus ^5[0-4][0-24-9]",
+            serde_json::json!([{"rstatus": "^5[0-4][0-24-9]", "negate": true}]),
+            false,
+        ),
+    ] {
+        let p = dir.join(format!("haproxy-{checked}.cfg"));
+        std::fs::write(&p, haproxy(expect)).unwrap();
+        let im = import::read(&p, &Options::default(), &flaky("app1")).unwrap();
+        assert!(
+            im.warnings
+                .iter()
+                .all(|w| !w.message.contains("not modelled")),
+            "{expect}: {:?}",
+            im.warnings
+        );
+        assert_eq!(im.doc["policy"]["expect"], want, "{expect}");
+        let line = im.origins.iter().find(|(f, _)| f == "policy.expect");
+        assert_eq!(line.map(|(_, at)| at.line), Some(17), "{expect}");
+        let m = im.model().unwrap();
+        let r = hcsim::world::run(&m, 1);
+        assert_eq!(
+            r.nodes[0].ejections > 0,
+            ejects,
+            "{expect}: {:?}",
+            r.nodes[0]
+        );
+        assert_eq!(r.nodes[1].ejections, 0, "{expect}");
+        // Written back, HAProxy reads it.
+        let conf = export::haproxy::config(&m, &export::Options::of(&m)).unwrap();
+        assert!(
+            conf.contains(&format!("    http-check expect {expect}\n"))
+                || conf.contains("http-check expect ! rstatus ^5[0-4][0-24-9]\n"),
+            "{conf}"
+        );
+        let out = dir.join(format!("exported-{checked}.cfg"));
+        std::fs::write(&out, &conf).unwrap();
+        if let Some(o) = check_with(&sbin("haproxy"), &["-c", "-q", "-f", out.to_str().unwrap()]) {
+            assert!(
+                o.status.success(),
+                "haproxy -c: {}\n{conf}",
+                String::from_utf8_lossy(&o.stderr)
+            );
+        }
+        // And the exported config imports to the same rules.
+        let again = import::read(&out, &Options::default(), &Workload::default()).unwrap();
+        assert_eq!(again.doc["policy"]["expect"], want, "{conf}");
+        checked += 1;
+    }
+    let envoy = |ranges: &str| {
+        format!(
+            "static_resources:\n  clusters:\n  - name: app\n    type: STATIC\n    connect_timeout: 1s\n    lb_policy: ROUND_ROBIN\n    load_assignment:\n      cluster_name: app\n      endpoints:\n      - lb_endpoints:\n        - endpoint:\n            address:\n              socket_address: {{ address: 10.0.0.1, port_value: 8080 }}\n        - endpoint:\n            address:\n              socket_address: {{ address: 10.0.0.2, port_value: 8080 }}\n    health_checks:\n    - timeout: 1s\n      interval: 1s\n      unhealthy_threshold: 2\n      healthy_threshold: 2\n      http_health_check:\n        path: /healthz\n        expected_statuses: {ranges}\n"
+        )
+    };
+    for (ranges, want, ejects) in [
+        (
+            "[{start: 200, end: 400}]",
+            serde_json::json!([{"start": 200, "end": 400}]),
+            true,
+        ),
+        (
+            "[{start: 200, end: 400}, {start: 503, end: 504}]",
+            serde_json::json!([{"start": 200, "end": 400}, {"start": 503, "end": 504}]),
+            false,
+        ),
+    ] {
+        let p = dir.join(format!("envoy-{checked}.yaml"));
+        std::fs::write(&p, envoy(ranges)).unwrap();
+        let im = import::read(&p, &Options::default(), &flaky("10.0.0.1:8080")).unwrap();
+        assert!(
+            im.warnings
+                .iter()
+                .all(|w| !w.message.contains("not modelled")),
+            "{ranges}: {:?}",
+            im.warnings
+        );
+        assert_eq!(im.doc["policy"]["expected_statuses"], want, "{ranges}");
+        let line = im
+            .origins
+            .iter()
+            .find(|(f, _)| f == "policy.expected_statuses");
+        assert_eq!(line.map(|(_, at)| at.line), Some(24), "{ranges}");
+        let m = im.model().unwrap();
+        let r = hcsim::world::run(&m, 1);
+        // Hosts start unhealthy: a failed first check keeps one out.
+        assert_eq!(
+            r.nodes[0].ejected_time_s > 20.0,
+            ejects,
+            "{ranges}: {:?}",
+            r.nodes[0]
+        );
+        assert!(r.nodes[0].ejected_time_s < 1.0 || ejects, "{ranges}");
+        assert!(r.nodes[1].ejected_time_s < 1.0, "{ranges}");
+        // Written back as the cluster's http_health_check.
+        let yaml = export::envoy::write(&m).unwrap();
+        let p2 = dir.join(format!("envoy-exported-{checked}.yaml"));
+        std::fs::write(&p2, &yaml).unwrap();
+        let again = import::read(&p2, &Options::default(), &Workload::default()).unwrap();
+        assert_eq!(again.doc["policy"]["expected_statuses"], want, "{yaml}");
+        checked += 1;
+    }
 }

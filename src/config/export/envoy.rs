@@ -1,6 +1,7 @@
 //! A model's gateway as an Envoy cluster (YAML): endpoints (backups at
 //! priority 1), `lb_policy`, `connect_timeout`, `outlier_detection`,
-//! `health_checks` and `common_lb_config.healthy_panic_threshold`.
+//! `health_checks` (with `http_health_check.expected_statuses` and
+//! `retriable_statuses`) and `common_lb_config.healthy_panic_threshold`.
 //! Retries and timeouts belong to a route, which this does not write.
 
 use super::{Options, Unsupported, ident};
@@ -80,10 +81,18 @@ pub fn write_with(model: &Model, opts: &Options) -> Result<String, Unsupported> 
                 let probe = m.remove("probe");
                 m.remove("threads");
                 m.remove("cluster_start");
+                let statuses: Vec<(String, Value)> = ["expected_statuses", "retriable_statuses"]
+                    .into_iter()
+                    .filter_map(|k| m.remove(k).map(|v| (k.to_string(), v)))
+                    .collect();
                 if probe == Some(json!("tcp")) || e.probe == ProbeKind::Tcp {
                     m.insert("tcp_health_check".into(), json!({}));
                 } else {
-                    m.insert("http_health_check".into(), json!({"path": "/"}));
+                    let mut h = json!({"path": "/"});
+                    for (k, v) in statuses {
+                        h[k] = v;
+                    }
+                    m.insert("http_health_check".into(), h);
                 }
                 c["health_checks"] = json!([v]);
             }

@@ -1,11 +1,12 @@
 //! A model's gateway as HAProxy 2.6 config: a `backend` (`balance`,
-//! `retries`, `option redispatch`, timeouts, `option httpchk`, servers
-//! with their check and `observe` settings) and, when the checks need
-//! them, `spread-checks` in a `global` section. [`config`] adds a
+//! `retries`, `option redispatch`, timeouts, `option httpchk` and its
+//! `http-check expect` rules, servers with their check and `observe`
+//! settings) and, when the checks need them, `spread-checks` in a `global`
+//! section. [`config`] adds a
 //! frontend that sends everything to it.
 
 use super::{Options, Unsupported, ident, time};
-use crate::policy::active_probe::{ActiveProbeSpec, Observe, OnError};
+use crate::policy::active_probe::{ActiveProbeSpec, HaproxyExpect, Observe, OnError};
 use crate::policy::{PolicySpec, ProbeKind};
 use crate::spec::{Balancer, GatewayFlavor, Model, Redispatch};
 use std::fmt::Write;
@@ -108,6 +109,9 @@ pub fn write_with(model: &Model, opts: &Options) -> Result<String, Unsupported> 
         }
         if c.probe == ProbeKind::Http {
             s.push_str("    option httpchk\n");
+            for e in &c.expect {
+                let _ = writeln!(s, "    http-check expect {}", expect_rule(e)?);
+            }
         }
     }
     for ((n, addr), sname) in model
@@ -166,6 +170,34 @@ pub fn write_with(model: &Model, opts: &Options) -> Result<String, Unsupported> 
         s.push('\n');
     }
     Ok(s)
+}
+
+/// An `expect` rule as `http-check expect`'s arguments.
+fn expect_rule(e: &HaproxyExpect) -> Result<String, Unsupported> {
+    let not = if e.negate { "! " } else { "" };
+    match (&e.status, &e.rstatus) {
+        (Some(list), _) => Ok(format!("{not}status {}", list.join(","))),
+        (None, Some(re)) => {
+            // HAProxy reads a single-quoted word as it is.
+            if re.contains('\'') {
+                return Err(Unsupported(format!(
+                    "the rstatus regex \"{re}\" has a `'`, which an HAProxy word cannot quote as is"
+                )));
+            }
+            let plain = !re.is_empty()
+                && !re
+                    .chars()
+                    .any(|c| c.is_whitespace() || matches!(c, '#' | '\\' | '"'));
+            Ok(if plain {
+                format!("{not}rstatus {re}")
+            } else {
+                format!("{not}rstatus '{re}'")
+            })
+        }
+        (None, None) => Err(Unsupported(
+            "an expect rule without status or rstatus".into(),
+        )),
+    }
 }
 
 /// [`write_with`]'s sections and a frontend on `opts.listen` using the backend.

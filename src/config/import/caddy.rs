@@ -607,14 +607,26 @@ pub(super) fn import(path: &Path, text: &str, opts: &Options) -> Result<(Draft, 
             .iter()
             .map(|(n, l, _)| (n.clone(), Loc::new(path, *l)))
             .collect();
-        let i = choose(&names, opts.target.as_deref(), Format::Caddy, path)?;
+        let i = choose(
+            &names,
+            &|_| "reverse_proxy handler".into(),
+            opts.target.as_deref(),
+            Format::Caddy,
+            path,
+        )?;
         read_json_handler(path, text, hs[i].1, &hs[i].2, &mut h, &mut d)?;
         target = hs[i].0.clone();
         anchor = names[i].1.clone();
     } else {
         let hs = caddyfile_handlers(path, text)?;
         let names: Vec<(String, Loc)> = hs.iter().map(|(n, l, _)| (n.clone(), l.clone())).collect();
-        let i = choose(&names, opts.target.as_deref(), Format::Caddy, path)?;
+        let i = choose(
+            &names,
+            &|_| "reverse_proxy".into(),
+            opts.target.as_deref(),
+            Format::Caddy,
+            path,
+        )?;
         read_caddyfile_handler(path, &hs[i].2, &mut h, &mut d)?;
         target = hs[i].0.clone();
         anchor = names[i].1.clone();

@@ -13,6 +13,7 @@
 use super::yaml::{self, Lines};
 use super::{Draft, Format, Loc, Options, choose};
 use crate::error::Error;
+use crate::policy::active_probe::statuses::{StatusRange, StatusSet, envoy_ranges};
 use serde_json::{Map, Value, json};
 use std::path::Path;
 
@@ -222,7 +223,13 @@ pub(super) fn import(path: &Path, text: &str, opts: &Options) -> Result<(Draft, 
         cursor = at + 1;
         names.push((name.to_string(), lines.at(at)));
     }
-    let i = choose(&names, opts.target.as_deref(), Format::Envoy, path)?;
+    let i = choose(
+        &names,
+        &|_| "cluster".into(),
+        opts.target.as_deref(),
+        Format::Envoy,
+        path,
+    )?;
     let (cluster, doc, _) = found[i];
     let name = names[i].0.clone();
     let anchor = names[i].1.line;
@@ -512,6 +519,7 @@ impl Reader<'_> {
                 return Err(at.error(format!("health_checks[0]: `{req}` is required")));
             }
         }
+        let mut statuses: Vec<(&str, Loc)> = vec![];
         for (k, v) in m {
             let kat = self.at(&["health_checks", k]);
             match k.as_str() {
@@ -528,10 +536,15 @@ impl Reader<'_> {
                 }
                 "http_health_check" => {
                     p.insert("probe".into(), json!("http"));
-                    if v.get("expected_statuses").is_some() {
-                        let eat = self.at(&["health_checks", k, "expected_statuses"]);
-                        self.d
-                            .warn(&eat, "expected_statuses is not modelled: only 200 passes");
+                    for f in ["expected_statuses", "retriable_statuses"] {
+                        if let Some(list) = v.get(f) {
+                            let fat = self.at(&["health_checks", k, f]);
+                            let ranges = status_ranges(list, f, &fat)?;
+                            if !ranges.is_empty() {
+                                p.insert(f.into(), json!(ranges));
+                                statuses.push((f, fat));
+                            }
+                        }
                     }
                 }
                 "tcp_health_check" => {
@@ -552,9 +565,65 @@ impl Reader<'_> {
                     .warn(&kat, format!("health_checks[0].{k} is not modelled")),
             }
         }
+        let pi = self.d.policies.len();
+        for (f, fat) in &statuses {
+            self.d.origin(&format!("policies[{pi}].{f}"), fat);
+        }
         self.d.policy(Value::Object(p), &at);
         Ok(())
     }
+}
+
+/// `http_health_check.expected_statuses` or `retriable_statuses`: a list
+/// of `type.v3.Int64Range` (`{start, end}`, `end` excluded), checked as
+/// Envoy's `HttpStatusChecker::validateRange` does (Envoy refuses the
+/// cluster otherwise).
+fn status_ranges(list: &Value, field: &str, at: &Loc) -> Result<Vec<StatusRange>, Error> {
+    let name = format!("health_checks[0].http_health_check.{field}");
+    let items: &[Value] = match list {
+        Value::Null => &[],
+        Value::Array(a) => a,
+        other => {
+            return Err(at.error(format!(
+                "{name}: expected a list of ranges such as [{{start: 200, end: 400}}], found {}",
+                shown(other)
+            )));
+        }
+    };
+    let mut out = vec![];
+    for (i, r) in items.iter().enumerate() {
+        // proto3: an absent bound is 0.
+        let bound = |k: &str| -> Result<u16, Error> {
+            match r.get(k) {
+                None | Some(Value::Null) => Ok(0),
+                Some(v) => yaml::uint(v)
+                    .and_then(|n| u16::try_from(n).ok())
+                    .ok_or_else(|| {
+                        at.error(format!(
+                            "{name}[{i}].{k}: expected an HTTP status (a whole number), found {}",
+                            shown(v)
+                        ))
+                    }),
+            }
+        };
+        if !r.is_object() {
+            return Err(at.error(format!(
+                "{name}[{i}]: expected a range {{start: N, end: M}}, found {}",
+                shown(r)
+            )));
+        }
+        out.push(StatusRange {
+            start: bound("start")?,
+            end: bound("end")?,
+        });
+    }
+    envoy_ranges(field, &out, StatusSet::EMPTY).map_err(|(f, why)| {
+        at.error(format!(
+            "health_checks[0].http_health_check.{f}: {why} (Envoy refuses the cluster: \
+             \"Invalid http status range\")"
+        ))
+    })?;
+    Ok(out)
 }
 
 /// The first route to `cluster`, with its virtual host's retry policy.

@@ -1,7 +1,8 @@
 //! HAProxy 2.6: a `backend` (or `listen`) with the `defaults` section it
 //! inherits (the last one before it, or the one named by `from`), its
 //! servers (with `default-server`), timeouts, retries, redispatch, checks
-//! and passive `observe`; `spread-checks` from `global`.
+//! (with their `http-check expect` status rules) and passive `observe`;
+//! `spread-checks` from `global`.
 //!
 //! The syntax is HAProxy's (`cfgparse.c`, `parse_line`): one keyword and
 //! its arguments per line, `#` comments, `"…"`/`'…'` quoting and `\`
@@ -12,6 +13,7 @@
 use super::{Draft, Format, Loc, Options, choose};
 use crate::engine::SimDuration;
 use crate::error::Error;
+use crate::policy::active_probe::statuses;
 use serde_json::{Map, Value, json};
 use std::path::Path;
 
@@ -229,7 +231,8 @@ pub(super) fn import(path: &Path, text: &str, opts: &Options) -> Result<(Draft, 
         .iter()
         .map(|&i| (secs[i].name.clone().unwrap_or_default(), secs[i].at.clone()))
         .collect();
-    let k = choose(&names, opts.target.as_deref(), Format::Haproxy, path)?;
+    let kind = |k: usize| secs[backends[k]].kind.clone();
+    let k = choose(&names, &kind, opts.target.as_deref(), Format::Haproxy, path)?;
     let bi = backends[k];
     let backend = &secs[bi];
     let chain = defaults_chain(&secs, bi)?;
@@ -238,6 +241,7 @@ pub(super) fn import(path: &Path, text: &str, opts: &Options) -> Result<(Draft, 
     let mut b = Backend::default();
     // The farthest ancestor first: each level overrides the one it inherits.
     for s in chain.iter().rev().map(|&i| &secs[i]).chain([backend]) {
+        b.section();
         for l in &s.lines {
             b.line(l, &mut d)?;
         }
@@ -325,9 +329,56 @@ struct Backend {
     pool: super::pool::HaproxyPool,
     /// `timeout queue`, which matters only with a server `maxconn`.
     queue: Option<Loc>,
+    /// The `http-check` rules the backend's checks run.
+    rules: CheckRules,
+}
+
+/// One `http-check` step.
+#[derive(Debug)]
+enum CheckRule {
+    Send,
+    Connect,
+    Expect(Expect, Loc),
+}
+
+/// What an `http-check expect` rule looks at.
+#[derive(Debug)]
+enum Expect {
+    /// `[!] status 200-399,404`: inclusive ranges, as written.
+    Status(Vec<(u32, u32)>, bool),
+    /// `[!] rstatus REGEX`.
+    Rstatus(String, bool),
+    /// A match on what the model's answers do not have: `string`,
+    /// `rstring`, `string-lf` (the body) or `hdr`/`fhdr` (a header).
+    Unmodelled(&'static str, String),
+}
+
+/// The `http-check` ruleset a proxy uses (`tcpcheck.c`,
+/// `proxy_parse_httpcheck` / `proxy_parse_httpchk_opt`): each section that
+/// has an `option httpchk` or an `http-check` rule builds a ruleset of its
+/// own (named after the section), which replaces the one it inherited.
+#[derive(Debug, Default)]
+struct CheckRules {
+    /// The current section has started its own ruleset.
+    own: bool,
+    rules: Vec<CheckRule>,
+}
+
+impl CheckRules {
+    fn own(&mut self) {
+        if !self.own {
+            self.own = true;
+            self.rules.clear();
+        }
+    }
 }
 
 impl Backend {
+    /// The lines that follow are another section's.
+    fn section(&mut self) {
+        self.rules.own = false;
+    }
+
     fn line(&mut self, l: &Line, d: &mut Draft) -> Result<(), Error> {
         let at = &l.at;
         let w: Vec<&str> = l.words.iter().map(String::as_str).collect();
@@ -371,7 +422,12 @@ impl Backend {
                 self.haproxy.insert("redispatch".into(), v);
                 d.origin("gateway.haproxy.redispatch", at);
             }
-            ["option", "httpchk", ..] => self.httpchk = Some((!neg, at.clone())),
+            ["option", "httpchk", ..] => {
+                self.httpchk = Some((!neg, at.clone()));
+                if !neg {
+                    self.rules.own();
+                }
+            }
             [
                 "option",
                 chk @ ("tcp-check" | "ssl-hello-chk" | "mysql-check" | "pgsql-check"
@@ -389,12 +445,23 @@ impl Backend {
                 o @ ("allbackups" | "persist" | "prefer-last-server" | "abortonclose"),
                 ..,
             ] if !neg => d.warn(at, format!("option {o} is not modelled")),
-            ["http-check", "expect", ..] => d.warn(
-                at,
-                "http-check expect is not modelled: an HTTP check passes on 200–399",
-            ),
             ["http-check", "disable-on-404", ..] => {
                 d.warn(at, "http-check disable-on-404 is not modelled")
+            }
+            ["http-check", "send-state", ..] => {}
+            ["http-check", "expect", args @ ..] => {
+                let e = expect_rule(args, at, d)?;
+                self.rules.own();
+                self.rules.rules.push(CheckRule::Expect(e, at.clone()));
+            }
+            ["http-check", step, ..] => {
+                self.rules.own();
+                match *step {
+                    "send" => self.rules.rules.push(CheckRule::Send),
+                    "connect" => self.rules.rules.push(CheckRule::Connect),
+                    // `comment`, `set-var`, `unset-var`: no step of their own.
+                    _ => {}
+                }
             }
             ["timeout", which, v] => {
                 let t = time(v, at)?;
@@ -505,6 +572,11 @@ impl Backend {
         if let Some((http, _)) = &self.httpchk {
             policy["probe"] = json!(if *http { "http" } else { "tcp" });
         }
+        let http = match &self.httpchk {
+            Some((true, at)) => Some(at),
+            _ => None,
+        };
+        let expect = self.rules.expect(http, d);
         if let Some((t, _)) = &self.timeout_check {
             policy["timeout_check"] = json!(t);
         }
@@ -530,9 +602,273 @@ impl Backend {
                 _ => {}
             }
         }
+        let pi = d.policies.len();
+        if let Some((rules, ats)) = &expect {
+            policy["expect"] = json!(rules);
+            // The first rule's line stands for `expect` (and `expect[0]`).
+            for (k, at) in ats.iter().enumerate() {
+                if k == 0 {
+                    d.origin(&format!("policies[{pi}].expect"), at);
+                } else {
+                    d.origin(&format!("policies[{pi}].expect[{k}]"), at);
+                }
+            }
+        }
         d.policy(policy, &first.2);
         Ok(())
     }
+}
+
+impl CheckRules {
+    /// The `expect` rules of the policy, with the line of each (None: the
+    /// default, HAProxy's implicit `http-check expect status 200-399`).
+    /// `http`: the `option httpchk` line, if the checks are HTTP checks.
+    fn expect(&self, http: Option<&Loc>, d: &mut Draft) -> Option<(Vec<Value>, Vec<Loc>)> {
+        let expects: Vec<(&Expect, &Loc)> = self
+            .rules
+            .iter()
+            .filter_map(|r| match r {
+                CheckRule::Expect(e, at) => Some((e, at)),
+                _ => None,
+            })
+            .collect();
+        let &(_, first_at) = expects.first()?;
+        let Some(httpchk) = http else {
+            d.warn(
+                first_at,
+                "http-check expect has no effect: the checks are not HTTP checks (no `option \
+                 httpchk`, or a later check option replaced it), and HAProxy ignores the rules",
+            );
+            return None;
+        };
+        let sends = self
+            .rules
+            .iter()
+            .filter(|r| matches!(r, CheckRule::Send))
+            .count();
+        if sends > 1 {
+            d.warn(
+                first_at,
+                "several http-check send/expect steps are modelled as one check request, whose \
+                 answer every expect rule must accept",
+            );
+        }
+        let mut out: Vec<Value> = vec![];
+        let mut ats: Vec<Loc> = vec![];
+        for (e, at) in &expects {
+            if let Some(rule) = status_rule(e, at, d) {
+                out.push(rule);
+                ats.push((*at).clone());
+            }
+        }
+        // check_proxy_tcpcheck: an implicit `expect status 200-399` after
+        // a last `send` (or the one `option httpchk` writes).
+        let implicit = !matches!(
+            self.rules.last(),
+            Some(CheckRule::Expect(..) | CheckRule::Connect)
+        );
+        if implicit {
+            out.push(json!({"status": ["200-399"]}));
+            ats.push(httpchk.clone());
+        }
+        if out.is_empty() {
+            // Only matches the model cannot see, all assumed to pass.
+            d.warn(
+                first_at,
+                "no http-check expect rule looks at the status and the body or header matches \
+                 are assumed to pass, so every status passes the check (HAProxy adds its \
+                 implicit `expect status 200-399` only after a last `send`)",
+            );
+            out.push(json!({"status": ["100-599"]}));
+            ats.push(first_at.clone());
+        }
+        Some((out, ats))
+    }
+}
+
+/// One `expect` rule of the policy, or None for a match on what the
+/// model's answers lack (a warning: it is assumed to pass).
+fn status_rule(e: &Expect, at: &Loc, d: &mut Draft) -> Option<Value> {
+    let with = |mut r: Value, negate: bool| {
+        if negate {
+            r["negate"] = json!(true);
+        }
+        r
+    };
+    Some(match e {
+        Expect::Status(ranges, negate) => {
+            // A node answers 100–599: a code beyond adds nothing.
+            let items: Vec<String> = ranges
+                .iter()
+                .filter_map(|&(a, b)| {
+                    let (a, b) = (a.max(100), b.min(599));
+                    (a <= b).then(|| {
+                        if a == b {
+                            a.to_string()
+                        } else {
+                            format!("{a}-{b}")
+                        }
+                    })
+                })
+                .collect();
+            if items.is_empty() {
+                // Matches no status a node gives.
+                json!({"status": ["100-599"], "negate": !negate})
+            } else {
+                with(json!({ "status": items }), *negate)
+            }
+        }
+        Expect::Rstatus(re, negate) => match statuses::Regex::parse(re) {
+            Ok(_) => with(json!({ "rstatus": re }), *negate),
+            Err(e) => {
+                let re = crate::diagnostics::shorten(re);
+                d.warn(
+                    at,
+                    format!(
+                        "http-check expect rstatus \"{re}\" is not modelled: {e}; the rule is \
+                         modelled as `status 200-399`"
+                    ),
+                );
+                json!({"status": ["200-399"]})
+            }
+        },
+        Expect::Unmodelled(what, pattern) => {
+            let pattern = crate::diagnostics::shorten(pattern);
+            let lacks = if what.contains("hdr") {
+                "headers"
+            } else {
+                "body"
+            };
+            d.warn(
+                at,
+                format!(
+                    "http-check expect {what} \"{pattern}\" is not modelled (the model's \
+                     answers have no {lacks}): the match is assumed to pass"
+                ),
+            );
+            return None;
+        }
+    })
+}
+
+/// The arguments of `http-check expect` (`parse_tcpcheck_expect`): options
+/// (`min-recv N`, `comment`, `ok-status`, `error-status`, `tout-status`,
+/// `on-success`, `on-error`, `status-code`), `!` and one pattern.
+fn expect_rule(args: &[&str], at: &Loc, d: &mut Draft) -> Result<Expect, Error> {
+    let mut negate = false;
+    let mut i = 0;
+    let mut found: Option<Expect> = None;
+    let refuse = |why: String| {
+        at.error(format!(
+            "HAProxy 2.6 refuses this file: http-check expect: {why}"
+        ))
+    };
+    while i < args.len() {
+        let mut a = args[i];
+        if a.starts_with('!') {
+            while let Some(rest) = a.strip_prefix('!') {
+                negate = !negate;
+                a = rest;
+            }
+            if a.is_empty() {
+                i += 1;
+                continue;
+            }
+        }
+        let value = |i: usize| {
+            args.get(i + 1)
+                .copied()
+                .ok_or_else(|| refuse(format!("'{a}' expects an argument")))
+        };
+        match a {
+            "min-recv" | "comment" | "on-success" | "on-error" | "status-code" => {
+                value(i)?;
+                i += 1;
+            }
+            "ok-status" | "error-status" | "tout-status" => {
+                value(i)?;
+                d.warn(
+                    at,
+                    format!(
+                        "http-check expect {a} is not modelled: a check passes or fails as its \
+                         rules say"
+                    ),
+                );
+                i += 1;
+            }
+            "status" | "rstatus" | "string" | "rstring" | "string-lf" | "hdr" | "fhdr" => {
+                if found.is_some() {
+                    return Err(refuse("only one pattern expected".into()));
+                }
+                let pattern = value(i)?;
+                i += 1;
+                found = Some(match a {
+                    "status" => Expect::Status(status_list(pattern).map_err(refuse)?, negate),
+                    "rstatus" => {
+                        if let Err(statuses::RegexError::Invalid(w)) =
+                            statuses::Regex::parse(pattern)
+                        {
+                            return Err(refuse(format!(
+                                "rstatus \"{}\" is not a valid regular expression: {w}",
+                                crate::diagnostics::shorten(pattern)
+                            )));
+                        }
+                        Expect::Rstatus(pattern.to_string(), negate)
+                    }
+                    "hdr" | "fhdr" => {
+                        // `hdr name PATTERN [value PATTERN]`: the rest of the line.
+                        let rest = args[i..].join(" ");
+                        i = args.len();
+                        Expect::Unmodelled(if a == "hdr" { "hdr" } else { "fhdr" }, rest)
+                    }
+                    "string" => Expect::Unmodelled("string", pattern.to_string()),
+                    "rstring" => Expect::Unmodelled("rstring", pattern.to_string()),
+                    _ => Expect::Unmodelled("string-lf", pattern.to_string()),
+                });
+            }
+            other => {
+                return Err(refuse(format!(
+                    "expected a pattern such as `status 200-399` or `rstatus ^[23]`, found \"{}\"",
+                    crate::diagnostics::shorten(other)
+                )));
+            }
+        }
+        i += 1;
+    }
+    found.ok_or_else(|| refuse("expects at least a matching pattern".into()))
+}
+
+/// `status`'s list (`parse_tcpcheck_expect`, `TCPCHK_EXPECT_HTTP_STATUS`):
+/// codes and ranges separated by commas, each `N` or `N-M`, `N <= M`.
+fn status_list(pattern: &str) -> Result<Vec<(u32, u32)>, String> {
+    let mut out = vec![];
+    for item in pattern.split(',') {
+        let num = |x: &str| -> Result<u32, String> {
+            // read_uint: the digits there are (none: 0).
+            if let Some(c) = x.chars().find(|c| !c.is_ascii_digit()) {
+                return Err(format!(
+                    "invalid character '{c}' in the list of status codes"
+                ));
+            }
+            Ok(if x.is_empty() {
+                0
+            } else {
+                x.parse().unwrap_or(u32::MAX)
+            })
+        };
+        let (a, b) = match item.split_once('-') {
+            Some((a, b)) => (num(a)?, num(b)?),
+            None => {
+                let a = num(item)?;
+                (a, a)
+            }
+        };
+        if a > b {
+            return Err(format!("invalid range of status codes '{pattern}'"));
+        }
+        out.push((a, b));
+    }
+    Ok(out)
 }
 
 /// Applies `params` (a server line's or `default-server`'s) over `base`.

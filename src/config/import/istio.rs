@@ -39,7 +39,13 @@ pub(super) fn import(path: &Path, text: &str, opts: &Options) -> Result<(Draft, 
             *n = rule.to_string();
         }
     }
-    let i = choose(&names, opts.target.as_deref(), Format::Istio, path)?;
+    let i = choose(
+        &names,
+        &|_| "DestinationRule".into(),
+        opts.target.as_deref(),
+        Format::Istio,
+        path,
+    )?;
     let (rule, host) = (rules[i], names[i].0.clone());
     let anchor = rule.line;
     let at = |keys: &[&str]| lines.at(lines.path(anchor, keys));

@@ -48,7 +48,13 @@ pub(super) fn import(path: &Path, text: &str, opts: &Options) -> Result<(Draft, 
         .target
         .as_deref()
         .map(|t| upstream_of(t, &services, &list("routes")).unwrap_or_else(|| t.to_string()));
-    let i = choose(&names, wanted.as_deref(), Format::Kong, path)?;
+    let i = choose(
+        &names,
+        &|_| "upstream".into(),
+        wanted.as_deref(),
+        Format::Kong,
+        path,
+    )?;
     let (upstream, name) = (&upstreams[i], names[i].0.clone());
     let anchor = names[i].1.line;
     let at = |keys: &[&str]| lines.at(lines.path(anchor, keys));

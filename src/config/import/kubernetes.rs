@@ -24,7 +24,21 @@ pub(super) fn import(path: &Path, text: &str, opts: &Options) -> Result<(Draft, 
     let docs = yaml::documents(path, text)?;
     let lines = Lines::new(path, text);
     let (work, names) = yaml::named(&docs, &lines, &KINDS, "/metadata/name", "name");
-    let i = choose(&names, opts.target.as_deref(), Format::Kubernetes, path)?;
+    let kind = |i: usize| {
+        work[i]
+            .value
+            .get("kind")
+            .and_then(Value::as_str)
+            .unwrap_or("workload")
+            .to_string()
+    };
+    let i = choose(
+        &names,
+        &kind,
+        opts.target.as_deref(),
+        Format::Kubernetes,
+        path,
+    )?;
     let (w, name) = (work[i], names[i].0.clone());
     let anchor = w.line;
     let at = |keys: &[&str]| lines.at(lines.path(anchor, keys));

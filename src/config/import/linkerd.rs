@@ -27,7 +27,13 @@ pub(super) fn import(path: &Path, text: &str, opts: &Options) -> Result<(Draft, 
     let docs = yaml::documents(path, text)?;
     let lines = Lines::new(path, text);
     let (services, names) = yaml::named(&docs, &lines, &["Service"], "/metadata/name", "name");
-    let i = choose(&names, opts.target.as_deref(), Format::Linkerd, path)?;
+    let i = choose(
+        &names,
+        &|_| "Service".into(),
+        opts.target.as_deref(),
+        Format::Linkerd,
+        path,
+    )?;
     let (svc, name) = (services[i], names[i].0.clone());
     let mut d = Draft::default();
     let top = lines.at(lines.key_value(svc.line, "kind", "Service"));

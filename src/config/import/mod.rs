@@ -6,8 +6,8 @@
 //! | format | reads | target |
 //! |---|---|---|
 //! | nginx | `nginx.conf` and its includes: an `upstream`, `worker_processes`, the `proxy_*` settings reaching the `location` that proxies to it, tengine `check`, NGINX Plus `health_check`; a `stream` upstream as TCP | the upstream |
-//! | HAProxy | `haproxy.cfg`: `defaults` (chains through `from`) inherited into a `backend`/`listen`, its servers, timeouts, retries, checks, `observe` | the backend |
-//! | Envoy | a bootstrap (YAML or JSON, snake_case or proto3 JSON names), a config dump, a list of clusters or one cluster: endpoints, `lb_policy`, `outlier_detection`, `health_checks`, panic threshold, the route's timeout and retries | the cluster |
+//! | HAProxy | `haproxy.cfg`: `defaults` (chains through `from`) inherited into a `backend`/`listen`, its servers, timeouts, retries, checks and their `http-check expect` status rules, `observe` | the backend |
+//! | Envoy | a bootstrap (YAML or JSON, snake_case or proto3 JSON names), a config dump, a list of clusters or one cluster: endpoints, `lb_policy`, `outlier_detection`, `health_checks` (with their expected and retriable statuses), panic threshold, the route's timeout and retries | the cluster |
 //! | Istio | `DestinationRule` documents: `outlierDetection`, `connectionPool`, `loadBalancer` | the `host` |
 //! | Kubernetes | `Deployment`/`StatefulSet`/`Pod`: replicas and the `readinessProbe` | the workload's name |
 //! | Kong | declarative `kong.yml`: an upstream's `healthchecks` and `targets`, the Service proxying to it | the upstream (or a Service or route leading to it) |
@@ -482,9 +482,12 @@ pub fn read(path: &Path, opts: &Options, workload: &Workload) -> Result<Imported
 }
 
 /// Picks the target among `names` (with where each is defined): the one
-/// `--target` names, or the only one.
+/// `--target` names, or the only one. `kind` says what the target at an
+/// index is (`http upstream`, `listen`, `cluster`, `Deployment`…), for the
+/// list a wrong or missing `--target` shows.
 pub(crate) fn choose(
     names: &[(String, Loc)],
+    kind: &dyn Fn(usize) -> String,
     target: Option<&str>,
     format: Format,
     file: &Path,
@@ -497,7 +500,8 @@ pub(crate) fn choose(
         let mut l = names
             .iter()
             .take(SHOWN)
-            .map(|(n, at)| format!("{} ({at})", crate::diagnostics::shorten(n)))
+            .enumerate()
+            .map(|(i, (n, at))| format!("{} ({}, {at})", crate::diagnostics::shorten(n), kind(i)))
             .collect::<Vec<_>>()
             .join(", ");
         if names.len() > SHOWN {

@@ -66,7 +66,15 @@ pub(super) fn import(path: &Path, text: &str, opts: &Options) -> Result<(Draft, 
         };
         names.push((shown, u.at.clone()));
     }
-    let i = choose(&names, opts.target.as_deref(), Format::Nginx, path)?;
+    let kind = |i: usize| {
+        if i < http_count {
+            "http upstream"
+        } else {
+            "stream upstream"
+        }
+        .to_string()
+    };
+    let i = choose(&names, &kind, opts.target.as_deref(), Format::Nginx, path)?;
     let workers = worker_processes(main, &mut d)?;
     if i >= http_count {
         let up = stream_ups[i - http_count];

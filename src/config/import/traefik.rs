@@ -445,7 +445,15 @@ fn file_provider(path: &Path, text: &str, opts: &Options) -> Result<(Draft, Stri
         .iter()
         .map(|(n, _)| (n.clone(), f.at(f.key(svc_base, n))))
         .collect();
-    let i = choose(&names, opts.target.as_deref(), Format::Traefik, path)?;
+    // `loadBalancer`, `weighted`, `mirroring` or `failover`.
+    let kind = |i: usize| {
+        let svc = &services[&names[i].0];
+        match svc.as_object().and_then(|m| m.keys().next()) {
+            Some(k) => format!("{k} service"),
+            None => "service".to_string(),
+        }
+    };
+    let i = choose(&names, &kind, opts.target.as_deref(), Format::Traefik, path)?;
     let (name, anchor) = names[i].clone();
     let svc = &services[&name];
     let base = anchor.line;
@@ -604,7 +612,13 @@ fn crds(path: &Path, text: &str, opts: &Options) -> Result<(Draft, String), Erro
         }
     }
     let names: Vec<(String, Loc)> = targets.iter().map(|t| (t.0.clone(), t.1.clone())).collect();
-    let i = choose(&names, opts.target.as_deref(), Format::Traefik, path)?;
+    let i = choose(
+        &names,
+        &|_| "IngressRoute service".into(),
+        opts.target.as_deref(),
+        Format::Traefik,
+        path,
+    )?;
     let (name, anchor, base, svc, mws) = targets[i].clone();
     let mut r = Reader {
         f,

@@ -5,7 +5,10 @@
 //!   `U[0, initial_jitter)`), and the first success makes a host healthy
 //!   whatever `healthy_threshold` says.
 //! - A network failure or timeout counts toward `unhealthy_threshold`; an
-//!   unexpected HTTP status (anything but 200) makes the host unhealthy at once.
+//!   unexpected HTTP status (outside `expected_statuses`, default only 200)
+//!   makes the host unhealthy at once, unless it is in `retriable_statuses`,
+//!   which counts like a network failure (`HttpHealthCheckerImpl::
+//!   HttpActiveHealthCheckSession::healthCheckResult`, `setUnhealthy`).
 //! - The next check is armed when the result arrives, after an interval that
 //!   depends on whether the cluster ever carried traffic, the result and
 //!   whether a transition is pending, plus jitter; at least 1 ms.
@@ -18,6 +21,7 @@
 //!   the gateway takes no traffic before.
 
 use super::defaults::http;
+use super::statuses::{StatusRange, StatusSet, envoy_ranges};
 use super::{Flavor, Prober, TAG_CHECK, at_least_one, positive, threads_valid};
 use crate::engine::SimDuration;
 use crate::ids::NodeId;
@@ -30,9 +34,20 @@ use serde::{Deserialize, Serialize};
 #[derive(Clone, Debug, Deserialize, Serialize, PartialEq, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct EnvoyParams {
-    /// `http` (default; only 200 passes) or `tcp` (connect only).
+    /// `http` (default; only 200 passes unless `expected_statuses` says
+    /// otherwise) or `tcp` (connect only).
     #[serde(default = "http")]
     pub probe: ProbeKind,
+    /// `http_health_check.expected_statuses`: the statuses that pass, as
+    /// `{start, end}` ranges, `end` excluded (`[{"start": 200, "end": 400}]`
+    /// is 200–399). Default: only 200.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub expected_statuses: Vec<StatusRange>,
+    /// `http_health_check.retriable_statuses`: unexpected statuses that
+    /// count toward `unhealthy_threshold` like a network failure instead of
+    /// making the host unhealthy at once. Default: none.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub retriable_statuses: Vec<StatusRange>,
     /// Required.
     pub timeout: SimDuration,
     /// Required.
@@ -106,7 +121,25 @@ impl EnvoyParams {
         positive("no_traffic_interval", self.no_traffic_interval)?;
         at_least_one("unhealthy_threshold", self.unhealthy_threshold)?;
         at_least_one("healthy_threshold", self.healthy_threshold)?;
+        self.statuses()?;
         threads_valid(self.threads)
+    }
+
+    /// The statuses that pass and those that are retriable
+    /// (`HttpStatusChecker`'s constructor and `validateRange`).
+    fn statuses(&self) -> Result<(StatusSet, StatusSet), (String, String)> {
+        Ok((
+            envoy_ranges(
+                "expected_statuses",
+                &self.expected_statuses,
+                StatusSet::range(200, 200),
+            )?,
+            envoy_ranges(
+                "retriable_statuses",
+                &self.retriable_statuses,
+                StatusSet::EMPTY,
+            )?,
+        ))
     }
 }
 
@@ -124,6 +157,9 @@ fn ms(d: SimDuration) -> u64 {
 
 pub(super) struct EnvoyHc {
     p: EnvoyParams,
+    /// `expected_statuses` and `retriable_statuses`.
+    expected: StatusSet,
+    retriable: StatusSet,
     nodes: usize,
     unhealthy: Vec<bool>,
     num_healthy: Vec<u32>,
@@ -138,8 +174,14 @@ pub(super) struct EnvoyHc {
 
 impl EnvoyHc {
     pub(super) fn new(p: &EnvoyParams, nodes: usize) -> Self {
+        // Validated with the model; an invalid range cannot get here.
+        let (expected, retriable) = p
+            .statuses()
+            .unwrap_or((StatusSet::range(200, 200), StatusSet::EMPTY));
         EnvoyHc {
             p: p.clone(),
+            expected,
+            retriable,
             nodes,
             unhealthy: vec![true; nodes],
             num_healthy: vec![0; nodes],
@@ -264,11 +306,16 @@ impl Flavor for EnvoyHc {
 
     fn on_result(&mut self, pr: &mut Prober, cx: &mut PolicyCx, node: NodeId, o: &ProbeOutcome) {
         let i = node.index();
-        let ok = o.result.passes(pr.kind, 200, 200);
+        let ok = match (pr.kind, o.result) {
+            (ProbeKind::Http, ProbeResult::Status(s)) => self.expected.contains(s),
+            (kind, r) => r.passes(kind, 200, 200),
+        };
         let t = if ok {
             self.handle_success(pr, cx, i)
         } else {
-            let immediate = matches!(o.result, ProbeResult::Status(_));
+            // An ACTIVE failure ejects at once unless it is retriable.
+            let immediate =
+                matches!(o.result, ProbeResult::Status(s) if !self.retriable.contains(s));
             self.set_unhealthy(pr, cx, i, immediate)
         };
         // The host-check-complete callbacks (`runCallbacks` after
@@ -362,6 +409,53 @@ mod tests {
         assert!(h.routable(A));
         step(&mut h, t, ProbeResult::Status(503));
         assert!(!h.routable(A), "an unexpected status ejects at once");
+    }
+
+    /// `HttpActiveHealthCheckSession::healthCheckResult`: a status outside
+    /// `expected_statuses` fails, at once (`setUnhealthy`, ACTIVE and not
+    /// retriable) or, in `retriable_statuses`, counting toward
+    /// `unhealthy_threshold`.
+    #[test]
+    fn expected_and_retriable_statuses() {
+        let mut p = params();
+        p.expected_statuses = vec![StatusRange {
+            start: 200,
+            end: 400,
+        }];
+        p.retriable_statuses = vec![StatusRange {
+            start: 503,
+            end: 504,
+        }];
+        p.validate().unwrap();
+        let mut h = harness(p);
+        h.select(SimTime::ZERO, A);
+        let t = step(&mut h, at(1), ProbeResult::Status(302));
+        assert!(h.routable(A), "302 is in [200, 400)");
+        let t = step(&mut h, t, ProbeResult::Status(503));
+        let t = step(&mut h, t, ProbeResult::Status(503));
+        assert!(h.routable(A), "503 is retriable: 2 of 3");
+        let t = step(&mut h, t, ProbeResult::Status(399));
+        let t = step(&mut h, t, ProbeResult::Status(400));
+        assert!(!h.routable(A), "400 is past the excluded end: at once");
+        let t = step(&mut h, t, ProbeResult::Status(200));
+        step(&mut h, t, ProbeResult::Status(204));
+        assert!(h.routable(A));
+        // The default: only 200.
+        let mut h = harness(params());
+        h.answer(at(1), A, ProbeResult::Status(204));
+        assert!(!h.routable(A));
+    }
+
+    #[test]
+    fn bad_status_ranges_name_their_field() {
+        for (start, end) in [(200, 200), (400, 200), (0, 200), (200, 601)] {
+            let mut p = params();
+            p.expected_statuses = vec![StatusRange { start, end }];
+            assert_eq!(p.validate().unwrap_err().0, "expected_statuses[0]");
+            let mut p = params();
+            p.retriable_statuses = vec![StatusRange { start, end }];
+            assert_eq!(p.validate().unwrap_err().0, "retriable_statuses[0]");
+        }
     }
 
     #[test]

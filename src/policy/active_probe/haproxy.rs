@@ -38,12 +38,13 @@
 //! agent checks; slowstart; `disable-on-404`.
 
 use super::defaults::{tcp, ten, three, two, two_s};
+use super::statuses::{HaproxyExpect, StatusSet, haproxy_passing};
 use super::{Flavor, Prober, TAG_CHECK, at_least_one, positive, threads_valid};
 use crate::engine::{SimDuration, SimTime};
 use crate::ids::NodeId;
 use crate::policy::{
     AfterConnect, AttemptReport, AttemptResult, LogEvent, PolicyCx, PolicyTimer, ProbeKind,
-    ProbeOutcome,
+    ProbeOutcome, ProbeResult,
 };
 use rand::RngExt;
 use schemars::JsonSchema;
@@ -91,9 +92,16 @@ pub enum OnError {
 #[derive(Clone, Debug, Deserialize, Serialize, PartialEq, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct HaproxyCheckParams {
-    /// `tcp` (plain `check`, default) or `http` (`option httpchk`; 200–399 passes).
+    /// `tcp` (plain `check`, default) or `http` (`option httpchk`; 200–399
+    /// passes unless `expect` says otherwise).
     #[serde(default = "tcp")]
     pub probe: ProbeKind,
+    /// `http-check expect [!] status|rstatus` rules of an HTTP check, every
+    /// one of which must pass: `[{"status": ["200-399", "404"]}]`,
+    /// `[{"rstatus": "^[23]"}]`, `[{"status": ["500-599"], "negate": true}]`.
+    /// Default: none, HAProxy's implicit `http-check expect status 200-399`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub expect: Vec<HaproxyExpect>,
     /// Default 2s.
     #[serde(default = "two_s")]
     pub inter: SimDuration,
@@ -154,6 +162,7 @@ impl HaproxyCheckParams {
         at_least_one("rise", self.rise)?;
         at_least_one("fall", self.fall)?;
         at_least_one("error_limit", self.error_limit)?;
+        haproxy_passing(&self.expect)?;
         if self.spread_checks > 50 {
             return Err((
                 "spread_checks".into(),
@@ -171,6 +180,8 @@ fn ms(d: SimDuration) -> u64 {
 
 pub(super) struct HaproxyCheck {
     p: HaproxyCheckParams,
+    /// The statuses that pass an HTTP check (`expect`).
+    passing: StatusSet,
     nodes: usize,
     health: Vec<u32>,
     /// The server is DOWN (`next_state == STOPPED`).
@@ -185,6 +196,8 @@ impl HaproxyCheck {
     pub(super) fn new(p: &HaproxyCheckParams, nodes: usize) -> Self {
         HaproxyCheck {
             p: p.clone(),
+            // Validated with the model; an invalid rule cannot get here.
+            passing: haproxy_passing(&p.expect).unwrap_or_else(|_| StatusSet::range(200, 399)),
             nodes,
             health: vec![p.rise; nodes],
             down: vec![false; nodes],
@@ -315,7 +328,12 @@ impl Flavor for HaproxyCheck {
     fn on_result(&mut self, pr: &mut Prober, cx: &mut PolicyCx, node: NodeId, o: &ProbeOutcome) {
         let i = node.index();
         let was_down = self.down[i];
-        if o.result.passes(pr.kind, 200, 399) {
+        // tcpcheck_eval_expect_http: each expect rule on the status.
+        let passed = match (pr.kind, o.result) {
+            (ProbeKind::Http, ProbeResult::Status(s)) => self.passing.contains(s),
+            (kind, r) => r.passes(kind, 200, 399),
+        };
+        if passed {
             self.pass(pr, cx, i);
         } else {
             self.fail(pr, cx, i);
@@ -585,6 +603,69 @@ mod tests {
             req.timeout_after_connect,
             Some(AfterConnect::Replace(SimDuration::from_millis(300)))
         );
+    }
+
+    /// `tcpcheck_eval_expect_http`: a status passes when every expect rule
+    /// accepts it; with none, 200–399 (`check_proxy_tcpcheck`'s implicit
+    /// `http-check expect status 200-399`).
+    #[test]
+    fn http_check_expect_decides_which_statuses_pass() {
+        let run = |expect: serde_json::Value, status: u16| {
+            let mut p: HaproxyCheckParams =
+                serde_json::from_value(serde_json::json!({"probe": "http", "expect": expect}))
+                    .unwrap();
+            p.validate().unwrap();
+            p.rise = 1;
+            p.fall = 1;
+            let mut h = harness(p, 1);
+            let t = h.fire_next(at_ms(0)).unwrap();
+            h.answer(t, A, ProbeResult::Status(status));
+            h.routable(A)
+        };
+        let none = serde_json::json!([]);
+        assert!(run(none.clone(), 302) && !run(none.clone(), 404) && !run(none, 503));
+        let list = serde_json::json!([{"status": ["200-399", "503"]}]);
+        assert!(run(list.clone(), 503) && run(list.clone(), 200) && !run(list, 500));
+        let re = serde_json::json!([{"rstatus": "^[23]"}]);
+        assert!(run(re.clone(), 204) && run(re.clone(), 399) && !run(re, 503));
+        let not5 = serde_json::json!([{"status": ["500-599"], "negate": true}]);
+        assert!(run(not5.clone(), 404) && !run(not5, 503));
+        // A TCP check ignores the rules.
+        let mut p: HaproxyCheckParams =
+            serde_json::from_value(serde_json::json!({"expect": [{"status": ["500"]}]})).unwrap();
+        p.fall = 1;
+        let mut h = harness(p, 1);
+        let t = h.fire_next(at_ms(0)).unwrap();
+        h.answer(t, A, ProbeResult::Connected);
+        assert!(h.routable(A));
+    }
+
+    #[test]
+    fn bad_expect_rules_name_their_field() {
+        for (expect, field) in [
+            (
+                serde_json::json!([{"status": ["300-200"]}]),
+                "expect[0].status[0]",
+            ),
+            (
+                serde_json::json!([{"status": ["200", "700"]}]),
+                "expect[0].status[1]",
+            ),
+            (serde_json::json!([{"status": []}]), "expect[0].status"),
+            (
+                serde_json::json!([{}, {"rstatus": "^[23"}]),
+                "expect[0].status",
+            ),
+            (
+                serde_json::json!([{"status": ["200"]}, {"rstatus": "^[23"}]),
+                "expect[1].rstatus",
+            ),
+        ] {
+            let p: HaproxyCheckParams =
+                serde_json::from_value(serde_json::json!({"probe": "http", "expect": expect}))
+                    .unwrap();
+            assert_eq!(p.validate().unwrap_err().0, field);
+        }
     }
 
     fn report(result: AttemptResult) -> AttemptReport {

@@ -17,12 +17,14 @@ mod envoy;
 mod generic;
 mod haproxy;
 mod kubernetes;
+pub mod statuses;
 mod tengine;
 
 pub use envoy::{ClusterStart, EnvoyParams};
 pub use generic::{GenericParams, Schedule};
 pub use haproxy::{HaproxyCheckParams, HaproxyVersion, Observe, OnError};
 pub use kubernetes::{KubeletStart, ReadinessParams};
+pub use statuses::{HaproxyExpect, StatusRange, StatusSet};
 pub use tengine::{StatusClass, TengineParams};
 
 use super::{
@@ -144,8 +146,32 @@ impl PolicyParams for ActiveProbeSpec {
     }
 
     /// Legal but suspicious settings, as `(field, message)`: a probe timeout
-    /// that is not shorter than the time between probes.
+    /// that is not shorter than the time between probes; status rules on a
+    /// TCP check, which never sees a status.
     fn warnings(&self) -> Vec<(String, String)> {
+        let status_rules = match self {
+            ActiveProbeSpec::Haproxy(p) if p.probe == ProbeKind::Tcp && !p.expect.is_empty() => {
+                Some("expect")
+            }
+            ActiveProbeSpec::Envoy(p)
+                if p.probe == ProbeKind::Tcp && !p.expected_statuses.is_empty() =>
+            {
+                Some("expected_statuses")
+            }
+            ActiveProbeSpec::Envoy(p)
+                if p.probe == ProbeKind::Tcp && !p.retriable_statuses.is_empty() =>
+            {
+                Some("retriable_statuses")
+            }
+            _ => None,
+        };
+        if let Some(f) = status_rules {
+            return vec![(
+                f.into(),
+                "has no effect: the check is a TCP check (`probe: tcp`), which sees no status"
+                    .into(),
+            )];
+        }
         let (timeout, every, name) = match self {
             ActiveProbeSpec::Generic(p) => (p.timeout, p.interval, "interval"),
             ActiveProbeSpec::Envoy(p) => (p.timeout, p.interval, "interval"),
@@ -401,6 +427,28 @@ mod tests {
         let e =
             parse(json!({"kind": "heartbeat_ttl", "registry": "eureka", "ttl": "1s"})).unwrap_err();
         assert!(e.contains("unknown field `ttl`"), "{e}");
+    }
+
+    #[test]
+    fn status_rules_on_a_tcp_check_are_a_warning() {
+        use crate::policy::PolicyParams;
+        for (v, field) in [
+            (
+                json!({"kind": "active_probe", "flavor": "haproxy", "expect": [{"status": ["200"]}]}),
+                "expect",
+            ),
+            (
+                json!({"kind": "active_probe", "flavor": "envoy", "probe": "tcp", "timeout": "1s",
+                       "interval": "5s", "unhealthy_threshold": 2, "healthy_threshold": 2,
+                       "expected_statuses": [{"start": 200, "end": 400}]}),
+                "expected_statuses",
+            ),
+        ] {
+            let PolicySpec::ActiveProbe(p) = parse(v).unwrap() else {
+                panic!("an active probe")
+            };
+            assert_eq!(p.warnings()[0].0, field);
+        }
     }
 
     #[test]

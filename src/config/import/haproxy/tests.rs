@@ -6,8 +6,15 @@ use serde_json::Value;
 use std::path::Path;
 
 fn import(text: &str, target: Option<&str>) -> Result<Imported, String> {
+    // One directory per text: tests run in parallel.
+    let hash = {
+        use std::hash::{Hash, Hasher};
+        let mut h = std::collections::hash_map::DefaultHasher::new();
+        text.hash(&mut h);
+        h.finish()
+    };
     let dir = std::env::temp_dir().join(format!(
-        "hcsim-haproxy-{}-{}",
+        "hcsim-haproxy-{}-{}-{hash:x}",
         std::process::id(),
         text.len()
     ));
@@ -92,4 +99,219 @@ fn malformed_lines_name_their_line() {
         e.contains("haproxy.cfg:1: unknown keyword \"retries\" out of a section"),
         "{e}"
     );
+}
+
+fn origin(im: &Imported, field: &str) -> Option<usize> {
+    im.origins
+        .iter()
+        .rev()
+        .find(|(f, _)| f == field)
+        .map(|(_, at)| at.line)
+}
+
+const HC: &str = "backend b\n option httpchk GET /health\n";
+const SRV: &str = " server s1 10.0.0.1:80 check\n";
+
+fn with(rules: &str) -> String {
+    format!("{HC}{rules}{SRV}")
+}
+
+/// `parse_tcpcheck_expect` and `tcpcheck_eval_expect_http`: the status
+/// rules are read with their line; none leaves the default.
+#[test]
+fn http_check_expect_status_rules_are_read_with_their_line() {
+    for (rules, want) in [
+        (
+            " http-check expect status 200-399,404\n",
+            serde_json::json!([{"status": ["200-399", "404"]}]),
+        ),
+        (
+            " http-check expect rstatus ^[23]\n",
+            serde_json::json!([{"rstatus": "^[23]"}]),
+        ),
+        (
+            " http-check expect ! status 500-599\n",
+            serde_json::json!([{"status": ["500-599"], "negate": true}]),
+        ),
+        (
+            " http-check expect min-recv 3 !rstatus ^5 comment \"no 5xx\"\n",
+            serde_json::json!([{"rstatus": "^5", "negate": true}]),
+        ),
+        // A node answers 100–599: a range past it is cut.
+        (
+            " http-check expect status 200-999\n",
+            serde_json::json!([{"status": ["200-599"]}]),
+        ),
+        // Nothing a node answers matches: every check fails.
+        (
+            " http-check expect status 600-999\n",
+            serde_json::json!([{"status": ["100-599"], "negate": true}]),
+        ),
+    ] {
+        let im = import(&with(rules), None).unwrap();
+        assert!(im.warnings.is_empty(), "{rules}: {:?}", im.warnings);
+        let m = model(&im);
+        assert_eq!(m["policy"]["expect"], want, "{rules}");
+        assert_eq!(origin(&im, "policy.expect"), Some(3), "{rules}");
+    }
+    let m = model(&import(&with(""), None).unwrap());
+    assert!(m["policy"].get("expect").is_none(), "the default: {m}");
+}
+
+/// A section with `option httpchk` or `http-check` rules builds its own
+/// ruleset (`proxy_parse_httpchk_opt`, `proxy_parse_httpcheck`); one
+/// without inherits its defaults' rules.
+#[test]
+fn http_check_rules_come_from_the_nearest_section_that_has_some() {
+    let text = "defaults\n option httpchk\n http-check expect status 200\nbackend a\n server s1 10.0.0.1:80 check\nbackend b\n option httpchk GET /\n server s1 10.0.0.1:80 check\nbackend c\n http-check expect status 204\n server s1 10.0.0.1:80 check\n";
+    let im = import(text, Some("a")).unwrap();
+    assert_eq!(
+        model(&im)["policy"]["expect"],
+        serde_json::json!([{"status": ["200"]}])
+    );
+    assert_eq!(origin(&im, "policy.expect"), Some(3));
+    let b = model(&import(text, Some("b")).unwrap());
+    assert!(b["policy"].get("expect").is_none(), "{b}");
+    let c = model(&import(text, Some("c")).unwrap());
+    assert_eq!(
+        c["policy"]["expect"],
+        serde_json::json!([{"status": ["204"]}])
+    );
+}
+
+#[test]
+fn body_and_header_matches_are_assumed_to_pass() {
+    let im = import(
+        &with(" http-check expect status 200\n http-check expect string OK\n"),
+        None,
+    )
+    .unwrap();
+    assert_eq!(
+        model(&im)["policy"]["expect"],
+        serde_json::json!([{"status": ["200"]}])
+    );
+    assert_eq!(im.warnings.len(), 1, "{:?}", im.warnings);
+    let w = im.warnings[0].to_string();
+    assert!(
+        w.contains(":4: http-check expect string \"OK\" is not modelled")
+            && w.contains("assumed to pass"),
+        "{w}"
+    );
+    // Without a rule on the status, HAProxy checks none.
+    let im = import(&with(" http-check expect rstring ^OK\n"), None).unwrap();
+    assert_eq!(
+        model(&im)["policy"]["expect"],
+        serde_json::json!([{"status": ["100-599"]}])
+    );
+    assert!(
+        im.warnings
+            .iter()
+            .any(|w| w.to_string().contains("every status passes the check")),
+        "{:?}",
+        im.warnings
+    );
+}
+
+#[test]
+fn an_expect_before_a_last_send_keeps_the_implicit_rule() {
+    let im = import(
+        &with(" http-check send meth GET uri /a\n http-check expect status 500\n http-check send meth GET uri /b\n"),
+        None,
+    )
+    .unwrap();
+    assert_eq!(
+        model(&im)["policy"]["expect"],
+        serde_json::json!([{"status": ["500"]}, {"status": ["200-399"]}])
+    );
+    assert_eq!(origin(&im, "policy.expect"), Some(4));
+    assert_eq!(
+        origin(&im, "policy.expect[1]"),
+        Some(2),
+        "the implicit rule comes with option httpchk"
+    );
+    assert!(
+        im.warnings[0]
+            .to_string()
+            .contains("several http-check send/expect steps"),
+        "{:?}",
+        im.warnings
+    );
+}
+
+#[test]
+fn http_check_expect_that_haproxy_refuses_or_hcsim_cannot_read() {
+    for (rules, want) in [
+        (
+            " http-check expect status 399-200\n",
+            "invalid range of status codes '399-200'",
+        ),
+        (" http-check expect status 2x0\n", "invalid character 'x'"),
+        (
+            " http-check expect rstatus ^[23\n",
+            "not a valid regular expression",
+        ),
+        (
+            " http-check expect status\n",
+            "'status' expects an argument",
+        ),
+        (
+            " http-check expect status 200 rstatus ^2\n",
+            "only one pattern expected",
+        ),
+    ] {
+        let e = import(&with(rules), None).unwrap_err();
+        assert!(
+            e.contains("haproxy.cfg:3: HAProxy 2.6 refuses this file") && e.contains(want),
+            "{rules}: {e}"
+        );
+    }
+    let im = import(&with(" http-check expect rstatus (?!5)\n"), None).unwrap();
+    assert_eq!(
+        model(&im)["policy"]["expect"],
+        serde_json::json!([{"status": ["200-399"]}])
+    );
+    let w = im.warnings[0].to_string();
+    assert!(
+        w.contains(":3: http-check expect rstatus \"(?!5)\" is not modelled"),
+        "{w}"
+    );
+    // Without `option httpchk` the rules are ignored, as HAProxy does.
+    let im = import(
+        "backend b\n http-check expect status 200\n server s1 10.0.0.1:80 check\n",
+        None,
+    )
+    .unwrap();
+    let m = model(&im);
+    assert_eq!(m["policy"]["probe"], "tcp");
+    assert!(m["policy"].get("expect").is_none());
+    assert!(
+        im.warnings[0]
+            .to_string()
+            .contains("http-check expect has no effect: the checks are not HTTP checks")
+    );
+}
+
+/// A bad rule set over an imported one (`--set`) is reported at the
+/// config line the rule came from.
+#[test]
+fn an_invalid_expect_over_an_imported_one_names_its_line() {
+    let im = import(
+        &with(" http-check expect status 200\n http-check expect rstatus ^2\n"),
+        None,
+    )
+    .unwrap();
+    for (k, line) in [(0, 3), (1, 4)] {
+        let mut doc = im.doc.clone();
+        doc["policy"]["expect"][k] = serde_json::json!({"status": ["999"]});
+        let e = im
+            .model_of(&doc, Path::new("imported model"))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains(&format!(
+                "haproxy.cfg:{line}: policy.expect[{k}].status[0]: 999 is not an HTTP status"
+            )),
+            "{e}"
+        );
+    }
 }
