@@ -349,8 +349,8 @@ enum Expect {
     /// `[!] rstatus REGEX`.
     Rstatus(String, bool),
     /// A match on what the model's answers do not have: `string`,
-    /// `rstring`, `string-lf` (the body) or `hdr`/`fhdr` (a header).
-    Unmodelled(&'static str, String),
+    /// `rstring`, `string-lf` (the body) or `hdr`/`fhdr` (a header); `!`.
+    Unmodelled(&'static str, String, bool),
 }
 
 /// The `http-check` ruleset a proxy uses (`tcpcheck.c`,
@@ -686,8 +686,9 @@ impl CheckRules {
     }
 }
 
-/// One `expect` rule of the policy, or None for a match on what the
-/// model's answers lack (a warning: it is assumed to pass).
+/// One `expect` rule of the policy, or None for a negated match on what
+/// the model's answers lack (a warning: it is assumed to pass); a match on
+/// them is modelled as `status 200-399` (a warning too).
 fn status_rule(e: &Expect, at: &Loc, d: &mut Draft) -> Option<Value> {
     let with = |mut r: Value, negate: bool| {
         if negate {
@@ -732,21 +733,35 @@ fn status_rule(e: &Expect, at: &Loc, d: &mut Draft) -> Option<Value> {
                 json!({"status": ["200-399"]})
             }
         },
-        Expect::Unmodelled(what, pattern) => {
+        Expect::Unmodelled(what, pattern, negate) => {
             let pattern = crate::diagnostics::shorten(pattern);
             let lacks = if what.contains("hdr") {
                 "headers"
             } else {
                 "body"
             };
+            if *negate {
+                d.warn(
+                    at,
+                    format!(
+                        "http-check expect ! {what} \"{pattern}\" is not modelled (the model's \
+                         answers have no {lacks}): the match is assumed to pass"
+                    ),
+                );
+                return None;
+            }
+            // What a check's page holds when the service is well is seldom
+            // on its error page: HAProxy 2.6.12 marks a server answering 503
+            // without the string DOWN under `expect string OK`.
             d.warn(
                 at,
                 format!(
                     "http-check expect {what} \"{pattern}\" is not modelled (the model's \
-                     answers have no {lacks}): the match is assumed to pass"
+                     answers have no {lacks}): it is modelled as matching a 2xx or 3xx answer \
+                     and no other (`status 200-399`)"
                 ),
             );
-            return None;
+            json!({"status": ["200-399"]})
         }
     })
 }
@@ -819,11 +834,11 @@ fn expect_rule(args: &[&str], at: &Loc, d: &mut Draft) -> Result<Expect, Error> 
                         // `hdr name PATTERN [value PATTERN]`: the rest of the line.
                         let rest = args[i..].join(" ");
                         i = args.len();
-                        Expect::Unmodelled(if a == "hdr" { "hdr" } else { "fhdr" }, rest)
+                        Expect::Unmodelled(if a == "hdr" { "hdr" } else { "fhdr" }, rest, negate)
                     }
-                    "string" => Expect::Unmodelled("string", pattern.to_string()),
-                    "rstring" => Expect::Unmodelled("rstring", pattern.to_string()),
-                    _ => Expect::Unmodelled("string-lf", pattern.to_string()),
+                    "string" => Expect::Unmodelled("string", pattern.to_string(), negate),
+                    "rstring" => Expect::Unmodelled("rstring", pattern.to_string(), negate),
+                    _ => Expect::Unmodelled("string-lf", pattern.to_string(), negate),
                 });
             }
             other => {

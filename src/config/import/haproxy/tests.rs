@@ -180,7 +180,7 @@ fn http_check_rules_come_from_the_nearest_section_that_has_some() {
 }
 
 #[test]
-fn body_and_header_matches_are_assumed_to_pass() {
+fn body_and_header_matches_pass_a_2xx_or_3xx_answer() {
     let im = import(
         &with(" http-check expect status 200\n http-check expect string OK\n"),
         None,
@@ -188,17 +188,24 @@ fn body_and_header_matches_are_assumed_to_pass() {
     .unwrap();
     assert_eq!(
         model(&im)["policy"]["expect"],
-        serde_json::json!([{"status": ["200"]}])
+        serde_json::json!([{"status": ["200"]}, {"status": ["200-399"]}])
     );
     assert_eq!(im.warnings.len(), 1, "{:?}", im.warnings);
     let w = im.warnings[0].to_string();
     assert!(
         w.contains(":4: http-check expect string \"OK\" is not modelled")
-            && w.contains("assumed to pass"),
+            && w.contains("matching a 2xx or 3xx answer"),
         "{w}"
     );
-    // Without a rule on the status, HAProxy checks none.
+    // Without a rule on the status HAProxy checks none, but a failing
+    // node's page seldom holds what the check looks for.
     let im = import(&with(" http-check expect rstring ^OK\n"), None).unwrap();
+    assert_eq!(
+        model(&im)["policy"]["expect"],
+        serde_json::json!([{"status": ["200-399"]}])
+    );
+    // A negated body match alone: assumed to pass, so every status does.
+    let im = import(&with(" http-check expect ! string error\n"), None).unwrap();
     assert_eq!(
         model(&im)["policy"]["expect"],
         serde_json::json!([{"status": ["100-599"]}])
