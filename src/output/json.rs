@@ -41,6 +41,7 @@ pub fn to_string_pretty_with_capacity<T: Serialize + ?Sized>(
         sorted: false,
         scratch: String::new(),
         spread_lines: Vec::new(),
+        spread_cache: vec![None; SpreadKey::SLOTS],
         pool: Vec::new(),
     };
     let _active = Active::enter();
@@ -160,9 +161,41 @@ struct Pretty {
     scratch: String,
     /// By depth: the text around a [`Spread`]'s numbers.
     spread_lines: Vec<Option<Box<SpreadLines>>>,
+    /// The text of recent spreads, by a hash of their value and depth.
+    spread_cache: Vec<Option<(SpreadKey, Vec<u8>)>>,
     /// The buffers of sorted objects that have been written, for the next
     /// ones (a model of 1,000 nodes has thousands of small objects).
     pool: Vec<Sorted>,
+}
+
+/// A [`Spread`]'s value, bit for bit, and the depth it is written at: what
+/// decides its text. (`None` is all ones, the bits of a NaN, which is
+/// written `null` as `None` is.)
+#[derive(Clone, Copy, PartialEq, Eq)]
+struct SpreadKey([u64; 6]);
+
+impl SpreadKey {
+    const SLOTS: usize = 64;
+
+    fn of(s: &Spread, depth: usize) -> SpreadKey {
+        let bits = |v: Option<f64>| v.map_or(u64::MAX, f64::to_bits);
+        SpreadKey([
+            bits(s.max),
+            bits(s.mean),
+            bits(s.median),
+            bits(s.min),
+            s.n as u64,
+            depth as u64,
+        ])
+    }
+
+    fn slot(&self) -> usize {
+        let h = self
+            .0
+            .iter()
+            .fold(0u64, |h, &x| (h ^ x).wrapping_mul(0x9E37_79B9_7F4A_7C15));
+        (h >> 58) as usize % Self::SLOTS
+    }
 }
 
 /// What a [`Spread`] at one depth is written with, around its numbers:
@@ -221,6 +254,17 @@ impl Pretty {
 
     /// A [`Spread`], as serde would write its five fields.
     fn spread(&mut self, s: &Spread) {
+        // Many spreads repeat (every node's zero failures, `null` delays):
+        // the text of a recent one at this depth is copied whole.
+        let key = SpreadKey::of(s, self.depth);
+        let slot = key.slot();
+        if let Some((k, text)) = &self.spread_cache[slot]
+            && *k == key
+        {
+            self.out.extend_from_slice(text);
+            return;
+        }
+        let start = self.out.len();
         if self.spread_lines.len() <= self.depth {
             self.spread_lines.resize_with(self.depth + 1, || None);
         }
@@ -239,6 +283,10 @@ impl Pretty {
         self.out.extend_from_slice(&lines.keys[4]);
         let _ = CompactFormatter.write_u64(&mut self.out, s.n as u64);
         self.out.extend_from_slice(&lines.close);
+        let entry = self.spread_cache[slot].get_or_insert_with(|| (key, Vec::new()));
+        entry.0 = key;
+        entry.1.clear();
+        entry.1.extend_from_slice(&self.out[start..]);
     }
 
     fn open(&mut self, bracket: u8) -> Compound<'_> {
@@ -893,6 +941,7 @@ mod tests {
         deep: Value,
         spread: Spread,
         spreads: BTreeMap<String, Vec<Spread>>,
+        again: Vec<Spread>,
     }
 
     mod serde_bytes_like {
@@ -953,6 +1002,17 @@ mod tests {
             ]
             .into_iter()
             .collect(),
+            // The same spreads at another depth, a NaN beside a `None`.
+            again: vec![
+                Spread::default(),
+                Spread::default(),
+                Spread::of(&[3.0]),
+                Spread {
+                    max: Some(f64::NAN),
+                    ..Spread::default()
+                },
+                Spread::default(),
+            ],
         }
     }
 
