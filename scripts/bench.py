@@ -15,7 +15,8 @@ the whole process, including its start-up; CPU seconds are reported too.
                                       # (--fleet: on the fleet model)
   scripts/bench.py fleet              # 50 gateway replicas x 200 nodes beside the canonical model: events/s
   scripts/bench.py fixed [BIN...]     # the fixed cost: a 1 s run at 2 / 1,000 / 10,000 nodes, whole process
-                                      # (CPU, peak RSS; --instructions: valgrind's count, at 2 and 1,000 nodes)
+                                      # (CPU, peak RSS; --instructions: valgrind's count, at 2 and 1,000 nodes),
+                                      # then events per CPU second of a 20 s run at 2 and 1,000 nodes
 
 It builds the release binary first. The Python models live in scripts/bench/;
 scripts/bench-deps.sh installs SimPy 4.1.2 (and GNU time for peak RSS).
@@ -316,6 +317,29 @@ def instructions(cmd):
     return None
 
 
+def events_rate(reps, binaries):
+    """Whole-process events per CPU second of a 20 s run of the fixed-cost
+    models at 2 and 1,000 nodes, interleaved: what a large cluster costs a
+    run long enough for the events to dominate."""
+    out = Path(tempfile.mkdtemp(prefix="hcsim-rate-"))
+    for n in (2, 1000):
+        (out / f"rate-{n}.json").write_text(json.dumps({**fixed_model(n), "duration": "20s"}))
+    cmd = lambda b, n: [b, "run", str(out / f"rate-{n}.json"), "--no-charts", "--jobs", "1",
+                        "--format", "json", "-q", "--out", str(out / "o")]
+    cpu, events = {}, {}
+    for _ in range(reps):
+        for n in (2, 1000):
+            for b in binaries:
+                cpu.setdefault((b, n), []).append(timed(cmd(b, n))[1])
+                events[(b, n)] = json.loads((out / "o" / "summary.json").read_text())["runs"][0]["events"]
+    print(f"\n20 s runs, whole process: events per CPU second (median of {reps})\n")
+    print("| binary | 2 nodes | 1,000 nodes | 1,000 / 2 |")
+    print("|---|---|---|---|")
+    for b in binaries:
+        r = {n: events[(b, n)] / statistics.median(cpu[(b, n)]) for n in (2, 1000)}
+        print(f"| {Path(b).name} | {r[2] / 1e6:.2f} M | {r[1000] / 1e6:.2f} M | {r[1000] / r[2]:.0%} |")
+
+
 def fixed(reps, binaries, count_instructions):
     """What a run costs besides its events: a 1 s run of the canonical load
     at 2, 1,000 and 10,000 nodes, the whole process (loading the model,
@@ -349,6 +373,7 @@ def fixed(reps, binaries, count_instructions):
             ratio = f"{ins / base_ins:.2f}" if ins and base_ins else "—"
             print(f"| {Path(b).name} | {n:,} | {c * 1e3:.1f} ms | {c / base:.2f} | "
                   f"{rss / 1024:.1f} MB | {ins_cell} | {ratio} |")
+    events_rate(reps, binaries)
 
 
 def peak_rss(cmd):
