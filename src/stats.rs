@@ -52,8 +52,8 @@ pub fn quantile(sorted: &[f64], q: f64) -> Option<f64> {
 /// every metric. The fields are in the file's (alphabetical) order. A
 /// replication without a value (a node never ejected has no ejection delay)
 /// is left out of `n`. Its `Serialize` (those five fields, in this order)
-/// is in [`crate::output::json`], which writes it without serde's per-field
-/// calls.
+/// is beside the JSON writer of the output layer, which writes a spread
+/// without serde's per-field calls.
 #[derive(Clone, Copy, Debug, Default, Deserialize, PartialEq)]
 pub struct Spread {
     pub max: Option<f64>,
