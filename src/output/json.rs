@@ -768,6 +768,15 @@ fn not_str<T>() -> Result<T, serde_json::Error> {
     Err(ser::Error::custom("not a string key"))
 }
 
+/// Serializer methods that refuse their value (not a string key).
+macro_rules! refuse {
+    ($($method:ident($($arg:ty),*) -> $ok:ty;)*) => {
+        $(fn $method(self, $(_: $arg),*) -> Result<$ok, Self::Error> {
+            not_str()
+        })*
+    };
+}
+
 impl ser::Serializer for StrKey<'_> {
     type Ok = Option<String>;
     type Error = serde_json::Error;
@@ -800,52 +809,31 @@ impl ser::Serializer for StrKey<'_> {
     ) -> Result<Option<String>, Self::Error> {
         v.serialize(self)
     }
-    fn serialize_bool(self, _: bool) -> Result<Option<String>, Self::Error> {
-        not_str()
-    }
-    fn serialize_i8(self, _: i8) -> Result<Option<String>, Self::Error> {
-        not_str()
-    }
-    fn serialize_i16(self, _: i16) -> Result<Option<String>, Self::Error> {
-        not_str()
-    }
-    fn serialize_i32(self, _: i32) -> Result<Option<String>, Self::Error> {
-        not_str()
-    }
-    fn serialize_i64(self, _: i64) -> Result<Option<String>, Self::Error> {
-        not_str()
-    }
-    fn serialize_u8(self, _: u8) -> Result<Option<String>, Self::Error> {
-        not_str()
-    }
-    fn serialize_u16(self, _: u16) -> Result<Option<String>, Self::Error> {
-        not_str()
-    }
-    fn serialize_u32(self, _: u32) -> Result<Option<String>, Self::Error> {
-        not_str()
-    }
-    fn serialize_u64(self, _: u64) -> Result<Option<String>, Self::Error> {
-        not_str()
-    }
-    fn serialize_f32(self, _: f32) -> Result<Option<String>, Self::Error> {
-        not_str()
-    }
-    fn serialize_f64(self, _: f64) -> Result<Option<String>, Self::Error> {
-        not_str()
-    }
-    fn serialize_bytes(self, _: &[u8]) -> Result<Option<String>, Self::Error> {
-        not_str()
-    }
-    fn serialize_none(self) -> Result<Option<String>, Self::Error> {
-        not_str()
+    refuse! {
+        serialize_bool(bool) -> Option<String>;
+        serialize_i8(i8) -> Option<String>;
+        serialize_i16(i16) -> Option<String>;
+        serialize_i32(i32) -> Option<String>;
+        serialize_i64(i64) -> Option<String>;
+        serialize_u8(u8) -> Option<String>;
+        serialize_u16(u16) -> Option<String>;
+        serialize_u32(u32) -> Option<String>;
+        serialize_u64(u64) -> Option<String>;
+        serialize_f32(f32) -> Option<String>;
+        serialize_f64(f64) -> Option<String>;
+        serialize_bytes(&[u8]) -> Option<String>;
+        serialize_none() -> Option<String>;
+        serialize_unit() -> Option<String>;
+        serialize_unit_struct(&'static str) -> Option<String>;
+        serialize_seq(Option<usize>) -> Self::SerializeSeq;
+        serialize_tuple(usize) -> Self::SerializeTuple;
+        serialize_tuple_struct(&'static str, usize) -> Self::SerializeTupleStruct;
+        serialize_tuple_variant(&'static str, u32, &'static str, usize) -> Self::SerializeTupleVariant;
+        serialize_map(Option<usize>) -> Self::SerializeMap;
+        serialize_struct(&'static str, usize) -> Self::SerializeStruct;
+        serialize_struct_variant(&'static str, u32, &'static str, usize) -> Self::SerializeStructVariant;
     }
     fn serialize_some<T: Serialize + ?Sized>(self, _: &T) -> Result<Option<String>, Self::Error> {
-        not_str()
-    }
-    fn serialize_unit(self) -> Result<Option<String>, Self::Error> {
-        not_str()
-    }
-    fn serialize_unit_struct(self, _: &'static str) -> Result<Option<String>, Self::Error> {
         not_str()
     }
     fn serialize_newtype_variant<T: Serialize + ?Sized>(
@@ -855,47 +843,6 @@ impl ser::Serializer for StrKey<'_> {
         _: &'static str,
         _: &T,
     ) -> Result<Option<String>, Self::Error> {
-        not_str()
-    }
-    fn serialize_seq(self, _: Option<usize>) -> Result<Self::SerializeSeq, Self::Error> {
-        not_str()
-    }
-    fn serialize_tuple(self, _: usize) -> Result<Self::SerializeTuple, Self::Error> {
-        not_str()
-    }
-    fn serialize_tuple_struct(
-        self,
-        _: &'static str,
-        _: usize,
-    ) -> Result<Self::SerializeTupleStruct, Self::Error> {
-        not_str()
-    }
-    fn serialize_tuple_variant(
-        self,
-        _: &'static str,
-        _: u32,
-        _: &'static str,
-        _: usize,
-    ) -> Result<Self::SerializeTupleVariant, Self::Error> {
-        not_str()
-    }
-    fn serialize_map(self, _: Option<usize>) -> Result<Self::SerializeMap, Self::Error> {
-        not_str()
-    }
-    fn serialize_struct(
-        self,
-        _: &'static str,
-        _: usize,
-    ) -> Result<Self::SerializeStruct, Self::Error> {
-        not_str()
-    }
-    fn serialize_struct_variant(
-        self,
-        _: &'static str,
-        _: u32,
-        _: &'static str,
-        _: usize,
-    ) -> Result<Self::SerializeStructVariant, Self::Error> {
         not_str()
     }
 }
