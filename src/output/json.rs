@@ -596,38 +596,27 @@ impl<'a> ser::Serializer for &'a mut Pretty {
     }
 }
 
-impl ser::SerializeSeq for Compound<'_> {
-    type Ok = ();
-    type Error = serde_json::Error;
-    fn serialize_element<T: Serialize + ?Sized>(&mut self, v: &T) -> Result<(), Self::Error> {
-        self.element(v)
-    }
-    fn end(self) -> Result<(), Self::Error> {
-        self.finish().map(drop)
-    }
+/// The compounds whose items are array elements.
+macro_rules! elements {
+    ($($tr:ident::$method:ident),*) => {
+        $(impl ser::$tr for Compound<'_> {
+            type Ok = ();
+            type Error = serde_json::Error;
+            fn $method<T: Serialize + ?Sized>(&mut self, v: &T) -> Result<(), Self::Error> {
+                self.element(v)
+            }
+            fn end(self) -> Result<(), Self::Error> {
+                self.finish().map(drop)
+            }
+        })*
+    };
 }
 
-impl ser::SerializeTuple for Compound<'_> {
-    type Ok = ();
-    type Error = serde_json::Error;
-    fn serialize_element<T: Serialize + ?Sized>(&mut self, v: &T) -> Result<(), Self::Error> {
-        self.element(v)
-    }
-    fn end(self) -> Result<(), Self::Error> {
-        self.finish().map(drop)
-    }
-}
-
-impl ser::SerializeTupleStruct for Compound<'_> {
-    type Ok = ();
-    type Error = serde_json::Error;
-    fn serialize_field<T: Serialize + ?Sized>(&mut self, v: &T) -> Result<(), Self::Error> {
-        self.element(v)
-    }
-    fn end(self) -> Result<(), Self::Error> {
-        self.finish().map(drop)
-    }
-}
+elements!(
+    SerializeSeq::serialize_element,
+    SerializeTuple::serialize_element,
+    SerializeTupleStruct::serialize_field
+);
 
 impl ser::SerializeMap for Compound<'_> {
     type Ok = ();
