@@ -176,3 +176,71 @@ fn an_envoy_overflow_is_a_503_outlier_detection_never_counts() {
     assert_eq!(c["ejections"]["max"], 0.0);
     assert!(s["client"]["status"]["503"]["median"].as_f64().unwrap() > 100.0);
 }
+
+/// A random model the property test found: HAProxy keeping connections
+/// (`http-reuse safe`), a 0.9 ms round trip, a 10 ms `timeout server` and a
+/// node that resets then crashes. A request on a kept connection reaches the
+/// node without a connect before it, so its read deadline is closer than a
+/// fresh connection's: the queue took it out of order and stopped
+/// ("lane 6 is not monotonic"). It runs, every request accounted for.
+#[test]
+fn a_read_deadline_on_a_kept_connection_may_precede_a_fresh_one_s() {
+    let dir = tmp("conn-lane-order");
+    std::fs::create_dir_all(&dir).unwrap();
+    let model = serde_json::json!({
+        "name": "prop", "seed": 1225944092696179997u64, "duration": "1690ms",
+        "timeline_bucket": "100ms",
+        "clients": {"kind": "open", "rate_per_s": 323.0, "arrivals": "poisson",
+                    "connection": "keepalive", "method": "GET"},
+        "gateway": {
+            "flavor": "haproxy", "balancer": "round_robin", "workers": 1, "zone": false,
+            "rtt": "897us", "proxy_connect_timeout": "10ms", "proxy_read_timeout": "10ms",
+            "proxy_next_upstream": ["http_429"], "proxy_next_upstream_timeout": "0s",
+            "proxy_next_upstream_tries": 0,
+            "haproxy": {"redispatch": false, "retries": 0},
+            "pool": {"kind": "haproxy", "http_reuse": "safe", "option": "http_keep_alive",
+                     "pool_purge_delay": "300ms"}
+        },
+        "nodes": [{"name": "n0", "backlog": 2, "max_conns": 4, "workers": 1, "weight": 1,
+                   "service_time": {"dist": "exponential", "mean": "5ms"}}],
+        "faults": [
+            {"kind": "crash", "node": "n0", "at": "804ms"},
+            {"kind": "flaky", "node": "n0", "at": "486ms", "p": 0.18, "status": 500,
+             "error": "reset"}
+        ],
+        "policy": {"kind": "hystrix"}
+    });
+    let path = dir.join("model.json");
+    std::fs::write(&path, model.to_string()).unwrap();
+    let out = dir.join("out");
+    let o = hcsim(&[
+        "run",
+        path.to_str().unwrap(),
+        "--no-charts",
+        "-q",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let s: Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("summary.json")).unwrap()).unwrap();
+    let c = &s["runs"][0]["client"];
+    let requests = c["requests"].as_u64().unwrap();
+    assert!(requests > 400, "{requests}");
+    let statuses: u64 = c["status"]
+        .as_object()
+        .unwrap()
+        .values()
+        .map(|v| v.as_u64().unwrap())
+        .sum();
+    assert_eq!(
+        statuses + c["timeouts"].as_u64().unwrap() + c["unfinished"].as_u64().unwrap(),
+        requests,
+        "{c}"
+    );
+}

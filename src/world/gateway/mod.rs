@@ -667,7 +667,11 @@ impl World<'_> {
             why: Fail::ReadTimeout,
         };
         if at_node {
-            self.q.schedule_in_lane(lane::READ_TIMEOUT_AT_NODE, at, ev);
+            // Armed as the request reaches the node, the deadline is most
+            // often that time plus the timeout; not for a request on a kept
+            // connection (no connect before it) or one cut by a retry budget.
+            self.q
+                .schedule_in_lane_or_wheel(lane::READ_TIMEOUT_AT_NODE, at, ev);
         } else {
             self.q.schedule(at, ev);
         }
