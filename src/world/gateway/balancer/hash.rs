@@ -554,4 +554,145 @@ mod tests {
         assert_eq!(c.find(31), 3);
         assert_eq!(c.server_at(3), 0, "past the last point: the first");
     }
+
+    // Whole runs: the request with id i (1, 2…) draws the i-th key of the
+    // keys stream; the trace gives each attempt's node.
+
+    use crate::world::streams::Stream;
+    use rand::RngExt;
+    use serde_json::{Value, json};
+    use std::collections::BTreeMap;
+
+    const KEYS: u32 = 300;
+    const NODES: [&str; 5] = ["10.1.0.1:80", "10.1.0.2:80", "10.1.0.3:80", "10.1.0.4:80", "10.1.0.5:80"];
+
+    fn model(balancer: Value, faults: Value) -> Model {
+        let nodes: Vec<Value> = NODES
+            .iter()
+            .enumerate()
+            .map(|(i, n)| json!({"name": n, "weight": 1 + (i == 1) as u32}))
+            .collect();
+        let doc = json!({
+            "name": "hashing", "duration": "30s", "seed": 3,
+            "clients": {"kind": "open", "rate_per_s": 300.0, "keys": KEYS},
+            "gateway": {"balancer": balancer},
+            "policy": {"kind": "max_fails", "max_fails": 1, "fail_timeout": "5s"},
+            "nodes": nodes, "faults": faults,
+        });
+        Model::from_document(&doc, std::path::Path::new("hashing.json")).unwrap()
+    }
+
+    /// Each request's client key and its attempts' nodes, in order.
+    fn run(model: &Model) -> Vec<(u32, Vec<(f64, String)>)> {
+        let mut attempts: BTreeMap<u64, Vec<(f64, String)>> = BTreeMap::new();
+        let mut sink = |l: &crate::world::TraceLine| {
+            attempts.entry(l.request).or_default().push((l.t_s, l.node.clone()))
+        };
+        let w = World::new(model, model.seed, Some(&mut sink));
+        w.run();
+        let mut keys = Stream::Keys.of(model.seed);
+        let last = *attempts.keys().last().unwrap();
+        let drawn: Vec<u32> = (0..last).map(|_| keys.random_range(0..KEYS)).collect();
+        attempts
+            .into_iter()
+            .map(|(id, a)| (drawn[id as usize - 1], a))
+            .collect()
+    }
+
+    /// The home node of every key, from the functions above.
+    fn homes(h: &Hashing) -> Vec<String> {
+        let total = 6; // weights 1, 2, 1, 1, 1
+        let at = |w: u32| {
+            let mut w = w % total;
+            for (i, n) in NODES.iter().enumerate() {
+                let weight = 1 + (i == 1) as u32;
+                if w < weight {
+                    return n.to_string();
+                }
+                w -= weight;
+            }
+            unreachable!()
+        };
+        let mut buf = Vec::new();
+        (0..KEYS)
+            .map(|k| match h {
+                Hashing::Ip => at(ip_rehash(89, client_addr(k))),
+                Hashing::Hash(t) => {
+                    t.write(k, &mut buf);
+                    at(key_step(0, &buf))
+                }
+                Hashing::Chash(t, c) => {
+                    t.write(k, &mut buf);
+                    NODES[c.server_at(c.find(crc32(&buf))) as usize].to_string()
+                }
+            })
+            .collect()
+    }
+
+    #[test]
+    fn every_request_goes_to_its_keys_home_without_faults() {
+        for balancer in [
+            json!("ip_hash"),
+            json!({"hash": {"key": "$request_uri"}}),
+            json!({"hash": {"key": "$remote_addr", "consistent": true}}),
+        ] {
+            let m = model(balancer.clone(), json!([]));
+            let home = homes(&Hashing::of(&m).unwrap());
+            let runs = run(&m);
+            assert!(runs.len() > 8000, "{balancer}: {} requests", runs.len());
+            for (key, a) in &runs {
+                assert_eq!(a.len(), 1, "{balancer}: key {key}");
+                assert_eq!(a[0].1, home[*key as usize], "{balancer}: key {key}");
+            }
+            let used: std::collections::BTreeSet<&String> = home.iter().collect();
+            assert_eq!(used.len(), NODES.len(), "{balancer}: every node is someone's home");
+        }
+    }
+
+    /// Under `hash … consistent`, a node that crashes and is ejected
+    /// (`max_fails=1`) moves its own keys only, each to the server of the
+    /// next point on the ring; they return when it is readmitted.
+    #[test]
+    fn a_crashed_node_moves_only_its_own_keys_under_consistent_hashing() {
+        let crashed = NODES[2];
+        let m = model(
+            json!({"hash": {"key": "$request_uri", "consistent": true}}),
+            json!([{"kind": "crash", "node": crashed, "at": "10s", "for": "10s"}]),
+        );
+        let h = Hashing::of(&m).unwrap();
+        let home = homes(&h);
+        let Hashing::Chash(text, c) = &h else { unreachable!() };
+        // Where each key goes while its home is out: the next point's server
+        // that is not the crashed node.
+        let mut buf = Vec::new();
+        let next: Vec<String> = (0..KEYS)
+            .map(|k| {
+                text.write(k, &mut buf);
+                let mut i = c.find(crc32(&buf));
+                while NODES[c.server_at(i) as usize] == crashed {
+                    i += 1;
+                }
+                NODES[c.server_at(i) as usize].to_string()
+            })
+            .collect();
+        let (mut moved, mut failed_over) = (0, 0);
+        for (key, a) in run(&m) {
+            let (t, first) = &a[0];
+            let k = key as usize;
+            if home[k] != crashed {
+                assert_eq!(a.len(), 1, "key {key} at {t}: {a:?}");
+                assert_eq!(*first, home[k], "key {key} at {t} moved");
+            } else if *first != crashed {
+                assert_eq!(*first, next[k], "key {key} at {t}");
+                assert!((10.0..26.0).contains(t), "key {key} moved at {t}");
+                moved += 1;
+            } else if a.len() > 1 {
+                // Tried at home while it was down, then the next point.
+                assert_eq!(a[1].1, next[k], "key {key} at {t}");
+                failed_over += 1;
+            }
+        }
+        assert!(moved > 100 && failed_over > 0, "{moved} moved, {failed_over} failed over");
+    }
 }
+
