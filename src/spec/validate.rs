@@ -317,7 +317,10 @@ fn check_hashing(spec: &ModelSpec) -> Result<(), Invalid> {
     if total * 160 > MAX_KEYS as u64 {
         return Err(invalid(
             "gateway.balancer",
-            format!("the weights add up to {total}: at most {} with a hash balancer", MAX_KEYS / 160),
+            format!(
+                "the weights add up to {total}: at most {} with a hash balancer",
+                MAX_KEYS / 160
+            ),
         ));
     }
     Ok(())

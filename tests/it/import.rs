@@ -919,7 +919,11 @@ http {
 
 /// Per node (attempts, answered, failures) and the client errors of a run
 /// of the imported `target`, with `fault` if any.
-fn hashed_run(dir: &Path, target: &str, fault: Option<&str>) -> (Vec<(String, f64, f64, f64)>, f64) {
+fn hashed_run(
+    dir: &Path,
+    target: &str,
+    fault: Option<&str>,
+) -> (Vec<(String, f64, f64, f64)>, f64) {
     let conf = dir.join("nginx.conf");
     let model = dir.join(format!("{target}-{}.json", fault.is_some()));
     let mut args = vec![
@@ -938,7 +942,12 @@ fn hashed_run(dir: &Path, target: &str, fault: Option<&str>) -> (Vec<(String, f6
         args.extend(["--fault", f]);
     }
     let o = hcsim(&args);
-    assert_eq!(o.status.code(), Some(0), "{}", String::from_utf8_lossy(&o.stderr));
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
     let o = hcsim(&[
         "run",
         model.to_str().unwrap(),
@@ -948,7 +957,12 @@ fn hashed_run(dir: &Path, target: &str, fault: Option<&str>) -> (Vec<(String, f6
         "--format",
         "json",
     ]);
-    assert_eq!(o.status.code(), Some(0), "{}", String::from_utf8_lossy(&o.stderr));
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
     let s: Value = serde_json::from_slice(&o.stdout).unwrap();
     let nodes = s["nodes"]
         .as_array()
@@ -1004,12 +1018,22 @@ fn ip_hash_and_consistent_hash_import_export_and_move_only_the_crashed_nodes_cli
             "    hash $request_uri consistent;\n"
         };
         assert!(out.contains(directive), "{target}:\n{out}");
-        assert_eq!(reimport(&dir, target, &out, Format::Nginx).gateway.balancer, m.gateway.balancer);
+        assert_eq!(
+            reimport(&dir, target, &out, Format::Nginx).gateway.balancer,
+            m.gateway.balancer
+        );
         let p = dir.join(format!("export-{target}.conf"));
         std::fs::write(&p, &out).unwrap();
         if let Some(o) = check_with(
             &sbin("nginx"),
-            &["-t", "-q", "-p", dir.to_str().unwrap(), "-c", p.to_str().unwrap()],
+            &[
+                "-t",
+                "-q",
+                "-p",
+                dir.to_str().unwrap(),
+                "-c",
+                p.to_str().unwrap(),
+            ],
         ) {
             assert!(
                 o.status.success(),
@@ -1028,15 +1052,24 @@ fn ip_hash_and_consistent_hash_import_export_and_move_only_the_crashed_nodes_cli
         let mut gained = 0.0;
         for ((name, a0, _, _), (_, a1, answered, failures)) in calm.iter().zip(&hit) {
             if name == crashed {
-                assert!((1.0..=2.0).contains(failures), "{target}: {failures} failures");
+                assert!(
+                    (1.0..=2.0).contains(failures),
+                    "{target}: {failures} failures"
+                );
                 assert!(*a1 < 0.8 * a0, "{target}: {a1} attempts of {a0}");
                 // Its clients not answered by it went elsewhere.
                 gained -= a0 - answered;
             } else {
-                assert!(*a1 >= a0 - 1.0, "{target}: {name} lost clients: {a1} < {a0}");
+                assert!(
+                    *a1 >= a0 - 1.0,
+                    "{target}: {name} lost clients: {a1} < {a0}"
+                );
                 gained += a1 - a0;
             }
         }
-        assert!(gained.abs() <= 2.0, "{target}: {gained} attempts unaccounted for");
+        assert!(
+            gained.abs() <= 2.0,
+            "{target}: {gained} attempts unaccounted for"
+        );
     }
 }

@@ -411,9 +411,7 @@ impl Draft {
                 )
             },
             match self.client_keys {
-                Some(k) => format!(
-                    ", {k} distinct clients for the hash balancer (clients.keys)"
-                ),
+                Some(k) => format!(", {k} distinct clients for the hash balancer (clients.keys)"),
                 None => String::new(),
             }
         ));

@@ -294,14 +294,14 @@ impl Gateway {
             ),
             Balancer::RoundRobin | Balancer::RandomTwo | Balancer::IpHash | Balancer::Hash(_) => {
                 Pickers::Smooth(
-                (0..scopes)
-                    .flat_map(|_| {
-                        [
-                            Swrr::new(&set_weights(&primary)),
-                            Swrr::new(&set_weights(&backup)),
-                        ]
-                    })
-                    .collect(),
+                    (0..scopes)
+                        .flat_map(|_| {
+                            [
+                                Swrr::new(&set_weights(&primary)),
+                                Swrr::new(&set_weights(&backup)),
+                            ]
+                        })
+                        .collect(),
                 )
             }
         };

@@ -22,7 +22,11 @@ const CRC_TABLE: [u32; 256] = {
         let mut c = i as u32;
         let mut k = 0;
         while k < 8 {
-            c = if c & 1 != 0 { 0xEDB8_8320 ^ (c >> 1) } else { c >> 1 };
+            c = if c & 1 != 0 {
+                0xEDB8_8320 ^ (c >> 1)
+            } else {
+                c >> 1
+            };
             k += 1;
         }
         t[i] = c;
@@ -407,7 +411,11 @@ mod tests {
         for &b in bytes {
             c ^= b as u32;
             for _ in 0..8 {
-                c = if c & 1 == 1 { (c >> 1) ^ 0xEDB8_8320 } else { c >> 1 };
+                c = if c & 1 == 1 {
+                    (c >> 1) ^ 0xEDB8_8320
+                } else {
+                    c >> 1
+                };
             }
         }
         !c
@@ -415,9 +423,16 @@ mod tests {
 
     #[test]
     fn crc32_is_ngx_crc32_long() {
-        assert_eq!(crc32(b"123456789"), 0xCBF4_3926, "the CRC-32/IEEE check value");
+        assert_eq!(
+            crc32(b"123456789"),
+            0xCBF4_3926,
+            "the CRC-32/IEEE check value"
+        );
         assert_eq!(crc32(b""), 0);
-        assert_eq!(crc32(b"The quick brown fox jumps over the lazy dog"), 0x414F_A339);
+        assert_eq!(
+            crc32(b"The quick brown fox jumps over the lazy dog"),
+            0x414F_A339
+        );
         for s in ["/k1", "10.0.1.0", "a\0b", "backend.example:8080"] {
             assert_eq!(crc32(s.as_bytes()), crc32_bitwise(s.as_bytes()), "{s}");
         }
@@ -564,7 +579,13 @@ mod tests {
     use std::collections::BTreeMap;
 
     const KEYS: u32 = 300;
-    const NODES: [&str; 5] = ["10.1.0.1:80", "10.1.0.2:80", "10.1.0.3:80", "10.1.0.4:80", "10.1.0.5:80"];
+    const NODES: [&str; 5] = [
+        "10.1.0.1:80",
+        "10.1.0.2:80",
+        "10.1.0.3:80",
+        "10.1.0.4:80",
+        "10.1.0.5:80",
+    ];
 
     fn model(balancer: Value, faults: Value) -> Model {
         let nodes: Vec<Value> = NODES
@@ -586,7 +607,10 @@ mod tests {
     fn run(model: &Model) -> Vec<(u32, Vec<(f64, String)>)> {
         let mut attempts: BTreeMap<u64, Vec<(f64, String)>> = BTreeMap::new();
         let mut sink = |l: &crate::world::TraceLine| {
-            attempts.entry(l.request).or_default().push((l.t_s, l.node.clone()))
+            attempts
+                .entry(l.request)
+                .or_default()
+                .push((l.t_s, l.node.clone()))
         };
         let w = World::new(model, model.seed, Some(&mut sink));
         w.run();
@@ -601,32 +625,7 @@ mod tests {
 
     /// The home node of every key, from the functions above.
     fn homes(h: &Hashing) -> Vec<String> {
-        let total = 6; // weights 1, 2, 1, 1, 1
-        let at = |w: u32| {
-            let mut w = w % total;
-            for (i, n) in NODES.iter().enumerate() {
-                let weight = 1 + (i == 1) as u32;
-                if w < weight {
-                    return n.to_string();
-                }
-                w -= weight;
-            }
-            unreachable!()
-        };
-        let mut buf = Vec::new();
-        (0..KEYS)
-            .map(|k| match h {
-                Hashing::Ip => at(ip_rehash(89, client_addr(k))),
-                Hashing::Hash(t) => {
-                    t.write(k, &mut buf);
-                    at(key_step(0, &buf))
-                }
-                Hashing::Chash(t, c) => {
-                    t.write(k, &mut buf);
-                    NODES[c.server_at(c.find(crc32(&buf))) as usize].to_string()
-                }
-            })
-            .collect()
+        (0..KEYS).map(|k| candidates(h, k).swap_remove(0)).collect()
     }
 
     #[test]
@@ -645,54 +644,113 @@ mod tests {
                 assert_eq!(a[0].1, home[*key as usize], "{balancer}: key {key}");
             }
             let used: std::collections::BTreeSet<&String> = home.iter().collect();
-            assert_eq!(used.len(), NODES.len(), "{balancer}: every node is someone's home");
+            assert_eq!(
+                used.len(),
+                NODES.len(),
+                "{balancer}: every node is someone's home"
+            );
         }
     }
 
-    /// Under `hash … consistent`, a node that crashes and is ejected
-    /// (`max_fails=1`) moves its own keys only, each to the server of the
-    /// next point on the ring; they return when it is readmitted.
-    #[test]
-    fn a_crashed_node_moves_only_its_own_keys_under_consistent_hashing() {
-        let crashed = NODES[2];
-        let m = model(
-            json!({"hash": {"key": "$request_uri", "consistent": true}}),
-            json!([{"kind": "crash", "node": crashed, "at": "10s", "for": "10s"}]),
-        );
-        let h = Hashing::of(&m).unwrap();
-        let home = homes(&h);
-        let Hashing::Chash(text, c) = &h else { unreachable!() };
-        // Where each key goes while its home is out: the next point's server
-        // that is not the crashed node.
+    /// The nodes a request of client `key` tries in order when every one
+    /// is available but those it already tried: nginx's sequence of
+    /// candidates (ip_hash: rehash; hash: the next step's sum; consistent:
+    /// the next point), from the functions above.
+    fn candidates(h: &Hashing, key: u32) -> Vec<String> {
         let mut buf = Vec::new();
-        let next: Vec<String> = (0..KEYS)
-            .map(|k| {
-                text.write(k, &mut buf);
-                let mut i = c.find(crc32(&buf));
-                while NODES[c.server_at(i) as usize] == crashed {
-                    i += 1;
-                }
-                NODES[c.server_at(i) as usize].to_string()
-            })
-            .collect();
-        let (mut moved, mut failed_over) = (0, 0);
-        for (key, a) in run(&m) {
-            let (t, first) = &a[0];
-            let k = key as usize;
-            if home[k] != crashed {
-                assert_eq!(a.len(), 1, "key {key} at {t}: {a:?}");
-                assert_eq!(*first, home[k], "key {key} at {t} moved");
-            } else if *first != crashed {
-                assert_eq!(*first, next[k], "key {key} at {t}");
-                assert!((10.0..26.0).contains(t), "key {key} moved at {t}");
-                moved += 1;
-            } else if a.len() > 1 {
-                // Tried at home while it was down, then the next point.
-                assert_eq!(a[1].1, next[k], "key {key} at {t}");
-                failed_over += 1;
+        let at = |w: u32| homes_at(w);
+        match h {
+            Hashing::Ip => {
+                let mut hash = 89;
+                (0..21)
+                    .map(|_| {
+                        hash = ip_rehash(hash, client_addr(key));
+                        at(hash)
+                    })
+                    .collect()
+            }
+            Hashing::Hash(t) => {
+                t.write(key, &mut buf);
+                let mut sum = 0u32;
+                (0..21)
+                    .map(|r| {
+                        sum += key_step(r, &buf);
+                        at(sum)
+                    })
+                    .collect()
+            }
+            Hashing::Chash(t, c) => {
+                t.write(key, &mut buf);
+                let i = c.find(crc32(&buf));
+                (0..21)
+                    .map(|j| NODES[c.server_at(i + j) as usize].to_string())
+                    .collect()
             }
         }
-        assert!(moved > 100 && failed_over > 0, "{moved} moved, {failed_over} failed over");
+    }
+
+    /// The node at weight offset `w % 6` (weights 1, 2, 1, 1, 1).
+    fn homes_at(w: u32) -> String {
+        let mut w = w % 6;
+        for (i, n) in NODES.iter().enumerate() {
+            let weight = 1 + (i == 1) as u32;
+            if w < weight {
+                return n.to_string();
+            }
+            w -= weight;
+        }
+        unreachable!()
+    }
+
+    /// A node that crashes and is ejected (`max_fails=1`) moves its own
+    /// clients only, each to its next candidate: the requests that found it
+    /// ejected go there first, and the one that failed on it retries there
+    /// (the hash state is the request's). Under every hash balancer.
+    #[test]
+    fn a_crashed_node_moves_only_its_own_keys_to_their_next_candidates() {
+        let crashed = NODES[2];
+        for balancer in [
+            json!("ip_hash"),
+            json!({"hash": {"key": "$request_uri"}}),
+            json!({"hash": {"key": "$request_uri", "consistent": true}}),
+        ] {
+            let m = model(
+                balancer.clone(),
+                json!([{"kind": "crash", "node": crashed, "at": "10s", "for": "10s"}]),
+            );
+            let h = Hashing::of(&m).unwrap();
+            let seq: Vec<Vec<String>> = (0..KEYS).map(|k| candidates(&h, k)).collect();
+            let next = |k: usize| {
+                seq[k]
+                    .iter()
+                    .find(|n| *n != crashed)
+                    .expect("a candidate within 21")
+                    .clone()
+            };
+            let (mut moved, mut failed_over) = (0, 0);
+            for (key, a) in run(&m) {
+                let (t, first) = &a[0];
+                let k = key as usize;
+                if seq[k][0] != crashed {
+                    assert_eq!(a.len(), 1, "{balancer}: key {key} at {t}: {a:?}");
+                    assert_eq!(*first, seq[k][0], "{balancer}: key {key} at {t} moved");
+                } else if *first != crashed {
+                    assert_eq!(*first, next(k), "{balancer}: key {key} at {t}");
+                    assert!(
+                        (10.0..26.0).contains(t),
+                        "{balancer}: key {key} moved at {t}"
+                    );
+                    moved += 1;
+                } else if a.len() > 1 {
+                    assert_eq!(a.len(), 2, "{balancer}: key {key} at {t}: {a:?}");
+                    assert_eq!(a[1].1, next(k), "{balancer}: key {key} at {t}");
+                    failed_over += 1;
+                }
+            }
+            assert!(
+                moved > 100 && failed_over > 0,
+                "{balancer}: {moved} moved, {failed_over} failed over"
+            );
+        }
     }
 }
-
