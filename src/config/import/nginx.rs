@@ -343,6 +343,31 @@ fn upstream(up: &Directive, workers: u32, d: &mut Draft) -> Result<(), Error> {
             .at
             .error("this upstream has no `server`: expected at least one"));
     }
+    if d.gateway
+        .get("balancer")
+        .and_then(|b| b["hash"]["consistent"].as_bool())
+        == Some(true)
+    {
+        // nginx gives the servers of one address the same points and shares
+        // them by smooth WRR; the model's `addr#2` is a server of its own.
+        let twins: Vec<String> = d
+            .nodes
+            .iter()
+            .filter_map(|n| n["name"].as_str())
+            .filter(|n| n.contains('#'))
+            .map(String::from)
+            .collect();
+        if let Some(at) = (!twins.is_empty()).then(|| up.at.clone()) {
+            d.warn(
+                &at,
+                format!(
+                    "servers listed twice under `hash ... consistent` are not modelled as one \
+                     server name: {} get points of their own",
+                    twins.join(", ")
+                ),
+            );
+        }
+    }
     // One policy for all nodes: the first primary server's settings.
     let first = passive
         .iter()
