@@ -33,6 +33,8 @@ pub struct Model {
     /// updates; `None` when no node is one. With rolling updates, `nodes`
     /// ends with the surge slots ([`Pods::surge_slots`]).
     pub pods: Option<Pods>,
+    /// `clients.keys`: each request draws its client key from 0..keys.
+    pub keys: Option<u32>,
 }
 
 #[derive(Clone, Debug)]

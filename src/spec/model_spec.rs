@@ -156,6 +156,11 @@ pub struct OpenClientsSpec {
     /// (see [`ClientConnection`](super::connections::ClientConnection)).
     #[serde(default, skip_serializing_if = "ClientConnection::is_default")]
     pub connection: ClientConnection,
+    /// Distinct client identities (1..=16,777,216): each request's key is
+    /// drawn uniformly from 0..keys; `ip_hash` and `hash` choose the peer
+    /// from it. Default: none (no key is drawn).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub keys: Option<u32>,
 }
 
 /// One step of `clients.schedule`.
@@ -180,6 +185,10 @@ pub struct ClosedClientsSpec {
     /// `close` (default) or `keepalive`: each client keeps its connection.
     #[serde(default, skip_serializing_if = "ClientConnection::is_default")]
     pub connection: ClientConnection,
+    /// Distinct client identities, as for open loops (each request draws
+    /// its key, whichever client sends it). Default: none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub keys: Option<u32>,
 }
 
 #[derive(Clone, Copy, Debug, Default, Deserialize, Serialize, PartialEq, Eq, JsonSchema)]
@@ -214,7 +223,9 @@ impl Method {
 #[derive(Clone, Debug, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields, default)]
 pub struct GatewaySpec {
-    /// `round_robin` (smooth weighted, default), `least_conn` or `random_two`.
+    /// `round_robin` (smooth weighted, default), `least_conn`, `random_two`,
+    /// `ip_hash` or `{"hash": {"key": "$request_uri", "consistent": true}}`
+    /// (the hash balancers need `clients.keys`).
     pub balancer: Balancer,
     /// nginx worker processes; each has its own peer state unless `zone`. Default 1.
     pub workers: u32,
@@ -449,13 +460,54 @@ impl GatewaySpec {
     }
 }
 
-#[derive(Clone, Copy, Debug, Default, Deserialize, Serialize, PartialEq, Eq, JsonSchema)]
+/// How the gateway chooses a peer (`gateway.balancer`).
+#[derive(Clone, Debug, Default, Deserialize, Serialize, PartialEq, Eq, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Balancer {
     #[default]
     RoundRobin,
     LeastConn,
     RandomTwo,
+    /// nginx `ip_hash` (`ngx_http_upstream_get_ip_hash_peer`): the first
+    /// three octets of the client's IPv4 address choose the peer. Needs
+    /// `clients.keys`: key k is the address `10.((k >> 8) & 255).(k & 255).(k >> 16)`.
+    IpHash,
+    /// nginx `hash KEY [consistent]` (`ngx_http_upstream_get_hash_peer`,
+    /// `ngx_http_upstream_get_chash_peer`). Needs `clients.keys`.
+    Hash(HashBalancer),
+}
+
+/// `hash KEY [consistent]`.
+#[derive(Clone, Debug, Deserialize, Serialize, PartialEq, Eq, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct HashBalancer {
+    /// The key as nginx writes it, e.g. `$request_uri` or `$remote_addr`.
+    /// Each request's text: `$remote_addr` is its client's IPv4 address
+    /// (as for `ip_hash`), `$binary_remote_addr` its 4 bytes, `$request_uri`,
+    /// `$uri` and `$document_uri` are `/k<key>`, any other variable `k<key>`;
+    /// other text is kept as written.
+    pub key: String,
+    /// `consistent`: ketama points (160 per unit of weight per server, from
+    /// the server's name, i.e. the node's `name`).
+    #[serde(default)]
+    pub consistent: bool,
+}
+
+impl ClientsSpec {
+    /// `clients.keys`.
+    pub fn keys(&self) -> Option<u32> {
+        match self {
+            ClientsSpec::Open(c) => c.keys,
+            ClientsSpec::Closed(c) => c.keys,
+        }
+    }
+}
+
+impl Balancer {
+    /// `ip_hash` or `hash`: the peer follows the request's client key.
+    pub fn is_hash(&self) -> bool {
+        matches!(self, Balancer::IpHash | Balancer::Hash(_))
+    }
 }
 
 /// One word of `proxy_next_upstream`.

@@ -72,6 +72,7 @@ impl Model {
         check_nodes(&spec.nodes)?;
         super::flavour_checks::check(&spec.gateway, &spec.nodes)?;
         super::flavor_checks::check(&spec)?;
+        check_hashing(&spec)?;
         super::limits::check_size(&spec)?;
         let faults = faults(&spec)?;
         super::connection_checks::check_stop_accepting(&spec)?;
@@ -80,6 +81,13 @@ impl Model {
         check_fleet(&spec.gateway, &policies)?;
         let mut nodes = spec.nodes.clone();
         let pods = match super::pods::pods(&spec)? {
+            Some(_) if spec.gateway.balancer.is_hash() => {
+                return Err(invalid(
+                    "gateway.balancer",
+                    "hash balancing over pods is not modelled: use round_robin, least_conn or \
+                     random_two with pods",
+                ));
+            }
             Some((pods, surge)) => {
                 nodes.extend(surge);
                 super::pods::check_with_faults(&spec, &pods)?;
@@ -103,6 +111,7 @@ impl Model {
             faults,
             pods,
             policies,
+            keys: spec.clients.keys(),
             spec,
         })
     }
@@ -250,6 +259,71 @@ fn clients(spec: &ClientsSpec) -> Result<Clients, Invalid> {
         return Err(invalid("clients.timeout", "must be positive"));
     }
     Ok(clients)
+}
+
+/// The most client keys: `ip_hash` reads 24 bits of each (the addresses
+/// `10.x.y.z`).
+pub const MAX_KEYS: u32 = 1 << 24;
+
+/// `clients.keys` and the hash balancers (`ip_hash`, `hash`): nginx's, with
+/// no backup servers (their directives do not allow `backup`), and a key
+/// space to hash.
+fn check_hashing(spec: &ModelSpec) -> Result<(), Invalid> {
+    let keys = spec.clients.keys();
+    if let Some(k) = keys
+        && !(1..=MAX_KEYS).contains(&k)
+    {
+        return Err(invalid(
+            "clients.keys",
+            format!("must be between 1 and {MAX_KEYS} distinct client identities, found {k}"),
+        ));
+    }
+    let g = &spec.gateway;
+    let name = match &g.balancer {
+        Balancer::IpHash => "ip_hash",
+        Balancer::Hash(h) => {
+            if h.key.is_empty() {
+                return Err(invalid(
+                    "gateway.balancer.hash.key",
+                    "must not be empty (nginx balances an empty key by round-robin)",
+                ));
+            }
+            "hash"
+        }
+        _ => return Ok(()),
+    };
+    if g.flavor != GatewayFlavor::Nginx {
+        return Err(invalid(
+            "gateway.balancer",
+            format!("`{name}` is nginx's balancer: it needs `\"flavor\": \"nginx\"`"),
+        ));
+    }
+    if keys.is_none() {
+        return Err(invalid(
+            "clients.keys",
+            format!(
+                "`{name}` chooses the peer from the client's key: give the number of distinct \
+                 clients, e.g. \"keys\": 1000"
+            ),
+        ));
+    }
+    if let Some(i) = spec.nodes.iter().position(|n| n.backup) {
+        return Err(invalid(
+            format!("nodes[{i}].backup"),
+            format!("nginx does not allow `backup` servers with `{name}`"),
+        ));
+    }
+    let total: u64 = spec.nodes.iter().map(|n| n.weight as u64).sum();
+    if total * 160 > MAX_KEYS as u64 {
+        return Err(invalid(
+            "gateway.balancer",
+            format!(
+                "the weights add up to {total}: at most {} with a hash balancer",
+                MAX_KEYS / 160
+            ),
+        ));
+    }
+    Ok(())
 }
 
 /// The `gateway` section.

@@ -33,6 +33,9 @@ pub(crate) enum Stream {
     Jitter = 12,
     /// Pods: start-up times, endpoint propagation, probe phases.
     Pods = 13,
+    /// Each request's client key (`clients.keys`), drawn only when the
+    /// model has keys.
+    Keys = 14,
 }
 
 impl Stream {
@@ -60,6 +63,8 @@ pub(crate) struct Streams {
     pub(crate) restart: SimRng,
     /// Send delays of open-loop requests (`clients.send_jitter`).
     pub(crate) jitter: SimRng,
+    /// Client keys (`clients.keys`).
+    pub(crate) keys: SimRng,
     /// The run's seed.
     pub(crate) seed: u64,
 }
@@ -77,6 +82,7 @@ impl Streams {
             heartbeat: Stream::Heartbeat.of(seed),
             restart: Stream::Restart.of(seed),
             jitter: Stream::Jitter.of(seed),
+            keys: Stream::Keys.of(seed),
             seed,
         }
     }

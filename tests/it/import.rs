@@ -887,3 +887,189 @@ fn imported_expected_statuses_decide_whether_a_503_ejects() {
         checked += 1;
     }
 }
+
+/// A real-world-shaped nginx file with session affinity (`ip_hash`) and a
+/// cache tier (`hash $request_uri consistent`).
+const HASHED_NGINX: &str = "events {}
+http {
+    upstream sessions {
+        ip_hash;
+        server 10.0.0.1:8080 max_fails=1 fail_timeout=10s;
+        server 10.0.0.2:8080 max_fails=1 fail_timeout=10s;
+        server 10.0.0.3:8080 max_fails=1 fail_timeout=10s;
+    }
+    upstream cache {
+        hash $request_uri consistent;
+        server 10.0.1.1:80;
+        server 10.0.1.2:80;
+        server 10.0.1.3:80 weight=2;
+        server 10.0.1.4:80;
+    }
+    server {
+        listen 8080;
+        location / {
+            proxy_pass http://sessions;
+        }
+        location /static/ {
+            proxy_pass http://cache;
+        }
+    }
+}
+";
+
+/// Per node (attempts, answered, failures) and the client errors of a run
+/// of the imported `target`, with `fault` if any.
+fn hashed_run(
+    dir: &Path,
+    target: &str,
+    fault: Option<&str>,
+) -> (Vec<(String, f64, f64, f64)>, f64) {
+    let conf = dir.join("nginx.conf");
+    let model = dir.join(format!("{target}-{}.json", fault.is_some()));
+    let mut args = vec![
+        "import",
+        conf.to_str().unwrap(),
+        "--target",
+        target,
+        "--rps",
+        "200",
+        "--duration",
+        "30s",
+        "-o",
+        model.to_str().unwrap(),
+    ];
+    if let Some(f) = fault {
+        args.extend(["--fault", f]);
+    }
+    let o = hcsim(&args);
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let o = hcsim(&[
+        "run",
+        model.to_str().unwrap(),
+        "--out",
+        dir.join(format!("run-{target}")).to_str().unwrap(),
+        "--no-charts",
+        "--format",
+        "json",
+    ]);
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let s: Value = serde_json::from_slice(&o.stdout).unwrap();
+    let nodes = s["nodes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|n| {
+            let f = |k: &str| n[k]["mean"].as_f64().unwrap();
+            (
+                n["name"].as_str().unwrap().to_string(),
+                f("attempts"),
+                f("answered"),
+                f("failures"),
+            )
+        })
+        .collect();
+    (nodes, s["client"]["errors"]["mean"].as_f64().unwrap())
+}
+
+#[test]
+fn ip_hash_and_consistent_hash_import_export_and_move_only_the_crashed_nodes_clients() {
+    let dir = tmp("hashed-nginx");
+    let conf = dir.join("nginx.conf");
+    std::fs::write(&conf, HASHED_NGINX).unwrap();
+    for (target, balancer, line, crashed) in [
+        ("sessions", serde_json::json!("ip_hash"), 4, "10.0.0.2:8080"),
+        (
+            "cache",
+            serde_json::json!({"hash": {"key": "$request_uri", "consistent": true}}),
+            10,
+            "10.0.1.2:80",
+        ),
+    ] {
+        let opts = Options {
+            target: Some(target.into()),
+            ..Options::default()
+        };
+        let im = import::read(&conf, &opts, &Workload::default()).unwrap();
+        assert!(im.warnings.is_empty(), "{target}: {:?}", im.warnings);
+        assert_eq!(im.doc["gateway"]["balancer"], balancer, "{target}");
+        assert_eq!(im.doc["clients"]["keys"], 1000, "{target}");
+        let at = im
+            .origins
+            .iter()
+            .find(|(f, _)| f == "gateway.balancer")
+            .map(|(_, at)| at.line);
+        assert_eq!(at, Some(line), "{target}: the directive's line");
+        // Exported back, the directive is there and the real nginx accepts it.
+        let m = im.model().unwrap();
+        let out = export::nginx::config(&m, &export::Options::of(&m)).unwrap();
+        let directive = if target == "sessions" {
+            "    ip_hash;\n"
+        } else {
+            "    hash $request_uri consistent;\n"
+        };
+        assert!(out.contains(directive), "{target}:\n{out}");
+        assert_eq!(
+            reimport(&dir, target, &out, Format::Nginx).gateway.balancer,
+            m.gateway.balancer
+        );
+        let p = dir.join(format!("export-{target}.conf"));
+        std::fs::write(&p, &out).unwrap();
+        if let Some(o) = check_with(
+            &sbin("nginx"),
+            &[
+                "-t",
+                "-q",
+                "-p",
+                dir.to_str().unwrap(),
+                "-c",
+                p.to_str().unwrap(),
+            ],
+        ) {
+            assert!(
+                o.status.success(),
+                "{target}: nginx -t: {}\n{out}",
+                String::from_utf8_lossy(&o.stderr)
+            );
+        }
+        // The same requests and keys with and without a crash of one node
+        // for 10 s: its clients fail over (one failed attempt ejects it for
+        // fail_timeout), nobody sees an error, and every other node keeps
+        // all its own clients and gains some of the crashed node's.
+        let fault = format!("crash:{crashed}@10s+10s");
+        let (calm, calm_errors) = hashed_run(&dir, target, None);
+        let (hit, errors) = hashed_run(&dir, target, Some(&fault));
+        assert_eq!((calm_errors, errors), (0.0, 0.0), "{target}");
+        let mut gained = 0.0;
+        for ((name, a0, _, _), (_, a1, answered, failures)) in calm.iter().zip(&hit) {
+            if name == crashed {
+                assert!(
+                    (1.0..=2.0).contains(failures),
+                    "{target}: {failures} failures"
+                );
+                assert!(*a1 < 0.8 * a0, "{target}: {a1} attempts of {a0}");
+                // Its clients not answered by it went elsewhere.
+                gained -= a0 - answered;
+            } else {
+                assert!(
+                    *a1 >= a0 - 1.0,
+                    "{target}: {name} lost clients: {a1} < {a0}"
+                );
+                gained += a1 - a0;
+            }
+        }
+        assert!(
+            gained.abs() <= 2.0,
+            "{target}: {gained} attempts unaccounted for"
+        );
+    }
+}

@@ -22,6 +22,13 @@ pub fn write_with(model: &Model, opts: &Options) -> Result<String, Unsupported> 
     let name = ident(&model.name);
     let lb = match g.balancer {
         Balancer::RoundRobin => "ROUND_ROBIN",
+        Balancer::IpHash | Balancer::Hash(_) => {
+            return Err(Unsupported(format!(
+                "nginx's hash balancers have no Envoy equivalent (RING_HASH and MAGLEV place \
+                 hosts otherwise): {:?}",
+                g.balancer
+            )));
+        }
         Balancer::RandomTwo => "LEAST_REQUEST",
         Balancer::LeastConn => {
             return Err(Unsupported(

@@ -83,6 +83,13 @@ pub fn write_with(model: &Model, opts: &Options) -> Result<String, Unsupported> 
     }
     let _ = writeln!(s, "backend {name}\n    mode http");
     let balance = match g.balancer {
+        Balancer::IpHash | Balancer::Hash(_) => {
+            return Err(Unsupported(
+                "nginx's hash balancers are not HAProxy's (`balance source` and `hash-type` \
+                 place servers otherwise)"
+                    .into(),
+            ));
+        }
         Balancer::RoundRobin => "roundrobin",
         Balancer::LeastConn => "leastconn",
         Balancer::RandomTwo => "random(2)",

@@ -14,6 +14,13 @@ pub fn write(model: &Model) -> Result<String, Unsupported> {
     super::nginx_like(model)?;
     let simple = match g.balancer {
         Balancer::RoundRobin => "ROUND_ROBIN",
+        Balancer::IpHash | Balancer::Hash(_) => {
+            return Err(Unsupported(format!(
+                "nginx's hash balancers have no Istio equivalent (RING_HASH and MAGLEV place \
+                 hosts otherwise): {:?}",
+                g.balancer
+            )));
+        }
         Balancer::RandomTwo => "LEAST_REQUEST",
         Balancer::LeastConn => {
             return Err(Unsupported(

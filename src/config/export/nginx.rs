@@ -60,10 +60,31 @@ pub fn write_with(model: &Model, opts: &Options) -> Result<String, Unsupported> 
         model.name
     );
     let _ = writeln!(s, "upstream {name} {{");
-    match g.balancer {
+    match &g.balancer {
         Balancer::RoundRobin => {}
         Balancer::LeastConn => s.push_str("    least_conn;\n"),
         Balancer::RandomTwo => s.push_str("    random two least_conn;\n"),
+        Balancer::IpHash => s.push_str("    ip_hash;\n"),
+        Balancer::Hash(h) => {
+            let renamed: Vec<&str> = model
+                .declared_nodes()
+                .iter()
+                .zip(&opts.addresses)
+                .filter(|(n, addr)| n.name != **addr)
+                .map(|(n, _)| n.name.as_str())
+                .collect();
+            if h.consistent && !renamed.is_empty() {
+                let _ = writeln!(
+                    s,
+                    "    # The points of `consistent` follow the server addresses; the model's \
+                     follow the node names, which differ here ({}).",
+                    renamed.join(", ")
+                );
+            }
+            let key = quote(&h.key);
+            let consistent = if h.consistent { " consistent" } else { "" };
+            let _ = writeln!(s, "    hash {key}{consistent};");
+        }
     }
     if g.zone {
         let _ = writeln!(s, "    zone {name} 64k;");
@@ -178,4 +199,18 @@ pub fn config(model: &Model, opts: &Options) -> Result<String, Unsupported> {
     }
     s.push_str("}\n");
     Ok(s)
+}
+
+/// `text` as one nginx argument: as is if it is a plain word, else in
+/// double quotes with `"` and `\` escaped.
+fn quote(text: &str) -> String {
+    let plain = !text.is_empty()
+        && !text
+            .chars()
+            .any(|c| c.is_whitespace() || matches!(c, ';' | '{' | '}' | '"' | '\'' | '#' | '\\'));
+    if plain {
+        return text.to_string();
+    }
+    let escaped = text.replace('\\', "\\\\").replace('"', "\\\"");
+    format!("\"{escaped}\"")
 }

@@ -288,6 +288,9 @@ pub(crate) struct Draft {
     pub origins: Vec<(String, Loc)>,
     /// Lines of the description: where the settings came from, what is approximate.
     pub notes: Vec<String>,
+    /// A hash balancer was read: the model's clients get this many keys
+    /// (a config does not say how many clients there are).
+    pub client_keys: Option<u32>,
     /// Where each field of `origins` is (a field set again leaves an empty
     /// name where it was, so that setting one is O(1) however many nodes).
     origin_index: HashMap<String, usize>,
@@ -396,7 +399,7 @@ impl Draft {
         }
         description.push_str(&format!(
             " Not in the config, hcsim's defaults: {} req/s (Poisson) for {}, {}, the nodes' \
-             service times and workers.",
+             service times and workers{}.",
             workload.rate_per_s,
             workload.duration,
             if workload.faults.is_empty() {
@@ -406,6 +409,10 @@ impl Draft {
                     "{} fault(s) given on the command line",
                     workload.faults.len()
                 )
+            },
+            match self.client_keys {
+                Some(k) => format!(", {k} distinct clients for the hash balancer (clients.keys)"),
+                None => String::new(),
             }
         ));
         let name: String = target
@@ -429,6 +436,9 @@ impl Draft {
         });
         if let Some(pods) = self.pods {
             doc["pods"] = Value::Object(pods);
+        }
+        if let Some(k) = self.client_keys {
+            doc["clients"]["keys"] = json!(k);
         }
         match self.policies.len() {
             0 => {}

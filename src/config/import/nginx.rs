@@ -248,6 +248,10 @@ fn worker_processes(main: &[Directive], d: &mut Draft) -> Result<u32, Error> {
     }
 }
 
+/// The client keys an imported `ip_hash` or `hash` gets (the config does
+/// not say how many clients there are; `--set clients.keys=N` changes it).
+const IMPORTED_KEYS: u32 = 1000;
+
 /// A node's `max_fails`/`fail_timeout`, and where they were written.
 struct Passive {
     max_fails: u32,
@@ -283,7 +287,32 @@ fn upstream(up: &Directive, workers: u32, d: &mut Draft) -> Result<(), Error> {
             "zone" => d.gateway("zone", json!(true), at),
             // gateway.pool, with the location's settings (pool.rs).
             "keepalive" | "keepalive_requests" | "keepalive_time" | "keepalive_timeout" => {}
-            "hash" | "ip_hash" | "least_time" | "sticky" => d.warn(
+            "ip_hash" => {
+                if !x.args.is_empty() {
+                    return Err(at.error("`ip_hash` takes no arguments"));
+                }
+                d.gateway("balancer", json!("ip_hash"), at);
+                d.client_keys = Some(IMPORTED_KEYS);
+            }
+            "hash" => {
+                let consistent = match x.args.as_slice() {
+                    [_] => false,
+                    [_, c] if c == "consistent" => true,
+                    [_, p] => {
+                        return Err(at.error(format!(
+                            "invalid parameter \"{p}\" of `hash`: expected `consistent`"
+                        )));
+                    }
+                    _ => return Err(at.error("`hash` takes a key and `consistent` at most")),
+                };
+                d.gateway(
+                    "balancer",
+                    json!({"hash": {"key": x.args[0], "consistent": consistent}}),
+                    at,
+                );
+                d.client_keys = Some(IMPORTED_KEYS);
+            }
+            "least_time" | "sticky" => d.warn(
                 at,
                 format!(
                     "{} balancing is not modelled: the model keeps round_robin",
@@ -313,6 +342,31 @@ fn upstream(up: &Directive, workers: u32, d: &mut Draft) -> Result<(), Error> {
         return Err(up
             .at
             .error("this upstream has no `server`: expected at least one"));
+    }
+    if d.gateway
+        .get("balancer")
+        .and_then(|b| b["hash"]["consistent"].as_bool())
+        == Some(true)
+    {
+        // nginx gives the servers of one address the same points and shares
+        // them by smooth WRR; the model's `addr#2` is a server of its own.
+        let twins: Vec<String> = d
+            .nodes
+            .iter()
+            .filter_map(|n| n["name"].as_str())
+            .filter(|n| n.contains('#'))
+            .map(String::from)
+            .collect();
+        if let Some(at) = (!twins.is_empty()).then(|| up.at.clone()) {
+            d.warn(
+                &at,
+                format!(
+                    "servers listed twice under `hash ... consistent` are not modelled as one \
+                     server name: {} get points of their own",
+                    twins.join(", ")
+                ),
+            );
+        }
     }
     // One policy for all nodes: the first primary server's settings.
     let first = passive

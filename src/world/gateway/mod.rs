@@ -100,6 +100,15 @@ pub(crate) struct Request {
     att_start: SimTime,
     /// The last selection found the upstream in panic: policies were ignored.
     panic: bool,
+    /// The client key (`clients.keys`; 0 without).
+    key: u32,
+    /// The hash balancers' state: `iphp->hash` (`ip_hash`), `hp->hash`
+    /// (`hash`: the running sum; `consistent`: the point).
+    hash: u32,
+    /// Their unsuccessful candidates so far (`tries`; round-robin after 20).
+    hash_tries: u32,
+    /// `hash`'s `hp->rehash`.
+    rehash: u32,
 }
 
 impl Request {
@@ -186,6 +195,13 @@ pub(crate) struct Gateway {
     pickers: Pickers,
     /// Pick by direct scans (`direct.rs`): no cached verdicts, no structures.
     pub(crate) direct: bool,
+    /// `ip_hash` or `hash`: the balancer's key and points (such upstreams
+    /// pick by direct scans, whatever their size).
+    pub(crate) hashing: Option<balancer::hash::Hashing>,
+    /// `clients.keys`: each request draws its client key from 0..keys.
+    pub(crate) keys: Option<u32>,
+    /// Room for a request's key text.
+    pub(crate) key_buf: Vec<u8>,
     /// A request's tried members while a pick leaves them out (kept to
     /// spare an allocation per retry).
     sitting_out: Vec<u32>,
@@ -259,7 +275,7 @@ impl Gateway {
                 .map(|x| total * 1_000_000 / x.weight.max(1) as u64)
                 .collect()
         };
-        let pickers = match model.gateway.balancer {
+        let pickers = match &model.gateway.balancer {
             Balancer::LeastConn => Pickers::Least(
                 (0..scopes)
                     .flat_map(|_| {
@@ -276,16 +292,18 @@ impl Gateway {
                     .map(|set| Rotation::new(set.iter().map(|x| rr_step[x.index()]).collect()))
                     .collect(),
             ),
-            Balancer::RoundRobin | Balancer::RandomTwo => Pickers::Smooth(
-                (0..scopes)
-                    .flat_map(|_| {
-                        [
-                            Swrr::new(&set_weights(&primary)),
-                            Swrr::new(&set_weights(&backup)),
-                        ]
-                    })
-                    .collect(),
-            ),
+            Balancer::RoundRobin | Balancer::RandomTwo | Balancer::IpHash | Balancer::Hash(_) => {
+                Pickers::Smooth(
+                    (0..scopes)
+                        .flat_map(|_| {
+                            [
+                                Swrr::new(&set_weights(&primary)),
+                                Swrr::new(&set_weights(&backup)),
+                            ]
+                        })
+                        .collect(),
+                )
+            }
         };
         let hosts = primary
             .iter()
@@ -342,7 +360,10 @@ impl Gateway {
             set_of,
             routing: Routing::new(n, scopes, model.scopes_per_replica(), bank.len(), hosts),
             pickers,
-            direct: n <= balancer::direct::DIRECT_MAX_NODES,
+            direct: n <= balancer::direct::DIRECT_MAX_NODES || model.gateway.balancer.is_hash(),
+            hashing: balancer::hash::Hashing::of(model),
+            keys: model.keys,
+            key_buf: Vec::new(),
             sitting_out: Vec::new(),
             warming: vec![bank.warming(); model.replicas()],
             held: vec![Vec::new(); model.replicas()],
@@ -436,6 +457,7 @@ impl World<'_> {
         r.last_node = None;
         r.retry_same = None;
         let generation = r.req_gen;
+        self.begin_hash(slot);
         if self.gw.path == PathKind::Flavored {
             self.flavor_begin(slot);
         }

@@ -156,3 +156,60 @@ fn a_model_error_in_an_imported_field_names_the_config_line() {
         "{e}"
     );
 }
+
+#[test]
+fn ip_hash_and_hash_are_read_with_their_lines_and_bad_arguments_exit() {
+    let conf = |balancer: &str| {
+        format!(
+            "upstream u {{\n {balancer}\n server a:80;\n server b:80;\n}}\nserver {{\n location / {{\n  proxy_pass http://u;\n }}\n}}\n"
+        )
+    };
+    let im = import(&[("h1.conf", &conf("hash $remote_addr;"))], None).unwrap();
+    assert!(im.warnings.is_empty(), "{:?}", im.warnings);
+    let m = model(&im);
+    assert_eq!(
+        m["gateway"]["balancer"],
+        serde_json::json!({"hash": {"key": "$remote_addr", "consistent": false}})
+    );
+    assert_eq!(m["clients"]["keys"], 1000);
+    let e = import(&[("h2.conf", &conf("hash $uri consistant;"))], None)
+        .err()
+        .unwrap();
+    assert!(
+        e.ends_with("h2.conf:2: invalid parameter \"consistant\" of `hash`: expected `consistent`"),
+        "{e}"
+    );
+    let e = import(&[("h3.conf", &conf("ip_hash on;"))], None)
+        .err()
+        .unwrap();
+    assert!(
+        e.ends_with("h3.conf:2: `ip_hash` takes no arguments"),
+        "{e}"
+    );
+    // A backup server is refused by the model, at its line.
+    let text = conf("ip_hash;").replace("server b:80;", "server b:80 backup;");
+    let im = import(&[("h4.conf", &text)], None).unwrap();
+    let e = im.model().unwrap_err().to_string();
+    assert!(
+        e.ends_with(
+            "h4.conf:4: nodes[1].backup: nginx does not allow `backup` servers with `ip_hash`"
+        ),
+        "{e}"
+    );
+    // The same address twice under consistent hashing: a warning.
+    let text = conf("hash $request_uri consistent;").replace("server b:80;", "server a:80;");
+    let im = import(&[("h5.conf", &text)], None).unwrap();
+    assert_eq!(im.warnings.len(), 1, "{:?}", im.warnings);
+    assert!(
+        im.warnings[0].message.contains("a:80#2"),
+        "{:?}",
+        im.warnings
+    );
+    // NGINX Plus balancers keep their warning.
+    let im = import(&[("h6.conf", &conf("least_time header;"))], None).unwrap();
+    assert!(
+        im.warnings[0]
+            .message
+            .contains("least_time balancing is not modelled")
+    );
+}

@@ -21,7 +21,7 @@ pub(crate) const DIRECT_MAX_NODES: usize = 3;
 /// by any policy (unless in panic), not at `max_conns` (the skip tests of `get_peer`).
 /// `policies`: those of the request's replica, which call its scope `local`.
 #[inline(always)]
-fn direct_eligible(
+pub(super) fn direct_eligible(
     gw: &Gateway,
     (policies, local): (&[Box<dyn HealthPolicy>], Scope),
     r: &Request,
@@ -78,6 +78,7 @@ impl World<'_> {
             Balancer::RoundRobin => self.direct_pick_round_robin(slot, now),
             Balancer::LeastConn => self.direct_pick_least_conn(slot, now),
             Balancer::RandomTwo => self.direct_pick_random_two(slot, now),
+            Balancer::IpHash | Balancer::Hash(_) => self.direct_pick_hash(slot, now),
         }
     }
 
@@ -106,7 +107,7 @@ impl World<'_> {
     }
 
     /// `ngx_http_upstream_get_peer`: smooth weighted round-robin, strict `>`.
-    fn direct_pick_round_robin(&mut self, slot: u32, now: Now) -> Option<NodeId> {
+    pub(super) fn direct_pick_round_robin(&mut self, slot: u32, now: Now) -> Option<NodeId> {
         let scope = self.gw.reqs[slot as usize].scope;
         let mut best: Option<NodeId> = None;
         let mut total = 0;
@@ -275,7 +276,8 @@ mod tests {
             ))
         };
         let mut w = World::new(model, seed, Some(&mut sink));
-        w.gw.direct = reference;
+        // The hash balancers have no structures: they always scan.
+        w.gw.direct = reference || model.gateway.balancer.is_hash();
         w.run();
         lines
     }

@@ -8,6 +8,7 @@
 //! attempt to the policies.
 
 pub(super) mod direct;
+pub(super) mod hash;
 pub(super) mod pick;
 pub(super) mod routing;
 
@@ -90,6 +91,9 @@ impl World<'_> {
                     Balancer::RoundRobin => self.pick_round_robin(slot),
                     Balancer::LeastConn => self.pick_least_conn(slot),
                     Balancer::RandomTwo => self.pick_random_two(slot),
+                    Balancer::IpHash | Balancer::Hash(_) => {
+                        unreachable!("the hash balancers pick by direct scans")
+                    }
                 }
             };
             match picked {
