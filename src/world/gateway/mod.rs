@@ -100,15 +100,6 @@ pub(crate) struct Request {
     att_start: SimTime,
     /// The last selection found the upstream in panic: policies were ignored.
     panic: bool,
-    /// The client key (`clients.keys`; 0 without).
-    key: u32,
-    /// The hash balancers' state: `iphp->hash` (`ip_hash`), `hp->hash`
-    /// (`hash`: the running sum; `consistent`: the point).
-    hash: u32,
-    /// Their unsuccessful candidates so far (`tries`; round-robin after 20).
-    hash_tries: u32,
-    /// `hash`'s `hp->rehash`.
-    rehash: u32,
 }
 
 impl Request {
@@ -195,13 +186,13 @@ pub(crate) struct Gateway {
     pickers: Pickers,
     /// Pick by direct scans (`direct.rs`): no cached verdicts, no structures.
     pub(crate) direct: bool,
-    /// `ip_hash` or `hash`: the balancer's key and points (such upstreams
-    /// pick by direct scans, whatever their size).
-    pub(crate) hashing: Option<balancer::hash::Hashing>,
+    /// Which balancer picks.
+    pub(crate) pick_kind: balancer::PickKind,
+    /// `ip_hash` or `hash` (such upstreams pick by direct scans, whatever
+    /// their size), and the requests' keys and hash state.
+    pub(crate) hash: Box<balancer::hash::HashParts>,
     /// `clients.keys`: each request draws its client key from 0..keys.
     pub(crate) keys: Option<u32>,
-    /// Room for a request's key text.
-    pub(crate) key_buf: Vec<u8>,
     /// A request's tried members while a pick leaves them out (kept to
     /// spare an allocation per retry).
     sitting_out: Vec<u32>,
@@ -235,6 +226,7 @@ impl Gateway {
         let usable = model.nodes.iter().filter(|x| !x.down).count() as u32;
         let cap = model.gateway.proxy_next_upstream_tries;
         let hap = Haproxy::of(model);
+        let pick_kind = balancer::PickKind::of(&model.gateway.balancer, hap.is_some());
         let kong = KongPath::of(model);
         let linkerd = LinkerdPath::of(model);
         let flavored = flavor::Flavored::of(model);
@@ -361,9 +353,12 @@ impl Gateway {
             routing: Routing::new(n, scopes, model.scopes_per_replica(), bank.len(), hosts),
             pickers,
             direct: n <= balancer::direct::DIRECT_MAX_NODES || model.gateway.balancer.is_hash(),
-            hashing: balancer::hash::Hashing::of(model),
+            pick_kind,
+            hash: Box::new(balancer::hash::HashParts {
+                hashing: balancer::hash::Hashing::of(model),
+                ..Default::default()
+            }),
             keys: model.keys,
-            key_buf: Vec::new(),
             sitting_out: Vec::new(),
             warming: vec![bank.warming(); model.replicas()],
             held: vec![Vec::new(); model.replicas()],
@@ -457,7 +452,9 @@ impl World<'_> {
         r.last_node = None;
         r.retry_same = None;
         let generation = r.req_gen;
-        self.begin_hash(slot);
+        if self.gw.keys.is_some() {
+            self.begin_hash(slot);
+        }
         if self.gw.path == PathKind::Flavored {
             self.flavor_begin(slot);
         }

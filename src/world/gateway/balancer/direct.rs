@@ -8,10 +8,10 @@
 //! shipped model and on random ones).
 
 use super::super::{Gateway, Request};
+use super::PickKind;
 use super::{at_max_conns, in_panic};
 use crate::ids::Scope;
 use crate::policy::{HealthPolicy, Now};
-use crate::spec::Balancer;
 use crate::world::{NodeId, World};
 
 /// Upstreams with at most this many nodes pick by direct scans.
@@ -73,12 +73,12 @@ impl World<'_> {
     /// One pick of the configured balancer by direct scans.
     #[inline(always)]
     pub(in crate::world::gateway) fn direct_pick(&mut self, slot: u32, now: Now) -> Option<NodeId> {
-        match self.model.gateway.balancer {
-            Balancer::RoundRobin if self.gw.hap.is_some() => self.direct_pick_haproxy_rr(slot, now),
-            Balancer::RoundRobin => self.direct_pick_round_robin(slot, now),
-            Balancer::LeastConn => self.direct_pick_least_conn(slot, now),
-            Balancer::RandomTwo => self.direct_pick_random_two(slot, now),
-            Balancer::IpHash | Balancer::Hash(_) => self.direct_pick_hash(slot, now),
+        match self.gw.pick_kind {
+            PickKind::HaproxyRoundRobin => self.direct_pick_haproxy_rr(slot, now),
+            PickKind::RoundRobin => self.direct_pick_round_robin(slot, now),
+            PickKind::LeastConn => self.direct_pick_least_conn(slot, now),
+            PickKind::RandomTwo => self.direct_pick_random_two(slot, now),
+            PickKind::Hash => self.direct_pick_hash(slot, now),
         }
     }
 

@@ -201,6 +201,32 @@ impl Chash {
     }
 }
 
+/// A request's client key and its hash balancer's state.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct HashState {
+    /// The client key (`clients.keys`).
+    key: u32,
+    /// `iphp->hash` (`ip_hash`), `hp->hash` (`hash`: the running sum;
+    /// `consistent`: the point).
+    hash: u32,
+    /// Unsuccessful candidates so far (`tries`; round-robin after 20).
+    tries: u32,
+    /// `hash`'s `hp->rehash`.
+    rehash: u32,
+}
+
+/// The hash balancers' part of the gateway, boxed: a model without them
+/// keeps the gateway's hot fields as close together as before.
+#[derive(Default)]
+pub(crate) struct HashParts {
+    /// `ip_hash` or `hash`: the balancer's key and points.
+    pub(crate) hashing: Option<Hashing>,
+    /// By request slot, with `clients.keys`: the key and the balancer's state.
+    pub(crate) state: Vec<HashState>,
+    /// Room for a request's key text.
+    pub(crate) key_buf: Vec<u8>,
+}
+
 /// Which hash balancer, and what it hashes.
 pub(crate) enum Hashing {
     Ip,
@@ -264,21 +290,28 @@ pub(crate) fn key_step(rehash: u32, key: &[u8]) -> u32 {
 }
 
 impl World<'_> {
-    /// The request's client key and the hash state its balancer starts from.
+    /// The request's client key and the hash state its balancer starts from
+    /// (called only with `clients.keys`).
+    #[cold]
     pub(in crate::world::gateway) fn begin_hash(&mut self, slot: u32) {
         use rand::RngExt;
         let Some(n) = self.gw.keys else { return };
         let key = self.rng.keys.random_range(0..n);
         let gw = &mut self.gw;
-        let hash = match &gw.hashing {
-            Some(h) => h.initial(key, &mut gw.key_buf),
+        let hash = match &gw.hash.hashing {
+            Some(h) => h.initial(key, &mut gw.hash.key_buf),
             None => 0,
         };
-        let r = &mut gw.reqs[slot as usize];
-        r.key = key;
-        r.hash = hash;
-        r.hash_tries = 0;
-        r.rehash = 0;
+        let slot = slot as usize;
+        if gw.hash.state.len() <= slot {
+            gw.hash.state.resize(slot + 1, HashState::default());
+        }
+        gw.hash.state[slot] = HashState {
+            key,
+            hash,
+            tries: 0,
+            rehash: 0,
+        };
     }
 
     /// The primary peer at weight offset `w` (0 ≤ w < total weight), in
@@ -301,10 +334,10 @@ impl World<'_> {
         slot: u32,
         now: Now,
     ) -> Option<NodeId> {
-        if self.gw.reqs[slot as usize].hash_tries > 20 {
+        if self.gw.hash.state[slot as usize].tries > 20 {
             return self.direct_pick_round_robin(slot, now);
         }
-        let picked = match self.gw.hashing {
+        let picked = match self.gw.hash.hashing {
             Some(Hashing::Ip) => self.pick_ip_hash(slot, now),
             Some(Hashing::Hash(_)) => self.pick_key_hash(slot, now),
             Some(Hashing::Chash(..)) => self.pick_chash(slot, now),
@@ -325,19 +358,19 @@ impl World<'_> {
     /// the 21st miss falls back to round-robin (`None`). The hash is kept
     /// for the request's next attempt.
     fn pick_ip_hash(&mut self, slot: u32, now: Now) -> Option<NodeId> {
-        let r = &self.gw.reqs[slot as usize];
-        let (addr, mut hash) = (client_addr(r.key), r.hash);
+        let h = self.gw.hash.state[slot as usize];
+        let (addr, mut hash) = (client_addr(h.key), h.hash);
         let total = self.gw.total_weight;
         loop {
             hash = ip_rehash(hash, addr);
             let node = self.peer_at(hash as i64 % total);
             if self.hash_candidate_ok(slot, node, now) {
-                self.gw.reqs[slot as usize].hash = hash;
+                self.gw.hash.state[slot as usize].hash = hash;
                 return Some(node);
             }
-            let r = &mut self.gw.reqs[slot as usize];
-            r.hash_tries += 1;
-            if r.hash_tries > 20 {
+            let h = &mut self.gw.hash.state[slot as usize];
+            h.tries += 1;
+            if h.tries > 20 {
                 return None;
             }
         }
@@ -347,27 +380,27 @@ impl World<'_> {
     /// KEY) >> 16) & 0x7fff` (32 bits, wrapping), `rehash` counting every
     /// step of the request, then the weighted walk as `ip_hash`'s.
     fn pick_key_hash(&mut self, slot: u32, now: Now) -> Option<NodeId> {
-        let mut buf = std::mem::take(&mut self.gw.key_buf);
-        if let Some(Hashing::Hash(text)) = &self.gw.hashing {
-            text.write(self.gw.reqs[slot as usize].key, &mut buf);
+        let mut buf = std::mem::take(&mut self.gw.hash.key_buf);
+        if let Some(Hashing::Hash(text)) = &self.gw.hash.hashing {
+            text.write(self.gw.hash.state[slot as usize].key, &mut buf);
         }
         let total = self.gw.total_weight;
         let picked = loop {
-            let r = &mut self.gw.reqs[slot as usize];
-            r.hash = r.hash.wrapping_add(key_step(r.rehash, &buf));
-            r.rehash += 1;
-            let w = r.hash as i64 % total;
+            let h = &mut self.gw.hash.state[slot as usize];
+            h.hash = h.hash.wrapping_add(key_step(h.rehash, &buf));
+            h.rehash += 1;
+            let w = h.hash as i64 % total;
             let node = self.peer_at(w);
             if self.hash_candidate_ok(slot, node, now) {
                 break Some(node);
             }
-            let r = &mut self.gw.reqs[slot as usize];
-            r.hash_tries += 1;
-            if r.hash_tries > 20 {
+            let h = &mut self.gw.hash.state[slot as usize];
+            h.tries += 1;
+            if h.tries > 20 {
                 break None;
             }
         };
-        self.gw.key_buf = buf;
+        self.gw.hash.key_buf = buf;
         picked
     }
 
@@ -379,22 +412,22 @@ impl World<'_> {
     /// one server name here).
     fn pick_chash(&mut self, slot: u32, now: Now) -> Option<NodeId> {
         loop {
-            let Some(Hashing::Chash(_, points)) = &self.gw.hashing else {
+            let Some(Hashing::Chash(_, points)) = &self.gw.hash.hashing else {
                 unreachable!()
             };
-            let r = &self.gw.reqs[slot as usize];
-            let node = self.gw.primary[points.server_at(r.hash) as usize];
+            let node =
+                self.gw.primary[points.server_at(self.gw.hash.state[slot as usize].hash) as usize];
             if self.hash_candidate_ok(slot, node, now) {
-                let k = self.gw.k(r.scope, node);
+                let k = self.gw.k(self.gw.reqs[slot as usize].scope, node);
                 if self.gw.ew[k] < self.gw.weight[node.index()] {
                     self.gw.ew[k] += 1;
                 }
                 return Some(node);
             }
-            let r = &mut self.gw.reqs[slot as usize];
-            r.hash = r.hash.wrapping_add(1);
-            r.hash_tries += 1;
-            if r.hash_tries > 20 {
+            let h = &mut self.gw.hash.state[slot as usize];
+            h.hash = h.hash.wrapping_add(1);
+            h.tries += 1;
+            if h.tries > 20 {
                 return None;
             }
         }

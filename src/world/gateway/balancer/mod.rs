@@ -7,13 +7,40 @@
 //! peer does the passive accounting (`free_round_robin_peer`) and reports the
 //! attempt to the policies.
 
+/// The balancer a pick runs, fixed when the gateway is built: a tag to
+/// test per pick, where `Balancer` (whose `hash` variant holds its key)
+/// would be compared through its payload's niche.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum PickKind {
+    RoundRobin,
+    /// Round robin as HAProxy's `fwrr` takes it (the gateway has `hap`).
+    HaproxyRoundRobin,
+    LeastConn,
+    RandomTwo,
+    /// `ip_hash` or `hash`: always by direct scans.
+    Hash,
+}
+
+impl PickKind {
+    pub(crate) fn of(b: &crate::spec::Balancer, haproxy: bool) -> PickKind {
+        use crate::spec::Balancer;
+        match b {
+            Balancer::RoundRobin if haproxy => PickKind::HaproxyRoundRobin,
+            Balancer::RoundRobin => PickKind::RoundRobin,
+            Balancer::LeastConn => PickKind::LeastConn,
+            Balancer::RandomTwo => PickKind::RandomTwo,
+            Balancer::IpHash | Balancer::Hash(_) => PickKind::Hash,
+        }
+    }
+}
+
 pub(super) mod direct;
 pub(super) mod hash;
 pub(super) mod pick;
 pub(super) mod routing;
 
 use crate::policy::{AttemptReport, AttemptResult, Charge, Now};
-use crate::spec::{Balancer, Model};
+use crate::spec::Model;
 use crate::world::{NodeId, World};
 use pick::Pickers;
 
@@ -86,14 +113,12 @@ impl World<'_> {
             } else if self.gw.direct {
                 self.direct_pick(slot, now)
             } else {
-                match self.model.gateway.balancer {
-                    Balancer::RoundRobin if self.gw.hap.is_some() => self.pick_haproxy_rr(slot),
-                    Balancer::RoundRobin => self.pick_round_robin(slot),
-                    Balancer::LeastConn => self.pick_least_conn(slot),
-                    Balancer::RandomTwo => self.pick_random_two(slot),
-                    Balancer::IpHash | Balancer::Hash(_) => {
-                        unreachable!("the hash balancers pick by direct scans")
-                    }
+                match self.gw.pick_kind {
+                    PickKind::HaproxyRoundRobin => self.pick_haproxy_rr(slot),
+                    PickKind::RoundRobin => self.pick_round_robin(slot),
+                    PickKind::LeastConn => self.pick_least_conn(slot),
+                    PickKind::RandomTwo => self.pick_random_two(slot),
+                    PickKind::Hash => unreachable!("the hash balancers pick by direct scans"),
                 }
             };
             match picked {
