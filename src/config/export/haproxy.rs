@@ -129,31 +129,7 @@ pub fn write_with(model: &Model, opts: &Options) -> Result<String, Unsupported> 
     {
         let _ = write!(s, "    server {sname} {addr}");
         if let Some(c) = &check {
-            let _ = write!(s, " check inter {}", t(c.inter)?);
-            if let Some(f) = c.fastinter {
-                let _ = write!(s, " fastinter {}", t(f)?);
-            }
-            if let Some(d) = c.downinter {
-                let _ = write!(s, " downinter {}", t(d)?);
-            }
-            let _ = write!(s, " rise {} fall {}", c.rise, c.fall);
-            if let Some(o) = c.observe {
-                let o = match o {
-                    Observe::Layer4 => "layer4",
-                    Observe::Layer7 => "layer7",
-                };
-                let on_error = match c.on_error {
-                    OnError::Fastinter => "fastinter",
-                    OnError::FailCheck => "fail-check",
-                    OnError::SuddenDeath => "sudden-death",
-                    OnError::MarkDown => "mark-down",
-                };
-                let _ = write!(
-                    s,
-                    " observe {o} error-limit {} on-error {on_error}",
-                    c.error_limit
-                );
-            }
+            check_params(c, &mut s)?;
         }
         if n.weight != 1 {
             if n.weight > 256 {
@@ -177,6 +153,40 @@ pub fn write_with(model: &Model, opts: &Options) -> Result<String, Unsupported> 
         s.push('\n');
     }
     Ok(s)
+}
+
+/// A server line's check parameters: `check inter … rise … fall …` and
+/// `observe … error-limit … on-error …`.
+fn check_params(
+    c: &crate::policy::active_probe::HaproxyCheckParams,
+    s: &mut String,
+) -> Result<(), Unsupported> {
+    let _ = write!(s, " check inter {}", t(c.inter)?);
+    if let Some(f) = c.fastinter {
+        let _ = write!(s, " fastinter {}", t(f)?);
+    }
+    if let Some(d) = c.downinter {
+        let _ = write!(s, " downinter {}", t(d)?);
+    }
+    let _ = write!(s, " rise {} fall {}", c.rise, c.fall);
+    if let Some(o) = c.observe {
+        let o = match o {
+            Observe::Layer4 => "layer4",
+            Observe::Layer7 => "layer7",
+        };
+        let on_error = match c.on_error {
+            OnError::Fastinter => "fastinter",
+            OnError::FailCheck => "fail-check",
+            OnError::SuddenDeath => "sudden-death",
+            OnError::MarkDown => "mark-down",
+        };
+        let _ = write!(
+            s,
+            " observe {o} error-limit {} on-error {on_error}",
+            c.error_limit
+        );
+    }
+    Ok(())
 }
 
 /// An `expect` rule as `http-check expect`'s arguments.

@@ -60,32 +60,7 @@ pub fn write_with(model: &Model, opts: &Options) -> Result<String, Unsupported> 
         model.name
     );
     let _ = writeln!(s, "upstream {name} {{");
-    match &g.balancer {
-        Balancer::RoundRobin => {}
-        Balancer::LeastConn => s.push_str("    least_conn;\n"),
-        Balancer::RandomTwo => s.push_str("    random two least_conn;\n"),
-        Balancer::IpHash => s.push_str("    ip_hash;\n"),
-        Balancer::Hash(h) => {
-            let renamed: Vec<&str> = model
-                .declared_nodes()
-                .iter()
-                .zip(&opts.addresses)
-                .filter(|(n, addr)| n.name != **addr)
-                .map(|(n, _)| n.name.as_str())
-                .collect();
-            if h.consistent && !renamed.is_empty() {
-                let _ = writeln!(
-                    s,
-                    "    # The points of `consistent` follow the server addresses; the model's \
-                     follow the node names, which differ here ({}).",
-                    renamed.join(", ")
-                );
-            }
-            let key = quote(&h.key);
-            let consistent = if h.consistent { " consistent" } else { "" };
-            let _ = writeln!(s, "    hash {key}{consistent};");
-        }
-    }
+    balancer_lines(model, opts, &mut s);
     if g.zone {
         let _ = writeln!(s, "    zone {name} 64k;");
     }
@@ -180,6 +155,37 @@ pub fn write_with(model: &Model, opts: &Options) -> Result<String, Unsupported> 
     s.push_str(&super::pool::nginx_location(model)?);
     s.push_str("    }\n}\n");
     Ok(s)
+}
+
+/// The upstream's balancer directive (`least_conn`, `random two`,
+/// `ip_hash`, `hash KEY [consistent]`; none for round robin).
+fn balancer_lines(model: &Model, opts: &Options, s: &mut String) {
+    match &model.gateway.balancer {
+        Balancer::RoundRobin => {}
+        Balancer::LeastConn => s.push_str("    least_conn;\n"),
+        Balancer::RandomTwo => s.push_str("    random two least_conn;\n"),
+        Balancer::IpHash => s.push_str("    ip_hash;\n"),
+        Balancer::Hash(h) => {
+            let renamed: Vec<&str> = model
+                .declared_nodes()
+                .iter()
+                .zip(&opts.addresses)
+                .filter(|(n, addr)| n.name != **addr)
+                .map(|(n, _)| n.name.as_str())
+                .collect();
+            if h.consistent && !renamed.is_empty() {
+                let _ = writeln!(
+                    s,
+                    "    # The points of `consistent` follow the server addresses; the model's \
+                     follow the node names, which differ here ({}).",
+                    renamed.join(", ")
+                );
+            }
+            let key = quote(&h.key);
+            let consistent = if h.consistent { " consistent" } else { "" };
+            let _ = writeln!(s, "    hash {key}{consistent};");
+        }
+    }
 }
 
 /// A whole `nginx.conf` around [`write_with`]'s snippet: `worker_processes`,

@@ -32,7 +32,7 @@ use super::policies::PolicyBank;
 use super::{Event, Fail, NodeId, World, lane};
 use crate::engine::{SimDuration, SimTime};
 use crate::policy::{AttemptResult, Charge};
-use crate::spec::{Balancer, KERNEL_CONNECT_TIMEOUT, Model, NextUpstream};
+use crate::spec::{KERNEL_CONNECT_TIMEOUT, Model, NextUpstream};
 use balancer::pick::{LeastConn, Pickers, Rotation, SetPos, Swrr};
 use balancer::routing::Routing;
 use haproxy::Haproxy;
@@ -257,8 +257,6 @@ impl Gateway {
                 };
             }
         }
-        let set_weights =
-            |set: &[NodeId]| -> Vec<i64> { set.iter().map(|x| weight[x.index()]).collect() };
         let rr_step: Vec<u64> = {
             let total: u64 = model.nodes.iter().map(|x| x.weight as u64).sum();
             model
@@ -267,36 +265,7 @@ impl Gateway {
                 .map(|x| total * 1_000_000 / x.weight.max(1) as u64)
                 .collect()
         };
-        let pickers = match &model.gateway.balancer {
-            Balancer::LeastConn => Pickers::Least(
-                (0..scopes)
-                    .flat_map(|_| {
-                        [
-                            LeastConn::new(&set_weights(&primary)),
-                            LeastConn::new(&set_weights(&backup)),
-                        ]
-                    })
-                    .collect(),
-            ),
-            Balancer::RoundRobin if hap.is_some() => Pickers::Rotation(
-                (0..scopes)
-                    .flat_map(|_| [&primary, &backup])
-                    .map(|set| Rotation::new(set.iter().map(|x| rr_step[x.index()]).collect()))
-                    .collect(),
-            ),
-            Balancer::RoundRobin | Balancer::RandomTwo | Balancer::IpHash | Balancer::Hash(_) => {
-                Pickers::Smooth(
-                    (0..scopes)
-                        .flat_map(|_| {
-                            [
-                                Swrr::new(&set_weights(&primary)),
-                                Swrr::new(&set_weights(&backup)),
-                            ]
-                        })
-                        .collect(),
-                )
-            }
-        };
+        let pickers = Pickers::of(scopes, pick_kind, &weight, &rr_step, [&primary, &backup]);
         let hosts = primary
             .iter()
             .filter(|x| !model.nodes[x.index()].down)
@@ -874,5 +843,49 @@ impl World<'_> {
             .timed_out(now, now.saturating_since(start), counted);
         self.release(slot);
         self.client_done(client);
+    }
+}
+
+impl Pickers {
+    /// Each scope's structures for the balancer `kind` over the primary and
+    /// the backup set.
+    fn of(
+        scopes: usize,
+        kind: balancer::PickKind,
+        weight: &[i64],
+        rr_step: &[u64],
+        [primary, backup]: [&[NodeId]; 2],
+    ) -> Pickers {
+        use balancer::PickKind;
+        let set_weights =
+            |set: &[NodeId]| -> Vec<i64> { set.iter().map(|x| weight[x.index()]).collect() };
+        match kind {
+            PickKind::LeastConn => Pickers::Least(
+                (0..scopes)
+                    .flat_map(|_| {
+                        [
+                            LeastConn::new(&set_weights(primary)),
+                            LeastConn::new(&set_weights(backup)),
+                        ]
+                    })
+                    .collect(),
+            ),
+            PickKind::HaproxyRoundRobin => Pickers::Rotation(
+                (0..scopes)
+                    .flat_map(|_| [primary, backup])
+                    .map(|set| Rotation::new(set.iter().map(|x| rr_step[x.index()]).collect()))
+                    .collect(),
+            ),
+            PickKind::RoundRobin | PickKind::RandomTwo | PickKind::Hash => Pickers::Smooth(
+                (0..scopes)
+                    .flat_map(|_| {
+                        [
+                            Swrr::new(&set_weights(primary)),
+                            Swrr::new(&set_weights(backup)),
+                        ]
+                    })
+                    .collect(),
+            ),
+        }
     }
 }
