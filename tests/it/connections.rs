@@ -213,20 +213,14 @@ fn a_read_deadline_on_a_kept_connection_may_precede_a_fresh_one_s() {
     let path = dir.join("model.json");
     std::fs::write(&path, model.to_string()).unwrap();
     let out = dir.join("out");
-    let o = hcsim(&[
+    crate::robust::ok(hcsim(&[
         "run",
         path.to_str().unwrap(),
         "--no-charts",
         "-q",
         "--out",
         out.to_str().unwrap(),
-    ]);
-    assert_eq!(
-        o.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&o.stderr)
-    );
+    ]));
     let s: Value =
         serde_json::from_str(&std::fs::read_to_string(out.join("summary.json")).unwrap()).unwrap();
     let c = &s["runs"][0]["client"];

@@ -737,6 +737,17 @@ fn kong_models_and_configs_round_trip_through_kong_yml() {
     assert!(export::kong::write(&nginx).is_err());
 }
 
+/// `im` imported without a "not modelled" warning (`what`: the case).
+fn assert_nothing_unmodelled(im: &import::Imported, what: &str) {
+    assert!(
+        im.warnings
+            .iter()
+            .all(|w| !w.message.contains("not modelled")),
+        "{what}: {:?}",
+        im.warnings
+    );
+}
+
 /// Issue 31 (items 5 and 6): HAProxy's `http-check expect` and Envoy's
 /// `expected_statuses`, imported from real-world-shaped files, are in the
 /// model with their line, without the old "not modelled" warning; a node
@@ -794,13 +805,7 @@ fn imported_expected_statuses_decide_whether_a_503_ejects() {
         let p = dir.join(format!("haproxy-{checked}.cfg"));
         std::fs::write(&p, haproxy(expect)).unwrap();
         let im = import::read(&p, &Options::default(), &flaky("app1")).unwrap();
-        assert!(
-            im.warnings
-                .iter()
-                .all(|w| !w.message.contains("not modelled")),
-            "{expect}: {:?}",
-            im.warnings
-        );
+        assert_nothing_unmodelled(&im, expect);
         assert_eq!(im.doc["policy"]["expect"], want, "{expect}");
         let line = im.origins.iter().find(|(f, _)| f == "policy.expect");
         assert_eq!(line.map(|(_, at)| at.line), Some(17), "{expect}");
@@ -854,13 +859,7 @@ fn imported_expected_statuses_decide_whether_a_503_ejects() {
         let p = dir.join(format!("envoy-{checked}.yaml"));
         std::fs::write(&p, envoy(ranges)).unwrap();
         let im = import::read(&p, &Options::default(), &flaky("10.0.0.1:8080")).unwrap();
-        assert!(
-            im.warnings
-                .iter()
-                .all(|w| !w.message.contains("not modelled")),
-            "{ranges}: {:?}",
-            im.warnings
-        );
+        assert_nothing_unmodelled(&im, ranges);
         assert_eq!(im.doc["policy"]["expected_statuses"], want, "{ranges}");
         let line = im
             .origins
