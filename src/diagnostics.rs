@@ -459,11 +459,17 @@ impl<'de> serde::de::Visitor<'de> for StrictVisitor<'_> {
     fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
         let mut m = serde_json::Map::new();
         while let Some(k) = map.next_key::<String>()? {
-            if m.contains_key(&k) {
-                return Err(A::Error::custom(format!(
-                    "duplicate key `{k}` (only one value can count)"
-                )));
-            }
+            // One search of the map for both the test and the insertion.
+            let slot = match m.entry(k) {
+                serde_json::map::Entry::Vacant(slot) => slot,
+                serde_json::map::Entry::Occupied(o) => {
+                    return Err(A::Error::custom(format!(
+                        "duplicate key `{}` (only one value can count)",
+                        o.key()
+                    )));
+                }
+            };
+            let k = slot.key();
             let level = match self.0 {
                 Level::Top(caps, over) => caps
                     .iter()
@@ -471,8 +477,7 @@ impl<'de> serde::de::Visitor<'de> for StrictVisitor<'_> {
                     .map_or(Level::Inner, |&(key, max)| Level::List(key, max, over)),
                 _ => Level::Inner,
             };
-            let v = map.next_value_seed(StrictVisitor(level))?;
-            m.insert(k, v);
+            slot.insert(map.next_value_seed(StrictVisitor(level))?);
         }
         Ok(m.into())
     }
