@@ -475,6 +475,30 @@ pub enum Balancer {
     /// nginx `hash KEY [consistent]` (`ngx_http_upstream_get_hash_peer`,
     /// `ngx_http_upstream_get_chash_peer`). Needs `clients.keys`.
     Hash(HashBalancer),
+    /// HAProxy `balance source` (`get_server_sh`, src/backend.c) with its
+    /// `hash-type`. Needs `clients.keys` and `"flavor": "haproxy"`: the
+    /// client's IPv4 address (as for `ip_hash`) is the hash.
+    Source(SourceBalancer),
+}
+
+/// `balance source` with `hash-type map-based|consistent [FUNCTION] [avalanche]`.
+/// The hash function (`sdbm`, `djb2`, `wt6`, `crc32`) does not apply to
+/// source hashing: `get_server_sh` takes the address itself.
+#[derive(Clone, Debug, Default, Deserialize, Serialize, PartialEq, Eq, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SourceBalancer {
+    /// `hash-type consistent`: the servers' points on a ring
+    /// (`chash_get_server_hash`, src/lb_chash.c), so a server going down moves
+    /// only its own clients; else `map-based` (`map_get_server_hash`,
+    /// src/lb_map.c), the hash modulo the usable servers' total weight, so a
+    /// server going down moves most clients.
+    #[serde(default)]
+    pub consistent: bool,
+    /// The `avalanche` modifier: the address goes through `full_hash` first.
+    /// HAProxy applies it by default with `hash-type consistent` written
+    /// without a function, and not otherwise.
+    #[serde(default)]
+    pub avalanche: bool,
 }
 
 /// `hash KEY [consistent]`.
@@ -504,9 +528,12 @@ impl ClientsSpec {
 }
 
 impl Balancer {
-    /// `ip_hash` or `hash`: the peer follows the request's client key.
+    /// `ip_hash`, `hash` or `source`: the peer follows the request's client key.
     pub fn is_hash(&self) -> bool {
-        matches!(self, Balancer::IpHash | Balancer::Hash(_))
+        matches!(
+            self,
+            Balancer::IpHash | Balancer::Hash(_) | Balancer::Source(_)
+        )
     }
 }
 

@@ -205,7 +205,7 @@ impl Chash {
 #[derive(Clone, Copy, Debug, Default)]
 pub(crate) struct HashState {
     /// The client key (`clients.keys`).
-    key: u32,
+    pub(super) key: u32,
     /// `iphp->hash` (`ip_hash`), `hp->hash` (`hash`: the running sum;
     /// `consistent`: the point).
     hash: u32,
@@ -232,6 +232,8 @@ pub(crate) enum Hashing {
     Ip,
     Hash(KeyText),
     Chash(KeyText, Chash),
+    /// HAProxy's `balance source` (`source.rs`), boxed: its maps are large.
+    Source(Box<super::source::SourceHash>),
 }
 
 impl Hashing {
@@ -249,6 +251,9 @@ impl Hashing {
                     .collect();
                 Some(Hashing::Chash(KeyText::parse(&h.key), Chash::new(&servers)))
             }
+            Balancer::Source(s) => Some(Hashing::Source(Box::new(super::source::SourceHash::new(
+                model, s,
+            )))),
             _ => None,
         }
     }
@@ -260,7 +265,7 @@ impl Hashing {
     pub(crate) fn initial(&self, key: u32, buf: &mut Vec<u8>) -> u32 {
         match self {
             Hashing::Ip => 89,
-            Hashing::Hash(_) => 0,
+            Hashing::Hash(_) | Hashing::Source(_) => 0,
             Hashing::Chash(text, points) => {
                 text.write(key, buf);
                 points.find(crc32(buf))
@@ -334,6 +339,9 @@ impl World<'_> {
         slot: u32,
         now: Now,
     ) -> Option<NodeId> {
+        if let Some(Hashing::Source(_)) = self.gw.hash.hashing {
+            return self.pick_source(slot, now);
+        }
         if self.gw.hash.state[slot as usize].tries > 20 {
             return self.direct_pick_round_robin(slot, now);
         }
@@ -341,7 +349,7 @@ impl World<'_> {
             Some(Hashing::Ip) => self.pick_ip_hash(slot, now),
             Some(Hashing::Hash(_)) => self.pick_key_hash(slot, now),
             Some(Hashing::Chash(..)) => self.pick_chash(slot, now),
-            None => unreachable!("a hash pick without its balancer"),
+            Some(Hashing::Source(_)) | None => unreachable!("a hash pick without its balancer"),
         };
         match picked {
             Some(node) => {
@@ -719,6 +727,7 @@ mod tests {
                     .map(|j| NODES[c.server_at(i + j) as usize].to_string())
                     .collect()
             }
+            Hashing::Source(_) => unreachable!("nginx's balancers only"),
         }
     }
 
