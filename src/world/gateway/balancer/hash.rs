@@ -49,19 +49,26 @@ pub(crate) fn crc32(bytes: &[u8]) -> u32 {
     !crc32_update(!0, bytes)
 }
 
-/// The IPv4 address of client key `key` (below 2^24):
-/// `10.((key >> 8) & 255).(key & 255).(key >> 16)`. `ip_hash` reads the
-/// first three octets, so keys below 65,536 are distinct /24 networks, and
-/// keys 65,536 apart share one (and so a peer).
+/// The IPv4 address of client key `key` (below 2^24): `10.B.C.D` with
+/// `B = (key >> 8) & 255`, `C = key & 255` and `D = (key >> 16) XOR C`.
+/// `ip_hash` reads the first three octets, so keys below 65,536 are distinct
+/// /24 networks, and keys 65,536 apart share one (and so a peer); the fourth
+/// octet varies with the key too, as HAProxy's `balance source` hashes the
+/// whole address (a constant last octet would make `hash % weight` constant).
 pub(crate) fn client_addr(key: u32) -> [u8; 4] {
-    [10, (key >> 8) as u8, key as u8, (key >> 16) as u8]
+    [
+        10,
+        (key >> 8) as u8,
+        key as u8,
+        (key >> 16) as u8 ^ key as u8,
+    ]
 }
 
 /// One piece of a `hash` key.
 #[derive(Clone, Debug, PartialEq)]
 enum Part {
     Text(Vec<u8>),
-    /// `$remote_addr`: the client's address as text, `10.x.y.z`.
+    /// `$remote_addr`: the client's address as text, `10.B.C.D`.
     Addr,
     /// `$binary_remote_addr`: its 4 bytes.
     BinaryAddr,
@@ -225,6 +232,27 @@ pub(crate) struct HashParts {
     pub(crate) state: Vec<HashState>,
     /// Room for a request's key text.
     pub(crate) key_buf: Vec<u8>,
+    /// Requests answered by a node in the measurement window, and of those
+    /// the ones answered by another node than their key's home.
+    pub(crate) answered: u64,
+    pub(crate) off_home: u64,
+}
+
+impl HashParts {
+    /// `summary.keys`: the answers and those off their key's home.
+    pub(crate) fn summary(&self) -> Option<crate::metrics::KeysSummary> {
+        self.hashing.as_ref()?;
+        let share = if self.answered == 0 {
+            0.0
+        } else {
+            crate::stats::round6(self.off_home as f64 / self.answered as f64)
+        };
+        Some(crate::metrics::KeysSummary {
+            answered: self.answered,
+            off_home: self.off_home,
+            off_home_share: share,
+        })
+    }
 }
 
 /// Which hash balancer, and what it hashes.
@@ -325,6 +353,47 @@ impl World<'_> {
     fn peer_at(&self, w: i64) -> NodeId {
         let ranges = &self.gw.ranges;
         ranges[ranges.partition_point(|&(acc, _)| acc <= w)].1
+    }
+
+    /// The home of client key `key`: the primary peer the balancer picks
+    /// first with every peer up (nginx's first candidate; the only peer of
+    /// a single-server upstream, which nginx balances by round-robin).
+    fn home_of(&mut self, key: u32) -> NodeId {
+        if self.gw.primary.len() == 1 {
+            return self.gw.primary[0];
+        }
+        let total = self.gw.total_weight;
+        let gw = &mut self.gw;
+        let buf = &mut gw.hash.key_buf;
+        match &gw.hash.hashing {
+            Some(Hashing::Ip) => {
+                let w = ip_rehash(89, client_addr(key)) as i64 % total;
+                self.peer_at(w)
+            }
+            Some(Hashing::Hash(text)) => {
+                text.write(key, buf);
+                let w = key_step(0, buf) as i64 % total;
+                self.peer_at(w)
+            }
+            Some(Hashing::Chash(text, points)) => {
+                text.write(key, buf);
+                let i = points.server_at(points.find(crc32(buf)));
+                gw.primary[i as usize]
+            }
+            Some(Hashing::Source(src)) => src.home(key),
+            None => unreachable!("a home without a hash balancer"),
+        }
+    }
+
+    /// A request of the measurement window was answered by `node`: count
+    /// it, and whether `node` is not its key's home.
+    #[cold]
+    pub(in crate::world::gateway) fn count_home(&mut self, slot: u32, node: NodeId) {
+        let key = self.gw.hash.state[slot as usize].key;
+        let home = self.home_of(key);
+        let h = &mut self.gw.hash;
+        h.answered += 1;
+        h.off_home += (home != node) as u64;
     }
 
     fn hash_candidate_ok(&self, slot: u32, node: NodeId, now: Now) -> bool {
@@ -485,22 +554,23 @@ mod tests {
     #[test]
     fn client_keys_are_ipv4_addresses_and_key_texts() {
         assert_eq!(client_addr(0), [10, 0, 0, 0]);
-        assert_eq!(client_addr(0x01_02_03), [10, 2, 3, 1]);
+        assert_eq!(client_addr(0x01_02_03), [10, 2, 3, 1 ^ 3]);
+        assert_eq!(client_addr(0x05_00_07), [10, 0, 7, 5 ^ 7]);
         let mut buf = Vec::new();
         KeyText::parse("$remote_addr").write(0x01_02_03, &mut buf);
-        assert_eq!(buf, b"10.2.3.1");
+        assert_eq!(buf, b"10.2.3.2");
         KeyText::parse("$request_uri").write(42, &mut buf);
         assert_eq!(buf, b"/k42");
         KeyText::parse("$scheme://${host}$uri?x").write(7, &mut buf);
         assert_eq!(buf, b"k7://k7/k7?x");
         KeyText::parse("$binary_remote_addr").write(258, &mut buf);
-        assert_eq!(buf, [10, 1, 2, 0]);
+        assert_eq!(buf, [10, 1, 2, 2]);
         KeyText::parse("fixed$").write(1, &mut buf);
         assert_eq!(buf, b"fixed$");
     }
 
     /// `ngx_http_upstream_get_ip_hash_peer`'s arithmetic by hand: from 89,
-    /// `(h * 113 + octet) % 6271` over 10, 0, 5 (key 5 is 10.0.5.0):
+    /// `(h * 113 + octet) % 6271` over 10, 0, 5 (key 5 is 10.0.5.5):
     /// 89 * 113 + 10 = 10067 % 6271 = 3796; 3796 * 113 + 0 = 428948 % 6271 = 2520;
     /// 2520 * 113 + 5 = 284765 % 6271 = 2570. With three peers of weight 1,
     /// 2570 % 3 = 2: the third peer. Its rehash (the second attempt):
