@@ -763,6 +763,39 @@ mod tests {
         }
     }
 
+    /// `summary.keys`: no answer is off its key's home without faults; with
+    /// a crash, exactly the answers of the crashed node's keys given by
+    /// another node are (ejected, `max_fails=1`, for 5 s at a time).
+    #[test]
+    fn off_home_counts_the_answers_a_crash_moved() {
+        for balancer in [
+            json!("ip_hash"),
+            json!({"hash": {"key": "$remote_addr"}}),
+            json!({"hash": {"key": "$request_uri", "consistent": true}}),
+        ] {
+            let m = model(balancer.clone(), json!([]));
+            let k = World::new(&m, m.seed, None).run().keys.unwrap();
+            assert!(k.answered > 8000, "{balancer}: {k:?}");
+            assert_eq!(k.off_home, 0, "{balancer}");
+            let crashed = NODES[2];
+            let m = model(
+                balancer.clone(),
+                json!([{"kind": "crash", "node": crashed, "at": "10s", "for": "10s"}]),
+            );
+            let home = homes(&Hashing::of(&m).unwrap());
+            let moved = run(&m)
+                .iter()
+                .filter(|(key, a)| {
+                    let last = &a.last().unwrap().1;
+                    home[*key as usize] == crashed && last != crashed
+                })
+                .count() as u64;
+            let k = World::new(&m, m.seed, None).run().keys.unwrap();
+            assert_eq!(k.off_home, moved, "{balancer}: {k:?}");
+            assert!(moved > 100, "{balancer}: {moved}");
+        }
+    }
+
     /// The nodes a request of client `key` tries in order when every one
     /// is available but those it already tried: nginx's sequence of
     /// candidates (ip_hash: rehash; hash: the next step's sum; consistent:
