@@ -7,9 +7,13 @@
 //! is tested as `direct_eligible` tests every peer: tried, `down`, ejected by
 //! a policy — `max_fails`/`fail_timeout` included — or at `max_conns`); after
 //! 20 unsuccessful candidates in a request they fall back to
-//! `ngx_http_upstream_get_round_robin_peer`, as the source does.
+//! `ngx_http_upstream_get_round_robin_peer`, as the source does. HAProxy's
+//! `balance source` (`source.rs`) is dispatched from here too
+//! ([`World::pick_source`]), and every hash balancer counts the answers
+//! served off their key's home (`summary.json`'s `keys`).
 
 use super::direct::direct_eligible;
+pub(crate) use super::keys::client_addr;
 use crate::policy::Now;
 use crate::spec::{Balancer, Model};
 use crate::world::{NodeId, World};
@@ -47,21 +51,6 @@ pub(crate) fn crc32_update(mut crc: u32, bytes: &[u8]) -> u32 {
 /// `ngx_crc32_long`: init, update, final.
 pub(crate) fn crc32(bytes: &[u8]) -> u32 {
     !crc32_update(!0, bytes)
-}
-
-/// The IPv4 address of client key `key` (below 2^24): `10.B.C.D` with
-/// `B = (key >> 8) & 255`, `C = key & 255` and `D = (key >> 16) XOR C`.
-/// `ip_hash` reads the first three octets, so keys below 65,536 are distinct
-/// /24 networks, and keys 65,536 apart share one (and so a peer); the fourth
-/// octet varies with the key too, as HAProxy's `balance source` hashes the
-/// whole address (a constant last octet would make `hash % weight` constant).
-pub(crate) fn client_addr(key: u32) -> [u8; 4] {
-    [
-        10,
-        (key >> 8) as u8,
-        key as u8,
-        (key >> 16) as u8 ^ key as u8,
-    ]
 }
 
 /// One piece of a `hash` key.
@@ -508,6 +497,40 @@ impl World<'_> {
                 return None;
             }
         }
+    }
+}
+
+impl World<'_> {
+    /// `balance source`: the server of the request's client among the
+    /// servers usable now, or `None` (503) when there is none or it is at
+    /// its `maxconn`. The backup set is handled within (`None` in it).
+    pub(in crate::world::gateway) fn pick_source(&mut self, slot: u32, now: Now) -> Option<NodeId> {
+        let r = &self.gw.reqs[slot as usize];
+        if r.in_backup {
+            return None;
+        }
+        let (scope, avoid) = (r.scope, r.last_node);
+        let key = self.gw.hash.state[slot as usize].key;
+        let mut usable = match self.gw.hash.hashing.as_mut() {
+            Some(Hashing::Source(src)) => std::mem::take(&mut src.usable),
+            _ => unreachable!("a source pick without its balancer"),
+        };
+        let (policies, local) = self.replica_policies(scope);
+        let gw = &self.gw;
+        usable.clear();
+        usable.extend((0..gw.n).map(|i| {
+            let node = NodeId(i as u32);
+            !gw.down[i] && policies.iter().all(|p| p.is_routable(local, node, now))
+        }));
+        let gw = &mut self.gw;
+        let Some(Hashing::Source(src)) = gw.hash.hashing.as_mut() else {
+            unreachable!()
+        };
+        let picked = src.pick(scope as usize, &usable, key, avoid);
+        src.usable = usable;
+        let node = picked?;
+        let k = gw.k(scope, node);
+        (!super::at_max_conns(gw.max_conns[node.index()], gw.conns[k])).then_some(node)
     }
 }
 

@@ -36,6 +36,7 @@ impl PickKind {
 
 pub(super) mod direct;
 pub(super) mod hash;
+pub(super) mod keys;
 pub(super) mod pick;
 pub(super) mod routing;
 pub(super) mod source;

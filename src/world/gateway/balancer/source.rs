@@ -31,10 +31,9 @@
 //! server queues, so such a request is answered 503 at once, as a request
 //! finding every server full is.
 
-use super::hash::client_addr;
-use crate::policy::Now;
+use super::keys::client_addr;
 use crate::spec::{Model, SourceBalancer};
-use crate::world::{NodeId, World};
+use crate::world::NodeId;
 
 /// `__full_hash` (include/haproxy/intops.h): Bob Jenkins' 32-bit integer
 /// avalanche, times the prime 3221225473 "to spread values all around the
@@ -101,7 +100,7 @@ pub(crate) struct SourceHash {
     /// By scope: the usable set the map was built for, and the map.
     maps: Vec<(Vec<bool>, Vec<NodeId>)>,
     /// Room for the usable set of a pick.
-    usable: Vec<bool>,
+    pub(super) usable: Vec<bool>,
 }
 
 impl SourceHash {
@@ -239,40 +238,6 @@ fn gcd(a: u32, b: u32) -> u32 {
     if b == 0 { a } else { gcd(b, a % b) }
 }
 
-impl World<'_> {
-    /// `balance source`: the server of the request's client among the
-    /// servers usable now, or `None` (503) when there is none or it is at
-    /// its `maxconn`. The backup set is handled within (`None` in it).
-    pub(in crate::world::gateway) fn pick_source(&mut self, slot: u32, now: Now) -> Option<NodeId> {
-        let r = &self.gw.reqs[slot as usize];
-        if r.in_backup {
-            return None;
-        }
-        let (scope, avoid) = (r.scope, r.last_node);
-        let key = self.gw.hash.state[slot as usize].key;
-        let mut usable = match self.gw.hash.hashing.as_mut() {
-            Some(super::hash::Hashing::Source(src)) => std::mem::take(&mut src.usable),
-            _ => unreachable!("a source pick without its balancer"),
-        };
-        let (policies, local) = self.replica_policies(scope);
-        let gw = &self.gw;
-        usable.clear();
-        usable.extend((0..gw.n).map(|i| {
-            let node = NodeId(i as u32);
-            !gw.down[i] && policies.iter().all(|p| p.is_routable(local, node, now))
-        }));
-        let gw = &mut self.gw;
-        let Some(super::hash::Hashing::Source(src)) = gw.hash.hashing.as_mut() else {
-            unreachable!()
-        };
-        let picked = src.pick(scope as usize, &usable, key, avoid);
-        src.usable = usable;
-        let node = picked?;
-        let k = gw.k(scope, node);
-        (!super::at_max_conns(gw.max_conns[node.index()], gw.conns[k])).then_some(node)
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -322,13 +287,11 @@ mod tests {
             "nodes": nodes,
         });
         let m = Model::from_document(&doc, std::path::Path::new("source.json")).unwrap();
-        match Hashing::of(&m) {
-            Some(Hashing::Source(s)) => *s,
+        match &m.gateway.balancer {
+            crate::spec::Balancer::Source(b) => SourceHash::new(&m, b),
             _ => unreachable!(),
         }
     }
-
-    use super::super::hash::Hashing;
 
     /// The 64 source addresses of `calibration/source_hash.py`.
     fn addresses() -> Vec<u32> {
