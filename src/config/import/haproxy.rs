@@ -541,9 +541,14 @@ impl Backend {
                     at.error("`server` needs a name and an address: server NAME ADDRESS [params]")
                 );
             }
+            ["cookie", ..] => d.warn(
+                at,
+                "`cookie` persistence is not modelled: every request is balanced by `balance` \
+                 alone, as for a client without the cookie (a client does not stick to the \
+                 server that set it)",
+            ),
             [
-                kw @ ("cookie"
-                | "stick-table"
+                kw @ ("stick-table"
                 | "stick"
                 | "use-server"
                 | "server-template"
@@ -1027,8 +1032,16 @@ fn server_params(
                 p.node.insert("max_conns".into(), json!(int(value()?, at, kw)?));
                 i += 1;
             }
+            "cookie" => {
+                value()?;
+                d.warn(
+                    at,
+                    "server keyword `cookie` is not modelled (no cookie persistence)",
+                );
+                i += 1;
+            }
             "slowstart" | "agent-port" | "agent-inter" | "agent-addr" | "agent-send" | "track"
-            | "cookie" | "on-marked-down" | "on-marked-up" | "maxqueue" | "minconn"
+            | "on-marked-down" | "on-marked-up" | "maxqueue" | "minconn"
             | "resolvers" | "port" | "addr" => {
                 value()?;
                 d.warn(at, format!("server keyword `{kw}` is not modelled"));

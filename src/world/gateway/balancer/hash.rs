@@ -704,6 +704,74 @@ mod tests {
         assert_eq!(c.server_at(3), 0, "past the last point: the first");
     }
 
+    /// Measured on nginx 1.22.1 (`calibration/source_hash.py`): upstream
+    /// servers `127.0.0.1:19400`…`19404` of weights 1, 2, 1, 1, 1, clients
+    /// from 64 loopback addresses, the server chosen for each with every
+    /// server up and with the third `down`.
+    #[test]
+    fn real_nginx_ip_hash_and_consistent_hash_agree() {
+        const MEASURED: [(&str, bool, &str); 4] = [
+            (
+                "ip_hash",
+                false,
+                "4102031131414220213144114142202131441420210313114314102003131411",
+            ),
+            (
+                "ip_hash",
+                true,
+                "4101031131414310113144114144301131441440310313114314100003131411",
+            ),
+            (
+                "chash",
+                false,
+                "1122114104322114111221131114331014101440431322311100102001200414",
+            ),
+            (
+                "chash",
+                true,
+                "1110114104300114111311131114331014101440431333311100100001100414",
+            ),
+        ];
+        let names: Vec<String> = (0..5).map(|i| format!("127.0.0.1:{}", 19400 + i)).collect();
+        let servers: Vec<(&str, u32)> = (0..5)
+            .map(|i| (names[i].as_str(), 1 + (i == 1) as u32))
+            .collect();
+        let ring = Chash::new(&servers);
+        // The weighted walk over weights 1, 2, 1, 1, 1.
+        let walk = |w: u32| [0, 1, 1, 2, 3, 4][(w % 6) as usize];
+        for (balancer, down, expected) in MEASURED {
+            let usable = |n: u32| !(down && n == 2);
+            let got: String = (0..64u32)
+                .map(|k| {
+                    let addr = [
+                        127,
+                        (k * 37 % 256) as u8,
+                        ((k * 11 + 3) % 256) as u8,
+                        (1 + k * 5 % 254) as u8,
+                    ];
+                    let n = if balancer == "ip_hash" {
+                        let mut h = 89;
+                        loop {
+                            h = ip_rehash(h, addr);
+                            if usable(walk(h)) {
+                                break walk(h);
+                            }
+                        }
+                    } else {
+                        let text = format!("{}.{}.{}.{}", addr[0], addr[1], addr[2], addr[3]);
+                        let i = ring.find(crc32(text.as_bytes()));
+                        (0..)
+                            .map(|j| ring.server_at(i + j))
+                            .find(|&n| usable(n))
+                            .unwrap()
+                    };
+                    char::from(b'0' + n as u8)
+                })
+                .collect();
+            assert_eq!(got, expected, "{balancer}, down: {down}");
+        }
+    }
+
     // Whole runs: the request with id i (1, 2…) draws the i-th key of the
     // keys stream; the trace gives each attempt's node.
 
