@@ -402,6 +402,36 @@ mod tests {
         }
     }
 
+    /// No usable active server: the first usable backup (`lbprm.fbck`)
+    /// takes every client; one usable active server takes them all.
+    #[test]
+    fn backups_take_over_only_when_no_active_server_is_usable() {
+        let doc = json!({
+            "name": "source", "duration": "1s",
+            "clients": {"kind": "open", "rate_per_s": 10.0, "keys": 64},
+            "gateway": {"flavor": "haproxy", "balancer": {"source": {"consistent": false}}},
+            "nodes": [{"name": "a"}, {"name": "b"}, {"name": "c", "backup": true}, {"name": "d", "backup": true}],
+        });
+        let m = Model::from_document(&doc, std::path::Path::new("source.json")).unwrap();
+        let crate::spec::Balancer::Source(b) = &m.gateway.balancer else {
+            unreachable!()
+        };
+        for consistent in [false, true] {
+            let b = SourceBalancer {
+                consistent,
+                ..b.clone()
+            };
+            let mut s = SourceHash::new(&m, &b);
+            for a in addresses() {
+                let pick = |s: &mut SourceHash, u: [bool; 4]| s.pick_addr(0, &u, a, None);
+                assert_eq!(pick(&mut s, [false, false, true, true]), Some(NodeId(2)));
+                assert_eq!(pick(&mut s, [false, false, false, true]), Some(NodeId(3)));
+                assert_eq!(pick(&mut s, [false, true, true, true]), Some(NodeId(1)));
+                assert_eq!(pick(&mut s, [false; 4]), None);
+            }
+        }
+    }
+
     /// A redispatch avoids the previous server on the ring (its points are
     /// skipped forward), not in the map.
     #[test]
