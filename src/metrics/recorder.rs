@@ -714,6 +714,7 @@ impl Recorder {
             warnings: vec![],
             fault_start_s: vec![],
             pods: None,
+            keys: None,
             timeline,
             ejection_log,
             replicas,

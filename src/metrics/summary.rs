@@ -239,6 +239,10 @@ pub struct RunSummary {
     /// When nodes are pods: restarts, and each rolling update's errors by cause.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pods: Option<super::pods::RunPods>,
+    /// With a hash balancer (`ip_hash`, `hash`, `source`): how many answers
+    /// came from a node other than their client key's home.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub keys: Option<KeysSummary>,
     /// Per-bucket counts over the whole run (written to `timeline.csv`).
     #[serde(skip)]
     pub timeline: Timeline,
@@ -249,6 +253,19 @@ pub struct RunSummary {
     /// attempts, answers, failures and ejections; written to `replicas.csv`).
     #[serde(skip)]
     pub replicas: Vec<Vec<NodeSummary>>,
+}
+
+/// What an ejection costs in stickiness: of the requests answered by a node
+/// in the measurement window, those answered by another node than their
+/// client key's home (the node the hash picks with every node up).
+#[derive(Clone, Copy, Debug, Default, Deserialize, Serialize, PartialEq)]
+pub struct KeysSummary {
+    /// Requests answered by a node (any status it sent).
+    pub answered: u64,
+    /// Of those, answered by another node than their key's home.
+    pub off_home: u64,
+    /// `off_home / answered` (0 with no answer).
+    pub off_home_share: f64,
 }
 
 /// Something a reader of the figures must know, as `summary.json` lists it.

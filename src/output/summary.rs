@@ -30,6 +30,9 @@ pub struct Summary {
     /// When nodes are pods: restarts, and each rolling update's errors by cause.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pods: Option<super::pods::PodStats>,
+    /// With a hash balancer: the answers off their client key's home node.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub keys: Option<KeyStats>,
     /// With `--per-replica`: per gateway replica, its node table over the
     /// replications (that replica's own attempts, answers and ejections).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -46,6 +49,30 @@ pub struct Summary {
     #[serde(default)]
     pub warnings: Vec<Warning>,
     pub runs: Vec<RunSummary>,
+}
+
+/// [`KeysSummary`](crate::metrics::KeysSummary) over the replications: how
+/// many answers came from another node than their key's home (the node the
+/// hash picks with every node up).
+#[derive(Clone, Debug, Default, Deserialize, Serialize, PartialEq)]
+pub struct KeyStats {
+    pub answered: Spread,
+    pub off_home: Spread,
+    pub off_home_share: Spread,
+}
+
+impl KeyStats {
+    fn of(runs: &[RunSummary]) -> Option<KeyStats> {
+        runs.first()?.keys?;
+        let k = |f: fn(&crate::metrics::KeysSummary) -> f64| {
+            over_some(runs, |r| r.keys.as_ref().map(f))
+        };
+        Some(KeyStats {
+            answered: k(|k| k.answered as f64),
+            off_home: k(|k| k.off_home as f64),
+            off_home_share: k(|k| k.off_home_share),
+        })
+    }
 }
 
 /// What the clients saw, over the replications (fields in the file's order).
@@ -336,6 +363,7 @@ impl Summary {
                 .map(|i| NodeStats::of(&runs, i))
                 .collect(),
             pods: super::pods::PodStats::of(&runs),
+            keys: KeyStats::of(&runs),
             per_replica: (0..runs[0].replicas.len())
                 .map(|r| {
                     (0..runs[0].replicas[r].len())

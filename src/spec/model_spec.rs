@@ -157,8 +157,10 @@ pub struct OpenClientsSpec {
     #[serde(default, skip_serializing_if = "ClientConnection::is_default")]
     pub connection: ClientConnection,
     /// Distinct client identities (1..=16,777,216): each request's key is
-    /// drawn uniformly from 0..keys; `ip_hash` and `hash` choose the peer
-    /// from it. Default: none (no key is drawn).
+    /// drawn uniformly from 0..keys; `ip_hash`, `hash` and `source` choose
+    /// the peer from it, and `summary.json`'s `keys` says how many answers
+    /// came from another node than the key's home. Default: none (no key is
+    /// drawn).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub keys: Option<u32>,
 }
@@ -224,7 +226,8 @@ impl Method {
 #[serde(deny_unknown_fields, default)]
 pub struct GatewaySpec {
     /// `round_robin` (smooth weighted, default), `least_conn`, `random_two`,
-    /// `ip_hash` or `{"hash": {"key": "$request_uri", "consistent": true}}`
+    /// `ip_hash`, `{"hash": {"key": "$request_uri", "consistent": true}}`
+    /// or HAProxy's `{"source": {"consistent": true, "avalanche": true}}`
     /// (the hash balancers need `clients.keys`).
     pub balancer: Balancer,
     /// nginx worker processes; each has its own peer state unless `zone`. Default 1.
@@ -470,11 +473,36 @@ pub enum Balancer {
     RandomTwo,
     /// nginx `ip_hash` (`ngx_http_upstream_get_ip_hash_peer`): the first
     /// three octets of the client's IPv4 address choose the peer. Needs
-    /// `clients.keys`: key k is the address `10.((k >> 8) & 255).(k & 255).(k >> 16)`.
+    /// `clients.keys`: key k is the address `10.B.C.D`, `B = (k >> 8) & 255`, `C = k & 255`,
+    /// `D = (k >> 16) XOR C`.
     IpHash,
     /// nginx `hash KEY [consistent]` (`ngx_http_upstream_get_hash_peer`,
     /// `ngx_http_upstream_get_chash_peer`). Needs `clients.keys`.
     Hash(HashBalancer),
+    /// HAProxy `balance source` (`get_server_sh`, src/backend.c) with its
+    /// `hash-type`. Needs `clients.keys` and `"flavor": "haproxy"`: the
+    /// client's IPv4 address (as for `ip_hash`) is the hash.
+    Source(SourceBalancer),
+}
+
+/// `balance source` with `hash-type map-based|consistent [FUNCTION] [avalanche]`.
+/// The hash function (`sdbm`, `djb2`, `wt6`, `crc32`) does not apply to
+/// source hashing: `get_server_sh` takes the address itself.
+#[derive(Clone, Debug, Default, Deserialize, Serialize, PartialEq, Eq, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SourceBalancer {
+    /// `hash-type consistent`: the servers' points on a ring
+    /// (`chash_get_server_hash`, src/lb_chash.c), so a server going down moves
+    /// only its own clients; else `map-based` (`map_get_server_hash`,
+    /// src/lb_map.c), the hash modulo the usable servers' total weight, so a
+    /// server going down moves most clients.
+    #[serde(default)]
+    pub consistent: bool,
+    /// The `avalanche` modifier: the address goes through `full_hash` first.
+    /// HAProxy applies it by default with `hash-type consistent` written
+    /// without a function, and not otherwise.
+    #[serde(default)]
+    pub avalanche: bool,
 }
 
 /// `hash KEY [consistent]`.
@@ -504,9 +532,12 @@ impl ClientsSpec {
 }
 
 impl Balancer {
-    /// `ip_hash` or `hash`: the peer follows the request's client key.
+    /// `ip_hash`, `hash` or `source`: the peer follows the request's client key.
     pub fn is_hash(&self) -> bool {
-        matches!(self, Balancer::IpHash | Balancer::Hash(_))
+        matches!(
+            self,
+            Balancer::IpHash | Balancer::Hash(_) | Balancer::Source(_)
+        )
     }
 }
 

@@ -267,7 +267,7 @@ pub const MAX_KEYS: u32 = 1 << 24;
 
 /// `clients.keys` and the hash balancers (`ip_hash`, `hash`): nginx's, with
 /// no backup servers (their directives do not allow `backup`), and a key
-/// space to hash.
+/// space to hash; HAProxy's `source` (backups allowed, as HAProxy does).
 fn check_hashing(spec: &ModelSpec) -> Result<(), Invalid> {
     let keys = spec.clients.keys();
     if let Some(k) = keys
@@ -290,6 +290,7 @@ fn check_hashing(spec: &ModelSpec) -> Result<(), Invalid> {
             }
             "hash"
         }
+        Balancer::Source(_) => return check_source(spec),
         _ => return Ok(()),
     };
     if g.flavor != GatewayFlavor::Nginx {
@@ -321,6 +322,31 @@ fn check_hashing(spec: &ModelSpec) -> Result<(), Invalid> {
                 "the weights add up to {total}: at most {} with a hash balancer",
                 MAX_KEYS / 160
             ),
+        ));
+    }
+    Ok(())
+}
+
+/// HAProxy's `balance source`: the HAProxy path, client keys, and server
+/// weights HAProxy accepts (at most 256).
+fn check_source(spec: &ModelSpec) -> Result<(), Invalid> {
+    if spec.gateway.flavor != GatewayFlavor::Haproxy {
+        return Err(invalid(
+            "gateway.balancer",
+            "`source` is HAProxy's `balance source`: it needs `\"flavor\": \"haproxy\"`",
+        ));
+    }
+    if spec.clients.keys().is_none() {
+        return Err(invalid(
+            "clients.keys",
+            "`source` chooses the server from the client's address: give the number of \
+             distinct clients, e.g. \"keys\": 1000",
+        ));
+    }
+    if let Some(i) = spec.nodes.iter().position(|n| n.weight > 256) {
+        return Err(invalid(
+            format!("nodes[{i}].weight"),
+            "HAProxy's server weights go up to 256",
         ));
     }
     Ok(())

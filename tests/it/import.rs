@@ -1072,3 +1072,177 @@ fn ip_hash_and_consistent_hash_import_export_and_move_only_the_crashed_nodes_cli
         );
     }
 }
+
+/// A real-world-shaped HAProxy file: an ingress `listen` with `balance
+/// source` (map-based, the default, as OKD's and kubeadm's installers write
+/// it) and an application backend with `hash-type consistent`.
+const SOURCE_HAPROXY: &str = "defaults
+    mode http
+    retries 3
+    option redispatch
+    timeout connect 5s
+    timeout client 30s
+    timeout server 30s
+
+listen ingress-router-80
+    bind *:80
+    balance source
+    server worker1 10.0.0.1:80 check inter 1s
+    server worker2 10.0.0.2:80 check inter 1s
+    server worker3 10.0.0.3:80 check inter 1s
+    server worker4 10.0.0.4:80 check inter 1s
+
+backend app
+    balance source
+    hash-type consistent
+    server app1 10.0.1.1:8080 check inter 1s
+    server app2 10.0.1.2:8080 check inter 1s
+    server app3 10.0.1.3:8080 check inter 1s weight 2
+    server app4 10.0.1.4:8080 check inter 1s
+";
+
+/// `summary.json`'s `keys` of a run of the imported `target` with `fault`.
+fn source_run(dir: &Path, target: &str, fault: Option<&str>) -> Value {
+    let conf = dir.join("haproxy.cfg");
+    let model = dir.join(format!("{target}-{}.json", fault.is_some()));
+    let mut args = vec![
+        "import",
+        conf.to_str().unwrap(),
+        "--target",
+        target,
+        "--rps",
+        "200",
+        "--duration",
+        "30s",
+        "-o",
+        model.to_str().unwrap(),
+    ];
+    if let Some(f) = fault {
+        args.extend(["--fault", f]);
+    }
+    let o = hcsim(&args);
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let o = hcsim(&[
+        "run",
+        model.to_str().unwrap(),
+        "--out",
+        dir.join(format!("run-{target}-{}", fault.is_some()))
+            .to_str()
+            .unwrap(),
+        "--no-charts",
+        "--format",
+        "json",
+    ]);
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let s: Value = serde_json::from_slice(&o.stdout).unwrap();
+    s["keys"].clone()
+}
+
+#[test]
+fn balance_source_imports_exports_and_moves_what_its_hash_type_moves() {
+    let dir = tmp("source-haproxy");
+    let conf = dir.join("haproxy.cfg");
+    std::fs::write(&conf, SOURCE_HAPROXY).unwrap();
+    let mut off = vec![];
+    for (target, consistent, line, crashed) in [
+        ("ingress-router-80", false, 11, "worker2"),
+        ("app", true, 18, "app2"),
+    ] {
+        let opts = Options {
+            target: Some(target.into()),
+            ..Options::default()
+        };
+        let im = import::read(&conf, &opts, &Workload::default()).unwrap();
+        assert_nothing_unmodelled(&im, target);
+        let want =
+            serde_json::json!({"source": {"consistent": consistent, "avalanche": consistent}});
+        assert_eq!(im.doc["gateway"]["balancer"], want, "{target}");
+        assert_eq!(im.doc["clients"]["keys"], 1000, "{target}");
+        let at = |field: &str| {
+            im.origins
+                .iter()
+                .rfind(|(f, _)| f == field)
+                .map(|(_, at)| at.line)
+        };
+        assert_eq!(at("gateway.balancer"), Some(line), "{target}");
+        if consistent {
+            assert_eq!(at("gateway.balancer.source.consistent"), Some(line + 1));
+        }
+        // Exported back: the same balancer, and the real HAProxy accepts it.
+        let m = im.model().unwrap();
+        let out = export::haproxy::config(&m, &export::Options::of(&m)).unwrap();
+        assert!(out.contains("    balance source\n"), "{target}:\n{out}");
+        let hash_type = if consistent {
+            "consistent"
+        } else {
+            "map-based"
+        };
+        assert!(
+            out.contains(&format!("    hash-type {hash_type}\n")),
+            "{out}"
+        );
+        assert_eq!(
+            reimport(&dir, target, &out, Format::Haproxy)
+                .gateway
+                .balancer,
+            m.gateway.balancer
+        );
+        let p = dir.join(format!("export-{target}.cfg"));
+        std::fs::write(&p, &out).unwrap();
+        if let Some(o) = check_with(&sbin("haproxy"), &["-c", "-q", "-f", p.to_str().unwrap()]) {
+            assert!(
+                o.status.success(),
+                "{target}: haproxy -c: {}\n{out}",
+                String::from_utf8_lossy(&o.stderr)
+            );
+        }
+        // No fault: every answer from its key's home.
+        let calm = source_run(&dir, target, None);
+        assert_eq!(calm["off_home"]["mean"], 0.0, "{target}: {calm}");
+        let hit = source_run(&dir, target, Some(&format!("crash:{crashed}@10s+10s")));
+        off.push(hit["off_home_share"]["mean"].as_f64().unwrap());
+    }
+    // The map-based crash moves most clients while the server is DOWN
+    // (about 3/4 of them for a third of the run), the consistent one only
+    // the crashed server's (1/5 of the weight).
+    let (map, ring) = (off[0], off[1]);
+    assert!((0.15..0.35).contains(&map), "map-based: {map}");
+    assert!((0.02..0.1).contains(&ring), "consistent: {ring}");
+}
+
+#[test]
+fn a_hash_type_haproxy_refuses_exits_2_at_its_line() {
+    let dir = tmp("source-haproxy-bad");
+    for (bad, says) in [
+        (
+            "hash-type ketama",
+            "only supports 'consistent' and 'map-based'",
+        ),
+        (
+            "hash-type consistent md5",
+            "only supports 'sdbm', 'djb2', 'crc32', or 'wt6'",
+        ),
+        ("hash-type map-based sdbm loud", "only supports 'avalanche'"),
+    ] {
+        let conf = dir.join("haproxy.cfg");
+        let text = SOURCE_HAPROXY.replace("    hash-type consistent\n", &format!("    {bad}\n"));
+        std::fs::write(&conf, text).unwrap();
+        let o = hcsim(&["import", conf.to_str().unwrap(), "--target", "app"]);
+        assert_eq!(o.status.code(), Some(2), "{bad}");
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(
+            err.contains("haproxy.cfg:19") && err.contains(says),
+            "{bad}: {err}"
+        );
+    }
+}

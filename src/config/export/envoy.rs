@@ -22,9 +22,9 @@ pub fn write_with(model: &Model, opts: &Options) -> Result<String, Unsupported> 
     let name = ident(&model.name);
     let lb = match g.balancer {
         Balancer::RoundRobin => "ROUND_ROBIN",
-        Balancer::IpHash | Balancer::Hash(_) => {
+        Balancer::IpHash | Balancer::Hash(_) | Balancer::Source(_) => {
             return Err(Unsupported(format!(
-                "nginx's hash balancers have no Envoy equivalent (RING_HASH and MAGLEV place \
+                "the hash balancers have no Envoy equivalent (RING_HASH and MAGLEV place \
                  hosts otherwise): {:?}",
                 g.balancer
             )));

@@ -82,7 +82,18 @@ pub fn write_with(model: &Model, opts: &Options) -> Result<String, Unsupported> 
         s.push('\n');
     }
     let _ = writeln!(s, "backend {name}\n    mode http");
-    let balance = match g.balancer {
+    let balance = match &g.balancer {
+        Balancer::Source(src) => {
+            // `hash-type consistent` alone implies `avalanche` (cfgparse-listen.c).
+            let hash_type = match (src.consistent, src.avalanche) {
+                (false, false) => "map-based",
+                (false, true) => "map-based sdbm avalanche",
+                (true, true) => "consistent",
+                (true, false) => "consistent sdbm",
+            };
+            let _ = writeln!(s, "    hash-type {hash_type}");
+            "source"
+        }
         Balancer::IpHash | Balancer::Hash(_) => {
             return Err(Unsupported(
                 "nginx's hash balancers are not HAProxy's (`balance source` and `hash-type` \

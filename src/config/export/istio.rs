@@ -14,9 +14,9 @@ pub fn write(model: &Model) -> Result<String, Unsupported> {
     super::nginx_like(model)?;
     let simple = match g.balancer {
         Balancer::RoundRobin => "ROUND_ROBIN",
-        Balancer::IpHash | Balancer::Hash(_) => {
+        Balancer::IpHash | Balancer::Hash(_) | Balancer::Source(_) => {
             return Err(Unsupported(format!(
-                "nginx's hash balancers have no Istio equivalent (RING_HASH and MAGLEV place \
+                "the hash balancers have no Istio equivalent (RING_HASH and MAGLEV place \
                  hosts otherwise): {:?}",
                 g.balancer
             )));

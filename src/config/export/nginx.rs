@@ -165,6 +165,8 @@ fn balancer_lines(model: &Model, opts: &Options, s: &mut String) {
         Balancer::LeastConn => s.push_str("    least_conn;\n"),
         Balancer::RandomTwo => s.push_str("    random two least_conn;\n"),
         Balancer::IpHash => s.push_str("    ip_hash;\n"),
+        // HAProxy's: `nginx_like` refuses the model before this.
+        Balancer::Source(_) => unreachable!("balance source is exported to HAProxy only"),
         Balancer::Hash(h) => {
             let renamed: Vec<&str> = model
                 .declared_nodes()

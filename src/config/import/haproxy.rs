@@ -331,6 +331,45 @@ struct Backend {
     queue: Option<Loc>,
     /// The `http-check` rules the backend's checks run.
     rules: CheckRules,
+    /// `balance source`, where it was written (a later `balance` clears it).
+    source: Option<Loc>,
+    /// `hash-type`: consistent, avalanche, and where.
+    hash_type: Option<(bool, bool, Loc)>,
+}
+
+/// `hash-type {map-based|consistent} [FUNCTION [avalanche]]` as
+/// cfgparse-listen.c reads it: `consistent` alone implies `avalanche`; a
+/// function is one of `sdbm`, `djb2`, `wt6`, `crc32` (none of them applies to
+/// source hashing); anything else is refused, as HAProxy refuses it.
+fn hash_type(args: &[&str], at: &Loc) -> Result<(bool, bool), Error> {
+    let consistent = match args.first() {
+        Some(&"consistent") => true,
+        Some(&"map-based") => false,
+        Some(m) => {
+            return Err(at.error(format!(
+                "hash-type {m}: HAProxy 2.6 only supports 'consistent' and 'map-based'"
+            )));
+        }
+        None => return Err(at.error("`hash-type` needs 'consistent' or 'map-based'")),
+    };
+    match args[1..] {
+        [] => Ok((consistent, consistent)),
+        [f, ref m @ ..] => {
+            if !["sdbm", "djb2", "wt6", "crc32"].contains(&f) {
+                return Err(at.error(format!(
+                    "hash-type function \"{f}\": HAProxy 2.6 only supports 'sdbm', 'djb2', \
+                     'crc32', or 'wt6'"
+                )));
+            }
+            match m {
+                [] => Ok((consistent, false)),
+                ["avalanche"] => Ok((consistent, true)),
+                [x, ..] => Err(at.error(format!(
+                    "hash-type modifier \"{x}\": HAProxy 2.6 only supports 'avalanche'"
+                ))),
+            }
+        }
+    }
 }
 
 /// One `http-check` step.
@@ -390,7 +429,13 @@ impl Backend {
             return Ok(());
         }
         match w.as_slice() {
+            ["balance", "source", ..] => self.source = Some(at.clone()),
+            ["hash-type", args @ ..] => {
+                let (c, a) = hash_type(args, at)?;
+                self.hash_type = Some((c, a, at.clone()));
+            }
             ["balance", alg, ..] => {
+                self.source = None;
                 let b = match *alg {
                     "roundrobin" => Some("round_robin"),
                     "leastconn" => Some("least_conn"),
@@ -496,9 +541,18 @@ impl Backend {
                     at.error("`server` needs a name and an address: server NAME ADDRESS [params]")
                 );
             }
+            ["cookie", ..] => d.warn(
+                at,
+                "`cookie` persistence is not modelled: every request is balanced by `balance` \
+                 alone, as for a client without the cookie (a client does not stick to the \
+                 server that set it)",
+            ),
             [
-                kw @ ("cookie" | "stick-table" | "stick" | "use-server" | "server-template"
-                | "hash-type"),
+                kw @ ("stick-table"
+                | "stick"
+                | "use-server"
+                | "server-template"
+                | "hash-balance-factor"),
                 ..,
             ] => d.warn(at, format!("`{kw}` is not modelled")),
             _ => {}
@@ -517,6 +571,22 @@ impl Backend {
         if !self.haproxy.is_empty() {
             d.gateway
                 .insert("haproxy".into(), Value::Object(self.haproxy));
+        }
+        if let Some(at) = self.source.take() {
+            let (consistent, avalanche) = self
+                .hash_type
+                .as_ref()
+                .map_or((false, false), |h| (h.0, h.1));
+            d.gateway(
+                "balancer",
+                json!({"source": {"consistent": consistent, "avalanche": avalanche}}),
+                &at,
+            );
+            if let Some((_, _, ht)) = &self.hash_type {
+                d.origin("gateway.balancer.source.consistent", ht);
+                d.origin("gateway.balancer.source.avalanche", ht);
+            }
+            d.client_keys = Some(super::nginx::IMPORTED_KEYS);
         }
         if let Some(at) = self.queue.take()
             && self
@@ -962,8 +1032,16 @@ fn server_params(
                 p.node.insert("max_conns".into(), json!(int(value()?, at, kw)?));
                 i += 1;
             }
+            "cookie" => {
+                value()?;
+                d.warn(
+                    at,
+                    "server keyword `cookie` is not modelled (no cookie persistence)",
+                );
+                i += 1;
+            }
             "slowstart" | "agent-port" | "agent-inter" | "agent-addr" | "agent-send" | "track"
-            | "cookie" | "on-marked-down" | "on-marked-up" | "maxqueue" | "minconn"
+            | "on-marked-down" | "on-marked-up" | "maxqueue" | "minconn"
             | "resolvers" | "port" | "addr" => {
                 value()?;
                 d.warn(at, format!("server keyword `{kw}` is not modelled"));

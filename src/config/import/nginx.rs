@@ -248,9 +248,9 @@ fn worker_processes(main: &[Directive], d: &mut Draft) -> Result<u32, Error> {
     }
 }
 
-/// The client keys an imported `ip_hash` or `hash` gets (the config does
+/// The client keys an imported `ip_hash` or `hash` (or HAProxy's `balance source`) gets (the config does
 /// not say how many clients there are; `--set clients.keys=N` changes it).
-const IMPORTED_KEYS: u32 = 1000;
+pub(super) const IMPORTED_KEYS: u32 = 1000;
 
 /// A node's `max_fails`/`fail_timeout`, and where they were written.
 struct Passive {

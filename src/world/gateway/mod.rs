@@ -281,7 +281,7 @@ impl Gateway {
         Gateway {
             path,
             timeouts,
-            end_hooks: flavored.is_some(),
+            end_hooks: flavored.is_some() || model.gateway.balancer.is_hash(),
             reqs: Vec::new(),
             free: Vec::new(),
             next_id: 0,
@@ -783,12 +783,18 @@ impl World<'_> {
     /// The gateway answers the client with `status`; `by` is the node whose
     /// response is relayed (already freed as a success).
     fn finalize(&mut self, slot: u32, status: u16, by: Option<NodeId>) {
-        if self.gw.end_hooks {
-            self.request_ends(slot, Some(status), by.is_some());
-        }
-        let now = self.q.now();
         let r = &self.gw.reqs[slot as usize];
         let (start, counted, client, faulty) = (r.start, r.counted, r.client, r.att_faulty);
+        if self.gw.end_hooks {
+            self.request_ends(slot, Some(status), by.is_some());
+            if let Some(n) = by
+                && counted
+                && self.gw.hash.hashing.is_some()
+            {
+                self.count_home(slot, n);
+            }
+        }
+        let now = self.q.now();
         self.rec
             .answered(now, status, now.saturating_since(start), by, counted);
         if self.rec.tracks_replicas()

@@ -7,9 +7,13 @@
 //! is tested as `direct_eligible` tests every peer: tried, `down`, ejected by
 //! a policy — `max_fails`/`fail_timeout` included — or at `max_conns`); after
 //! 20 unsuccessful candidates in a request they fall back to
-//! `ngx_http_upstream_get_round_robin_peer`, as the source does.
+//! `ngx_http_upstream_get_round_robin_peer`, as the source does. HAProxy's
+//! `balance source` (`source.rs`) is dispatched from here too
+//! ([`World::pick_source`]), and every hash balancer counts the answers
+//! served off their key's home (`summary.json`'s `keys`).
 
 use super::direct::direct_eligible;
+pub(crate) use super::keys::client_addr;
 use crate::policy::Now;
 use crate::spec::{Balancer, Model};
 use crate::world::{NodeId, World};
@@ -49,19 +53,11 @@ pub(crate) fn crc32(bytes: &[u8]) -> u32 {
     !crc32_update(!0, bytes)
 }
 
-/// The IPv4 address of client key `key` (below 2^24):
-/// `10.((key >> 8) & 255).(key & 255).(key >> 16)`. `ip_hash` reads the
-/// first three octets, so keys below 65,536 are distinct /24 networks, and
-/// keys 65,536 apart share one (and so a peer).
-pub(crate) fn client_addr(key: u32) -> [u8; 4] {
-    [10, (key >> 8) as u8, key as u8, (key >> 16) as u8]
-}
-
 /// One piece of a `hash` key.
 #[derive(Clone, Debug, PartialEq)]
 enum Part {
     Text(Vec<u8>),
-    /// `$remote_addr`: the client's address as text, `10.x.y.z`.
+    /// `$remote_addr`: the client's address as text, `10.B.C.D`.
     Addr,
     /// `$binary_remote_addr`: its 4 bytes.
     BinaryAddr,
@@ -205,7 +201,7 @@ impl Chash {
 #[derive(Clone, Copy, Debug, Default)]
 pub(crate) struct HashState {
     /// The client key (`clients.keys`).
-    key: u32,
+    pub(super) key: u32,
     /// `iphp->hash` (`ip_hash`), `hp->hash` (`hash`: the running sum;
     /// `consistent`: the point).
     hash: u32,
@@ -225,6 +221,27 @@ pub(crate) struct HashParts {
     pub(crate) state: Vec<HashState>,
     /// Room for a request's key text.
     pub(crate) key_buf: Vec<u8>,
+    /// Requests answered by a node in the measurement window, and of those
+    /// the ones answered by another node than their key's home.
+    pub(crate) answered: u64,
+    pub(crate) off_home: u64,
+}
+
+impl HashParts {
+    /// `summary.keys`: the answers and those off their key's home.
+    pub(crate) fn summary(&self) -> Option<crate::metrics::KeysSummary> {
+        self.hashing.as_ref()?;
+        let share = if self.answered == 0 {
+            0.0
+        } else {
+            crate::stats::round6(self.off_home as f64 / self.answered as f64)
+        };
+        Some(crate::metrics::KeysSummary {
+            answered: self.answered,
+            off_home: self.off_home,
+            off_home_share: share,
+        })
+    }
 }
 
 /// Which hash balancer, and what it hashes.
@@ -232,6 +249,8 @@ pub(crate) enum Hashing {
     Ip,
     Hash(KeyText),
     Chash(KeyText, Chash),
+    /// HAProxy's `balance source` (`source.rs`), boxed: its maps are large.
+    Source(Box<super::source::SourceHash>),
 }
 
 impl Hashing {
@@ -249,6 +268,9 @@ impl Hashing {
                     .collect();
                 Some(Hashing::Chash(KeyText::parse(&h.key), Chash::new(&servers)))
             }
+            Balancer::Source(s) => Some(Hashing::Source(Box::new(super::source::SourceHash::new(
+                model, s,
+            )))),
             _ => None,
         }
     }
@@ -260,7 +282,7 @@ impl Hashing {
     pub(crate) fn initial(&self, key: u32, buf: &mut Vec<u8>) -> u32 {
         match self {
             Hashing::Ip => 89,
-            Hashing::Hash(_) => 0,
+            Hashing::Hash(_) | Hashing::Source(_) => 0,
             Hashing::Chash(text, points) => {
                 text.write(key, buf);
                 points.find(crc32(buf))
@@ -322,6 +344,47 @@ impl World<'_> {
         ranges[ranges.partition_point(|&(acc, _)| acc <= w)].1
     }
 
+    /// The home of client key `key`: the primary peer the balancer picks
+    /// first with every peer up (nginx's first candidate; the only peer of
+    /// a single-server upstream, which nginx balances by round-robin).
+    fn home_of(&mut self, key: u32) -> NodeId {
+        if self.gw.primary.len() == 1 {
+            return self.gw.primary[0];
+        }
+        let total = self.gw.total_weight;
+        let gw = &mut self.gw;
+        let buf = &mut gw.hash.key_buf;
+        match &gw.hash.hashing {
+            Some(Hashing::Ip) => {
+                let w = ip_rehash(89, client_addr(key)) as i64 % total;
+                self.peer_at(w)
+            }
+            Some(Hashing::Hash(text)) => {
+                text.write(key, buf);
+                let w = key_step(0, buf) as i64 % total;
+                self.peer_at(w)
+            }
+            Some(Hashing::Chash(text, points)) => {
+                text.write(key, buf);
+                let i = points.server_at(points.find(crc32(buf)));
+                gw.primary[i as usize]
+            }
+            Some(Hashing::Source(src)) => src.home(key),
+            None => unreachable!("a home without a hash balancer"),
+        }
+    }
+
+    /// A request of the measurement window was answered by `node`: count
+    /// it, and whether `node` is not its key's home.
+    #[cold]
+    pub(in crate::world::gateway) fn count_home(&mut self, slot: u32, node: NodeId) {
+        let key = self.gw.hash.state[slot as usize].key;
+        let home = self.home_of(key);
+        let h = &mut self.gw.hash;
+        h.answered += 1;
+        h.off_home += (home != node) as u64;
+    }
+
     fn hash_candidate_ok(&self, slot: u32, node: NodeId, now: Now) -> bool {
         let r = &self.gw.reqs[slot as usize];
         direct_eligible(&self.gw, self.replica_policies(r.scope), r, node, now)
@@ -334,6 +397,9 @@ impl World<'_> {
         slot: u32,
         now: Now,
     ) -> Option<NodeId> {
+        if let Some(Hashing::Source(_)) = self.gw.hash.hashing {
+            return self.pick_source(slot, now);
+        }
         if self.gw.hash.state[slot as usize].tries > 20 {
             return self.direct_pick_round_robin(slot, now);
         }
@@ -341,7 +407,7 @@ impl World<'_> {
             Some(Hashing::Ip) => self.pick_ip_hash(slot, now),
             Some(Hashing::Hash(_)) => self.pick_key_hash(slot, now),
             Some(Hashing::Chash(..)) => self.pick_chash(slot, now),
-            None => unreachable!("a hash pick without its balancer"),
+            Some(Hashing::Source(_)) | None => unreachable!("a hash pick without its balancer"),
         };
         match picked {
             Some(node) => {
@@ -434,6 +500,40 @@ impl World<'_> {
     }
 }
 
+impl World<'_> {
+    /// `balance source`: the server of the request's client among the
+    /// servers usable now, or `None` (503) when there is none or it is at
+    /// its `maxconn`. The backup set is handled within (`None` in it).
+    pub(in crate::world::gateway) fn pick_source(&mut self, slot: u32, now: Now) -> Option<NodeId> {
+        let r = &self.gw.reqs[slot as usize];
+        if r.in_backup {
+            return None;
+        }
+        let (scope, avoid) = (r.scope, r.last_node);
+        let key = self.gw.hash.state[slot as usize].key;
+        let mut usable = match self.gw.hash.hashing.as_mut() {
+            Some(Hashing::Source(src)) => std::mem::take(&mut src.usable),
+            _ => unreachable!("a source pick without its balancer"),
+        };
+        let (policies, local) = self.replica_policies(scope);
+        let gw = &self.gw;
+        usable.clear();
+        usable.extend((0..gw.n).map(|i| {
+            let node = NodeId(i as u32);
+            !gw.down[i] && policies.iter().all(|p| p.is_routable(local, node, now))
+        }));
+        let gw = &mut self.gw;
+        let Some(Hashing::Source(src)) = gw.hash.hashing.as_mut() else {
+            unreachable!()
+        };
+        let picked = src.pick(scope as usize, &usable, key, avoid);
+        src.usable = usable;
+        let node = picked?;
+        let k = gw.k(scope, node);
+        (!super::at_max_conns(gw.max_conns[node.index()], gw.conns[k])).then_some(node)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -477,22 +577,23 @@ mod tests {
     #[test]
     fn client_keys_are_ipv4_addresses_and_key_texts() {
         assert_eq!(client_addr(0), [10, 0, 0, 0]);
-        assert_eq!(client_addr(0x01_02_03), [10, 2, 3, 1]);
+        assert_eq!(client_addr(0x01_02_03), [10, 2, 3, 1 ^ 3]);
+        assert_eq!(client_addr(0x05_00_07), [10, 0, 7, 5 ^ 7]);
         let mut buf = Vec::new();
         KeyText::parse("$remote_addr").write(0x01_02_03, &mut buf);
-        assert_eq!(buf, b"10.2.3.1");
+        assert_eq!(buf, b"10.2.3.2");
         KeyText::parse("$request_uri").write(42, &mut buf);
         assert_eq!(buf, b"/k42");
         KeyText::parse("$scheme://${host}$uri?x").write(7, &mut buf);
         assert_eq!(buf, b"k7://k7/k7?x");
         KeyText::parse("$binary_remote_addr").write(258, &mut buf);
-        assert_eq!(buf, [10, 1, 2, 0]);
+        assert_eq!(buf, [10, 1, 2, 2]);
         KeyText::parse("fixed$").write(1, &mut buf);
         assert_eq!(buf, b"fixed$");
     }
 
     /// `ngx_http_upstream_get_ip_hash_peer`'s arithmetic by hand: from 89,
-    /// `(h * 113 + octet) % 6271` over 10, 0, 5 (key 5 is 10.0.5.0):
+    /// `(h * 113 + octet) % 6271` over 10, 0, 5 (key 5 is 10.0.5.5):
     /// 89 * 113 + 10 = 10067 % 6271 = 3796; 3796 * 113 + 0 = 428948 % 6271 = 2520;
     /// 2520 * 113 + 5 = 284765 % 6271 = 2570. With three peers of weight 1,
     /// 2570 % 3 = 2: the third peer. Its rehash (the second attempt):
@@ -603,6 +704,74 @@ mod tests {
         assert_eq!(c.server_at(3), 0, "past the last point: the first");
     }
 
+    /// Measured on nginx 1.22.1 (`calibration/source_hash.py`): upstream
+    /// servers `127.0.0.1:19400`…`19404` of weights 1, 2, 1, 1, 1, clients
+    /// from 64 loopback addresses, the server chosen for each with every
+    /// server up and with the third `down`.
+    #[test]
+    fn real_nginx_ip_hash_and_consistent_hash_agree() {
+        const MEASURED: [(&str, bool, &str); 4] = [
+            (
+                "ip_hash",
+                false,
+                "4102031131414220213144114142202131441420210313114314102003131411",
+            ),
+            (
+                "ip_hash",
+                true,
+                "4101031131414310113144114144301131441440310313114314100003131411",
+            ),
+            (
+                "chash",
+                false,
+                "1122114104322114111221131114331014101440431322311100102001200414",
+            ),
+            (
+                "chash",
+                true,
+                "1110114104300114111311131114331014101440431333311100100001100414",
+            ),
+        ];
+        let names: Vec<String> = (0..5).map(|i| format!("127.0.0.1:{}", 19400 + i)).collect();
+        let servers: Vec<(&str, u32)> = (0..5)
+            .map(|i| (names[i].as_str(), 1 + (i == 1) as u32))
+            .collect();
+        let ring = Chash::new(&servers);
+        // The weighted walk over weights 1, 2, 1, 1, 1.
+        let walk = |w: u32| [0, 1, 1, 2, 3, 4][(w % 6) as usize];
+        for (balancer, down, expected) in MEASURED {
+            let usable = |n: u32| !(down && n == 2);
+            let got: String = (0..64u32)
+                .map(|k| {
+                    let addr = [
+                        127,
+                        (k * 37 % 256) as u8,
+                        ((k * 11 + 3) % 256) as u8,
+                        (1 + k * 5 % 254) as u8,
+                    ];
+                    let n = if balancer == "ip_hash" {
+                        let mut h = 89;
+                        loop {
+                            h = ip_rehash(h, addr);
+                            if usable(walk(h)) {
+                                break walk(h);
+                            }
+                        }
+                    } else {
+                        let text = format!("{}.{}.{}.{}", addr[0], addr[1], addr[2], addr[3]);
+                        let i = ring.find(crc32(text.as_bytes()));
+                        (0..)
+                            .map(|j| ring.server_at(i + j))
+                            .find(|&n| usable(n))
+                            .unwrap()
+                    };
+                    char::from(b'0' + n as u8)
+                })
+                .collect();
+            assert_eq!(got, expected, "{balancer}, down: {down}");
+        }
+    }
+
     // Whole runs: the request with id i (1, 2…) draws the i-th key of the
     // keys stream; the trace gives each attempt's node.
 
@@ -685,6 +854,39 @@ mod tests {
         }
     }
 
+    /// `summary.keys`: no answer is off its key's home without faults; with
+    /// a crash, exactly the answers of the crashed node's keys given by
+    /// another node are (ejected, `max_fails=1`, for 5 s at a time).
+    #[test]
+    fn off_home_counts_the_answers_a_crash_moved() {
+        for balancer in [
+            json!("ip_hash"),
+            json!({"hash": {"key": "$remote_addr"}}),
+            json!({"hash": {"key": "$request_uri", "consistent": true}}),
+        ] {
+            let m = model(balancer.clone(), json!([]));
+            let k = World::new(&m, m.seed, None).run().keys.unwrap();
+            assert!(k.answered > 8000, "{balancer}: {k:?}");
+            assert_eq!(k.off_home, 0, "{balancer}");
+            let crashed = NODES[2];
+            let m = model(
+                balancer.clone(),
+                json!([{"kind": "crash", "node": crashed, "at": "10s", "for": "10s"}]),
+            );
+            let home = homes(&Hashing::of(&m).unwrap());
+            let moved = run(&m)
+                .iter()
+                .filter(|(key, a)| {
+                    let last = &a.last().unwrap().1;
+                    home[*key as usize] == crashed && last != crashed
+                })
+                .count() as u64;
+            let k = World::new(&m, m.seed, None).run().keys.unwrap();
+            assert_eq!(k.off_home, moved, "{balancer}: {k:?}");
+            assert!(moved > 100, "{balancer}: {moved}");
+        }
+    }
+
     /// The nodes a request of client `key` tries in order when every one
     /// is available but those it already tried: nginx's sequence of
     /// candidates (ip_hash: rehash; hash: the next step's sum; consistent:
@@ -719,6 +921,7 @@ mod tests {
                     .map(|j| NODES[c.server_at(i + j) as usize].to_string())
                     .collect()
             }
+            Hashing::Source(_) => unreachable!("nginx's balancers only"),
         }
     }
 

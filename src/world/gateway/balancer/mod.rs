@@ -17,7 +17,7 @@ pub(crate) enum PickKind {
     HaproxyRoundRobin,
     LeastConn,
     RandomTwo,
-    /// `ip_hash` or `hash`: always by direct scans.
+    /// `ip_hash`, `hash` or HAProxy's `source`: always by direct scans.
     Hash,
 }
 
@@ -29,15 +29,17 @@ impl PickKind {
             Balancer::RoundRobin => PickKind::RoundRobin,
             Balancer::LeastConn => PickKind::LeastConn,
             Balancer::RandomTwo => PickKind::RandomTwo,
-            Balancer::IpHash | Balancer::Hash(_) => PickKind::Hash,
+            Balancer::IpHash | Balancer::Hash(_) | Balancer::Source(_) => PickKind::Hash,
         }
     }
 }
 
 pub(super) mod direct;
 pub(super) mod hash;
+pub(super) mod keys;
 pub(super) mod pick;
 pub(super) mod routing;
+pub(super) mod source;
 
 use crate::policy::{AttemptReport, AttemptResult, Charge, Now};
 use crate::spec::Model;
