@@ -783,18 +783,18 @@ impl World<'_> {
     /// The gateway answers the client with `status`; `by` is the node whose
     /// response is relayed (already freed as a success).
     fn finalize(&mut self, slot: u32, status: u16, by: Option<NodeId>) {
-        let r = &self.gw.reqs[slot as usize];
-        let (start, counted, client, faulty) = (r.start, r.counted, r.client, r.att_faulty);
         if self.gw.end_hooks {
             self.request_ends(slot, Some(status), by.is_some());
             if let Some(n) = by
-                && counted
                 && self.gw.hash.hashing.is_some()
+                && self.gw.reqs[slot as usize].counted
             {
                 self.count_home(slot, n);
             }
         }
         let now = self.q.now();
+        let r = &self.gw.reqs[slot as usize];
+        let (start, counted, client, faulty) = (r.start, r.counted, r.client, r.att_faulty);
         self.rec
             .answered(now, status, now.saturating_since(start), by, counted);
         if self.rec.tracks_replicas()
