@@ -81,6 +81,10 @@ pub struct ClientSummary {
     pub slower_than: BTreeMap<String, u64>,
 }
 
+fn is_nought(x: &u64) -> bool {
+    *x == 0
+}
+
 fn is_zero(x: &f64) -> bool {
     *x == 0.0
 }
@@ -155,6 +159,15 @@ pub struct NodeSummary {
     /// failures by cause.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub connections: Option<super::NodeConnections>,
+    /// With `gateway.slow_start`: the ramps it began (returns to service,
+    /// summed over gateway scopes' views, one per readmission notice).
+    #[serde(default, skip_serializing_if = "is_nought")]
+    pub warmups: u64,
+    /// With `gateway.slow_start`: its share of the picks made (of counted
+    /// requests, in its replica's scopes) while it was warming up; absent
+    /// if it never was.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub warmup_share: Option<f64>,
 }
 
 /// Durations of probing rounds (a prober that probes all nodes in rounds).

@@ -104,6 +104,13 @@ pub struct NodeStats {
     pub share: Spread,
     #[serde(default)]
     pub utilization: Spread,
+    /// With `gateway.slow_start`: its share of the picks while it warmed
+    /// up, over the runs in which it did.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub warmup_share: Option<Spread>,
+    /// With `gateway.slow_start`: the ramps it began.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub warmups: Option<Spread>,
     /// With gateway replicas: the fleet's view, over the runs.
     #[serde(flatten, default, skip_serializing_if = "Option::is_none")]
     pub fleet: Option<FleetStats>,
@@ -247,6 +254,14 @@ impl NodeStats {
             recovery_delay_s: over_some(nodes, |n| n.recovery_delay_s),
             share: over(nodes, |n| n.share),
             utilization: over(nodes, |n| n.utilization),
+            warmup_share: nodes
+                .iter()
+                .any(|n| n.warmup_share.is_some())
+                .then(|| over_some(nodes, |n| n.warmup_share)),
+            warmups: nodes
+                .iter()
+                .any(|n| n.warmups > 0)
+                .then(|| count(|n| n.warmups)),
             fleet: nodes[0].fleet.is_some().then(|| {
                 let fleets: Vec<_> = nodes.iter().filter_map(|n| n.fleet.as_ref()).collect();
                 FleetStats {

@@ -294,6 +294,11 @@ pub struct GatewaySpec {
     /// applies to keep-alive clients).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub pool: Option<PoolSpec>,
+    /// A node's weight ramps up after it returns to service: HAProxy's
+    /// `slowstart` with `flavor: haproxy`, else Envoy's `slow_start_config`.
+    /// Default: none, a returning node takes its full weight at once.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub slow_start: Option<super::slow_start::SlowStartSpec>,
 }
 
 fn is_one(n: &u32) -> bool {
@@ -429,6 +434,7 @@ impl Default for GatewaySpec {
             spread: Spread::RoundRobin,
             healthy_panic_threshold: None,
             pool: None,
+            slow_start: None,
         }
     }
 }

@@ -483,6 +483,9 @@ impl<'s> World<'s> {
         if let Some(p) = &self.pool {
             p.summarize(&mut summary);
         }
+        if let Some(w) = &self.gw.warm {
+            w.summarize(&mut summary);
+        }
         if let Some(p) = &self.pods {
             let names: Vec<String> = self.model.nodes.iter().map(|n| n.name.clone()).collect();
             summary.pods = Some(p.log().summarize(cut.unwrap_or(end), &names));

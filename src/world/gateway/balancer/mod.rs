@@ -38,6 +38,7 @@ pub(super) mod direct;
 pub(super) mod hash;
 pub(super) mod pick;
 pub(super) mod routing;
+pub(crate) mod warm;
 
 use crate::policy::{AttemptReport, AttemptResult, Charge, Now};
 use crate::spec::Model;
