@@ -37,6 +37,7 @@ mod robust_outputs;
 mod scenarios;
 mod schema;
 mod seeds;
+mod slow_start;
 mod slurm;
 mod sweep;
 mod tune;

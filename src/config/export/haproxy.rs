@@ -143,6 +143,9 @@ pub fn write_with(model: &Model, opts: &Options) -> Result<String, Unsupported> 
         if n.max_conns > 0 {
             let _ = write!(s, " maxconn {}", n.max_conns);
         }
+        if let Some(ss) = &model.gateway.slow_start {
+            let _ = write!(s, " slowstart {}", t(ss.window)?);
+        }
         if n.backup {
             s.push_str(" backup");
         }

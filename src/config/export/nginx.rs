@@ -24,6 +24,13 @@ pub fn write_with(model: &Model, opts: &Options) -> Result<String, Unsupported> 
             "gateway.healthy_panic_threshold is Envoy's; nginx has no panic mode".into(),
         ));
     }
+    if g.slow_start.is_some() {
+        return Err(Unsupported(
+            "gateway.slow_start on the nginx pipeline is Envoy's slow_start_config; open-source \
+             nginx has no slow start (export it with --to envoy or --to istio)"
+                .into(),
+        ));
+    }
     let mut passive = None;
     let mut check = None;
     for p in &model.policies {

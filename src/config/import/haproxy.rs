@@ -316,6 +316,8 @@ struct ServerParams {
     /// `observe`, `error_limit`, `on_error` in the policy's spelling.
     checks: Map<String, Value>,
     node: Map<String, Value>,
+    /// `slowstart`: the window and its line (`None`: none, or `slowstart 0`).
+    slowstart: Option<(SimDuration, Loc)>,
 }
 
 #[derive(Debug, Default)]
@@ -530,6 +532,7 @@ impl Backend {
                  server at its maxconn fails at once instead of waiting",
             );
         }
+        slow_start(&self.servers, d);
         for (name, p, at) in &self.servers {
             let mut node = p.node.clone();
             node.insert("name".into(), json!(name));
@@ -886,6 +889,29 @@ fn status_list(pattern: &str) -> Result<Vec<(u32, u32)>, String> {
     Ok(out)
 }
 
+/// `slowstart` (`srv_parse_slowstart`): the model's `gateway.slow_start`
+/// is one window for every node, the first server's that has one.
+fn slow_start(servers: &[(String, ServerParams, Loc)], d: &mut Draft) {
+    let Some((first, (window, at))) = servers
+        .iter()
+        .find_map(|(name, p, _)| p.slowstart.as_ref().map(|s| (name, s)))
+    else {
+        return;
+    };
+    for (name, p, sat) in servers {
+        if p.slowstart.as_ref().map(|s| s.0) != Some(*window) {
+            d.warn(
+                sat,
+                format!(
+                    "server {name}'s slowstart differs from {first}'s: the model ramps \
+                     every returning node over one window, {first}'s {window}"
+                ),
+            );
+        }
+    }
+    d.gateway("slow_start", json!({ "window": window }), at);
+}
+
 /// Applies `params` (a server line's or `default-server`'s) over `base`.
 fn server_params(
     mut p: ServerParams,
@@ -962,7 +988,12 @@ fn server_params(
                 p.node.insert("max_conns".into(), json!(int(value()?, at, kw)?));
                 i += 1;
             }
-            "slowstart" | "agent-port" | "agent-inter" | "agent-addr" | "agent-send" | "track"
+            "slowstart" => {
+                let t = time(value()?, at)?;
+                p.slowstart = (!t.is_zero()).then(|| (t, at.clone()));
+                i += 1;
+            }
+            "agent-port" | "agent-inter" | "agent-addr" | "agent-send" | "track"
             | "cookie" | "on-marked-down" | "on-marked-up" | "maxqueue" | "minconn"
             | "resolvers" | "port" | "addr" => {
                 value()?;
