@@ -578,6 +578,15 @@ pub struct NodeSpec {
     /// the last with `Connection: close`). Default: no limit.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub keepalive_requests: Option<u32>,
+    /// The port its health checks go to when it is not the traffic's
+    /// (HAProxy's server `check port N`): a separate endpoint on the same
+    /// host, which answers a check at once. A crash or partition of the
+    /// node (its host) fails the checks; a hang, stop, slowdown, errors or
+    /// a full accept queue of the traffic port do not, so a check can pass
+    /// while the traffic fails. Default: none, the checks go where the
+    /// traffic goes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub check_port: Option<u16>,
     /// This node is a Kubernetes pod: its lifecycle, over the model's `pods`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pod: Option<PodSpec>,

@@ -2,6 +2,7 @@
 
 mod calibration;
 mod charts;
+mod check_port;
 mod cli;
 mod connections;
 mod corpus;

@@ -51,6 +51,10 @@ pub fn write_with(model: &Model, opts: &Options) -> Result<String, Unsupported> 
                 if n.weight != 1 {
                     e["load_balancing_weight"] = json!(n.weight);
                 }
+                if let Some(port) = n.check_port {
+                    // `Endpoint.HealthCheckConfig.port_value`: the checks' port.
+                    e["endpoint"]["health_check_config"] = json!({ "port_value": port });
+                }
                 e
             })
             .collect();

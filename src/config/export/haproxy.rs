@@ -130,6 +130,9 @@ pub fn write_with(model: &Model, opts: &Options) -> Result<String, Unsupported> 
         let _ = write!(s, "    server {sname} {addr}");
         if let Some(c) = &check {
             check_params(c, &mut s)?;
+            if let Some(port) = n.check_port {
+                let _ = write!(s, " port {port}");
+            }
         }
         if n.weight != 1 {
             if n.weight > 256 {

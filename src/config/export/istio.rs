@@ -12,6 +12,7 @@ use serde_json::{Value, json};
 pub fn write(model: &Model) -> Result<String, Unsupported> {
     let g = &model.gateway;
     super::nginx_like(model)?;
+    super::no_check_port(model, "Istio")?;
     let simple = match g.balancer {
         Balancer::RoundRobin => "ROUND_ROBIN",
         Balancer::IpHash | Balancer::Hash(_) => {

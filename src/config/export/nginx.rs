@@ -17,6 +17,7 @@ pub fn write(model: &Model) -> Result<String, Unsupported> {
 
 /// [`write`] with other addresses.
 pub fn write_with(model: &Model, opts: &Options) -> Result<String, Unsupported> {
+    super::no_check_port(model, "nginx")?;
     let g = &model.gateway;
     super::nginx_like(model)?;
     if g.healthy_panic_threshold.is_some_and(|p| p > 0.0) {

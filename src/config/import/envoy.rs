@@ -499,6 +499,19 @@ impl Reader<'_> {
                         node["weight"] = json!(w);
                     }
                 }
+                // `health_check_config.port_value` (Envoy's
+                // `Endpoint.HealthCheckConfig`): the checks' own port.
+                if let Some(hp) = e.pointer("/endpoint/health_check_config/port_value") {
+                    let hp = yaml::uint(hp).filter(|&p| p <= 65_535).ok_or_else(|| {
+                        at.error(format!(
+                            "health_check_config.port_value: expected a port (0 to 65535), found {}",
+                            shown(hp)
+                        ))
+                    })?;
+                    if hp != 0 && Some(hp) != port {
+                        node["check_port"] = json!(hp);
+                    }
+                }
                 if priority > 0 {
                     node["backup"] = json!(true);
                     if !warned_priority {

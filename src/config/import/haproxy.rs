@@ -489,8 +489,15 @@ impl Backend {
                 let base = self.default_server.clone();
                 self.default_server = server_params(base, params, at, d)?;
             }
-            ["server", name, _addr, params @ ..] => {
-                let p = server_params(self.default_server.clone(), params, at, d)?;
+            ["server", name, addr, params @ ..] => {
+                let mut p = server_params(self.default_server.clone(), params, at, d)?;
+                // `check port N` on the traffic's own port is no other endpoint.
+                let own = addr
+                    .rsplit_once(':')
+                    .and_then(|(_, port)| port.parse::<u64>().ok());
+                if p.node.get("check_port").and_then(Value::as_u64) == own {
+                    p.node.remove("check_port");
+                }
                 self.servers.push((name.to_string(), p, at.clone()));
             }
             ["server", ..] => {
@@ -993,9 +1000,19 @@ fn server_params(
                 p.slowstart = (!t.is_zero()).then(|| (t, at.clone()));
                 i += 1;
             }
+            "port" => {
+                let v = value()?;
+                let port = v
+                    .parse::<u16>()
+                    .ok()
+                    .filter(|&n| n > 0)
+                    .ok_or_else(|| at.error(format!("port: expected a port number 1 to 65535, found \"{v}\"")))?;
+                p.node.insert("check_port".into(), json!(port));
+                i += 1;
+            }
             "agent-port" | "agent-inter" | "agent-addr" | "agent-send" | "track"
             | "cookie" | "on-marked-down" | "on-marked-up" | "maxqueue" | "minconn"
-            | "resolvers" | "port" | "addr" => {
+            | "resolvers" | "addr" => {
                 value()?;
                 d.warn(at, format!("server keyword `{kw}` is not modelled"));
                 i += 1;
