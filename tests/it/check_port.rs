@@ -30,6 +30,13 @@ fn haproxy(port: &str) -> String {
 /// port leaves it UP (its requests time out on `timeout server`) where the
 /// same config without `port` marks it DOWN; a crash marks it DOWN either
 /// way. Written back with `port 9090`, `haproxy -c` takes it.
+///
+/// The real HAProxy 2.6.12 does the same: `server A 127.0.0.1:18081 check
+/// inter 500ms rise 1 fall 2 port 18091` (`option httpchk`, `timeout server
+/// 1s`, another process answering on 18091), A's traffic process stopped
+/// (SIGSTOP) for 3 s: `show stat` still says UP, and of 10 requests
+/// through the round robin 5 are 504 (A's, after `timeout server`) and 5
+/// are B's 200.
 #[test]
 fn a_check_on_another_port_keeps_a_hung_server_up_under_haproxy() {
     let dir = tmp("check-port");
