@@ -44,6 +44,7 @@ pub fn to_string_pretty_with_capacity<T: Serialize + ?Sized>(
         spread_cache: vec![None; SpreadKey::SLOTS],
         pool: Vec::new(),
         plain_names: [(0, 0); PLAIN_NAMES],
+        marks_pool: Vec::new(),
     };
     let _active = Active::enter();
     value.serialize(&mut w)?;
@@ -196,6 +197,8 @@ struct Pretty {
     pool: Vec<Sorted>,
     /// Field names known to need no escape, by address and length.
     plain_names: [(usize, usize); PLAIN_NAMES],
+    /// The field marks of [`Ascending`] objects that have been written.
+    marks_pool: Vec<Vec<(&'static str, usize, usize)>>,
 }
 
 /// Slots of [`Pretty::plain_names`].
@@ -368,9 +371,31 @@ impl Pretty {
         self.depth += 1;
         Compound {
             sorted: (self.sorted && bracket == b'{').then(|| self.pool.pop().unwrap_or_default()),
+            ascending: None,
             w: self,
             first: true,
             close: if bracket == b'{' { b'}' } else { b']' },
+        }
+    }
+
+    /// A struct's object: under [`sorted`], written as it comes while its
+    /// field names come in ascending order (most structs of a model), and
+    /// sorted like a map's from the first that does not.
+    fn open_struct(&mut self) -> Compound<'_> {
+        if !self.sorted {
+            return self.open(b'{');
+        }
+        self.out.push(b'{');
+        self.depth += 1;
+        Compound {
+            sorted: None,
+            ascending: Some(Ascending {
+                body: self.out.len(),
+                marks: self.marks_pool.pop().unwrap_or_default(),
+            }),
+            w: self,
+            first: true,
+            close: b'}',
         }
     }
 }
@@ -382,6 +407,20 @@ struct Compound<'a> {
     close: u8,
     /// An object written with its keys sorted: its entries so far.
     sorted: Option<Sorted>,
+    /// A struct's object under [`sorted`] whose fields have come in
+    /// ascending order so far, and are written as they come.
+    ascending: Option<Ascending>,
+}
+
+/// Where the fields of an [`Pretty::open_struct`] object lie in the
+/// document, to be moved into a [`Sorted`] arena should a field come out of
+/// order.
+struct Ascending {
+    /// Where the object's body begins (after its `{`).
+    body: usize,
+    /// Each field's name, where its line begins (its `,` or line break)
+    /// and where its name begins.
+    marks: Vec<(&'static str, usize, usize)>,
 }
 
 /// The entries of a sorted object, written at its end in key order.
@@ -418,6 +457,17 @@ impl<'a> Compound<'a> {
     }
 
     fn field(&mut self, key: &'static str) -> Result<(), serde_json::Error> {
+        if let Some(a) = &mut self.ascending {
+            if a.marks.last().is_none_or(|&(last, ..)| last < key) {
+                let first = std::mem::replace(&mut self.first, false);
+                let line = self.w.out.len();
+                let name = line + usize::from(!first) + 1 + 2 * self.w.depth;
+                a.marks.push((key, line, name));
+                self.w.field_line(first, key);
+                return Ok(());
+            }
+            self.out_of_order();
+        }
         match &mut self.sorted {
             Some(s) => {
                 let (start, ()) = into_arena(self.w, s, |w| {
@@ -467,8 +517,33 @@ impl<'a> Compound<'a> {
         }
     }
 
+    /// A field came out of order: the fields written so far move into a
+    /// [`Sorted`] arena, and the rest of the object is sorted with them.
+    fn out_of_order(&mut self) {
+        let Some(mut a) = self.ascending.take() else {
+            return;
+        };
+        let mut s = self.w.pool.pop().unwrap_or_default();
+        let out = &self.w.out;
+        for (i, &(key, _, name)) in a.marks.iter().enumerate() {
+            let end = a.marks.get(i + 1).map_or(out.len(), |m| m.1);
+            let start = s.arena.len();
+            s.arena.extend_from_slice(&out[name..end]);
+            s.entries.push((Cow::Borrowed(key), start..s.arena.len()));
+        }
+        self.w.out.truncate(a.body);
+        self.first = true;
+        a.marks.clear();
+        self.w.marks_pool.push(a.marks);
+        self.sorted = Some(s);
+    }
+
     /// Closes the object or array; gives back the writer.
     fn finish(mut self) -> Result<&'a mut Pretty, serde_json::Error> {
+        if let Some(mut a) = self.ascending.take() {
+            a.marks.clear();
+            self.w.marks_pool.push(a.marks);
+        }
         if let Some(mut s) = self.sorted.take() {
             // A `BTreeMap` keeps the last value of a repeated key.
             s.entries.reverse();
@@ -643,7 +718,7 @@ impl<'a> ser::Serializer for &'a mut Pretty {
         Ok(self.open(b'{'))
     }
     fn serialize_struct(self, _: &'static str, _: usize) -> Result<Compound<'a>, Self::Error> {
-        Ok(self.open(b'{'))
+        Ok(self.open_struct())
     }
     fn serialize_struct_variant(
         self,
@@ -915,6 +990,63 @@ mod tests {
 
     /// The word-at-a-time test agrees with the byte-by-byte one for every
     /// byte at every position of strings of 0 to 24 bytes.
+    /// Structs under `sorted`: written as they come while their fields
+    /// ascend, moved into the sorted arena from the first that does not
+    /// (at the second field, at the last, after nested objects and arrays,
+    /// with an escaped name), and sorted as a `Value` sorts them.
+    #[test]
+    fn sorted_structs_in_and_out_of_order() {
+        #[derive(Serialize)]
+        struct Nested {
+            y: Vec<u8>,
+            x: Option<f64>,
+        }
+        #[derive(Serialize)]
+        struct Empty {}
+        #[derive(Serialize)]
+        struct Late {
+            a: Nested,
+            b: Vec<Nested>,
+            c: Empty,
+            #[serde(rename = "a\"q")]
+            aa: &'static str,
+        }
+        #[derive(Serialize)]
+        struct Asc {
+            a: u8,
+            b: Nested,
+            c: Late,
+            d: Vec<Late>,
+            e: E,
+        }
+        #[derive(Serialize)]
+        struct Top(#[serde(serialize_with = "sorted")] Asc, Asc);
+        let nested = || Nested {
+            y: vec![1, 2],
+            x: Some(0.25),
+        };
+        let late = || Late {
+            a: nested(),
+            b: vec![nested(), nested()],
+            c: Empty {},
+            aa: "v",
+        };
+        let asc = || Asc {
+            a: 1,
+            b: nested(),
+            c: late(),
+            d: vec![late()],
+            e: E::Struct { b: 1.0, a: None },
+        };
+        let top = Top(asc(), asc());
+        let ours = to_string_pretty(&top).unwrap();
+        let theirs = serde_json::to_string_pretty(&top).unwrap();
+        assert_eq!(ours, theirs);
+        let value = serde_json::to_string_pretty(&serde_json::to_value(asc()).unwrap()).unwrap();
+        let sorted_part = to_string_pretty(&Top(asc(), asc())).unwrap();
+        assert!(sorted_part.contains(&value.replace('\n', "\n  ")));
+    }
+
     #[test]
     fn needs_escape_is_the_byte_test() {
         let slow = |s: &[u8]| s.iter().any(|&b| b < 0x20 || b == b'"' || b == b'\\');
