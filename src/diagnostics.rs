@@ -102,11 +102,33 @@ where
     D: Deserializer<'de>,
     T: Deserialize<'de>,
 {
+    if UNTRACKED.with(std::cell::Cell::get) {
+        return T::deserialize(d);
+    }
     let mut track = serde_path_to_error::Track::new();
     T::deserialize(serde_path_to_error::Deserializer::new(d, &mut track)).map_err(|e| {
         let (path, msg) = join(&track.path().to_string(), &e.to_string());
         D::Error::custom(format!("{MARK}{}{MARK}{msg}", without_mark(&path)))
     })
+}
+
+thread_local! {
+    /// Set by [`untracked`]: [`tracked`] then reads without a tracker.
+    static UNTRACKED: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// Runs `f` with [`tracked`] reading variant bodies without their path: for a
+/// first attempt whose error is thrown away (a second one, tracked, names
+/// the path), as a model of 1,000 nodes reads 1,000 tagged service times.
+pub fn untracked<R>(f: impl FnOnce() -> R) -> R {
+    struct Restore(bool);
+    impl Drop for Restore {
+        fn drop(&mut self) {
+            UNTRACKED.with(|u| u.set(self.0));
+        }
+    }
+    let _restore = Restore(UNTRACKED.with(|u| u.replace(true)));
+    f()
 }
 
 /// The body of a tagged variant that has no fields: anything besides the tag

@@ -77,9 +77,18 @@ impl Spread {
     /// The spread of `xs`, sorted on the stack when they are few (one per
     /// replication: a summary of 10,000 nodes computes 200,000 spreads).
     pub fn of_iter(xs: impl IntoIterator<Item = f64>) -> Spread {
+        // One replication (the common case): nothing to sort or to keep.
+        let mut xs = xs.into_iter();
+        let Some(first) = xs.next() else {
+            return Spread::default();
+        };
+        let Some(second) = xs.next() else {
+            return Spread::of_sorted(&[first]);
+        };
         const STACK: usize = 32;
         let mut stack = [0.0; STACK];
-        let mut n = 0;
+        stack[..2].copy_from_slice(&[first, second]);
+        let mut n = 2;
         let mut heap: Vec<f64> = Vec::new();
         for x in xs {
             if n < STACK {

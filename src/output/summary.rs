@@ -75,8 +75,9 @@ pub struct LatencyStats {
     pub p999: Spread,
 }
 
-/// One node over the replications (fields in the file's order).
-#[derive(Clone, Debug, Default, Deserialize, Serialize, PartialEq)]
+/// One node over the replications (fields in the file's order). Written by
+/// the `Serialize` below, read back by the derived `Deserialize`.
+#[derive(Clone, Debug, Default, Deserialize, PartialEq)]
 pub struct NodeStats {
     pub answered: Spread,
     pub attempts: Spread,
@@ -114,6 +115,49 @@ pub struct NodeStats {
     /// With gateway replicas: the fleet's view, over the runs.
     #[serde(flatten, default, skip_serializing_if = "Option::is_none")]
     pub fleet: Option<FleetStats>,
+}
+
+/// The fields in the order the struct declares them, `fleet`'s inline: the
+/// text serde's derive writes, as a struct rather than a map (see
+/// `NodeSummary`'s `Serialize`).
+impl Serialize for NodeStats {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeStruct as _;
+        let len = 17
+            + usize::from(self.connections.is_some())
+            + usize::from(self.probe_share.is_some())
+            + 3 * usize::from(self.fleet.is_some());
+        let mut st = s.serialize_struct("NodeStats", len)?;
+        st.serialize_field("answered", &self.answered)?;
+        st.serialize_field("attempts", &self.attempts)?;
+        st.serialize_field("backlog_refused", &self.backlog_refused)?;
+        if let Some(c) = &self.connections {
+            st.serialize_field("connections", c)?;
+        }
+        st.serialize_field("ejected_time_s", &self.ejected_time_s)?;
+        st.serialize_field("ejections", &self.ejections)?;
+        st.serialize_field("failures", &self.failures)?;
+        st.serialize_field("false_ejections", &self.false_ejections)?;
+        st.serialize_field("fault_attempts", &self.fault_attempts)?;
+        st.serialize_field("fault_attempts_ok", &self.fault_attempts_ok)?;
+        st.serialize_field("first_ejection_delay_s", &self.first_ejection_delay_s)?;
+        st.serialize_field("name", &self.name)?;
+        st.serialize_field("peak_queue", &self.peak_queue)?;
+        st.serialize_field("probe_load_per_s", &self.probe_load_per_s)?;
+        if let Some(p) = &self.probe_share {
+            st.serialize_field("probe_share", p)?;
+        }
+        st.serialize_field("probes", &self.probes)?;
+        st.serialize_field("recovery_delay_s", &self.recovery_delay_s)?;
+        st.serialize_field("share", &self.share)?;
+        st.serialize_field("utilization", &self.utilization)?;
+        if let Some(f) = &self.fleet {
+            st.serialize_field("ejected_replica_s", &f.ejected_replica_s)?;
+            st.serialize_field("last_ejection_delay_s", &f.last_ejection_delay_s)?;
+            st.serialize_field("replicas_ejected", &f.replicas_ejected)?;
+        }
+        st.end()
+    }
 }
 
 /// [`NodeFleet`](crate::metrics::NodeFleet) over the runs.
@@ -397,5 +441,87 @@ mod tests {
         assert_eq!(back.nodes, summary.nodes);
         // the timeline and ejection log are not in summary.json (they have CSV files)
         assert_eq!(back.to_json(), summary.to_json());
+    }
+
+    /// `NodeStats`'s hand-written `Serialize` writes every field under its
+    /// own name, in the file's (sorted) order with the fleet's fields last,
+    /// as `#[serde(flatten)]` placed them; the derived `Deserialize` reads it
+    /// back. (A field added to the struct breaks this literal.)
+    #[test]
+    fn node_stats_round_trip_with_every_field_in_order() {
+        let s = |n: usize| Spread {
+            max: Some(n as f64),
+            mean: None,
+            median: Some(0.5),
+            min: Some(0.0),
+            n,
+        };
+        let n = NodeStats {
+            answered: s(1),
+            attempts: s(2),
+            backlog_refused: s(3),
+            connections: Some(Default::default()),
+            ejected_time_s: s(4),
+            ejections: s(5),
+            failures: s(6),
+            false_ejections: s(7),
+            fault_attempts: s(8),
+            fault_attempts_ok: s(9),
+            first_ejection_delay_s: s(10),
+            name: "a".into(),
+            peak_queue: s(11),
+            probe_load_per_s: s(12),
+            probe_share: Some(s(13)),
+            probes: s(14),
+            recovery_delay_s: s(15),
+            share: s(16),
+            utilization: s(17),
+            fleet: Some(FleetStats {
+                ejected_replica_s: s(18),
+                last_ejection_delay_s: s(19),
+                replicas_ejected: s(20),
+            }),
+        };
+        let text = crate::output::json::to_string_pretty(&n).unwrap();
+        assert_eq!(text, serde_json::to_string_pretty(&n).unwrap());
+        let back: NodeStats = serde_json::from_str(&text).unwrap();
+        assert_eq!(back, n);
+        let keys = [
+            "answered",
+            "attempts",
+            "backlog_refused",
+            "connections",
+            "ejected_time_s",
+            "ejections",
+            "failures",
+            "false_ejections",
+            "fault_attempts",
+            "fault_attempts_ok",
+            "first_ejection_delay_s",
+            "name",
+            "peak_queue",
+            "probe_load_per_s",
+            "probe_share",
+            "probes",
+            "recovery_delay_s",
+            "share",
+            "utilization",
+            "ejected_replica_s",
+            "last_ejection_delay_s",
+            "replicas_ejected",
+        ];
+        let at: Vec<usize> = keys
+            .iter()
+            .map(|k| {
+                text.find(&format!("\n  \"{k}\":"))
+                    .unwrap_or_else(|| panic!("{k}"))
+            })
+            .collect();
+        assert!(at.is_sorted(), "{text}");
+        let bare = NodeStats::default();
+        let text = serde_json::to_string(&bare).unwrap();
+        for absent in ["probe_share", "replicas_ejected", "connections"] {
+            assert!(!text.contains(absent), "{text}");
+        }
     }
 }

@@ -109,7 +109,7 @@ pub fn from_document<T: serde::de::DeserializeOwned>(doc: &Value, path: &Path) -
     // Tracking the path of every value costs a third of reading a model of
     // many nodes: read without it, and again with it only to say where an
     // error is (the same `Deserialize`, so the same error).
-    if let Ok(v) = T::deserialize(doc) {
+    if let Ok(v) = diagnostics::untracked(|| T::deserialize(doc)) {
         return Ok(v);
     }
     serde_path_to_error::deserialize(doc).map_err(|e| {
