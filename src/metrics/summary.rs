@@ -182,7 +182,9 @@ impl Serialize for NodeSummary {
         let len = 17
             + usize::from(!is_zero(&self.probe_share))
             + 3 * usize::from(self.fleet.is_some())
-            + usize::from(self.connections.is_some());
+            + usize::from(self.connections.is_some())
+            + usize::from(!is_nought(&self.warmups))
+            + usize::from(self.warmup_share.is_some());
         let mut st = s.serialize_struct("NodeSummary", len)?;
         st.serialize_field("name", &self.name)?;
         st.serialize_field("attempts", &self.attempts)?;
@@ -211,6 +213,12 @@ impl Serialize for NodeSummary {
         }
         if let Some(c) = &self.connections {
             st.serialize_field("connections", c)?;
+        }
+        if !is_nought(&self.warmups) {
+            st.serialize_field("warmups", &self.warmups)?;
+        }
+        if let Some(w) = &self.warmup_share {
+            st.serialize_field("warmup_share", w)?;
         }
         st.end()
     }
@@ -436,6 +444,8 @@ mod tests {
                 ejected_replica_s: 2.0,
             }),
             connections: Some(Default::default()),
+            warmups: 21,
+            warmup_share: Some(0.22),
         };
         let text = serde_json::to_string(&n).unwrap();
         let back: NodeSummary = serde_json::from_str(&text).unwrap();
@@ -465,6 +475,8 @@ mod tests {
                 "replicas_ejected",
                 "ejected_replica_s",
                 "connections",
+                "warmups",
+                "warmup_share",
             ],
         );
         assert!(order.is_sorted(), "{text}");
@@ -473,7 +485,7 @@ mod tests {
             ..Default::default()
         };
         let text = serde_json::to_string(&bare).unwrap();
-        for absent in ["probe_share", "replicas_ejected", "connections"] {
+        for absent in ["probe_share", "replicas_ejected", "connections", "warmup"] {
             assert!(!text.contains(absent), "{text}");
         }
         assert_eq!(serde_json::from_str::<NodeSummary>(&text).unwrap(), bare);

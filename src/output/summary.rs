@@ -126,7 +126,9 @@ impl Serialize for NodeStats {
         let len = 17
             + usize::from(self.connections.is_some())
             + usize::from(self.probe_share.is_some())
-            + 3 * usize::from(self.fleet.is_some());
+            + 3 * usize::from(self.fleet.is_some())
+            + usize::from(self.warmup_share.is_some())
+            + usize::from(self.warmups.is_some());
         let mut st = s.serialize_struct("NodeStats", len)?;
         st.serialize_field("answered", &self.answered)?;
         st.serialize_field("attempts", &self.attempts)?;
@@ -151,6 +153,12 @@ impl Serialize for NodeStats {
         st.serialize_field("recovery_delay_s", &self.recovery_delay_s)?;
         st.serialize_field("share", &self.share)?;
         st.serialize_field("utilization", &self.utilization)?;
+        if let Some(w) = &self.warmup_share {
+            st.serialize_field("warmup_share", w)?;
+        }
+        if let Some(w) = &self.warmups {
+            st.serialize_field("warmups", w)?;
+        }
         if let Some(f) = &self.fleet {
             st.serialize_field("ejected_replica_s", &f.ejected_replica_s)?;
             st.serialize_field("last_ejection_delay_s", &f.last_ejection_delay_s)?;
@@ -476,6 +484,8 @@ mod tests {
             recovery_delay_s: s(15),
             share: s(16),
             utilization: s(17),
+            warmup_share: Some(s(21)),
+            warmups: Some(s(22)),
             fleet: Some(FleetStats {
                 ejected_replica_s: s(18),
                 last_ejection_delay_s: s(19),
@@ -506,6 +516,8 @@ mod tests {
             "recovery_delay_s",
             "share",
             "utilization",
+            "warmup_share",
+            "warmups",
             "ejected_replica_s",
             "last_ejection_delay_s",
             "replicas_ejected",
@@ -520,7 +532,7 @@ mod tests {
         assert!(at.is_sorted(), "{text}");
         let bare = NodeStats::default();
         let text = serde_json::to_string(&bare).unwrap();
-        for absent in ["probe_share", "replicas_ejected", "connections"] {
+        for absent in ["probe_share", "replicas_ejected", "connections", "warmup"] {
             assert!(!text.contains(absent), "{text}");
         }
     }

@@ -600,12 +600,16 @@ impl Serialize for NodeSpec {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         use serde::ser::SerializeStruct as _;
         let len = 8
+            + usize::from(self.check_port.is_some())
             + usize::from(self.keepalive_requests.is_some())
             + usize::from(self.keepalive_timeout.is_some())
             + usize::from(self.pod.is_some());
         let mut st = s.serialize_struct("NodeSpec", len)?;
         st.serialize_field("backlog", &self.backlog)?;
         st.serialize_field("backup", &self.backup)?;
+        if let Some(p) = &self.check_port {
+            st.serialize_field("check_port", p)?;
+        }
         st.serialize_field("down", &self.down)?;
         if let Some(k) = &self.keepalive_requests {
             st.serialize_field("keepalive_requests", k)?;
@@ -1226,7 +1230,7 @@ mod tests {
         let doc = json!({
             "name": "a", "weight": 3, "backup": true, "down": true, "max_conns": 7,
             "workers": 9, "backlog": 11, "service_time": {"dist": "exponential", "mean": "5ms"},
-            "keepalive_timeout": "5s", "keepalive_requests": 100, "pod": {}
+            "keepalive_timeout": "5s", "keepalive_requests": 100, "pod": {}, "check_port": 9090
         });
         let node: NodeSpec = serde_json::from_value(doc.clone()).unwrap();
         let text = serde_json::to_string(&node).unwrap();
