@@ -649,6 +649,8 @@ impl Recorder {
                 backlog_refused: self.backlog_refused[i],
                 fleet: (self.replicas > 1).then(|| self.node_fleet(i)),
                 connections: None,
+                warmups: 0,
+                warmup_share: None,
             })
             .collect();
         let probe_rounds = {

@@ -81,6 +81,10 @@ pub struct ClientSummary {
     pub slower_than: BTreeMap<String, u64>,
 }
 
+fn is_nought(x: &u64) -> bool {
+    *x == 0
+}
+
 fn is_zero(x: &f64) -> bool {
     *x == 0.0
 }
@@ -157,6 +161,15 @@ pub struct NodeSummary {
     /// failures by cause.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub connections: Option<super::NodeConnections>,
+    /// With `gateway.slow_start`: the ramps it began (returns to service,
+    /// summed over gateway scopes' views, one per readmission notice).
+    #[serde(default, skip_serializing_if = "is_nought")]
+    pub warmups: u64,
+    /// With `gateway.slow_start`: its share of the picks made (of counted
+    /// requests, in its replica's scopes) while it was warming up; absent
+    /// if it never was.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub warmup_share: Option<f64>,
 }
 
 /// The fields in the order the struct declares them, `fleet`'s inline: the
@@ -169,7 +182,9 @@ impl Serialize for NodeSummary {
         let len = 17
             + usize::from(!is_zero(&self.probe_share))
             + 3 * usize::from(self.fleet.is_some())
-            + usize::from(self.connections.is_some());
+            + usize::from(self.connections.is_some())
+            + usize::from(!is_nought(&self.warmups))
+            + usize::from(self.warmup_share.is_some());
         let mut st = s.serialize_struct("NodeSummary", len)?;
         st.serialize_field("name", &self.name)?;
         st.serialize_field("attempts", &self.attempts)?;
@@ -198,6 +213,12 @@ impl Serialize for NodeSummary {
         }
         if let Some(c) = &self.connections {
             st.serialize_field("connections", c)?;
+        }
+        if !is_nought(&self.warmups) {
+            st.serialize_field("warmups", &self.warmups)?;
+        }
+        if let Some(w) = &self.warmup_share {
+            st.serialize_field("warmup_share", w)?;
         }
         st.end()
     }
@@ -440,6 +461,8 @@ mod tests {
                 ejected_replica_s: 2.0,
             }),
             connections: Some(Default::default()),
+            warmups: 21,
+            warmup_share: Some(0.22),
         };
         let text = serde_json::to_string(&n).unwrap();
         let back: NodeSummary = serde_json::from_str(&text).unwrap();
@@ -469,6 +492,8 @@ mod tests {
                 "replicas_ejected",
                 "ejected_replica_s",
                 "connections",
+                "warmups",
+                "warmup_share",
             ],
         );
         assert!(order.is_sorted(), "{text}");
@@ -477,7 +502,7 @@ mod tests {
             ..Default::default()
         };
         let text = serde_json::to_string(&bare).unwrap();
-        for absent in ["probe_share", "replicas_ejected", "connections"] {
+        for absent in ["probe_share", "replicas_ejected", "connections", "warmup"] {
             assert!(!text.contains(absent), "{text}");
         }
         assert_eq!(serde_json::from_str::<NodeSummary>(&text).unwrap(), bare);

@@ -132,6 +132,13 @@ pub struct NodeStats {
     pub share: Spread,
     #[serde(default)]
     pub utilization: Spread,
+    /// With `gateway.slow_start`: its share of the picks while it warmed
+    /// up, over the runs in which it did.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub warmup_share: Option<Spread>,
+    /// With `gateway.slow_start`: the ramps it began.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub warmups: Option<Spread>,
     /// With gateway replicas: the fleet's view, over the runs.
     #[serde(flatten, default, skip_serializing_if = "Option::is_none")]
     pub fleet: Option<FleetStats>,
@@ -146,7 +153,9 @@ impl Serialize for NodeStats {
         let len = 17
             + usize::from(self.connections.is_some())
             + usize::from(self.probe_share.is_some())
-            + 3 * usize::from(self.fleet.is_some());
+            + 3 * usize::from(self.fleet.is_some())
+            + usize::from(self.warmup_share.is_some())
+            + usize::from(self.warmups.is_some());
         let mut st = s.serialize_struct("NodeStats", len)?;
         st.serialize_field("answered", &self.answered)?;
         st.serialize_field("attempts", &self.attempts)?;
@@ -171,6 +180,12 @@ impl Serialize for NodeStats {
         st.serialize_field("recovery_delay_s", &self.recovery_delay_s)?;
         st.serialize_field("share", &self.share)?;
         st.serialize_field("utilization", &self.utilization)?;
+        if let Some(w) = &self.warmup_share {
+            st.serialize_field("warmup_share", w)?;
+        }
+        if let Some(w) = &self.warmups {
+            st.serialize_field("warmups", w)?;
+        }
         if let Some(f) = &self.fleet {
             st.serialize_field("ejected_replica_s", &f.ejected_replica_s)?;
             st.serialize_field("last_ejection_delay_s", &f.last_ejection_delay_s)?;
@@ -318,6 +333,14 @@ impl NodeStats {
             recovery_delay_s: over_some(nodes, |n| n.recovery_delay_s),
             share: over(nodes, |n| n.share),
             utilization: over(nodes, |n| n.utilization),
+            warmup_share: nodes
+                .iter()
+                .any(|n| n.warmup_share.is_some())
+                .then(|| over_some(nodes, |n| n.warmup_share)),
+            warmups: nodes
+                .iter()
+                .any(|n| n.warmups > 0)
+                .then(|| count(|n| n.warmups)),
             fleet: nodes[0].fleet.is_some().then(|| {
                 let fleets: Vec<_> = nodes.iter().filter_map(|n| n.fleet.as_ref()).collect();
                 FleetStats {
@@ -489,6 +512,8 @@ mod tests {
             recovery_delay_s: s(15),
             share: s(16),
             utilization: s(17),
+            warmup_share: Some(s(21)),
+            warmups: Some(s(22)),
             fleet: Some(FleetStats {
                 ejected_replica_s: s(18),
                 last_ejection_delay_s: s(19),
@@ -519,6 +544,8 @@ mod tests {
             "recovery_delay_s",
             "share",
             "utilization",
+            "warmup_share",
+            "warmups",
             "ejected_replica_s",
             "last_ejection_delay_s",
             "replicas_ejected",
@@ -533,7 +560,7 @@ mod tests {
         assert!(at.is_sorted(), "{text}");
         let bare = NodeStats::default();
         let text = serde_json::to_string(&bare).unwrap();
-        for absent in ["probe_share", "replicas_ejected", "connections"] {
+        for absent in ["probe_share", "replicas_ejected", "connections", "warmup"] {
             assert!(!text.contains(absent), "{text}");
         }
     }

@@ -174,6 +174,12 @@ const NODE_METRICS: &[(&str, &str, Unit)] = &[
     ("probe_share", "share of the probes", Unit::Fraction),
     ("probes", "probes", Unit::Count),
     (
+        "warmup_share",
+        "share of the picks while warming up",
+        Unit::Fraction,
+    ),
+    ("warmups", "slow starts", Unit::Count),
+    (
         "recovery_delay_s",
         "time until serving again after its fault",
         Unit::Seconds,

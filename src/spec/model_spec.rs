@@ -297,6 +297,11 @@ pub struct GatewaySpec {
     /// applies to keep-alive clients).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub pool: Option<PoolSpec>,
+    /// A node's weight ramps up after it returns to service: HAProxy's
+    /// `slowstart` with `flavor: haproxy`, else Envoy's `slow_start_config`.
+    /// Default: none, a returning node takes its full weight at once.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub slow_start: Option<super::slow_start::SlowStartSpec>,
 }
 
 fn is_one(n: &u32) -> bool {
@@ -432,6 +437,7 @@ impl Default for GatewaySpec {
             spread: Spread::RoundRobin,
             healthy_panic_threshold: None,
             pool: None,
+            slow_start: None,
         }
     }
 }
@@ -603,6 +609,15 @@ pub struct NodeSpec {
     /// the last with `Connection: close`). Default: no limit.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub keepalive_requests: Option<u32>,
+    /// The port its health checks go to when it is not the traffic's
+    /// (HAProxy's server `check port N`): a separate endpoint on the same
+    /// host, which answers a check at once. A crash or partition of the
+    /// node (its host) fails the checks; a hang, stop, slowdown, errors or
+    /// a full accept queue of the traffic port do not, so a check can pass
+    /// while the traffic fails. Default: none, the checks go where the
+    /// traffic goes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub check_port: Option<u16>,
     /// This node is a Kubernetes pod: its lifecycle, over the model's `pods`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pod: Option<PodSpec>,

@@ -418,6 +418,10 @@ fn check_gateway(g: &GatewaySpec) -> Result<(), Invalid> {
         }
         _ => {}
     }
+    if let Some(ss) = &g.slow_start {
+        ss.check(g.flavor, &g.balancer)
+            .map_err(|(f, r)| invalid(format!("gateway.slow_start.{f}"), r))?;
+    }
     if g.flavor == GatewayFlavor::Haproxy && g.workers > 1 {
         return Err(invalid(
             "gateway.workers",

@@ -484,6 +484,9 @@ impl<'s> World<'s> {
             p.summarize(&mut summary);
         }
         summary.keys = self.gw.hash.summary();
+        if let Some(w) = &self.gw.warm {
+            w.summarize(&mut summary);
+        }
         if let Some(p) = &self.pods {
             let names: Vec<String> = self.model.nodes.iter().map(|n| n.name.clone()).collect();
             summary.pods = Some(p.log().summarize(cut.unwrap_or(end), &names));

@@ -237,6 +237,35 @@ impl World<'_> {
         }
     }
 
+    /// Slow start: the readmissions instance `i` (of `replica`) queued
+    /// begin their nodes' ramps.
+    #[cold]
+    fn warm_notices(&mut self, i: usize, replica: usize) {
+        let layout = self.fleet.layout();
+        let policy = layout.policy_index(i);
+        let back: Vec<(NodeId, std::ops::Range<usize>)> = self
+            .bank
+            .notices
+            .iter()
+            .filter_map(|n| match *n {
+                Notice::Readmitted { scope, node } => Some((
+                    node,
+                    match scope {
+                        crate::policy::ScopeSel::One(s) => {
+                            let g = layout.scope(replica, s) as usize;
+                            g..g + 1
+                        }
+                        crate::policy::ScopeSel::All => layout.scopes_of(replica),
+                    },
+                )),
+                _ => None,
+            })
+            .collect();
+        for (node, scopes) in back {
+            self.warm_returned(policy, node, scopes);
+        }
+    }
+
     /// Turns the timers and notices instance `i` queued into events and metrics.
     #[cold]
     fn apply_policy_requests(&mut self, i: usize, now: SimTime) {
@@ -252,6 +281,10 @@ impl World<'_> {
         let mut named = Vec::new();
         let mut readmitted = false;
         let replica = self.fleet.replica_of_policy(i);
+        let notices = self.bank.notices.len();
+        if self.gw.warm.is_some() && notices > 0 {
+            self.warm_notices(i, replica);
+        }
         for n in self.bank.notices.drain(..) {
             self.rec.notice(now, n, replica);
             readmitted |= matches!(n, Notice::Readmitted { .. });

@@ -34,6 +34,11 @@ impl Probes {
     }
 }
 
+/// Is `policy` a gateway's check (the kubelet's probes name their own port)?
+fn gateways_check(policy: u16) -> bool {
+    policy != super::pods::KUBELET
+}
+
 impl World<'_> {
     /// Policy `policy` asked for a probe of `node` now.
     pub(crate) fn send_probe(&mut self, policy: u16, node: NodeId, req: ProbeRequest) {
@@ -69,7 +74,22 @@ impl World<'_> {
         };
         let rtt = self.model.gateway.rtt;
         let n = &self.nodes[node.index()];
-        if n.refuses_connections() {
+        if self.model.nodes[node.index()].check_port.is_some() && gateways_check(policy) {
+            // `check port N`: another endpoint of the host answers; only
+            // the host's crash or partition reaches it.
+            if n.crashed {
+                self.q.schedule(now + rtt, done(ProbeResult::Refused));
+            } else if n.partitioned {
+                let t = req.connect_timeout.min(req.timeout);
+                self.q.schedule(now + t, done(ProbeResult::ConnectTimeout));
+            } else {
+                let answer = match req.kind {
+                    ProbeKind::Tcp => (now + rtt, ProbeResult::Connected),
+                    ProbeKind::Http => (now + rtt + rtt, ProbeResult::Status(200)),
+                };
+                self.q.schedule(answer.0, done(answer.1));
+            }
+        } else if n.refuses_connections() {
             self.q.schedule(now + rtt, done(ProbeResult::Refused));
         } else if n.drops_syn() {
             let t = req.connect_timeout.min(req.timeout);

@@ -314,7 +314,7 @@ fn shipped_models_round_trip_through_nginx_and_haproxy_config() {
 }
 
 /// Runs a checker, or says why it cannot: `None` when the binary is absent.
-fn check_with(bin: &str, args: &[&str]) -> Option<std::process::Output> {
+pub(crate) fn check_with(bin: &str, args: &[&str]) -> Option<std::process::Output> {
     match Command::new(bin).args(args).output() {
         Ok(o) => Some(o),
         Err(_) => {

@@ -2,6 +2,7 @@
 
 mod calibration;
 mod charts;
+mod check_port;
 mod cli;
 mod connections;
 mod corpus;
@@ -37,6 +38,7 @@ mod robust_outputs;
 mod scenarios;
 mod schema;
 mod seeds;
+mod slow_start;
 mod slurm;
 mod sweep;
 mod tune;

@@ -55,6 +55,7 @@ pub fn write(model: &Model) -> Result<String, Unsupported> {
 
 /// [`write`] with other addresses.
 pub fn write_with(model: &Model, opts: &Options) -> Result<String, Unsupported> {
+    super::no_check_port(model, "Caddy")?;
     let g = &model.gateway;
     if g.flavor != GatewayFlavor::Caddy {
         return Err(Unsupported(

@@ -51,6 +51,10 @@ pub fn write_with(model: &Model, opts: &Options) -> Result<String, Unsupported> 
                 if n.weight != 1 {
                     e["load_balancing_weight"] = json!(n.weight);
                 }
+                if let Some(port) = n.check_port {
+                    // `Endpoint.HealthCheckConfig.port_value`: the checks' port.
+                    e["endpoint"]["health_check_config"] = json!({ "port_value": port });
+                }
                 e
             })
             .collect();
@@ -112,6 +116,24 @@ pub fn write_with(model: &Model, opts: &Options) -> Result<String, Unsupported> 
         }
     }
     c["common_lb_config"] = json!({"healthy_panic_threshold": {"value": panic.unwrap_or(50.0)}});
+    if let Some(ss) = &g.slow_start {
+        // The config of the cluster's lb_policy (`EdfLoadBalancerBase` reads
+        // the one of its own policy); aggression is a RuntimeDouble.
+        let key = if lb == "LEAST_REQUEST" {
+            "least_request_lb_config"
+        } else {
+            "round_robin_lb_config"
+        };
+        let mut cfg = json!({"slow_start_window": ss.window});
+        if let Some(a) = ss.aggression {
+            cfg["aggression"] =
+                json!({"default_value": a, "runtime_key": "upstream.slow_start.aggression"});
+        }
+        if let Some(m) = ss.min_weight_percent {
+            cfg["min_weight_percent"] = json!({ "value": m });
+        }
+        c[key] = json!({ "slow_start_config": cfg });
+    }
     super::pool::envoy_cluster(model, &mut c)?;
     serde_yaml_ng::to_string(&c).map_err(|e| Unsupported(e.to_string()))
 }

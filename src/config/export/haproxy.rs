@@ -141,6 +141,9 @@ pub fn write_with(model: &Model, opts: &Options) -> Result<String, Unsupported> 
         let _ = write!(s, "    server {sname} {addr}");
         if let Some(c) = &check {
             check_params(c, &mut s)?;
+            if let Some(port) = n.check_port {
+                let _ = write!(s, " port {port}");
+            }
         }
         if n.weight != 1 {
             if n.weight > 256 {
@@ -153,6 +156,9 @@ pub fn write_with(model: &Model, opts: &Options) -> Result<String, Unsupported> 
         }
         if n.max_conns > 0 {
             let _ = write!(s, " maxconn {}", n.max_conns);
+        }
+        if let Some(ss) = &model.gateway.slow_start {
+            let _ = write!(s, " slowstart {}", t(ss.window)?);
         }
         if n.backup {
             s.push_str(" backup");

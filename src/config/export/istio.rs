@@ -12,6 +12,7 @@ use serde_json::{Value, json};
 pub fn write(model: &Model) -> Result<String, Unsupported> {
     let g = &model.gateway;
     super::nginx_like(model)?;
+    super::no_check_port(model, "Istio")?;
     let simple = match g.balancer {
         Balancer::RoundRobin => "ROUND_ROBIN",
         Balancer::IpHash | Balancer::Hash(_) | Balancer::Source(_) => {
@@ -33,6 +34,17 @@ pub fn write(model: &Model) -> Result<String, Unsupported> {
         "loadBalancer": {"simple": simple},
         "connectionPool": {"tcp": {"connectTimeout": g.proxy_connect_timeout}},
     });
+    if let Some(ss) = &g.slow_start {
+        // `warmup`, which istiod turns into Envoy's slow_start_config (`setWarmup`).
+        let mut w = json!({ "duration": ss.window });
+        if let Some(a) = ss.aggression {
+            w["aggression"] = json!(a);
+        }
+        if let Some(m) = ss.min_weight_percent {
+            w["minimumPercent"] = json!(m);
+        }
+        tp["loadBalancer"]["warmup"] = w;
+    }
     for p in &model.policies {
         match p {
             PolicySpec::None => {}

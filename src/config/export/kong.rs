@@ -48,6 +48,7 @@ pub fn write(model: &Model) -> Result<String, Unsupported> {
 
 /// Like [`write`], the targets at `opts.addresses`.
 pub fn write_with(model: &Model, opts: &Options) -> Result<String, Unsupported> {
+    super::no_check_port(model, "Kong")?;
     let g = &model.gateway;
     if g.flavor != GatewayFlavor::Kong {
         return Err(Unsupported(

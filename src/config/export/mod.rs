@@ -79,6 +79,20 @@ pub fn nginx_like(model: &Model) -> Result<(), Unsupported> {
     )))
 }
 
+/// `Err` when a node's checks go to another port (`nodes[].check_port`,
+/// HAProxy's `check port N`), which `format`'s export does not write.
+pub fn no_check_port(model: &Model, format: &str) -> Result<(), Unsupported> {
+    match model.nodes.iter().find(|n| n.check_port.is_some()) {
+        Some(n) => Err(Unsupported(format!(
+            "node {}'s checks go to port {} (check_port): the {format} export writes no \
+             separate check port (--to haproxy or --to envoy do)",
+            n.name,
+            n.check_port.unwrap_or_default()
+        ))),
+        None => Ok(()),
+    }
+}
+
 /// `HOST:PORT` with a numeric port.
 pub fn is_address(name: &str) -> bool {
     name.rsplit_once(':').is_some_and(|(h, p)| {

@@ -17,11 +17,19 @@ pub fn write(model: &Model) -> Result<String, Unsupported> {
 
 /// [`write`] with other addresses.
 pub fn write_with(model: &Model, opts: &Options) -> Result<String, Unsupported> {
+    super::no_check_port(model, "nginx")?;
     let g = &model.gateway;
     super::nginx_like(model)?;
     if g.healthy_panic_threshold.is_some_and(|p| p > 0.0) {
         return Err(Unsupported(
             "gateway.healthy_panic_threshold is Envoy's; nginx has no panic mode".into(),
+        ));
+    }
+    if g.slow_start.is_some() {
+        return Err(Unsupported(
+            "gateway.slow_start on the nginx pipeline is Envoy's slow_start_config; open-source \
+             nginx has no slow start (export it with --to envoy or --to istio)"
+                .into(),
         ));
     }
     let mut passive = None;

@@ -27,6 +27,7 @@ pub fn write(model: &Model) -> Result<String, Unsupported> {
 
 /// [`write`] with other addresses.
 pub fn write_with(model: &Model, opts: &Options) -> Result<String, Unsupported> {
+    super::no_check_port(model, "Traefik")?;
     let v = document(model, opts)?;
     let y = serde_yaml_ng::to_string(&v).map_err(|e| Unsupported(e.to_string()))?;
     Ok(format!(

@@ -261,6 +261,61 @@ impl Reader<'_> {
         yaml::duration(v).map_err(|e| self.at(keys).error(format!("{}: {e}", keys.join("."))))
     }
 
+    /// `round_robin_lb_config` / `least_request_lb_config`: their
+    /// `slow_start_config` (`EdfLoadBalancerBase`'s `slow_start_window`,
+    /// `aggression`, `min_weight_percent`) as `gateway.slow_start`, when it
+    /// is the config of the cluster's `lb_policy`.
+    fn slow_start(&mut self, c: &Value, lb: &str) -> Result<(), Error> {
+        for (k, policy) in [
+            ("round_robin_lb_config", "ROUND_ROBIN"),
+            ("least_request_lb_config", "LEAST_REQUEST"),
+        ] {
+            let Some(cfg) = c.get(k).and_then(Value::as_object) else {
+                continue;
+            };
+            for other in cfg.keys().filter(|x| *x != "slow_start_config") {
+                let at = self.at(&[k, other]);
+                self.d.warn(&at, format!("{k}.{other} is not modelled"));
+            }
+            let Some(ss) = cfg.get("slow_start_config") else {
+                continue;
+            };
+            let at = self.at(&[k, "slow_start_config"]);
+            if lb != policy {
+                self.d.warn(
+                    &at,
+                    format!(
+                        "{k}.slow_start_config is inert with lb_policy {lb} (Envoy ignores it)"
+                    ),
+                );
+                continue;
+            }
+            let path = [k, "slow_start_config", "slow_start_window"];
+            let Some(w) = ss.get("slow_start_window") else {
+                return Err(at.error(format!(
+                    "{k}.slow_start_config: expected a slow_start_window"
+                )));
+            };
+            let mut spec = json!({ "window": self.duration(w, &path)? });
+            // `aggression` is a RuntimeDouble, `min_weight_percent` a Percent.
+            for (field, key, inner) in [
+                ("aggression", "aggression", "default_value"),
+                ("min_weight_percent", "min_weight_percent", "value"),
+            ] {
+                let Some(v) = ss.get(key) else { continue };
+                let Some(x) = v.get(inner).unwrap_or(v).as_f64() else {
+                    return Err(self.at(&[k, "slow_start_config", key]).error(format!(
+                        "{key}: expected a number {{{inner}: N}}, found {}",
+                        shown(v)
+                    )));
+                };
+                spec[field] = json!(x);
+            }
+            self.d.gateway("slow_start", spec, &at);
+        }
+        Ok(())
+    }
+
     fn cluster(mut self, c: &Value, opts: &Options) -> Result<(), Error> {
         let at = self.at(&[]);
         if c.get("hosts").is_some() && c.get("load_assignment").is_none() {
@@ -347,11 +402,8 @@ impl Reader<'_> {
         }
         let (lines, anchor) = (self.lines, self.anchor);
         super::pool::envoy(c, &|k: &[&str]| lines.at(lines.path(anchor, k)), self.d)?;
-        for k in [
-            "upstream_connection_options",
-            "lb_subset_config",
-            "least_request_lb_config",
-        ] {
+        self.slow_start(c, lb)?;
+        for k in ["upstream_connection_options", "lb_subset_config"] {
             if c.get(k).is_some() {
                 let at = self.at(&[k]);
                 self.d.warn(&at, format!("{k} is not modelled"));
@@ -445,6 +497,19 @@ impl Reader<'_> {
                     })?;
                     if w != 1 {
                         node["weight"] = json!(w);
+                    }
+                }
+                // `health_check_config.port_value` (Envoy's
+                // `Endpoint.HealthCheckConfig`): the checks' own port.
+                if let Some(hp) = e.pointer("/endpoint/health_check_config/port_value") {
+                    let hp = yaml::uint(hp).filter(|&p| p <= 65_535).ok_or_else(|| {
+                        at.error(format!(
+                            "health_check_config.port_value: expected a port (0 to 65535), found {}",
+                            shown(hp)
+                        ))
+                    })?;
+                    if hp != 0 && Some(hp) != port {
+                        node["check_port"] = json!(hp);
                     }
                 }
                 if priority > 0 {

@@ -316,6 +316,8 @@ struct ServerParams {
     /// `observe`, `error_limit`, `on_error` in the policy's spelling.
     checks: Map<String, Value>,
     node: Map<String, Value>,
+    /// `slowstart`: the window and its line (`None`: none, or `slowstart 0`).
+    slowstart: Option<(SimDuration, Loc)>,
 }
 
 #[derive(Debug, Default)]
@@ -532,8 +534,15 @@ impl Backend {
                 let base = self.default_server.clone();
                 self.default_server = server_params(base, params, at, d)?;
             }
-            ["server", name, _addr, params @ ..] => {
-                let p = server_params(self.default_server.clone(), params, at, d)?;
+            ["server", name, addr, params @ ..] => {
+                let mut p = server_params(self.default_server.clone(), params, at, d)?;
+                // `check port N` on the traffic's own port is no other endpoint.
+                let own = addr
+                    .rsplit_once(':')
+                    .and_then(|(_, port)| port.parse::<u64>().ok());
+                if p.node.get("check_port").and_then(Value::as_u64) == own {
+                    p.node.remove("check_port");
+                }
                 self.servers.push((name.to_string(), p, at.clone()));
             }
             ["server", ..] => {
@@ -600,6 +609,7 @@ impl Backend {
                  server at its maxconn fails at once instead of waiting",
             );
         }
+        slow_start(&self.servers, d);
         for (name, p, at) in &self.servers {
             let mut node = p.node.clone();
             node.insert("name".into(), json!(name));
@@ -956,6 +966,29 @@ fn status_list(pattern: &str) -> Result<Vec<(u32, u32)>, String> {
     Ok(out)
 }
 
+/// `slowstart` (`srv_parse_slowstart`): the model's `gateway.slow_start`
+/// is one window for every node, the first server's that has one.
+fn slow_start(servers: &[(String, ServerParams, Loc)], d: &mut Draft) {
+    let Some((first, (window, at))) = servers
+        .iter()
+        .find_map(|(name, p, _)| p.slowstart.as_ref().map(|s| (name, s)))
+    else {
+        return;
+    };
+    for (name, p, sat) in servers {
+        if p.slowstart.as_ref().map(|s| s.0) != Some(*window) {
+            d.warn(
+                sat,
+                format!(
+                    "server {name}'s slowstart differs from {first}'s: the model ramps \
+                     every returning node over one window, {first}'s {window}"
+                ),
+            );
+        }
+    }
+    d.gateway("slow_start", json!({ "window": window }), at);
+}
+
 /// Applies `params` (a server line's or `default-server`'s) over `base`.
 fn server_params(
     mut p: ServerParams,
@@ -1040,9 +1073,24 @@ fn server_params(
                 );
                 i += 1;
             }
-            "slowstart" | "agent-port" | "agent-inter" | "agent-addr" | "agent-send" | "track"
+            "slowstart" => {
+                let t = time(value()?, at)?;
+                p.slowstart = (!t.is_zero()).then(|| (t, at.clone()));
+                i += 1;
+            }
+            "port" => {
+                let v = value()?;
+                let port = v
+                    .parse::<u16>()
+                    .ok()
+                    .filter(|&n| n > 0)
+                    .ok_or_else(|| at.error(format!("port: expected a port number 1 to 65535, found \"{v}\"")))?;
+                p.node.insert("check_port".into(), json!(port));
+                i += 1;
+            }
+            "agent-port" | "agent-inter" | "agent-addr" | "agent-send" | "track"
             | "on-marked-down" | "on-marked-up" | "maxqueue" | "minconn"
-            | "resolvers" | "port" | "addr" => {
+            | "resolvers" | "addr" => {
                 value()?;
                 d.warn(at, format!("server keyword `{kw}` is not modelled"));
                 i += 1;

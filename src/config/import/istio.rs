@@ -99,7 +99,11 @@ pub(super) fn import(path: &Path, text: &str, opts: &Options) -> Result<(Draft, 
         ),
     }
     if let Some(lbm) = tp.get("loadBalancer").and_then(Value::as_object) {
-        for k in lbm.keys().filter(|k| *k != "simple") {
+        warmup(lbm, lb, &at, &mut d)?;
+        for k in lbm
+            .keys()
+            .filter(|k| !matches!(k.as_str(), "simple" | "warmup" | "warmupDurationSecs"))
+        {
             d.warn(
                 &at(&["loadBalancer", k]),
                 format!("loadBalancer.{k} is not modelled"),
@@ -201,6 +205,66 @@ fn unknown_fields(rule: &Value, at: &dyn Fn(&[&str]) -> crate::config::Loc, d: &
             );
         }
     }
+}
+
+/// `loadBalancer.warmup {duration, minimumPercent, aggression}` or the
+/// older `warmupDurationSecs` → `gateway.slow_start`, as istiod writes
+/// Envoy's `slow_start_config` (`setWarmup`, `setSlowStartConfig` in
+/// `pilot/pkg/networking/core/cluster_traffic_policy.go`: `warmup` first,
+/// aggression 1 and minimum 10 % by default) for `ROUND_ROBIN`,
+/// `LEAST_REQUEST` and `LEAST_CONN` (and the default) only.
+fn warmup(
+    lbm: &serde_json::Map<String, Value>,
+    simple: Option<&str>,
+    at: &dyn Fn(&[&str]) -> crate::config::Loc,
+    d: &mut Draft,
+) -> Result<(), Error> {
+    let (key, spec) = match (lbm.get("warmup"), lbm.get("warmupDurationSecs")) {
+        (Some(w), _) => {
+            let a = at(&["loadBalancer", "warmup"]);
+            let Some(dur) = w.get("duration") else {
+                return Err(a.error("loadBalancer.warmup: expected a duration"));
+            };
+            let dur = yaml::duration(dur)
+                .map_err(|e| a.error(format!("loadBalancer.warmup.duration: {e}")))?;
+            let mut spec = json!({ "window": dur });
+            for (k, field) in [
+                ("aggression", "aggression"),
+                ("minimumPercent", "min_weight_percent"),
+            ] {
+                if let Some(v) = w.get(k) {
+                    let x = v.as_f64().ok_or_else(|| {
+                        a.error(format!("loadBalancer.warmup.{k}: expected a number"))
+                    })?;
+                    spec[field] = json!(x);
+                }
+            }
+            ("warmup", spec)
+        }
+        (None, Some(v)) => {
+            let a = at(&["loadBalancer", "warmupDurationSecs"]);
+            let dur = yaml::duration(v)
+                .map_err(|e| a.error(format!("loadBalancer.warmupDurationSecs: {e}")))?;
+            ("warmupDurationSecs", json!({ "window": dur }))
+        }
+        (None, None) => return Ok(()),
+    };
+    let a = at(&["loadBalancer", key]);
+    if !matches!(
+        simple,
+        None | Some("ROUND_ROBIN" | "LEAST_REQUEST" | "LEAST_CONN")
+    ) {
+        d.warn(
+            &a,
+            format!(
+                "loadBalancer.{key} is inert with {} (istiod writes no slow start)",
+                simple.unwrap_or("")
+            ),
+        );
+        return Ok(());
+    }
+    d.gateway("slow_start", spec, &a);
+    Ok(())
 }
 
 /// `trafficPolicy.outlierDetection` → the `istio` policy (`none` without it).

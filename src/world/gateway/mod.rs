@@ -205,6 +205,9 @@ pub(crate) struct Gateway {
     attempt_cap: Option<SimDuration>,
     /// Some policy caps or may refuse attempts: `start_attempt` asks them.
     guarded: bool,
+    /// `gateway.slow_start`: the nodes' ramps (`balancer/warm.rs`); such a
+    /// gateway picks by direct scans.
+    pub(crate) warm: Option<Box<balancer::warm::Warmup>>,
 }
 
 impl Gateway {
@@ -321,7 +324,9 @@ impl Gateway {
             set_of,
             routing: Routing::new(n, scopes, model.scopes_per_replica(), bank.len(), hosts),
             pickers,
-            direct: n <= balancer::direct::DIRECT_MAX_NODES || model.gateway.balancer.is_hash(),
+            direct: n <= balancer::direct::DIRECT_MAX_NODES
+                || model.gateway.balancer.is_hash()
+                || model.gateway.slow_start.is_some(),
             pick_kind,
             hash: Box::new(balancer::hash::HashParts {
                 hashing: balancer::hash::Hashing::of(model),
@@ -333,6 +338,7 @@ impl Gateway {
             held: vec![Vec::new(); model.replicas()],
             attempt_cap: bank.attempt_cap(),
             guarded: bank.attempt_cap().is_some() || bank.any_admitter(),
+            warm: balancer::warm::Warmup::of(model, scopes),
         }
     }
 

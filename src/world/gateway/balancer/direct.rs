@@ -67,7 +67,14 @@ impl World<'_> {
             in_panic(healthy, total, self.gw.panic_threshold)
         };
         self.gw.reqs[slot as usize].panic = panic;
-        self.pick_with_backup(slot, now)
+        if self.gw.warm.is_none() {
+            return self.pick_with_backup(slot, now);
+        }
+        self.warm_weights(scope);
+        let picked = self.pick_with_backup(slot, now);
+        let counted = self.gw.reqs[slot as usize].counted;
+        self.warm_count(scope, picked, counted);
+        picked
     }
 
     /// One pick of the configured balancer by direct scans.
@@ -277,7 +284,8 @@ mod tests {
         };
         let mut w = World::new(model, seed, Some(&mut sink));
         // The hash balancers have no structures: they always scan.
-        w.gw.direct = reference || model.gateway.balancer.is_hash();
+        w.gw.direct =
+            reference || model.gateway.balancer.is_hash() || model.gateway.slow_start.is_some();
         w.run();
         lines
     }

@@ -40,6 +40,7 @@ pub(super) mod keys;
 pub(super) mod pick;
 pub(super) mod routing;
 pub(super) mod source;
+pub(crate) mod warm;
 
 use crate::policy::{AttemptReport, AttemptResult, Charge, Now};
 use crate::spec::Model;

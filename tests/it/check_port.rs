@@ -1,0 +1,118 @@
+//! `nodes[].check_port` (HAProxy's server `check port N`, Envoy's endpoint
+//! `health_check_config.port_value`): the checks go to another endpoint of
+//! the host, so a hung traffic port keeps passing them while its requests
+//! fail; a crash of the host fails both.
+
+use crate::sbin;
+use crate::tmp;
+use hcsim::config::export;
+use hcsim::config::import::{self, Options, Workload};
+use serde_json::json;
+
+fn fault(kind: &str, node: &str) -> Workload {
+    Workload {
+        faults: vec![
+            serde_json::from_value(json!({"kind": kind, "node": node, "at": "10s", "for": "20s"}))
+                .unwrap(),
+        ],
+        duration: hcsim::engine::SimDuration::from_secs(40),
+        ..Workload::default()
+    }
+}
+
+fn haproxy(port: &str) -> String {
+    format!(
+        "defaults\n    mode http\n    timeout connect 2s\n    timeout client 30s\n    timeout server 2s\n\nfrontend fe\n    bind :8080\n    default_backend app\n\nbackend app\n    balance roundrobin\n    option httpchk GET /healthz\n    server app1 10.0.0.1:8080 check inter 1s fall 3 rise 2{port}\n    server app2 10.0.0.2:8080 check inter 1s fall 3 rise 2{port}\n"
+    )
+}
+
+/// `check port 9090`: imported without a warning, a hang of app1's traffic
+/// port leaves it UP (its requests time out on `timeout server`) where the
+/// same config without `port` marks it DOWN; a crash marks it DOWN either
+/// way. Written back with `port 9090`, `haproxy -c` takes it.
+///
+/// The real HAProxy 2.6.12 does the same: `server A 127.0.0.1:18081 check
+/// inter 500ms rise 1 fall 2 port 18091` (`option httpchk`, `timeout server
+/// 1s`, another process answering on 18091), A's traffic process stopped
+/// (SIGSTOP) for 3 s: `show stat` still says UP, and of 10 requests
+/// through the round robin 5 are 504 (A's, after `timeout server`) and 5
+/// are B's 200.
+#[test]
+fn a_check_on_another_port_keeps_a_hung_server_up_under_haproxy() {
+    let dir = tmp("check-port");
+    let run = |port: &str, kind: &str| {
+        let p = dir.join("haproxy.cfg");
+        std::fs::write(&p, haproxy(port)).unwrap();
+        let im = import::read(&p, &Options::default(), &fault(kind, "app1")).unwrap();
+        assert!(
+            im.warnings
+                .iter()
+                .all(|w| !w.message.contains("not modelled")),
+            "{:?}",
+            im.warnings
+        );
+        let m = im.model().unwrap();
+        (hcsim::world::run(&m, 1), m)
+    };
+    let (apart, m) = run(" port 9090", "hang");
+    assert_eq!(m.nodes[0].check_port, Some(9090));
+    assert_eq!(apart.nodes[0].ejections, 0, "{:?}", apart.nodes[0]);
+    assert!(
+        apart.client.timeouts + apart.client.errors > 0,
+        "{:?}",
+        apart.client
+    );
+    let (shared, m0) = run("", "hang");
+    assert_eq!(m0.nodes[0].check_port, None);
+    assert!(shared.nodes[0].ejections > 0, "{:?}", shared.nodes[0]);
+    assert!(
+        apart.client.timeouts + apart.client.errors > shared.client.timeouts + shared.client.errors,
+        "the hung server keeps its traffic: {:?} vs {:?}",
+        apart.client,
+        shared.client
+    );
+    let (crashed, _) = run(" port 9090", "crash");
+    assert!(crashed.nodes[0].ejections > 0, "{:?}", crashed.nodes[0]);
+    // `port` equal to the traffic's is the same endpoint.
+    let (_, same) = run(" port 8080", "hang");
+    assert_eq!(same.nodes[0].check_port, None);
+
+    let conf = export::haproxy::config(&m, &export::Options::of(&m)).unwrap();
+    assert!(conf.contains(" port 9090"), "{conf}");
+    let out = dir.join("exported.cfg");
+    std::fs::write(&out, &conf).unwrap();
+    if let Some(o) =
+        crate::import::check_with(&sbin("haproxy"), &["-c", "-q", "-f", out.to_str().unwrap()])
+    {
+        assert!(
+            o.status.success(),
+            "haproxy -c: {}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+    }
+    let again = import::read(&out, &Options::default(), &Workload::default()).unwrap();
+    assert_eq!(again.doc["nodes"][0]["check_port"], json!(9090));
+    // Envoy writes it as the endpoint's health_check_config; nginx cannot.
+    assert!(export::nginx::write(&m).is_err());
+}
+
+/// Envoy's `health_check_config.port_value` reads into `check_port` and
+/// is written back.
+#[test]
+fn envoy_health_check_config_port_round_trips() {
+    let dir = tmp("check-port-envoy");
+    let y = "static_resources:\n  clusters:\n  - name: app\n    type: STATIC\n    connect_timeout: 1s\n    lb_policy: ROUND_ROBIN\n    load_assignment:\n      cluster_name: app\n      endpoints:\n      - lb_endpoints:\n        - endpoint:\n            address:\n              socket_address: { address: 10.0.0.1, port_value: 8080 }\n            health_check_config: { port_value: 9901 }\n        - endpoint:\n            address:\n              socket_address: { address: 10.0.0.2, port_value: 8080 }\n    health_checks:\n    - timeout: 1s\n      interval: 2s\n      unhealthy_threshold: 2\n      healthy_threshold: 1\n      no_traffic_interval: 2s\n      tcp_health_check: {}\n";
+    let p = dir.join("envoy.yaml");
+    std::fs::write(&p, y).unwrap();
+    let im = import::read(&p, &Options::default(), &fault("hang", "10.0.0.1:8080")).unwrap();
+    assert_eq!(im.doc["nodes"][0]["check_port"], json!(9901));
+    assert!(im.doc["nodes"][1].get("check_port").is_none());
+    let m = im.model().unwrap();
+    let r = hcsim::world::run(&m, 1);
+    assert_eq!(r.nodes[0].ejections, 0, "{:?}", r.nodes[0]);
+    let out = export::envoy::write(&m).unwrap();
+    assert!(out.contains("port_value: 9901"), "{out}");
+    std::fs::write(&p, &out).unwrap();
+    let again = import::read(&p, &Options::default(), &Workload::default()).unwrap();
+    assert_eq!(again.doc["nodes"][0]["check_port"], json!(9901));
+}
