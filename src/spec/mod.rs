@@ -3,6 +3,7 @@
 //! `--set` and sweep axes patch, the size limits, and the validation that
 //! turns a [`ModelSpec`] into the [`Model`] a run simulates.
 
+pub mod balancer;
 pub mod charts;
 pub mod connection_checks;
 pub mod connections;

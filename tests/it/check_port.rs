@@ -3,7 +3,6 @@
 //! the host, so a hung traffic port keeps passing them while its requests
 //! fail; a crash of the host fails both.
 
-use crate::sbin;
 use crate::tmp;
 use hcsim::config::export;
 use hcsim::config::import::{self, Options, Workload};
@@ -80,16 +79,7 @@ fn a_check_on_another_port_keeps_a_hung_server_up_under_haproxy() {
     let conf = export::haproxy::config(&m, &export::Options::of(&m)).unwrap();
     assert!(conf.contains(" port 9090"), "{conf}");
     let out = dir.join("exported.cfg");
-    std::fs::write(&out, &conf).unwrap();
-    if let Some(o) =
-        crate::import::check_with(&sbin("haproxy"), &["-c", "-q", "-f", out.to_str().unwrap()])
-    {
-        assert!(
-            o.status.success(),
-            "haproxy -c: {}",
-            String::from_utf8_lossy(&o.stderr)
-        );
-    }
+    crate::import::assert_haproxy_accepts(&out, &conf);
     let again = import::read(&out, &Options::default(), &Workload::default()).unwrap();
     assert_eq!(again.doc["nodes"][0]["check_port"], json!(9090));
     // Envoy writes it as the endpoint's health_check_config; nginx cannot.

@@ -328,6 +328,66 @@ pub(crate) fn check_with(bin: &str, args: &[&str]) -> Option<std::process::Outpu
     }
 }
 
+/// Writes `conf` to `path` and asserts that `haproxy -c` accepts it (when
+/// HAProxy is installed).
+pub(crate) fn assert_haproxy_accepts(path: &Path, conf: &str) {
+    std::fs::write(path, conf).unwrap();
+    if let Some(o) = check_with(
+        &sbin("haproxy"),
+        &["-c", "-q", "-f", path.to_str().unwrap()],
+    ) {
+        assert!(
+            o.status.success(),
+            "haproxy -c: {}\n{conf}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+    }
+}
+
+/// `hcsim import CONF --target TARGET` at 200 req/s for 30 s (with `fault`),
+/// then `hcsim run` of the model into `out`: its summary.json.
+fn import_and_run(conf: &Path, target: &str, fault: Option<&str>, out: &Path) -> Value {
+    let model = out.with_extension("json");
+    let mut args = vec![
+        "import",
+        conf.to_str().unwrap(),
+        "--target",
+        target,
+        "--rps",
+        "200",
+        "--duration",
+        "30s",
+        "-o",
+        model.to_str().unwrap(),
+    ];
+    if let Some(f) = fault {
+        args.extend(["--fault", f]);
+    }
+    let o = hcsim(&args);
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let o = hcsim(&[
+        "run",
+        model.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+        "--no-charts",
+        "--format",
+        "json",
+    ]);
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    serde_json::from_slice(&o.stdout).unwrap()
+}
+
 #[test]
 fn exported_configs_pass_nginx_t_and_haproxy_c() {
     let dir = tmp("real-binaries");
@@ -826,14 +886,7 @@ fn imported_expected_statuses_decide_whether_a_503_ejects() {
             "{conf}"
         );
         let out = dir.join(format!("exported-{checked}.cfg"));
-        std::fs::write(&out, &conf).unwrap();
-        if let Some(o) = check_with(&sbin("haproxy"), &["-c", "-q", "-f", out.to_str().unwrap()]) {
-            assert!(
-                o.status.success(),
-                "haproxy -c: {}\n{conf}",
-                String::from_utf8_lossy(&o.stderr)
-            );
-        }
+        assert_haproxy_accepts(&out, &conf);
         // And the exported config imports to the same rules.
         let again = import::read(&out, &Options::default(), &Workload::default()).unwrap();
         assert_eq!(again.doc["policy"]["expect"], want, "{conf}");
@@ -923,46 +976,8 @@ fn hashed_run(
     target: &str,
     fault: Option<&str>,
 ) -> (Vec<(String, f64, f64, f64)>, f64) {
-    let conf = dir.join("nginx.conf");
-    let model = dir.join(format!("{target}-{}.json", fault.is_some()));
-    let mut args = vec![
-        "import",
-        conf.to_str().unwrap(),
-        "--target",
-        target,
-        "--rps",
-        "200",
-        "--duration",
-        "30s",
-        "-o",
-        model.to_str().unwrap(),
-    ];
-    if let Some(f) = fault {
-        args.extend(["--fault", f]);
-    }
-    let o = hcsim(&args);
-    assert_eq!(
-        o.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&o.stderr)
-    );
-    let o = hcsim(&[
-        "run",
-        model.to_str().unwrap(),
-        "--out",
-        dir.join(format!("run-{target}")).to_str().unwrap(),
-        "--no-charts",
-        "--format",
-        "json",
-    ]);
-    assert_eq!(
-        o.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&o.stderr)
-    );
-    let s: Value = serde_json::from_slice(&o.stdout).unwrap();
+    let out = dir.join(format!("run-{target}-{}", fault.is_some()));
+    let s = import_and_run(&dir.join("nginx.conf"), target, fault, &out);
     let nodes = s["nodes"]
         .as_array()
         .unwrap()
@@ -1103,48 +1118,8 @@ backend app
 
 /// `summary.json`'s `keys` of a run of the imported `target` with `fault`.
 fn source_run(dir: &Path, target: &str, fault: Option<&str>) -> Value {
-    let conf = dir.join("haproxy.cfg");
-    let model = dir.join(format!("{target}-{}.json", fault.is_some()));
-    let mut args = vec![
-        "import",
-        conf.to_str().unwrap(),
-        "--target",
-        target,
-        "--rps",
-        "200",
-        "--duration",
-        "30s",
-        "-o",
-        model.to_str().unwrap(),
-    ];
-    if let Some(f) = fault {
-        args.extend(["--fault", f]);
-    }
-    let o = hcsim(&args);
-    assert_eq!(
-        o.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&o.stderr)
-    );
-    let o = hcsim(&[
-        "run",
-        model.to_str().unwrap(),
-        "--out",
-        dir.join(format!("run-{target}-{}", fault.is_some()))
-            .to_str()
-            .unwrap(),
-        "--no-charts",
-        "--format",
-        "json",
-    ]);
-    assert_eq!(
-        o.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&o.stderr)
-    );
-    let s: Value = serde_json::from_slice(&o.stdout).unwrap();
+    let out = dir.join(format!("run-{target}-{}", fault.is_some()));
+    let s = import_and_run(&dir.join("haproxy.cfg"), target, fault, &out);
     s["keys"].clone()
 }
 
