@@ -2,6 +2,7 @@
 //! but suspicious, each with the JSON path it concerns.
 
 use super::model::Model;
+use super::haproxy::KERNEL_CONNECT_TIMEOUT;
 use super::model_spec::*;
 use super::validate::policy_field;
 use crate::engine::SimDuration;
