@@ -13,6 +13,7 @@ pub mod flavor_checks;
 mod flavour_checks;
 pub mod flavours;
 pub mod gateway_flavors;
+pub mod haproxy;
 pub mod limits;
 pub mod model;
 pub mod model_spec;
@@ -34,6 +35,7 @@ pub use document::{
     shorten, shorten_to,
 };
 pub use flavours::{KongSpec, LinkerdSpec};
+pub use haproxy::{HaproxyCookie, HaproxySpec, KERNEL_CONNECT_TIMEOUT, Redispatch};
 pub use model::{Clients, Fault, FaultKind, Model, NextUpstreamMask};
 pub use model_spec::*;
 pub use overrides::{FieldPath, MAX_PATH_SEGMENTS, Override};

@@ -8,6 +8,7 @@
 pub use super::balancer::{Balancer, HashBalancer, SourceBalancer};
 use super::charts::ChartSpec;
 use super::connections::{ClientConnection, PoolSpec};
+use super::haproxy::HaproxySpec;
 use crate::diagnostics::tracked;
 use crate::engine::SimDuration;
 use crate::policy::PolicySpec;
@@ -359,61 +360,6 @@ pub enum GatewayFlavor {
     /// available server".
     Traefik,
 }
-
-/// An HAProxy backend's request-path settings.
-#[derive(Clone, Debug, Deserialize, Serialize, PartialEq, JsonSchema)]
-#[serde(deny_unknown_fields, default)]
-pub struct HaproxySpec {
-    /// `retries`: connection attempts after the first. Default 3.
-    pub retries: u32,
-    /// `option redispatch [interval]`: `false` (default: off), `true` (the
-    /// last retry, HAProxy's -1), or the interval (N > 0: every Nth retry;
-    /// N < 0: the |N|th retry before the last; 0: off). Whatever the value,
-    /// with `round_robin` or `random_two` and more than one server up every
-    /// retry is redispatched.
-    pub redispatch: Redispatch,
-    /// `timeout connect`. Default: unset, which leaves it to the kernel's
-    /// SYN retries (Linux `tcp_syn_retries=6`: 127 s).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub timeout_connect: Option<SimDuration>,
-    /// `timeout server`: waiting for the response. Default: unset (never).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub timeout_server: Option<SimDuration>,
-}
-
-impl Default for HaproxySpec {
-    fn default() -> Self {
-        HaproxySpec {
-            retries: 3,
-            redispatch: Redispatch::Flag(false),
-            timeout_connect: None,
-            timeout_server: None,
-        }
-    }
-}
-
-/// `option redispatch`: a flag or an interval.
-#[derive(Clone, Copy, Debug, Deserialize, Serialize, PartialEq, Eq, JsonSchema)]
-#[serde(untagged)]
-pub enum Redispatch {
-    Flag(bool),
-    Interval(i32),
-}
-
-impl Redispatch {
-    /// HAProxy's `redispatch_after`: `None` when the option is off.
-    pub fn after(self) -> Option<i32> {
-        match self {
-            Redispatch::Flag(false) | Redispatch::Interval(0) => None,
-            Redispatch::Flag(true) => Some(-1),
-            Redispatch::Interval(n) => Some(n),
-        }
-    }
-}
-
-/// What an unset HAProxy `timeout connect` amounts to: Linux gives up a
-/// connect after 6 SYN retransmissions (1+2+4+8+16+32+64 s).
-pub const KERNEL_CONNECT_TIMEOUT: SimDuration = SimDuration::from_secs(127);
 
 impl Default for GatewaySpec {
     fn default() -> Self {

@@ -73,6 +73,7 @@ impl Model {
         super::flavour_checks::check(&spec.gateway, &spec.nodes)?;
         super::flavor_checks::check(&spec)?;
         check_hashing(&spec)?;
+        check_cookie(&spec)?;
         super::limits::check_size(&spec)?;
         let faults = faults(&spec)?;
         super::connection_checks::check_stop_accepting(&spec)?;
@@ -321,6 +322,73 @@ fn check_hashing(spec: &ModelSpec) -> Result<(), Invalid> {
             format!(
                 "the weights add up to {total}: at most {} with a hash balancer",
                 MAX_KEYS / 160
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// `gateway.haproxy.cookie`: client keys to hold the cookies, a name and
+/// values HAProxy's `cookie` keyword accepts, values naming nodes.
+fn check_cookie(spec: &ModelSpec) -> Result<(), Invalid> {
+    let Some(c) = spec
+        .gateway
+        .haproxy
+        .as_ref()
+        .and_then(|h| h.cookie.as_ref())
+    else {
+        return Ok(());
+    };
+    let at = "gateway.haproxy.cookie";
+    if spec.clients.keys().is_none() {
+        return Err(invalid(
+            "clients.keys",
+            "cookie persistence is held per client: give the number of distinct clients, \
+             e.g. \"keys\": 1000",
+        ));
+    }
+    let token = |v: &str| {
+        !v.is_empty()
+            && v.bytes()
+                .all(|b| b.is_ascii_graphic() && !b"\";,=\\".contains(&b))
+    };
+    if !token(&c.name) {
+        return Err(invalid(
+            format!("{at}.name"),
+            format!(
+                "must be a cookie name (printable, without spaces, `;`, `,`, `=` or quotes), \
+                 found {:?}",
+                c.name
+            ),
+        ));
+    }
+    for (node, v) in &c.values {
+        if !spec.nodes.iter().any(|n| &n.name == node) {
+            return Err(invalid(
+                format!("{at}.values.{node}"),
+                "names no node of `nodes`",
+            ));
+        }
+        if !token(v) {
+            return Err(invalid(
+                format!("{at}.values.{node}"),
+                format!(
+                    "must be a cookie value (printable, without spaces, `;`, `,`, `=` or \
+                     quotes), found {v:?}"
+                ),
+            ));
+        }
+    }
+    if let Some(n) = spec
+        .nodes
+        .iter()
+        .find(|n| c.values.is_empty() && !token(&n.name))
+    {
+        return Err(invalid(
+            format!("{at}.values"),
+            format!(
+                "node {:?} is not a cookie value: give each node's value in `values`",
+                n.name
             ),
         ));
     }

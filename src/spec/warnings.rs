@@ -1,6 +1,7 @@
 //! What `hcsim check` and `hcsim run` warn about: settings that are legal
 //! but suspicious, each with the JSON path it concerns.
 
+use super::haproxy::KERNEL_CONNECT_TIMEOUT;
 use super::model::Model;
 use super::model_spec::*;
 use super::validate::policy_field;

@@ -1,5 +1,6 @@
 //! A model's gateway as HAProxy 2.6 config: a `backend` (`balance`,
-//! `retries`, `option redispatch`, timeouts, `option httpchk` and its
+//! `retries`, `option redispatch`, `cookie NAME insert` with `option
+//! persist` and the servers' `cookie VALUE`, timeouts, `option httpchk` and its
 //! `http-check expect` rules, servers with their check and `observe`
 //! settings) and, when the checks need them, `spread-checks` in a `global`
 //! section. [`config`] adds a
@@ -119,6 +120,7 @@ pub fn write_with(model: &Model, opts: &Options) -> Result<String, Unsupported> 
     if let Some(d) = h.timeout_server {
         let _ = writeln!(s, "    timeout server {}", t(d)?);
     }
+    cookie_lines(&h, &mut s);
     s.push_str(&super::pool::haproxy_backend(model)?);
     let pool_params = super::pool::haproxy_server(model)?;
     if let Some(c) = &check {
@@ -145,15 +147,7 @@ pub fn write_with(model: &Model, opts: &Options) -> Result<String, Unsupported> 
                 let _ = write!(s, " port {port}");
             }
         }
-        if n.weight != 1 {
-            if n.weight > 256 {
-                return Err(Unsupported(format!(
-                    "node {}'s weight {} is above HAProxy's 256",
-                    n.name, n.weight
-                )));
-            }
-            let _ = write!(s, " weight {}", n.weight);
-        }
+        weight_param(n, &mut s)?;
         if n.max_conns > 0 {
             let _ = write!(s, " maxconn {}", n.max_conns);
         }
@@ -166,10 +160,37 @@ pub fn write_with(model: &Model, opts: &Options) -> Result<String, Unsupported> 
         if n.down {
             s.push_str(" disabled");
         }
+        if let Some(v) = h.cookie.as_ref().and_then(|c| c.value_of(&n.name)) {
+            let _ = write!(s, " cookie {v}");
+        }
         s.push_str(&pool_params);
         s.push('\n');
     }
     Ok(s)
+}
+
+/// `cookie NAME insert indirect nocache` and `option persist`.
+fn cookie_lines(h: &crate::spec::HaproxySpec, s: &mut String) {
+    if let Some(c) = &h.cookie {
+        let _ = writeln!(s, "    cookie {} insert indirect nocache", c.name);
+        if c.persist {
+            s.push_str("    option persist\n");
+        }
+    }
+}
+
+/// A server's `weight` (HAProxy's go up to 256).
+fn weight_param(n: &crate::spec::NodeSpec, s: &mut String) -> Result<(), Unsupported> {
+    if n.weight != 1 {
+        if n.weight > 256 {
+            return Err(Unsupported(format!(
+                "node {}'s weight {} is above HAProxy's 256",
+                n.name, n.weight
+            )));
+        }
+        let _ = write!(s, " weight {}", n.weight);
+    }
+    Ok(())
 }
 
 /// A server line's check parameters: `check inter … rise … fall …` and

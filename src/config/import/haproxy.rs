@@ -1,6 +1,7 @@
 //! HAProxy 2.6: a `backend` (or `listen`) with the `defaults` section it
 //! inherits (the last one before it, or the one named by `from`), its
-//! servers (with `default-server`), timeouts, retries, redispatch, checks
+//! servers (with `default-server`), timeouts, retries, redispatch, `cookie
+//! NAME insert` persistence with `option persist`, checks
 //! (with their `http-check expect` status rules) and passive `observe`;
 //! `spread-checks` from `global`.
 //!
@@ -16,6 +17,8 @@ use crate::error::Error;
 use crate::policy::active_probe::statuses;
 use serde_json::{Map, Value, json};
 use std::path::Path;
+
+mod cookie;
 
 const SECTIONS: [&str; 14] = [
     "global",
@@ -318,6 +321,8 @@ struct ServerParams {
     node: Map<String, Value>,
     /// `slowstart`: the window and its line (`None`: none, or `slowstart 0`).
     slowstart: Option<(SimDuration, Loc)>,
+    /// `cookie VALUE`.
+    cookie: Option<String>,
 }
 
 #[derive(Debug, Default)]
@@ -337,6 +342,11 @@ struct Backend {
     source: Option<Loc>,
     /// `hash-type`: consistent, avalanche, and where.
     hash_type: Option<(bool, bool, Loc)>,
+    /// `cookie NAME insert …`: the name and where (rewrite and prefix
+    /// modes are not modelled and leave it unset).
+    cookie: Option<(String, Loc)>,
+    /// `option persist`, where.
+    persist: Option<Loc>,
 }
 
 /// `hash-type {map-based|consistent} [FUNCTION [avalanche]]` as
@@ -487,6 +497,7 @@ impl Backend {
                 );
                 self.httpchk = Some((false, at.clone()));
             }
+            ["option", "persist"] => self.persist = (!neg).then(|| at.clone()),
             [
                 "option",
                 o @ ("allbackups" | "persist" | "prefer-last-server" | "abortonclose"),
@@ -550,12 +561,8 @@ impl Backend {
                     at.error("`server` needs a name and an address: server NAME ADDRESS [params]")
                 );
             }
-            ["cookie", ..] => d.warn(
-                at,
-                "`cookie` persistence is not modelled: every request is balanced by `balance` \
-                 alone, as for a client without the cookie (a client does not stick to the \
-                 server that set it)",
-            ),
+            ["cookie", name, opts @ ..] => self.cookie = cookie::cookie_line(name, opts, at, d)?,
+            ["cookie"] => return Err(at.error("`cookie` needs a name: cookie NAME [insert] …")),
             [
                 kw @ ("stick-table"
                 | "stick"
@@ -577,6 +584,7 @@ impl Backend {
                 .unwrap_or_else(|| Loc::new(Path::new("?"), 1))
                 .error("this backend has no `server`: expected at least one"));
         }
+        self.finish_cookie(d);
         if !self.haproxy.is_empty() {
             d.gateway
                 .insert("haproxy".into(), Value::Object(self.haproxy));
@@ -1066,11 +1074,7 @@ fn server_params(
                 i += 1;
             }
             "cookie" => {
-                value()?;
-                d.warn(
-                    at,
-                    "server keyword `cookie` is not modelled (no cookie persistence)",
-                );
+                p.cookie = Some(value()?.to_string());
                 i += 1;
             }
             "slowstart" => {

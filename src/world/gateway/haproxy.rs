@@ -76,6 +76,9 @@ impl World<'_> {
                 self.finalize(slot, 502, None);
             }
             Reply::Status(s) => {
+                if self.gw.hash.cookie.is_some() {
+                    self.cookie_answered(slot, node);
+                }
                 self.free_peer(slot, node, Charge::Success, AttemptResult::Status(s));
                 self.finalize(slot, s, Some(node));
             }
@@ -131,7 +134,9 @@ impl World<'_> {
             self.model.gateway.balancer,
             Balancer::RoundRobin | Balancer::RandomTwo
         );
-        // stream_choose_redispatch
+        // stream_choose_redispatch: the immediate redispatch is for a
+        // request without SF_DIRECT (not sent by its cookie).
+        let direct = self.cookie_direct(slot);
         let redispatch = h.redispatch_after.is_some_and(|after| {
             let nth = if after > 0 {
                 retries_done as i32 % after == 0
@@ -139,8 +144,14 @@ impl World<'_> {
                 let m = h.retries as i32 + 1 + after;
                 m != 0 && retries_done as i32 % m == 0
             };
-            !up(node) || nth || (srv_act > 1 && rr)
+            !up(node) || nth || (srv_act > 1 && rr && !direct)
         });
+        if redispatch && direct {
+            // SF_DIRECT cleared: the answer will set the cookie.
+            if let Some(c) = self.gw.hash.cookie.as_deref_mut() {
+                c.clear_direct(slot);
+            }
+        }
         // An asynchronous error (refused) pauses before retrying the same
         // server; a connect timeout or an immediate RR redispatch does not.
         let pause = why == Fail::Refused && (!redispatch || !rr || srv_act <= 1);

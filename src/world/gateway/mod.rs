@@ -330,6 +330,7 @@ impl Gateway {
             pick_kind,
             hash: Box::new(balancer::hash::HashParts {
                 hashing: balancer::hash::Hashing::of(model),
+                cookie: balancer::cookie::Cookies::of(model),
                 ..Default::default()
             }),
             keys: model.keys,
@@ -429,6 +430,9 @@ impl World<'_> {
         let generation = r.req_gen;
         if self.gw.keys.is_some() {
             self.begin_hash(slot);
+            if self.gw.hash.cookie.is_some() {
+                return self.cookie_start(slot, generation, replica);
+            }
         }
         if self.gw.path == PathKind::Flavored {
             self.flavor_begin(slot);
@@ -453,7 +457,11 @@ impl World<'_> {
         for (slot, generation) in std::mem::take(&mut self.gw.held[replica]) {
             let r = &self.gw.reqs[slot as usize];
             if r.active && r.req_gen == generation {
-                self.connect(slot);
+                if self.gw.hash.cookie.is_some() {
+                    self.cookie_connect(slot);
+                } else {
+                    self.connect(slot);
+                }
             }
         }
     }

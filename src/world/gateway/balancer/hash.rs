@@ -225,6 +225,8 @@ pub(crate) struct HashParts {
     /// the ones answered by another node than their key's home.
     pub(crate) answered: u64,
     pub(crate) off_home: u64,
+    /// HAProxy's cookie persistence (`cookie.rs`), with `gateway.haproxy.cookie`.
+    pub(crate) cookie: Option<Box<super::cookie::Cookies>>,
 }
 
 impl HashParts {

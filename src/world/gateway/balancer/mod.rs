@@ -34,6 +34,7 @@ impl PickKind {
     }
 }
 
+pub(super) mod cookie;
 pub(super) mod direct;
 pub(super) mod hash;
 pub(super) mod keys;

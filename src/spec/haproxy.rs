@@ -1,0 +1,108 @@
+//! `gateway.haproxy`: an HAProxy backend's request-path settings, with its
+//! `option redispatch` and `cookie` persistence.
+
+use crate::engine::SimDuration;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+/// An HAProxy backend's request-path settings.
+#[derive(Clone, Debug, Deserialize, Serialize, PartialEq, JsonSchema)]
+#[serde(deny_unknown_fields, default)]
+pub struct HaproxySpec {
+    /// `retries`: connection attempts after the first. Default 3.
+    pub retries: u32,
+    /// `option redispatch [interval]`: `false` (default: off), `true` (the
+    /// last retry, HAProxy's -1), or the interval (N > 0: every Nth retry;
+    /// N < 0: the |N|th retry before the last; 0: off). Whatever the value,
+    /// with `round_robin` or `random_two` and more than one server up every
+    /// retry is redispatched.
+    pub redispatch: Redispatch,
+    /// `timeout connect`. Default: unset, which leaves it to the kernel's
+    /// SYN retries (Linux `tcp_syn_retries=6`: 127 s).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub timeout_connect: Option<SimDuration>,
+    /// `timeout server`: waiting for the response. Default: unset (never).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub timeout_server: Option<SimDuration>,
+    /// `cookie NAME insert` persistence, with each server's `cookie VALUE`.
+    /// Needs `clients.keys`: each client key holds one cookie. Default:
+    /// unset (no persistence).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cookie: Option<HaproxyCookie>,
+}
+
+/// HAProxy's `cookie NAME insert` (`manage_client_side_cookies`,
+/// `http_manage_server_side_cookies`, src/http_ana.c): a client whose cookie
+/// names a server that is not DOWN goes there without balancing; any other
+/// client is balanced, and the answering server's cookie is set on the
+/// response unless the request went to its cookie's server.
+#[derive(Clone, Debug, Deserialize, Serialize, PartialEq, JsonSchema)]
+#[serde(deny_unknown_fields, default)]
+pub struct HaproxyCookie {
+    /// The cookie's name (`cookie NAME`). Default `SERVERID`.
+    pub name: String,
+    /// `option persist`: a cookie naming a DOWN server still sends the
+    /// request there. Default false.
+    pub persist: bool,
+    /// Each server's `cookie VALUE`, by node name. Empty (the default):
+    /// every node's value is its name. When some are given, a node not
+    /// listed has no cookie (its answers remove the client's cookie).
+    #[serde(skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub values: std::collections::BTreeMap<String, String>,
+}
+
+impl Default for HaproxyCookie {
+    fn default() -> Self {
+        HaproxyCookie {
+            name: "SERVERID".into(),
+            persist: false,
+            values: Default::default(),
+        }
+    }
+}
+
+impl HaproxyCookie {
+    /// Node `name`'s cookie value, if it has one.
+    pub fn value_of<'a>(&'a self, name: &'a str) -> Option<&'a str> {
+        if self.values.is_empty() {
+            Some(name)
+        } else {
+            self.values.get(name).map(String::as_str)
+        }
+    }
+}
+
+impl Default for HaproxySpec {
+    fn default() -> Self {
+        HaproxySpec {
+            retries: 3,
+            redispatch: Redispatch::Flag(false),
+            timeout_connect: None,
+            timeout_server: None,
+            cookie: None,
+        }
+    }
+}
+
+/// `option redispatch`: a flag or an interval.
+#[derive(Clone, Copy, Debug, Deserialize, Serialize, PartialEq, Eq, JsonSchema)]
+#[serde(untagged)]
+pub enum Redispatch {
+    Flag(bool),
+    Interval(i32),
+}
+
+impl Redispatch {
+    /// HAProxy's `redispatch_after`: `None` when the option is off.
+    pub fn after(self) -> Option<i32> {
+        match self {
+            Redispatch::Flag(false) | Redispatch::Interval(0) => None,
+            Redispatch::Flag(true) => Some(-1),
+            Redispatch::Interval(n) => Some(n),
+        }
+    }
+}
+
+/// What an unset HAProxy `timeout connect` amounts to: Linux gives up a
+/// connect after 6 SYN retransmissions (1+2+4+8+16+32+64 s).
+pub const KERNEL_CONNECT_TIMEOUT: SimDuration = SimDuration::from_secs(127);
