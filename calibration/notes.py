@@ -257,6 +257,14 @@ CHANGES = """## What changed in hcsim because of these runs
   (real 8.7 s); haproxy-slow-tcheck-long, A marked DOWN 5.0 s after it slowed
   → never (real: never), A's 2xx answers 31 → 43. No shipped model sets
   `timeout_check`, so no golden output changed.
+- nginx `proxy_send_timeout` (`src/config/import/nginx.rs`): imported as a
+  note, no longer a "not modelled" warning. `calibration/send_timeout.sh`
+  (nginx 1.22.1, an upstream that accepts and never reads,
+  `proxy_send_timeout 1s`, `proxy_read_timeout 3s`): a GET and a 2 kB POST
+  got 504 after 3.03 s ("while reading response header"), a 20 MB POST 504
+  after 1.07 s ("while sending request"). The timer runs only while a write
+  to the upstream blocks; the model's requests have no body, so it never
+  fires for them.
 - The reference (`nginx-haproxy.md` §B3, pitfall 14, D11) says stock 2.6 ends
   a hung check at min(inter, timeout connect) whatever `timeout check` is;
   the binary honours a longer `timeout check`. The binary wins."""

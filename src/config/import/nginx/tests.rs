@@ -213,3 +213,23 @@ fn ip_hash_and_hash_are_read_with_their_lines_and_bad_arguments_exit() {
             .contains("least_time balancing is not modelled")
     );
 }
+
+#[test]
+fn proxy_send_timeout_is_a_note_not_a_warning() {
+    // `ngx_http_upstream_send_request` arms proxy_send_timeout only while a
+    // write to the upstream blocks; the model's requests never block.
+    let im = import(
+        &[(
+            "nginx.conf",
+            "http {\n upstream u { server 10.0.0.1; }\n server {\n  location / {\n   proxy_send_timeout 2s;\n   proxy_pass http://u;\n  }\n }\n}\n",
+        )],
+        None,
+    )
+    .unwrap();
+    assert!(im.warnings.is_empty(), "{:?}", im.warnings);
+    let description = im.doc["description"].as_str().unwrap();
+    assert!(
+        description.contains("proxy_send_timeout 2s (") && description.contains("nginx.conf:5)"),
+        "{description}"
+    );
+}
