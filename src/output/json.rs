@@ -366,8 +366,13 @@ impl Pretty {
     fn open(&mut self, bracket: u8) -> Compound<'_> {
         self.out.push(bracket);
         self.depth += 1;
+        let sorted = (self.sorted && bracket == b'{').then(|| {
+            let mut s = self.pool.pop().unwrap_or_default();
+            s.direct = Some(self.out.len());
+            s
+        });
         Compound {
-            sorted: (self.sorted && bracket == b'{').then(|| self.pool.pop().unwrap_or_default()),
+            sorted,
             w: self,
             first: true,
             close: if bracket == b'{' { b'}' } else { b']' },
@@ -384,11 +389,18 @@ struct Compound<'a> {
     sorted: Option<Sorted>,
 }
 
-/// The entries of a sorted object, written at its end in key order.
+/// The entries of a sorted object. While they come in key order (a struct
+/// whose fields are declared sorted, a `BTreeMap`) they are written where
+/// they go at once; the first one out of order moves those into the arena,
+/// and from then on all are written at the object's end, sorted.
 #[derive(Default)]
 struct Sorted {
+    /// Written in place so far: where the object's first entry begins in
+    /// the document. `None`: in the arena.
+    direct: Option<usize>,
     /// Every entry's text: its key's JSON, `": "` and its value's JSON.
     arena: Vec<u8>,
+    // In place (`direct`), `entries` are ranges of the document.
     /// Each entry's key and where its text lies in `arena`.
     entries: Vec<(Cow<'static, str>, Range<usize>)>,
     /// A key between `serialize_key` and `serialize_value`, and where its
@@ -410,6 +422,30 @@ fn into_arena<R>(
     Ok((start, r?))
 }
 
+impl Sorted {
+    /// Can an entry of key `key` be written in place? Only after every
+    /// earlier entry in place, with a greater key (an equal one: a
+    /// `BTreeMap` keeps the later value, which the sort sees to).
+    fn in_order(&self, key: &str) -> bool {
+        self.direct.is_some() && self.entries.last().is_none_or(|(k, _)| key > k.as_ref())
+    }
+
+    /// Moves the entries written in place into the arena; the document is
+    /// left as it was when the object opened.
+    fn spill(&mut self, w: &mut Pretty, first: &mut bool) {
+        let Some(base) = self.direct.take() else {
+            return;
+        };
+        let off = self.arena.len();
+        self.arena.extend_from_slice(&w.out[base..]);
+        for (_, r) in &mut self.entries {
+            *r = r.start - base + off..r.end - base + off;
+        }
+        w.out.truncate(base);
+        *first = true;
+    }
+}
+
 impl<'a> Compound<'a> {
     fn element<T: Serialize + ?Sized>(&mut self, v: &T) -> Result<(), serde_json::Error> {
         let first = std::mem::replace(&mut self.first, false);
@@ -419,7 +455,14 @@ impl<'a> Compound<'a> {
 
     fn field(&mut self, key: &'static str) -> Result<(), serde_json::Error> {
         match &mut self.sorted {
+            Some(s) if s.in_order(key) => {
+                let first = std::mem::replace(&mut self.first, false);
+                self.w.line(first);
+                s.pending = Some((Cow::Borrowed(key), self.w.out.len()));
+                self.w.field_name(key);
+            }
             Some(s) => {
+                s.spill(self.w, &mut self.first);
                 let (start, ()) = into_arena(self.w, s, |w| {
                     w.field_name(key);
                     Ok(())
@@ -436,6 +479,25 @@ impl<'a> Compound<'a> {
 
     fn map_key<T: Serialize + ?Sized>(&mut self, key: &T) -> Result<(), serde_json::Error> {
         match &mut self.sorted {
+            Some(s) if s.direct.is_some() => {
+                let (mark, first) = (self.w.out.len(), self.first);
+                self.w.line(first);
+                let start = self.w.out.len();
+                let text = write_map_key(&mut self.w.out, key, true)?.unwrap_or_default();
+                if s.in_order(&text) {
+                    self.w.out.extend_from_slice(b": ");
+                    self.first = false;
+                    s.pending = Some((Cow::Owned(text), start));
+                    return Ok(());
+                }
+                // Out of order: undone, and written to the arena.
+                self.w.out.truncate(mark);
+                s.spill(self.w, &mut self.first);
+                let start = s.arena.len();
+                write_map_key(&mut s.arena, key, false)?;
+                s.arena.extend_from_slice(b": ");
+                s.pending = Some((Cow::Owned(text), start));
+            }
             Some(s) => {
                 let (start, text) = into_arena(self.w, s, |w| {
                     let text = write_map_key(&mut w.out, key, true)?;
@@ -456,6 +518,12 @@ impl<'a> Compound<'a> {
 
     fn value<T: Serialize + ?Sized>(&mut self, v: &T) -> Result<(), serde_json::Error> {
         match &mut self.sorted {
+            Some(s) if s.direct.is_some() => {
+                let (key, start) = s.pending.take().expect("a key before its value");
+                v.serialize(&mut *self.w)?;
+                s.entries.push((key, start..self.w.out.len()));
+                Ok(())
+            }
             Some(s) => {
                 let (key, start) = s.pending.take().expect("a key before its value");
                 into_arena(self.w, s, |w| v.serialize(w))?;
@@ -470,6 +538,11 @@ impl<'a> Compound<'a> {
     /// Closes the object or array; gives back the writer.
     fn finish(mut self) -> Result<&'a mut Pretty, serde_json::Error> {
         if let Some(mut s) = self.sorted.take() {
+            if s.direct.take().is_some() {
+                s.entries.clear();
+                self.w.pool.push(s);
+                return self.write_close();
+            }
             // A `BTreeMap` keeps the last value of a repeated key.
             s.entries.reverse();
             s.entries.sort_by(|a, b| a.0.cmp(&b.0));
@@ -482,6 +555,11 @@ impl<'a> Compound<'a> {
             s.arena.clear();
             self.w.pool.push(s);
         }
+        self.write_close()
+    }
+
+    /// The closing line and bracket.
+    fn write_close(self) -> Result<&'a mut Pretty, serde_json::Error> {
         self.w.depth -= 1;
         if !self.first {
             self.w.newline();
@@ -1054,6 +1132,60 @@ mod tests {
         // And the unsorted one kept its order.
         let rest = &ours[ours.find("\"inner\"").unwrap()..at];
         assert!(rest.find("\"zeta\"").unwrap() < rest.find("\"alpha\"").unwrap());
+    }
+
+    /// Entries in the order given, repeated keys and all: a map as a
+    /// serializer sees it.
+    struct Entries(Vec<(String, Value)>);
+
+    impl Serialize for Entries {
+        fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+            use serde::ser::SerializeMap as _;
+            let mut m = s.serialize_map(Some(self.0.len()))?;
+            for (k, v) in &self.0 {
+                m.serialize_entry(k, v)?;
+            }
+            m.end()
+        }
+    }
+
+    #[test]
+    fn sorted_objects_in_order_then_out_of_order_match_the_value_round_trip() {
+        #[derive(Serialize)]
+        struct W(#[serde(serialize_with = "sorted")] Vec<Entries>);
+        let e = |keys: &[&str]| {
+            Entries(
+                keys.iter()
+                    .enumerate()
+                    .map(|(i, k)| (k.to_string(), json!({"z": i, "a": [i, {"y": 1, "b": 2}]})))
+                    .collect(),
+            )
+        };
+        let w = W(vec![
+            e(&[]),
+            e(&["a", "b", "c"]),           // in order: written in place
+            e(&["a", "b", "z", "c", "d"]), // out of order after three
+            e(&["b", "a"]),                // at the second
+            e(&["a", "b", "b", "c"]),      // a repeated key keeps the later value
+            e(&["a", "c", "b", "c"]),
+            e(&["k\"q", "k", "é", "e"]), // escaped and non-ASCII keys
+        ]);
+        let ours = to_string_pretty(&w).unwrap();
+        let theirs = serde_json::to_string_pretty(&serde_json::to_value(&w).unwrap()).unwrap();
+        assert_eq!(ours, theirs);
+        // Nested inside an object that spilled, and inside one in place.
+        #[derive(Serialize)]
+        struct Outer {
+            #[serde(serialize_with = "sorted")]
+            o: BTreeMap<&'static str, W>,
+        }
+        let o = Outer {
+            o: [("x", W(vec![e(&["b", "a"])])), ("y", W(vec![e(&["a"])]))]
+                .into_iter()
+                .collect(),
+        };
+        let theirs = serde_json::to_string_pretty(&serde_json::to_value(&o).unwrap()).unwrap();
+        assert_eq!(to_string_pretty(&o).unwrap(), theirs);
     }
 
     #[test]
