@@ -119,7 +119,7 @@ pub fn write_run(
     let json = summary.to_json();
     let mut files: Vec<(PathBuf, Vec<u8>)> = Vec::new();
     let p = dir.join("timeline.csv");
-    files.push((p.clone(), csv::timeline_csv(runs).map_err(csv_err(p))?));
+    files.push((p, csv::timeline_csv(runs)));
     let p = dir.join("ejections.csv");
     files.push((p.clone(), csv::ejections_csv(runs).map_err(csv_err(p))?));
     if let Some(traces) = traces {
