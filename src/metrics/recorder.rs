@@ -385,8 +385,10 @@ impl Recorder {
     }
 
     /// A request ended after `latency` (answered or timed out), in the
-    /// current timeline bucket.
-    #[inline]
+    /// current timeline bucket. Always inlined: on every answer's path, and
+    /// left out of line by some partitions of the crate into codegen units
+    /// (8.7 M more instructions on the canonical model when it was).
+    #[inline(always)]
     fn ended(&mut self, latency: SimDuration, counted: bool) {
         if counted {
             self.bucket_latency.record(latency);
