@@ -120,6 +120,9 @@ pub fn write_with(model: &Model, opts: &Options) -> Result<String, Unsupported> 
     if let Some(d) = h.timeout_server {
         let _ = writeln!(s, "    timeout server {}", t(d)?);
     }
+    if let Some(d) = h.timeout_queue {
+        let _ = writeln!(s, "    timeout queue {}", t(d)?);
+    }
     cookie_lines(&h, &mut s);
     s.push_str(&super::pool::haproxy_backend(model)?);
     let pool_params = super::pool::haproxy_server(model)?;
@@ -150,6 +153,9 @@ pub fn write_with(model: &Model, opts: &Options) -> Result<String, Unsupported> 
         weight_param(n, &mut s)?;
         if n.max_conns > 0 {
             let _ = write!(s, " maxconn {}", n.max_conns);
+        }
+        if n.max_queue > 0 {
+            let _ = write!(s, " maxqueue {}", n.max_queue);
         }
         if let Some(ss) = &model.gateway.slow_start {
             let _ = write!(s, " slowstart {}", t(ss.window)?);
