@@ -385,8 +385,9 @@ impl Recorder {
     }
 
     /// A request ended after `latency` (answered or timed out), in the
-    /// current timeline bucket.
-    #[inline]
+    /// current timeline bucket. (Always inlined: `finalize`, on every
+    /// request's path, keeps it in line whatever its other callers.)
+    #[inline(always)]
     fn ended(&mut self, latency: SimDuration, counted: bool) {
         if counted {
             self.bucket_latency.record(latency);

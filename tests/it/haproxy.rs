@@ -241,7 +241,7 @@ fn queue_burst(haproxy: Value, max_queue: u32, keys: Option<u32>) -> Value {
     })
 }
 
-/// `hcsim run` of `doc`: its summary.json.
+/// `hcsim run` of `doc`: its summary.json's run (`runs[0]`).
 fn run_binary(doc: &Value, name: &str) -> Value {
     let dir = crate::tmp(name);
     let model = dir.join("model.json");
@@ -256,7 +256,9 @@ fn run_binary(doc: &Value, name: &str) -> Value {
         out.to_str().unwrap(),
     ]);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    serde_json::from_slice(&std::fs::read(out.join("summary.json")).unwrap()).unwrap()
+    let s: Value =
+        serde_json::from_slice(&std::fs::read(out.join("summary.json")).unwrap()).unwrap();
+    s["runs"][0].clone()
 }
 
 #[test]
