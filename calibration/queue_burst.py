@@ -20,15 +20,27 @@ import threading
 import time
 
 HAPROXY = "/usr/sbin/haproxy"
-DELAY = 0.4
-class H(http.server.BaseHTTPRequestHandler):
+DELAY = 0.4  # the backend's answer delay, s
+
+
+class Handler(http.server.BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.0"
+
     def do_GET(self):
         time.sleep(DELAY)
-        self.send_response(200); self.send_header("Content-Length", "2"); self.end_headers(); self.wfile.write(b"ok")
-    def log_message(self, *a): pass
-class S(socketserver.ThreadingMixIn, http.server.HTTPServer):
+        self.send_response(200)
+        self.send_header("Content-Length", "2")
+        self.end_headers()
+        self.wfile.write(b"ok")
+
+    def log_message(self, *args):
+        pass
+
+
+class Server(socketserver.ThreadingMixIn, http.server.HTTPServer):
     daemon_threads = True
+
+
 def free_port():
     s = socket.socket()
     s.bind(("127.0.0.1", 0))
@@ -37,8 +49,20 @@ def free_port():
     return port
 
 
+def client(port, i, t0, res):
+    """Request i, sent 10 ms after request i - 1: (i, sent, status, latency)."""
+    time.sleep(i * 0.01)
+    sent = time.monotonic()
+    c = http.client.HTTPConnection("127.0.0.1", port, timeout=20)
+    c.request("GET", "/%d" % i)
+    r = c.getresponse()
+    r.read()
+    res[i] = (i, round(sent - t0, 3), r.status, round(time.monotonic() - sent, 3))
+
+
 def run(name, timeouts, n, port, d):
-    be = S(("127.0.0.1", 0), H); bport = be.server_address[1]
+    """One burst of n requests through HAProxy with the defaults' `timeouts`."""
+    be = Server(("127.0.0.1", 0), Handler)
     threading.Thread(target=be.serve_forever, daemon=True).start()
     cfg = f"""global
     log stdout format raw local0
@@ -53,24 +77,23 @@ frontend f
     bind 127.0.0.1:{port}
     default_backend b
 backend b
-    server s1 127.0.0.1:{bport} maxconn 1
+    server s1 127.0.0.1:{be.server_address[1]} maxconn 1
 """
-    path = os.path.join(d, name + ".cfg"); open(path, "w").write(cfg)
+    path = os.path.join(d, name + ".cfg")
+    with open(path, "w") as f:
+        f.write(cfg)
     log = os.path.join(d, name + ".log")
-    p = subprocess.Popen([HAPROXY, "-f", path, "-db"], stdout=open(log, "w"), stderr=subprocess.STDOUT)
+    with open(log, "w") as out:
+        p = subprocess.Popen([HAPROXY, "-f", path, "-db"], stdout=out, stderr=subprocess.STDOUT)
     try:
         time.sleep(0.5)
-        res = [None]*n
+        res = [None] * n
         t0 = time.monotonic()
-        def client(i):
-            time.sleep(i*0.01)
-            s = time.monotonic()
-            c = http.client.HTTPConnection("127.0.0.1", port, timeout=20)
-            c.request("GET", f"/{i}")
-            r = c.getresponse(); r.read()
-            res[i] = (i, round(s - t0, 3), r.status, round(time.monotonic() - s, 3))
-        ts = [threading.Thread(target=client, args=(i,)) for i in range(n)]
-        [t.start() for t in ts]; [t.join() for t in ts]
+        ts = [threading.Thread(target=client, args=(port, i, t0, res)) for i in range(n)]
+        for t in ts:
+            t.start()
+        for t in ts:
+            t.join()
         print(name, json.dumps(res))
     finally:
         p.send_signal(signal.SIGTERM)
@@ -81,7 +104,10 @@ backend b
             p.wait()
         be.shutdown()
     time.sleep(0.2)
-    print(open(log).read())
+    with open(log) as f:
+        print(f.read())
+
+
 if __name__ == "__main__":
     with tempfile.TemporaryDirectory() as d:
         run("queue1s", "    timeout connect 5s\n    timeout queue 1s", 6, free_port(), d)
