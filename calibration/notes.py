@@ -267,4 +267,24 @@ CHANGES = """## What changed in hcsim because of these runs
   fires for them.
 - The reference (`nginx-haproxy.md` §B3, pitfall 14, D11) says stock 2.6 ends
   a hung check at min(inter, timeout connect) whatever `timeout check` is;
-  the binary honours a longer `timeout check`. The binary wins."""
+  the binary honours a longer `timeout check`. The binary wins.
+- HAProxy queues (`src/world/gateway/pending.rs`): a request that finds
+  every usable server at its `maxconn` waits in the backend's queue instead
+  of failing at once, and gets a 503 (`sQ`) after `timeout queue` (unset:
+  `timeout connect`; neither: no limit). Measured on 2.6.12 with one server
+  `maxconn 1` answering in 400 ms and six clients sending 10 ms apart
+  (`python3 calibration/queue_burst.py`: one HTTP/1.1 request per
+  connection, latencies from each client's send, the log's `Tw` the time
+  queued; a second run was within 10 ms of these):
+
+  | backend | served (latency, s) | 503 `sQ` (latency, s) |
+  |---|---|---|
+  | `timeout connect 5s`, `timeout queue 1s` | 0.402, 0.790 (Tw 387 ms), 1.181 (Tw 779 ms) | 1.003, 1.002, 1.002 |
+  | `timeout connect 1s`, no `timeout queue` | 0.402, 0.790, 1.181 | 1.001, 1.004, 1.006 |
+  | neither (4 clients) | 0.403, 0.794, 1.186, 1.578 | none |
+
+  hcsim (`gateway.rtt` 0): 0.400, 0.790, 1.180 served and three 503s at
+  1.000 s; without either timeout, 0.400, 0.790, 1.180, 1.570. Before, the
+  five requests after the first got a 503 at once; no shipped model has a
+  node's `max_conns` with `flavor: haproxy`, so no golden output changed.
+  Scenario haproxy-queue-timeout (a steady overload) agrees on every figure."""

@@ -719,6 +719,7 @@ impl Recorder {
             fault_start_s: vec![],
             pods: None,
             keys: None,
+            queues: None,
             timeline,
             ejection_log,
             replicas,

@@ -264,6 +264,10 @@ pub struct RunSummary {
     /// came from a node other than their client key's home.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub keys: Option<KeysSummary>,
+    /// With HAProxy's queues (`flavor: haproxy` and some node's
+    /// `max_conns`): requests that waited for a connection slot.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub queues: Option<QueueSummary>,
     /// Per-bucket counts over the whole run (written to `timeline.csv`).
     #[serde(skip)]
     pub timeline: Timeline,
@@ -287,6 +291,23 @@ pub struct KeysSummary {
     pub off_home: u64,
     /// `off_home / answered` (0 with no answer).
     pub off_home_share: f64,
+}
+
+/// HAProxy's backend and server queues over the run: requests sent inside
+/// the measurement window.
+#[derive(Clone, Copy, Debug, Default, Deserialize, Serialize, PartialEq)]
+pub struct QueueSummary {
+    /// Times a request joined a queue (all its servers full, or its
+    /// cookie's server full).
+    pub queued: u64,
+    /// Of those, requests that left it with a connection slot.
+    pub served: u64,
+    /// Requests answered 503 when `timeout queue` expired (`sQ`).
+    pub timeouts: u64,
+    /// Requests whose client gave up while they were queued.
+    pub abandoned: u64,
+    /// The longest time a request spent queued, seconds.
+    pub max_wait_s: f64,
 }
 
 /// Something a reader of the figures must know, as `summary.json` lists it.

@@ -33,6 +33,10 @@ pub struct Summary {
     /// With a hash balancer: the answers off their client key's home node.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub keys: Option<KeyStats>,
+    /// With HAProxy's queues (`flavor: haproxy` and some node's
+    /// `max_conns`): the requests that waited for a connection slot.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub queues: Option<QueueStats>,
     /// With `--per-replica`: per gateway replica, its node table over the
     /// replications (that replica's own attempts, answers and ejections).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -71,6 +75,33 @@ impl KeyStats {
             answered: k(|k| k.answered as f64),
             off_home: k(|k| k.off_home as f64),
             off_home_share: k(|k| k.off_home_share),
+        })
+    }
+}
+
+/// [`QueueSummary`](crate::metrics::QueueSummary) over the replications:
+/// HAProxy's backend and server queues.
+#[derive(Clone, Debug, Default, Deserialize, Serialize, PartialEq)]
+pub struct QueueStats {
+    pub queued: Spread,
+    pub served: Spread,
+    pub timeouts: Spread,
+    pub abandoned: Spread,
+    pub max_wait_s: Spread,
+}
+
+impl QueueStats {
+    fn of(runs: &[RunSummary]) -> Option<QueueStats> {
+        runs.first()?.queues?;
+        let q = |f: fn(&crate::metrics::QueueSummary) -> f64| {
+            over_some(runs, |r| r.queues.as_ref().map(f))
+        };
+        Some(QueueStats {
+            queued: q(|q| q.queued as f64),
+            served: q(|q| q.served as f64),
+            timeouts: q(|q| q.timeouts as f64),
+            abandoned: q(|q| q.abandoned as f64),
+            max_wait_s: q(|q| q.max_wait_s),
         })
     }
 }
@@ -387,6 +418,7 @@ impl Summary {
                 .collect(),
             pods: super::pods::PodStats::of(&runs),
             keys: KeyStats::of(&runs),
+            queues: QueueStats::of(&runs),
             per_replica: (0..runs[0].replicas.len())
                 .map(|r| {
                     (0..runs[0].replicas[r].len())

@@ -24,6 +24,14 @@ pub struct HaproxySpec {
     /// `timeout server`: waiting for the response. Default: unset (never).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub timeout_server: Option<SimDuration>,
+    /// `timeout queue`: how long a request waits in a queue (the backend's,
+    /// when every usable server is at its `max_conns`, or its cookie's
+    /// server's) before a 503 (`sQ`). Default: unset, which is `timeout
+    /// connect`; with neither set, the request waits until its client
+    /// gives up (HAProxy's `TICK_ETERNITY`). Queues exist only for nodes
+    /// with `max_conns`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub timeout_queue: Option<SimDuration>,
     /// `cookie NAME insert` persistence, with each server's `cookie VALUE`.
     /// Needs `clients.keys`: each client key holds one cookie. Default:
     /// unset (no persistence).
@@ -79,6 +87,7 @@ impl Default for HaproxySpec {
             redispatch: Redispatch::Flag(false),
             timeout_connect: None,
             timeout_server: None,
+            timeout_queue: None,
             cookie: None,
         }
     }
@@ -90,6 +99,14 @@ impl Default for HaproxySpec {
 pub enum Redispatch {
     Flag(bool),
     Interval(i32),
+}
+
+impl HaproxySpec {
+    /// The queue timeout in effect: `timeout queue`, else `timeout connect`
+    /// (`cfgparse.c` copies it when unset), else none.
+    pub fn queue_timeout(&self) -> Option<SimDuration> {
+        self.timeout_queue.or(self.timeout_connect)
+    }
 }
 
 impl Redispatch {

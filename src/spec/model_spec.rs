@@ -310,6 +310,10 @@ fn is_one(n: &u32) -> bool {
     *n == 1
 }
 
+fn is_zero_u32(n: &u32) -> bool {
+    *n == 0
+}
+
 /// How client requests reach the gateway replicas.
 #[derive(Clone, Copy, Debug, Default, Deserialize, Serialize, PartialEq, Eq, JsonSchema)]
 #[serde(rename_all = "snake_case")]
@@ -470,6 +474,12 @@ pub struct NodeSpec {
     /// `server ... max_conns=`, 0 = unlimited (per worker without `zone`).
     #[serde(default)]
     pub max_conns: u32,
+    /// HAProxy's `maxqueue`: requests sent to this server by their cookie
+    /// that may wait in its queue while it is at `max_conns`; one more
+    /// fails (503, or is redispatched with `redispatch`). 0 = unlimited.
+    /// Only with `"flavor": "haproxy"`.
+    #[serde(default, skip_serializing_if = "is_zero_u32")]
+    pub max_queue: u32,
     /// Worker threads serving requests. Default 64.
     #[serde(default = "default_workers")]
     pub workers: u32,

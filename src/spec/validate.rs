@@ -70,6 +70,7 @@ impl Model {
         check_gateway(&spec.gateway)?;
         super::connection_checks::check_pool(&spec.gateway)?;
         check_nodes(&spec.nodes)?;
+        check_max_queue(&spec)?;
         super::flavour_checks::check(&spec.gateway, &spec.nodes)?;
         super::flavor_checks::check(&spec)?;
         check_hashing(&spec)?;
@@ -475,6 +476,7 @@ fn check_gateway(g: &GatewaySpec) -> Result<(), Invalid> {
             for (field, d) in [
                 ("timeout_connect", h.timeout_connect),
                 ("timeout_server", h.timeout_server),
+                ("timeout_queue", h.timeout_queue),
             ] {
                 if d.is_some_and(|d| d.is_zero()) {
                     return Err(invalid(
@@ -552,6 +554,20 @@ fn check_nodes(nodes: &[NodeSpec]) -> Result<(), Invalid> {
         ));
     }
     Ok(())
+}
+
+/// `nodes[].max_queue` is HAProxy's `maxqueue`.
+fn check_max_queue(spec: &ModelSpec) -> Result<(), Invalid> {
+    if spec.gateway.flavor == GatewayFlavor::Haproxy {
+        return Ok(());
+    }
+    match spec.nodes.iter().position(|n| n.max_queue > 0) {
+        Some(i) => Err(invalid(
+            format!("nodes[{i}].max_queue"),
+            "server queues are HAProxy's: `max_queue` needs `\"flavor\": \"haproxy\"`",
+        )),
+        None => Ok(()),
+    }
 }
 
 /// The `faults` section: each names a node and a window inside the run, and

@@ -123,6 +123,8 @@ pub(crate) mod lane {
     pub(crate) const READ_TIMEOUT_AT_NODE: usize = 6;
     /// The next open-loop arrival (one pending at a time).
     pub(crate) const ARRIVAL: usize = 7;
+    /// HAProxy's `timeout queue` after a request joins a queue.
+    pub(crate) const QUEUE_TIMEOUT: usize = 8;
 }
 
 /// Why an attempt failed without a response.
@@ -197,6 +199,11 @@ pub(crate) enum Event {
     },
     /// HAProxy retries a failed connect after its turn-around pause.
     Retry {
+        slot: u32,
+        generation: u32,
+    },
+    /// HAProxy's `timeout queue` of a queued request.
+    QueueTimeout {
         slot: u32,
         generation: u32,
     },
@@ -484,6 +491,7 @@ impl<'s> World<'s> {
             p.summarize(&mut summary);
         }
         summary.keys = self.gw.hash.summary();
+        summary.queues = self.gw.pending.as_ref().map(|p| p.summary());
         if let Some(w) = &self.gw.warm {
             w.summarize(&mut summary);
         }
@@ -590,6 +598,7 @@ impl<'s> World<'s> {
                 })
             }
             Event::Retry { slot, generation } => self.on_retry(slot, generation),
+            Event::QueueTimeout { slot, generation } => self.on_queue_timeout(slot, generation),
             Event::Conn { id, what } => self.on_conn_timer(id, what),
             Event::ProbeAtNode { probe, generation } => self.on_probe_at_node(probe, generation),
             Event::ProbeDone {

@@ -192,6 +192,17 @@ impl World<'_> {
                 }
             }
         }
+        // HAProxy's queues hear a server change state (`pending.rs`).
+        if self.gw.pending.is_some()
+            && let Some(node) = about
+        {
+            // HAProxy's threads share one state: one scope per replica.
+            let scope = self
+                .fleet
+                .layout()
+                .scope(self.fleet.replica_of_policy(i), 0);
+            self.hap_watch(scope, node);
+        }
         r
     }
 

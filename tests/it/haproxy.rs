@@ -217,3 +217,111 @@ fn a_timeout_check_longer_than_the_connect_window_is_honoured_in_2_6() {
     // starting within 2 s of the hang.
     assert!((13.0..=15.1).contains(&d), "first ejection after {d} s");
 }
+
+/// One server with `maxconn 1` answering in 400 ms, six requests 10 ms
+/// apart, as measured on HAProxy 2.6.12 (docs/calibration.md,
+/// `haproxy-queue`).
+fn queue_burst(haproxy: Value, max_queue: u32, keys: Option<u32>) -> Value {
+    let mut clients = json!({"kind": "open", "rate_per_s": 100.0, "arrivals": "constant",
+        "timeout": "20s", "schedule": [{"at": "55ms", "rate_per_s": 0.0}]});
+    if let Some(k) = keys {
+        // One request first, whose answer sets the key's cookie, then the
+        // burst from 0.5 s.
+        clients["keys"] = json!(k);
+        clients["rate_per_s"] = json!(1.0);
+        clients["schedule"] = json!([{"at": "500ms", "rate_per_s": 100.0},
+                                     {"at": "555ms", "rate_per_s": 0.0}]);
+    }
+    json!({
+        "name": "haproxy-queue", "duration": "4s", "seed": 1,
+        "clients": clients,
+        "gateway": {"flavor": "haproxy", "haproxy": haproxy},
+        "nodes": [{"name": "s1", "max_conns": 1, "max_queue": max_queue, "workers": 8,
+                   "service_time": {"dist": "constant", "value": "400ms"}}]
+    })
+}
+
+/// `hcsim run` of `doc`: its summary.json's run (`runs[0]`).
+fn run_binary(doc: &Value, name: &str) -> Value {
+    let dir = crate::tmp(name);
+    let model = dir.join("model.json");
+    std::fs::write(&model, serde_json::to_vec_pretty(doc).unwrap()).unwrap();
+    let out = dir.join("out");
+    let o = crate::hcsim(&[
+        "run",
+        model.to_str().unwrap(),
+        "--no-charts",
+        "-q",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let s: Value =
+        serde_json::from_slice(&std::fs::read(out.join("summary.json")).unwrap()).unwrap();
+    s["runs"][0].clone()
+}
+
+#[test]
+fn a_full_server_queues_requests_until_timeout_queue() {
+    // assign_server_and_queue / pendconn_add / process_srv_queue and the
+    // SC_ST_QUE branch of back_try_conn_req: three served one after the
+    // other, three answered 503 after 1 s in the queue (sQ).
+    let s = run_binary(
+        &queue_burst(json!({"timeout_queue": "1s"}), 0, None),
+        "queue-1s",
+    );
+    assert_eq!(s["client"]["status"]["200"], 3, "{s}");
+    assert_eq!(s["client"]["status"]["503"], 3, "{s}");
+    assert_eq!(s["queues"]["queued"], 5);
+    assert_eq!(s["queues"]["served"], 2);
+    assert_eq!(s["queues"]["timeouts"], 3);
+    assert_eq!(s["nodes"][0]["attempts"], 3);
+    // A queue timeout tries no connection: no failure is charged.
+    assert_eq!(s["nodes"][0]["failures"], 0);
+    // Latencies: 0.4, 0.79, 1.18 s served; 1.0 s for each 503.
+    let max = s["client"]["latency_ms"]["max"].as_f64().unwrap();
+    assert!((max - 1180.0).abs() < 5.0, "{max}");
+    // `timeout queue` unset is `timeout connect`; without either, the
+    // queue waits: all six are served, the last after 2.35 s.
+    let s = run_binary(
+        &queue_burst(json!({"timeout_connect": "1s"}), 0, None),
+        "queue-connect",
+    );
+    assert_eq!(s["client"]["status"]["503"], 3, "{s}");
+    let s = run_binary(&queue_burst(json!({}), 0, None), "queue-none");
+    assert_eq!(s["client"]["status"]["200"], 6, "{s}");
+    let max = s["client"]["latency_ms"]["max"].as_f64().unwrap();
+    assert!((max - 2350.0).abs() < 5.0, "{max}");
+}
+
+#[test]
+fn a_cookie_sends_requests_to_its_server_queue_up_to_maxqueue() {
+    // assign_server_and_queue and srv_redispatch_connect's
+    // SRV_STATUS_FULL: with one client key, the burst after the first
+    // answer goes to s1 by its cookie: one connects, two wait in its queue
+    // (`maxqueue 2`), three get 503 at once; with `option redispatch` those
+    // three are balanced instead, and wait in the backend's queue.
+    let doc = queue_burst(json!({"timeout_queue": "10s", "cookie": {}}), 2, Some(1));
+    let s = run_binary(&doc, "queue-cookie");
+    assert_eq!(s["client"]["requests"], 7, "{s}");
+    assert_eq!(s["client"]["status"]["200"], 4, "{s}");
+    assert_eq!(s["client"]["status"]["503"], 3, "{s}");
+    assert_eq!(s["queues"]["timeouts"], 0);
+    assert_eq!(s["queues"]["queued"], 2);
+    // 0.4, 0.4, 0.79 and 1.18 s for the answers, nothing for the 503s.
+    let mean = s["client"]["latency_ms"]["mean"].as_f64().unwrap();
+    assert!((mean - 2770.0 / 7.0).abs() < 5.0, "{mean}");
+    let redispatch = json!({"timeout_queue": "10s", "cookie": {}, "redispatch": true});
+    let s = run_binary(&queue_burst(redispatch, 2, Some(1)), "queue-redispatch");
+    assert_eq!(s["client"]["status"]["200"], 7, "{s}");
+    assert_eq!(s["queues"]["queued"], 5);
+    // No summary key for a model without queues.
+    let mut plain = queue_burst(json!({}), 0, None);
+    plain["nodes"][0]["max_conns"] = json!(0);
+    plain["nodes"][0]
+        .as_object_mut()
+        .unwrap()
+        .remove("max_queue");
+    let s = run_binary(&plain, "queue-plain");
+    assert!(s.get("queues").is_none(), "{s}");
+}

@@ -1342,3 +1342,83 @@ fn cookie_insert_imports_exports_and_holds_a_client_to_its_server() {
     assert!(share(0).max(share(1)) > 0.55, "{s}");
     assert!(s["client"]["status"].get("503").is_none(), "{s}");
 }
+
+/// A real-world-shaped backend with `timeout queue` in its defaults and a
+/// server's `maxconn`/`maxqueue`: imported with their lines (no more "not
+/// modelled"), exported back, and accepted by `haproxy -c`.
+const QUEUE_HAPROXY: &str = "\
+global
+    maxconn 4096
+
+defaults
+    mode http
+    timeout connect 5s
+    timeout client 30s
+    timeout server 30s
+    timeout queue 30s
+
+frontend www
+    bind :80
+    default_backend app
+
+backend app
+    balance roundrobin
+    server s1 10.0.0.1:8080 check maxconn 100 maxqueue 10
+    server s2 10.0.0.2:8080 check maxconn 100
+";
+
+#[test]
+fn haproxy_timeout_queue_and_maxqueue_import_and_export() {
+    let dir = tmp("queue-haproxy");
+    let conf = dir.join("haproxy.cfg");
+    std::fs::write(&conf, QUEUE_HAPROXY).unwrap();
+    let im = import::read(&conf, &Options::default(), &Workload::default()).unwrap();
+    assert_nothing_unmodelled(&im, "queue");
+    assert_eq!(im.doc["gateway"]["haproxy"]["timeout_queue"], "30s");
+    assert_eq!(im.doc["nodes"][0]["max_conns"], 100);
+    assert_eq!(im.doc["nodes"][0]["max_queue"], 10);
+    assert!(im.doc["nodes"][1].get("max_queue").is_none());
+    let at = |field: &str| {
+        im.origins
+            .iter()
+            .rfind(|(f, _)| f == field)
+            .map(|(_, at)| at.line)
+    };
+    assert_eq!(at("gateway.haproxy.timeout_queue"), Some(9));
+    let m = im.model().unwrap();
+    let h = m.gateway.haproxy.as_ref().unwrap();
+    assert_eq!(
+        h.timeout_queue.map(|d| d.to_string()).as_deref(),
+        Some("30s")
+    );
+    assert_eq!(m.nodes[0].max_queue, 10);
+    let out = export::haproxy::config(&m, &export::Options::of(&m)).unwrap();
+    assert!(out.contains("    timeout queue 30s\n"), "{out}");
+    assert!(out.contains(" maxconn 100 maxqueue 10"), "{out}");
+    let back = reimport(&dir, "exported.cfg", &out, Format::Haproxy);
+    assert_eq!(
+        back.gateway.haproxy.as_ref().unwrap().timeout_queue,
+        h.timeout_queue
+    );
+    assert_eq!(back.nodes[0].max_queue, 10);
+    assert_haproxy_accepts(&dir.join("export.cfg"), &out);
+    // A backend's own `timeout queue` overrides its defaults'.
+    let own = QUEUE_HAPROXY.replace(
+        "    balance roundrobin\n",
+        "    balance roundrobin\n    timeout queue 2s\n",
+    );
+    std::fs::write(&conf, own).unwrap();
+    let im = import::read(&conf, &Options::default(), &Workload::default()).unwrap();
+    assert_eq!(im.doc["gateway"]["haproxy"]["timeout_queue"], "2s");
+    // `minconn` is still not modelled.
+    let min = QUEUE_HAPROXY.replace("maxqueue 10", "minconn 10");
+    std::fs::write(&conf, min).unwrap();
+    let im = import::read(&conf, &Options::default(), &Workload::default()).unwrap();
+    assert!(
+        im.warnings
+            .iter()
+            .any(|w| w.message.contains("`minconn` is not modelled")),
+        "{:?}",
+        im.warnings
+    );
+}

@@ -271,15 +271,17 @@ fn haproxy_files_haproxy_2_6_refuses_do_not_import() {
     )
     .unwrap();
     assert_eq!(m["nodes"][0]["name"], "a");
-    // `timeout queue` matters only where a server has a `maxconn`.
+    // `timeout queue` is imported, with or without a server `maxconn`
+    // (inert without one), and no longer warned about.
     let queue = |params: &str| {
         let text =
             format!("defaults\n  timeout queue 1m\nbackend app\n  server a 10.0.0.1:80 {params}\n");
-        let (_, w) = import_text("q.cfg", &text, None).unwrap();
-        w.iter().any(|w| w.contains("timeout queue"))
+        let (m, w) = import_text("q.cfg", &text, None).unwrap();
+        assert!(!w.iter().any(|w| w.contains("timeout queue")), "{w:?}");
+        m["gateway"]["haproxy"]["timeout_queue"].clone()
     };
-    assert!(!queue("check"));
-    assert!(queue("check maxconn 100"));
+    assert_eq!(queue("check"), "60s");
+    assert_eq!(queue("check maxconn 100"), "60s");
 }
 
 #[test]

@@ -114,11 +114,13 @@ pub fn write_with(model: &Model, opts: &Options) -> Result<String, Unsupported> 
             let _ = writeln!(s, "    option redispatch {n}");
         }
     }
-    if let Some(d) = h.timeout_connect {
-        let _ = writeln!(s, "    timeout connect {}", t(d)?);
-    }
-    if let Some(d) = h.timeout_server {
-        let _ = writeln!(s, "    timeout server {}", t(d)?);
+    let timeouts = [
+        ("connect", h.timeout_connect),
+        ("server", h.timeout_server),
+        ("queue", h.timeout_queue),
+    ];
+    for (which, d) in timeouts.iter().filter_map(|(w, d)| Some((w, (*d)?))) {
+        let _ = writeln!(s, "    timeout {which} {}", t(d)?);
     }
     cookie_lines(&h, &mut s);
     s.push_str(&super::pool::haproxy_backend(model)?);
@@ -148,8 +150,10 @@ pub fn write_with(model: &Model, opts: &Options) -> Result<String, Unsupported> 
             }
         }
         weight_param(n, &mut s)?;
-        if n.max_conns > 0 {
-            let _ = write!(s, " maxconn {}", n.max_conns);
+        for (kw, v) in [("maxconn", n.max_conns), ("maxqueue", n.max_queue)] {
+            if v > 0 {
+                let _ = write!(s, " {kw} {v}");
+            }
         }
         if let Some(ss) = &model.gateway.slow_start {
             let _ = write!(s, " slowstart {}", t(ss.window)?);

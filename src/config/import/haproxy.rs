@@ -334,8 +334,6 @@ struct Backend {
     timeout_check: Option<(SimDuration, Loc)>,
     /// `http-reuse` and the other connection settings (pool.rs).
     pool: super::pool::HaproxyPool,
-    /// `timeout queue`, which matters only with a server `maxconn`.
-    queue: Option<Loc>,
     /// The `http-check` rules the backend's checks run.
     rules: CheckRules,
     /// `balance source`, where it was written (a later `balance` clears it).
@@ -524,13 +522,12 @@ impl Backend {
             ["timeout", which, v] => {
                 let t = time(v, at)?;
                 match *which {
-                    "connect" | "server" => {
+                    // `queue` matters only with a server `maxconn`.
+                    "connect" | "server" | "queue" => {
                         self.haproxy.insert(format!("timeout_{which}"), json!(t));
                         d.origin(&format!("gateway.haproxy.timeout_{which}"), at);
                     }
                     "check" => self.timeout_check = Some((t, at.clone())),
-                    // Inert without a server `maxconn`: HAProxy queues nothing then.
-                    "queue" => self.queue = Some(at.clone()),
                     _ => {} // client-side timeouts
                 }
             }
@@ -604,18 +601,6 @@ impl Backend {
                 d.origin("gateway.balancer.source.avalanche", ht);
             }
             d.client_keys = Some(super::nginx::IMPORTED_KEYS);
-        }
-        if let Some(at) = self.queue.take()
-            && self
-                .servers
-                .iter()
-                .any(|(_, p, _)| p.node.contains_key("max_conns"))
-        {
-            d.warn(
-                &at,
-                "timeout queue is not modelled (no server queues): a request finding every \
-                 server at its maxconn fails at once instead of waiting",
-            );
         }
         slow_start(&self.servers, d);
         for (name, p, at) in &self.servers {
@@ -1073,6 +1058,10 @@ fn server_params(
                 p.node.insert("max_conns".into(), json!(int(value()?, at, kw)?));
                 i += 1;
             }
+            "maxqueue" => {
+                p.node.insert("max_queue".into(), json!(int(value()?, at, kw)?));
+                i += 1;
+            }
             "cookie" => {
                 p.cookie = Some(value()?.to_string());
                 i += 1;
@@ -1093,7 +1082,7 @@ fn server_params(
                 i += 1;
             }
             "agent-port" | "agent-inter" | "agent-addr" | "agent-send" | "track"
-            | "on-marked-down" | "on-marked-up" | "maxqueue" | "minconn"
+            | "on-marked-down" | "on-marked-up" | "minconn"
             | "resolvers" | "addr" => {
                 value()?;
                 d.warn(at, format!("server keyword `{kw}` is not modelled"));

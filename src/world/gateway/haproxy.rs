@@ -64,6 +64,13 @@ impl World<'_> {
     /// A response header (or a close) from `node` reached HAProxy: relay
     /// the status, or answer 502 if the server closed before it.
     pub(super) fn haproxy_response(&mut self, slot: u32, node: NodeId, reply: Reply) {
+        let scope = self.gw.reqs[slot as usize].scope;
+        self.haproxy_answer(slot, node, reply);
+        // `process_srv_queue`: the released slot goes to a queued request.
+        self.hap_released(scope, node);
+    }
+
+    fn haproxy_answer(&mut self, slot: u32, node: NodeId, reply: Reply) {
         match reply {
             Reply::Reset if self.pool.is_some() && self.pool_keepalive_abort(slot, node) => {
                 // `abort_keep_alive`: the client's keep-alive connection is
@@ -88,6 +95,17 @@ impl World<'_> {
     /// HAProxy: `timeout server` expired (504), or a connect failed
     /// (`back_handle_st_cer`): retry, on the same server or redispatched.
     pub(super) fn haproxy_failed(&mut self, slot: u32, node: NodeId, why: Fail) {
+        let scope = self.gw.reqs[slot as usize].scope;
+        if !self.haproxy_retry_or_end(slot, node, why) {
+            // `sess_change_server(s, NULL)` then `process_srv_queue`: the
+            // request gave up or was redispatched.
+            self.hap_released(scope, node);
+        }
+    }
+
+    /// The body of [`haproxy_failed`](Self::haproxy_failed): whether the
+    /// request keeps its slot of `node` (a retry on the same server).
+    fn haproxy_retry_or_end(&mut self, slot: u32, node: NodeId, why: Fail) -> bool {
         let result = match why {
             Fail::Refused => AttemptResult::Refused,
             Fail::ConnectTimeout => AttemptResult::ConnectTimeout,
@@ -95,18 +113,18 @@ impl World<'_> {
             Fail::ReadTimeout => {
                 self.free_peer(slot, node, Charge::Failed, AttemptResult::ReadTimeout);
                 self.finalize(slot, 504, None);
-                return;
+                return false;
             }
         };
         // Each failed attempt is an observe layer-4 error (in on_attempt).
         self.free_peer(slot, node, Charge::Failed, result);
         let Some(h) = self.gw.hap.clone() else {
-            return;
+            return false;
         };
         let r = &self.gw.reqs[slot as usize];
         if r.retries_done >= h.retries {
             self.finalize(slot, 503, None);
-            return;
+            return false;
         }
         let (scope, retries_done) = (r.scope, r.retries_done + 1);
         let now = self.fleet.now_in(scope, self.q.now());
@@ -165,6 +183,15 @@ impl World<'_> {
         let r = &mut self.gw.reqs[slot as usize];
         r.retries_done = retries_done;
         r.retry_same = (!redispatch).then_some(node);
+        let keep = !redispatch && self.gw.pending.is_some();
+        if keep {
+            // The retry on the same server keeps its slot (`srv_conn`).
+            self.hap_hold_slot(scope, node);
+        } else if redispatch {
+            // `stream_choose_redispatch` releases it before balancing.
+            self.hap_released(scope, node);
+        }
+        let r = &mut self.gw.reqs[slot as usize];
         if delay.is_zero() {
             self.retry(slot);
         } else {
@@ -172,6 +199,8 @@ impl World<'_> {
             self.q
                 .schedule(self.q.now() + delay, Event::Retry { slot, generation });
         }
+        // Released already when redispatched; kept on the same server.
+        true
     }
 
     /// HAProxy's turn-around pause ended.
@@ -238,6 +267,11 @@ impl World<'_> {
     fn retry(&mut self, slot: u32) {
         let r = &mut self.gw.reqs[slot as usize];
         if let Some(node) = r.retry_same {
+            if self.gw.pending.is_some() {
+                // The slot held through the pause is the attempt's.
+                let scope = r.scope;
+                self.hap_drop_slot(scope, node);
+            }
             self.take_peer(slot, node);
             self.start_attempt(slot, node);
             return;
@@ -259,6 +293,7 @@ impl World<'_> {
         });
         match picked {
             Some(node) => self.start_attempt(slot, node),
+            None if self.hap_queue_if_full(slot) => {}
             None => self.finalize(slot, 503, None),
         }
     }

@@ -22,6 +22,7 @@ mod flavor;
 mod haproxy;
 mod kong;
 mod linkerd;
+mod pending;
 mod pool;
 mod products;
 mod traefik;
@@ -208,6 +209,9 @@ pub(crate) struct Gateway {
     /// `gateway.slow_start`: the nodes' ramps (`balancer/warm.rs`); such a
     /// gateway picks by direct scans.
     pub(crate) warm: Option<Box<balancer::warm::Warmup>>,
+    /// HAProxy's backend and server queues, with some node's `max_conns`
+    /// (`pending.rs`).
+    pub(crate) pending: Option<Box<pending::Pending>>,
 }
 
 impl Gateway {
@@ -340,6 +344,7 @@ impl Gateway {
             attempt_cap: bank.attempt_cap(),
             guarded: bank.attempt_cap().is_some() || bank.any_admitter(),
             warm: balancer::warm::Warmup::of(model, scopes),
+            pending: pending::Pending::of(model),
         }
     }
 
@@ -475,6 +480,10 @@ impl World<'_> {
             _ => {}
         }
         let Some(node) = self.select_peer(slot) else {
+            // HAProxy: every usable server full queues the request.
+            if self.gw.path == PathKind::Haproxy && self.hap_queue_if_full(slot) {
+                return;
+            }
             // BUSY -> "no live upstreams" -> upstream_next(NOLIVE): nothing is
             // freed and NOLIVE is never in the mask, so 502 at once.
             // HAProxy answers 503 when no server is usable, Kong when no
@@ -848,6 +857,12 @@ impl World<'_> {
             return;
         }
         let (counted, client, node, start) = (r.counted, r.client, r.node, r.start);
+        let scope = r.scope;
+        let held = if self.gw.pending.is_some() {
+            self.hap_client_gone(slot)
+        } else {
+            None
+        };
         if let Some(node) = node {
             if self.gw.path == PathKind::Linkerd {
                 // tower's load handle is dropped with the cancelled request.
@@ -862,6 +877,11 @@ impl World<'_> {
         self.rec
             .timed_out(now, now.saturating_since(start), counted);
         self.release(slot);
+        if let Some(n) = node.or(held)
+            && self.gw.pending.is_some()
+        {
+            self.hap_released(scope, n);
+        }
         self.client_done(client);
     }
 }

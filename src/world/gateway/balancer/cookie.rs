@@ -151,11 +151,36 @@ impl World<'_> {
             return self.connect(slot);
         };
         let k = self.gw.k(scope, node);
-        if super::at_max_conns(self.gw.max_conns[node.index()], self.gw.conns[k]) {
-            return self.finalize(slot, 503, None);
+        let queue = self.gw.pending.as_deref();
+        let waiting = queue.map_or(0, |p| p.server_len(scope, node));
+        let m = self.gw.max_conns[node.index()];
+        if m > 0 && (waiting > 0 || super::at_max_conns(m, self.gw.conns[k])) {
+            return self.cookie_server_full(slot, node);
         }
         self.take_peer(slot, node);
         self.start_attempt(slot, node);
+    }
+
+    /// `assign_server_and_queue` for a request its cookie sends to the full
+    /// `node`: its queue, or past `maxqueue` `srv_redispatch_connect`'s
+    /// `SRV_STATUS_FULL` (balanced with `option redispatch`, else 503).
+    #[cold]
+    fn cookie_server_full(&mut self, slot: u32, node: NodeId) {
+        let scope = self.gw.reqs[slot as usize].scope;
+        let Some(p) = self.gw.pending.as_deref() else {
+            return self.finalize(slot, 503, None);
+        };
+        if !p.server_queue_full(scope, node) {
+            return self.hap_enqueue(slot, super::super::pending::Queued::Server(node));
+        }
+        let redispatch = self.model.gateway.haproxy().redispatch.after().is_some();
+        if redispatch {
+            if let Some(c) = self.gw.hash.cookie.as_deref_mut() {
+                c.clear_direct(slot);
+            }
+            return self.connect(slot);
+        }
+        self.finalize(slot, 503, None)
     }
 
     /// HAProxy relayed `node`'s response to the request in `slot`.
