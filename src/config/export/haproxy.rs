@@ -146,6 +146,12 @@ pub fn write_with(model: &Model, opts: &Options) -> Result<String, Unsupported> 
             if let Some(port) = n.check_port {
                 let _ = write!(s, " port {port}");
             }
+            if n.on_marked_down.is_some() {
+                s.push_str(" on-marked-down shutdown-sessions");
+            }
+            if n.on_marked_up.is_some() {
+                s.push_str(" on-marked-up shutdown-backup-sessions");
+            }
         }
         weight_param(n, &mut s)?;
         if n.max_conns > 0 {
