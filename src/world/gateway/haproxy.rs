@@ -356,12 +356,18 @@ mod tests {
     /// a 502, not retried. Without the keyword the same requests finish.
     #[test]
     fn shutdown_sessions_ends_the_requests_of_a_server_marked_down_with_502() {
-        let (with, lines) = traced(&model(json!({"on_marked_down": "shutdown_sessions"}), json!({})));
+        let (with, lines) = traced(&model(
+            json!({"on_marked_down": "shutdown_sessions"}),
+            json!({}),
+        ));
         let (without, lines0) = traced(&model(json!({}), json!({})));
         assert_eq!(with.nodes[0].ejections, 1);
         let killed: Vec<&TraceLine> = lines.iter().filter(|l| l.result == "reset").collect();
         assert!(killed.len() >= 10, "{killed:?}");
-        assert!(killed.iter().all(|l| l.node == "A" && l.t_s == 3.5416), "{killed:?}");
+        assert!(
+            killed.iter().all(|l| l.node == "A" && l.t_s == 3.5416),
+            "{killed:?}"
+        );
         assert_eq!(with.client.status.get("502"), Some(&(killed.len() as u64)));
         // Not retried: one attempt per request, in both runs.
         assert_eq!(lines.len() as u64, with.client.requests);
@@ -383,11 +389,17 @@ mod tests {
     fn shutdown_backup_sessions_ends_the_backups_requests_when_a_primary_comes_up() {
         let b = json!({"backup": true, "check_port": 9090,
                        "service_time": {"dist": "constant", "value": "3s"}});
-        let (with, lines) = traced(&model(json!({"on_marked_up": "shutdown_backup_sessions"}), b.clone()));
+        let (with, lines) = traced(&model(
+            json!({"on_marked_up": "shutdown_backup_sessions"}),
+            b.clone(),
+        ));
         let (without, lines0) = traced(&model(json!({}), b.clone()));
         let killed: Vec<&TraceLine> = lines.iter().filter(|l| l.result == "reset").collect();
         assert!(killed.len() >= 10, "{killed:?}");
-        assert!(killed.iter().all(|l| l.node == "B" && l.t_s == 4.5624), "{killed:?}");
+        assert!(
+            killed.iter().all(|l| l.node == "B" && l.t_s == 4.5624),
+            "{killed:?}"
+        );
         assert_eq!(with.client.status.get("502"), Some(&(killed.len() as u64)));
         assert!(lines0.iter().all(|l| l.result == "200"));
         assert_eq!(without.client.status.get("502"), None);
