@@ -105,8 +105,10 @@ impl World<'_> {
             .filter(|(_, r)| r.active && scopes.contains(&(r.scope as usize)))
             .filter_map(|(s, r)| r.node.filter(|x| on.contains(x)).map(|x| (s as u32, x)))
             .collect();
+        // Through the out-of-line dispatch: no new caller of the inlined
+        // response path, whose inlining the other products' paths keep.
         for (slot, x) in victims {
-            self.haproxy_response(slot, x, Reply::Reset);
+            self.product_response(slot, x, Reply::Reset);
         }
     }
 
