@@ -287,4 +287,43 @@ CHANGES = """## What changed in hcsim because of these runs
   1.000 s; without either timeout, 0.400, 0.790, 1.180, 1.570. Before, the
   five requests after the first got a 503 at once; no shipped model has a
   node's `max_conns` with `flavor: haproxy`, so no golden output changed.
-  Scenario haproxy-queue-timeout (a steady overload) agrees on every figure."""
+  Scenario haproxy-queue-timeout (a steady overload) agrees on every figure.
+
+## HAProxy `on-marked-down shutdown-sessions` (measured by hand)
+
+Not a harness scenario: measured on HAProxy 2.6.12 with
+`calibration/on_marked_down.sh` (`haproxy -db`, 127.0.0.1), to fix what
+`nodes[].on_marked_down` answers. A Python
+backend on 127.0.0.1:18281 answers `/slow` after 5 s and `/health` with 200
+for its first 2.5 s, then 503; HAProxy starts 0.5 s after it, two `curl
+--max-time 12` of `/slow` go 1 s later. The backend:
+
+```
+defaults
+    mode http
+    option httplog
+    timeout connect 1s
+    timeout client 30s
+    timeout server 30s
+backend be
+    option httpchk GET /health
+    server s1 127.0.0.1:18281 check inter 500ms fall 2 rise 2 on-marked-down shutdown-sessions
+```
+
+- With the keyword: the second failed check marks s1 DOWN and both requests
+  end at that instant, 2.09–2.12 s after they were sent (two runs), each with a full `HTTP/1.1
+  502 Bad Gateway` ("The server returned an invalid or incomplete
+  response."); the log lines read `be/s1 0/0/0/-1/2113 502 209 - - DH--
+  2/2/1/0/0 0/0`: `D` (killed because the server went DOWN, `SF_ERR_DOWN`),
+  `H` (while waiting for the response header), no retry. The backend's
+  workers run on and fail writing their answers (connection reset).
+- Without it (same config, keyword removed): s1 goes DOWN at the same time
+  ("2 sessions active"), and both requests complete with 200 after 5.00 s
+  (`0/0/0/5001/5001 200 ... ----`).
+
+hcsim answers the same: the requests in flight on the node end at its DOWN
+instant with 502, counted in `client.status`, not retried
+(`haproxy_marked`, `src/world/gateway/haproxy.rs`, and
+`tests/it/on_marked.rs`). A request that is not the first of its kept-alive
+client connection goes to `abort_keep_alive` in `http_wait_for_response`
+(closed without an answer, status 0): read in the source, not measured."""

@@ -123,3 +123,62 @@ impl Redispatch {
 /// What an unset HAProxy `timeout connect` amounts to: Linux gives up a
 /// connect after 6 SYN retransmissions (1+2+4+8+16+32+64 s).
 pub const KERNEL_CONNECT_TIMEOUT: SimDuration = SimDuration::from_secs(127);
+
+/// A server's `on-marked-down` action (`srv_parse_on_marked_down`,
+/// src/server.c).
+#[derive(Clone, Copy, Debug, Deserialize, Serialize, PartialEq, Eq, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum OnMarkedDown {
+    /// `shutdown-sessions`: when the checks mark the server DOWN, every
+    /// request in flight on it is killed at once (`srv_update_status` calls
+    /// `srv_shutdown_streams` with `SF_ERR_DOWN`). A request still waiting
+    /// for its response header is answered 502 (termination flags `DH`,
+    /// measured on 2.6.12), or, not the first of a kept-alive client
+    /// connection, closed without an answer; it is not retried.
+    ShutdownSessions,
+}
+
+/// A server's `on-marked-up` action (`srv_parse_on_marked_up`, src/server.c).
+#[derive(Clone, Copy, Debug, Deserialize, Serialize, PartialEq, Eq, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum OnMarkedUp {
+    /// `shutdown-backup-sessions`: when the checks mark this non-backup
+    /// server UP, the requests in flight on every backup server are killed
+    /// as `shutdown_sessions` kills them (`srv_shutdown_backup_streams`,
+    /// `SF_ERR_UP`). On a backup server it does nothing, as in HAProxy.
+    ShutdownBackupSessions,
+}
+
+/// `nodes[].on_marked_down` and `on_marked_up` need an HAProxy gateway
+/// whose checks mark servers DOWN and UP (`active_probe` of flavor
+/// `haproxy`).
+pub fn check_marked(
+    gateway: &super::GatewaySpec,
+    nodes: &[super::NodeSpec],
+    policies: &[crate::policy::PolicySpec],
+) -> Result<(), (String, String)> {
+    use crate::policy::{ActiveProbeSpec, PolicySpec};
+    let checks = policies
+        .iter()
+        .any(|p| matches!(p, PolicySpec::ActiveProbe(ActiveProbeSpec::Haproxy(_))));
+    for (i, n) in nodes.iter().enumerate() {
+        for (field, set) in [
+            ("on_marked_down", n.on_marked_down.is_some()),
+            ("on_marked_up", n.on_marked_up.is_some()),
+        ] {
+            if !set {
+                continue;
+            }
+            let why = if gateway.flavor != super::GatewayFlavor::Haproxy {
+                "is HAProxy's server keyword: it needs `\"flavor\": \"haproxy\"`"
+            } else if !checks {
+                "acts when HAProxy's checks mark the server DOWN or UP: it needs an \
+                 `active_probe` policy of flavor `haproxy`"
+            } else {
+                continue;
+            };
+            return Err((format!("nodes[{i}].{field}"), why.into()));
+        }
+    }
+    Ok(())
+}

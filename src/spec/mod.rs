@@ -35,7 +35,9 @@ pub use document::{
     shorten, shorten_to,
 };
 pub use flavours::{KongSpec, LinkerdSpec};
-pub use haproxy::{HaproxyCookie, HaproxySpec, KERNEL_CONNECT_TIMEOUT, Redispatch};
+pub use haproxy::{
+    HaproxyCookie, HaproxySpec, KERNEL_CONNECT_TIMEOUT, OnMarkedDown, OnMarkedUp, Redispatch,
+};
 pub use model::{Clients, Fault, FaultKind, Model, NextUpstreamMask};
 pub use model_spec::*;
 pub use overrides::{FieldPath, MAX_PATH_SEGMENTS, Override};

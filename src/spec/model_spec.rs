@@ -507,6 +507,15 @@ pub struct NodeSpec {
     /// traffic goes.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub check_port: Option<u16>,
+    /// HAProxy's `on-marked-down shutdown-sessions`: the requests in flight
+    /// on this node are killed when its checks mark it DOWN. Default: none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub on_marked_down: Option<super::haproxy::OnMarkedDown>,
+    /// HAProxy's `on-marked-up shutdown-backup-sessions`: when its checks
+    /// mark this node UP, the requests in flight on the backups are killed.
+    /// Default: none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub on_marked_up: Option<super::haproxy::OnMarkedUp>,
     /// This node is a Kubernetes pod: its lifecycle, over the model's `pods`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pod: Option<PodSpec>,

@@ -79,6 +79,7 @@ impl Model {
         let faults = faults(&spec)?;
         super::connection_checks::check_stop_accepting(&spec)?;
         let mut policies = policies(&spec)?;
+        super::haproxy::check_marked(&spec.gateway, &spec.nodes, &policies)?;
         super::flavor_checks::bind(&spec.gateway, &mut policies);
         check_fleet(&spec.gateway, &policies)?;
         let mut nodes = spec.nodes.clone();

@@ -290,6 +290,7 @@ impl World<'_> {
             );
         }
         let mut named = Vec::new();
+        let mut marked = Vec::new();
         let mut readmitted = false;
         let replica = self.fleet.replica_of_policy(i);
         let notices = self.bank.notices.len();
@@ -301,17 +302,22 @@ impl World<'_> {
             readmitted |= matches!(n, Notice::Readmitted { .. });
             if let Notice::Ejected { node, .. } | Notice::Readmitted { node, .. } = n {
                 named.push(node);
+                if self.gw.haproxy_on_marked() {
+                    marked.push((node, matches!(n, Notice::Readmitted { .. })));
+                }
             }
         }
         if readmitted && self.gw.linkerd.is_some() {
             self.linkerd_readmitted(replica);
         }
         let now = self.fleet.now_of_policy(i, now);
-        if self.gw.direct {
-            return;
+        if !self.gw.direct {
+            for node in named {
+                self.refresh_node(i, node, now);
+            }
         }
-        for node in named {
-            self.refresh_node(i, node, now);
+        for (node, up) in marked {
+            self.haproxy_marked(i, node, up);
         }
     }
 }

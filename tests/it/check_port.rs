@@ -106,3 +106,46 @@ fn envoy_health_check_config_port_round_trips() {
     let again = import::read(&p, &Options::default(), &Workload::default()).unwrap();
     assert_eq!(again.doc["nodes"][0]["check_port"], json!(9901));
 }
+
+/// NGINX Plus `health_check port=8080` ("defines the port used when
+/// connecting to a server to perform a health check",
+/// ngx_http_upstream_hc_module): `check_port` of every server of the
+/// upstream whose own port is another, with the line as its origin; a
+/// hang of the traffic port then keeps passing the probes.
+#[test]
+fn nginx_plus_health_check_port_is_the_check_port() {
+    let dir = tmp("check-port-nginx");
+    let conf = "http {\n    upstream app {\n        zone app 64k;\n        server 10.0.0.1:80 max_fails=0;\n        server 10.0.0.2:8080 max_fails=0;\n        server 10.0.0.3 max_fails=0;\n    }\n    server {\n        listen 80;\n        location / {\n            proxy_pass http://app;\n            proxy_read_timeout 2s;\n            health_check interval=1s fails=2 passes=1 port=8080;\n        }\n    }\n}\n";
+    let p = dir.join("nginx.conf");
+    std::fs::write(&p, conf).unwrap();
+    let im = import::read(&p, &Options::default(), &fault("hang", "10.0.0.1:80")).unwrap();
+    assert!(
+        im.warnings
+            .iter()
+            .all(|w| !w.message.contains("not modelled")),
+        "{:?}",
+        im.warnings
+    );
+    let ports: Vec<_> = (0..3)
+        .map(|i| im.doc["nodes"][i].get("check_port").cloned())
+        .collect();
+    assert_eq!(ports, [Some(json!(8080)), None, Some(json!(8080))]);
+    assert!(
+        im.origins
+            .iter()
+            .any(|(f, at)| f == "nodes[0].check_port" && at.line == 13),
+        "{:?}",
+        im.origins
+    );
+    let m = im.model().unwrap();
+    let hung = hcsim::world::run(&m, 1);
+    assert_eq!(hung.nodes[0].ejections, 0, "{:?}", hung.nodes[0]);
+    std::fs::write(&p, conf.replace(" port=8080", "")).unwrap();
+    let im = import::read(&p, &Options::default(), &fault("hang", "10.0.0.1:80")).unwrap();
+    assert!(im.doc["nodes"][0].get("check_port").is_none());
+    let shared = hcsim::world::run(&im.model().unwrap(), 1);
+    assert!(shared.nodes[0].ejections > 0, "{:?}", shared.nodes[0]);
+    std::fs::write(&p, conf.replace("port=8080", "port=0")).unwrap();
+    let e = import::read(&p, &Options::default(), &Workload::default()).unwrap_err();
+    assert!(e.to_string().contains("health_check port=0"), "{e}");
+}

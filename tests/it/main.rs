@@ -24,6 +24,7 @@ mod kong;
 mod layout;
 mod linkerd;
 mod nginx;
+mod on_marked;
 mod overrides;
 mod pods;
 mod policies;

@@ -145,9 +145,7 @@ pub fn write_with(model: &Model, opts: &Options) -> Result<String, Unsupported> 
         let _ = write!(s, "    server {sname} {addr}");
         if let Some(c) = &check {
             check_params(c, &mut s)?;
-            if let Some(port) = n.check_port {
-                let _ = write!(s, " port {port}");
-            }
+            node_check_params(n, &mut s);
         }
         weight_param(n, &mut s)?;
         for (kw, v) in [("maxconn", n.max_conns), ("maxqueue", n.max_queue)] {
@@ -287,4 +285,18 @@ pub fn server_names(model: &Model) -> Vec<String> {
             sname
         })
         .collect()
+}
+
+/// A checked server's own check settings: `port`, `on-marked-down`,
+/// `on-marked-up`.
+fn node_check_params(n: &crate::spec::NodeSpec, s: &mut String) {
+    if let Some(port) = n.check_port {
+        let _ = write!(s, " port {port}");
+    }
+    if n.on_marked_down.is_some() {
+        s.push_str(" on-marked-down shutdown-sessions");
+    }
+    if n.on_marked_up.is_some() {
+        s.push_str(" on-marked-up shutdown-backup-sessions");
+    }
 }

@@ -1081,8 +1081,20 @@ fn server_params(
                 p.node.insert("check_port".into(), json!(port));
                 i += 1;
             }
+            // `srv_parse_on_marked_down` / `_up` (src/server.c): one action each.
+            "on-marked-down" | "on-marked-up" => {
+                let (v, field, want) = match kw {
+                    "on-marked-down" => (value()?, "on_marked_down", "shutdown-sessions"),
+                    _ => (value()?, "on_marked_up", "shutdown-backup-sessions"),
+                };
+                if v != want {
+                    return Err(at.error(format!("{kw}: expected {want}, found \"{v}\"")));
+                }
+                p.node.insert(field.into(), json!(want.replace('-', "_")));
+                i += 1;
+            }
             "agent-port" | "agent-inter" | "agent-addr" | "agent-send" | "track"
-            | "on-marked-down" | "on-marked-up" | "minconn"
+            | "minconn"
             | "resolvers" | "addr" => {
                 value()?;
                 d.warn(at, format!("server keyword `{kw}` is not modelled"));

@@ -190,10 +190,14 @@ fn health_check(x: &Directive, read: SimDuration, d: &mut Draft) -> Result<(), E
             ("passes", Some(v)) => c["rise"] = json!(int(v, at, "health_check passes")?),
             ("uri", Some(_)) => {}
             ("jitter", Some(_)) => d.warn(at, "health_check jitter is not modelled"),
-            ("port", Some(_)) => d.warn(
-                at,
-                "health_check port= is not modelled: the probes go to the port the traffic goes to",
-            ),
+            // "port: defines the port used when connecting to a server to
+            // perform a health check" (ngx_http_upstream_hc_module).
+            ("port", Some(v)) => {
+                let port = v.parse::<u16>().ok().filter(|&n| n > 0).ok_or_else(|| {
+                    at.error(format!("health_check port={v}: expected a port 1 to 65535"))
+                })?;
+                check_port(port, at, d);
+            }
             ("match", Some(m)) => d.warn(
                 at,
                 format!(
@@ -223,6 +227,28 @@ fn health_check(x: &Directive, read: SimDuration, d: &mut Draft) -> Result<(), E
             .into(),
     );
     Ok(())
+}
+
+/// `health_check port=N`: every server of the upstream whose own port is
+/// another (80 when its address has none) gets `check_port`; a UNIX socket
+/// has no port and keeps its checks.
+fn check_port(port: u16, at: &Loc, d: &mut Draft) {
+    for i in 0..d.nodes.len() {
+        // A repeated address is named `ADDR#2`….
+        let name = d.nodes[i]["name"].as_str().unwrap_or_default();
+        let name = name.split('#').next().unwrap_or_default();
+        if name.starts_with("unix:") {
+            continue;
+        }
+        let own: Option<u16> = match name.rsplit_once(':') {
+            Some((_, p)) if !name.ends_with(']') => p.parse().ok(),
+            _ => Some(80),
+        };
+        if own != Some(port) {
+            d.nodes[i]["check_port"] = json!(port);
+            d.origin(&format!("nodes[{i}].check_port"), at);
+        }
+    }
 }
 
 /// `worker_processes N` in the main context: the gateway's workers.

@@ -43,6 +43,9 @@ pub(super) struct Haproxy {
     /// `timeout connect` as configured (the turn-around pause uses it).
     pub(super) timeout_connect: Option<SimDuration>,
     pub(super) timeout_server: Option<SimDuration>,
+    /// Some node has `on_marked_down` or `on_marked_up`: the checks'
+    /// DOWN and UP notices may kill requests ([`World::haproxy_marked`]).
+    pub(crate) on_marked: bool,
 }
 
 impl Haproxy {
@@ -55,12 +58,60 @@ impl Haproxy {
                 redispatch_after: h.redispatch.after(),
                 timeout_connect: h.timeout_connect,
                 timeout_server: h.timeout_server,
+                on_marked: model
+                    .nodes
+                    .iter()
+                    .any(|n| n.on_marked_down.is_some() || n.on_marked_up.is_some()),
             }
         })
     }
 }
 
 impl World<'_> {
+    /// Policy instance `i` marked `node` DOWN (`up` false) or UP. After
+    /// `srv_update_status` (src/server.c, 2.6): on the DOWN transition of a
+    /// server with `on-marked-down shutdown-sessions`, `srv_shutdown_streams`
+    /// kills its streams; on the UP transition of a non-backup server with
+    /// `on-marked-up shutdown-backup-sessions` (and a weight above 0, which
+    /// every node that can come UP has here), `srv_shutdown_backup_streams`
+    /// kills those of every backup server. Only the checks of instance `i`'s
+    /// own replica (its own HAProxy process) act, and only on its requests.
+    ///
+    /// `stream_shutdown` (src/stream.c) shuts the response channel; a stream
+    /// still waiting for its response header then ends in
+    /// `http_wait_for_response` (src/http_ana.c) as on a server close: 502
+    /// (the termination flags `DH`: `SF_ERR_DOWN` was set first), or
+    /// `abort_keep_alive` for a request that is not its connection's first;
+    /// not retried (that needs `retry-on` layer-7 retries). That is
+    /// [`haproxy_response`](Self::haproxy_response) with a reset, now.
+    #[cold]
+    pub(crate) fn haproxy_marked(&mut self, i: usize, node: NodeId, up: bool) {
+        use crate::policy::{ActiveProbeSpec, PolicySpec};
+        let layout = self.fleet.layout();
+        if !matches!(
+            self.model.policies[layout.policy_index(i)],
+            PolicySpec::ActiveProbe(ActiveProbeSpec::Haproxy(_))
+        ) {
+            return;
+        }
+        let n = &self.model.nodes[node.index()];
+        let on: &[NodeId] = match up {
+            false if n.on_marked_down.is_some() => &[node],
+            true if n.on_marked_up.is_some() && !n.backup => &self.gw.backup,
+            _ => return,
+        };
+        let scopes = layout.scopes_of(self.fleet.replica_of_policy(i));
+        let victims: Vec<(u32, NodeId)> = (self.gw.reqs.iter().enumerate())
+            .filter(|(_, r)| r.active && scopes.contains(&(r.scope as usize)))
+            .filter_map(|(s, r)| r.node.filter(|x| on.contains(x)).map(|x| (s as u32, x)))
+            .collect();
+        // Through the out-of-line dispatch: no new caller of the inlined
+        // response path, whose inlining the other products' paths keep.
+        for (slot, x) in victims {
+            self.product_response(slot, x, Reply::Reset);
+        }
+    }
+
     /// A response header (or a close) from `node` reached HAProxy: relay
     /// the status, or answer 502 if the server closed before it.
     pub(super) fn haproxy_response(&mut self, slot: u32, node: NodeId, reply: Reply) {
@@ -296,5 +347,103 @@ impl World<'_> {
             None if self.hap_queue_if_full(slot) => {}
             None => self.finalize(slot, 503, None),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::spec::Model;
+    use crate::world::{TraceLine, run_traced};
+    use serde_json::{Value, json};
+    use std::path::Path;
+
+    /// A and B behind HAProxy's HTTP checks (`inter 500ms rise 2 fall 2`);
+    /// from 2 s to 4 s A's work takes 5 s more, so its checks time out and
+    /// A goes DOWN at 3.5416 s, and its requests of that window run long.
+    fn model(a: Value, b: Value) -> Model {
+        let mut nodes = [a, b];
+        for (n, name) in nodes.iter_mut().zip(["A", "B"]) {
+            n["name"] = json!(name);
+            if n.get("service_time").is_none() {
+                n["service_time"] = json!({"dist": "constant", "value": "10ms"});
+            }
+        }
+        let doc = json!({
+            "name": "m", "seed": 1, "duration": "10s",
+            "clients": {"kind": "open", "rate_per_s": 20.0, "timeout": "30s"},
+            "gateway": {"flavor": "haproxy"},
+            "nodes": nodes,
+            "faults": [{"kind": "slow", "node": "A", "at": "2s", "for": "2s", "extra": "5s"}],
+            "policies": [{"kind": "active_probe", "flavor": "haproxy", "probe": "http",
+                          "inter": "500ms", "rise": 2, "fall": 2}]
+        });
+        Model::from_document(&doc, Path::new("m.json")).unwrap()
+    }
+
+    fn traced(m: &Model) -> (crate::metrics::RunSummary, Vec<TraceLine>) {
+        let mut lines = Vec::new();
+        let s = run_traced(m, 1, &mut |l: &TraceLine| lines.push(l.clone()));
+        (s, lines)
+    }
+
+    /// `srv_update_status` (src/server.c, 2.6) calls `srv_shutdown_streams`
+    /// on the DOWN transition of a server with `on-marked-down
+    /// shutdown-sessions`; each stream, waiting for its response header,
+    /// ends in `http_wait_for_response`'s server-close branch (src/http_ana.c):
+    /// a 502, not retried. Without the keyword the same requests finish.
+    #[test]
+    fn shutdown_sessions_ends_the_requests_of_a_server_marked_down_with_502() {
+        let (with, lines) = traced(&model(
+            json!({"on_marked_down": "shutdown_sessions"}),
+            json!({}),
+        ));
+        let (without, lines0) = traced(&model(json!({}), json!({})));
+        assert_eq!(with.nodes[0].ejections, 1);
+        let killed: Vec<&TraceLine> = lines.iter().filter(|l| l.result == "reset").collect();
+        assert!(killed.len() >= 10, "{killed:?}");
+        assert!(
+            killed.iter().all(|l| l.node == "A" && l.t_s == 3.5416),
+            "{killed:?}"
+        );
+        assert_eq!(with.client.status.get("502"), Some(&(killed.len() as u64)));
+        // Not retried: one attempt per request, in both runs.
+        assert_eq!(lines.len() as u64, with.client.requests);
+        assert_eq!(lines0.len() as u64, without.client.requests);
+        assert_eq!(without.client.status.get("502"), None);
+        assert!(lines0.iter().all(|l| l.result == "200"));
+        assert_eq!(without.client.requests, with.client.requests);
+        // Started from 2 s, killed at 3.5416 s; finished after 5 s without.
+        assert!(without.client.latency_ms.max.unwrap() >= 5000.0);
+        assert!(with.client.latency_ms.max.unwrap() < 1541.6 + 1.0);
+    }
+
+    /// `srv_update_status` calls `srv_shutdown_backup_streams` when a
+    /// non-backup server with `on-marked-up shutdown-backup-sessions` comes
+    /// UP: the streams of every backup server end. Here the backup B's
+    /// requests take 3 s (its checks go to another port and pass) and A, DOWN
+    /// from 3.5416 s, is UP again at 4.5624 s.
+    #[test]
+    fn shutdown_backup_sessions_ends_the_backups_requests_when_a_primary_comes_up() {
+        let b = json!({"backup": true, "check_port": 9090,
+                       "service_time": {"dist": "constant", "value": "3s"}});
+        let (with, lines) = traced(&model(
+            json!({"on_marked_up": "shutdown_backup_sessions"}),
+            b.clone(),
+        ));
+        let (without, lines0) = traced(&model(json!({}), b.clone()));
+        let killed: Vec<&TraceLine> = lines.iter().filter(|l| l.result == "reset").collect();
+        assert!(killed.len() >= 10, "{killed:?}");
+        assert!(
+            killed.iter().all(|l| l.node == "B" && l.t_s == 4.5624),
+            "{killed:?}"
+        );
+        assert_eq!(with.client.status.get("502"), Some(&(killed.len() as u64)));
+        assert!(lines0.iter().all(|l| l.result == "200"));
+        assert_eq!(without.client.status.get("502"), None);
+        // On the backup itself the keyword does nothing (`!(s->flags & SRV_F_BACKUP)`).
+        let mut on_backup = b;
+        on_backup["on_marked_up"] = json!("shutdown_backup_sessions");
+        let (_, lines1) = traced(&model(json!({}), on_backup));
+        assert!(lines1.iter().all(|l| l.result == "200"));
     }
 }

@@ -348,6 +348,11 @@ impl Gateway {
         }
     }
 
+    /// An HAProxy gateway with some node's `on_marked_down` or `on_marked_up`.
+    pub(crate) fn haproxy_on_marked(&self) -> bool {
+        self.hap.as_ref().is_some_and(|h| h.on_marked)
+    }
+
     /// Requests in flight that the metrics count (sent inside the
     /// measurement window).
     pub(crate) fn in_flight_counted(&self) -> usize {
