@@ -295,6 +295,23 @@ fn a_full_server_queues_requests_until_timeout_queue() {
 }
 
 #[test]
+fn a_full_primary_queues_instead_of_using_the_backup() {
+    // fwrr_get_next_server balances over the backups only when no active
+    // server is usable (`srv_act == 0`); a usable but full one makes
+    // assign_server return SRV_STATUS_FULL: the backend's queue.
+    let mut doc = queue_burst(json!({"timeout_queue": "1s"}), 0, None);
+    doc["nodes"]
+        .as_array_mut()
+        .unwrap()
+        .push(json!({"name": "b", "backup": true,
+        "service_time": {"dist": "constant", "value": "1ms"}}));
+    let s = run_binary(&doc, "queue-backup");
+    assert_eq!(s["client"]["status"]["200"], 3, "{s}");
+    assert_eq!(s["client"]["status"]["503"], 3, "{s}");
+    assert_eq!(s["nodes"][1]["attempts"], 0, "{s}");
+}
+
+#[test]
 fn a_cookie_sends_requests_to_its_server_queue_up_to_maxqueue() {
     // assign_server_and_queue and srv_redispatch_connect's
     // SRV_STATUS_FULL: with one client key, the burst after the first

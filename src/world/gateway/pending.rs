@@ -28,6 +28,9 @@
 //!   (`pendconn_grab_from_px`).
 //! - A queued request whose client gives up leaves its queue
 //!   (`STRM_ET_QUEUE_ABRT`).
+//! - Backup servers take requests only when no active server is usable
+//!   (`srv_act == 0`): a usable but full primary queues the request rather
+//!   than sending it to a backup.
 
 use super::super::{Event, NodeId, World, lane};
 use super::balancer::at_max_conns;
@@ -215,6 +218,18 @@ impl World<'_> {
         let now = self.fleet.now_in(scope, self.q.now());
         let (policies, local) = self.replica_policies(scope);
         policies.iter().all(|p| p.is_routable(local, node, now))
+    }
+
+    /// HAProxy with queues: is a primary server usable, only full? Then the
+    /// backups are not used (a backend balances over its backups only when
+    /// no active server is usable, `srv_act == 0` in `fwrr_get_next_server`
+    /// and `recalc_server_map`): the request waits in the backend's queue.
+    pub(super) fn hap_primary_full(&self, slot: u32) -> bool {
+        if self.gw.pending.is_none() {
+            return false;
+        }
+        let scope = self.gw.reqs[slot as usize].scope;
+        self.gw.primary.iter().any(|&n| self.hap_usable(scope, n))
     }
 
     /// Balancing found no server for `slot`: `SRV_STATUS_FULL` (some usable

@@ -132,8 +132,9 @@ impl World<'_> {
                     return Some(node);
                 }
                 None => {
-                    let r = &mut self.gw.reqs[slot as usize];
-                    if !r.in_backup && !self.gw.backup.is_empty() {
+                    let r = &self.gw.reqs[slot as usize];
+                    if !r.in_backup && !self.gw.backup.is_empty() && !self.hap_primary_full(slot) {
+                        let r = &mut self.gw.reqs[slot as usize];
                         r.in_backup = true;
                         r.clear_tried();
                         continue;
