@@ -507,6 +507,14 @@ pub struct NodeSpec {
     /// traffic goes.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub check_port: Option<u16>,
+    /// The address its health checks go to when it is not the traffic's
+    /// (HAProxy's server `addr`): another host, so none of this node's
+    /// faults (a crash, a partition, a hang, errors) fails a check; hcsim
+    /// has that host always answer. A check can then pass for a node whose
+    /// traffic all fails. Default: none, the checks go to the node's host.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "Option<String>")]
+    pub check_addr: Option<std::net::IpAddr>,
     /// HAProxy's `on-marked-down shutdown-sessions`: the requests in flight
     /// on this node are killed when its checks mark it DOWN. Default: none.
     #[serde(default, skip_serializing_if = "Option::is_none")]

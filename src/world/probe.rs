@@ -74,7 +74,14 @@ impl World<'_> {
         };
         let rtt = self.model.gateway.rtt;
         let n = &self.nodes[node.index()];
-        if self.model.nodes[node.index()].check_port.is_some() && gateways_check(policy) {
+        if self.model.nodes[node.index()].check_addr.is_some() && gateways_check(policy) {
+            // `addr`: another host answers; nothing of this node reaches it.
+            let answer = match req.kind {
+                ProbeKind::Tcp => (now + rtt, ProbeResult::Connected),
+                ProbeKind::Http => (now + rtt + rtt, ProbeResult::Status(200)),
+            };
+            self.q.schedule(answer.0, done(answer.1));
+        } else if self.model.nodes[node.index()].check_port.is_some() && gateways_check(policy) {
             // `check port N`: another endpoint of the host answers; only
             // the host's crash or partition reaches it.
             if n.crashed {

@@ -149,3 +149,59 @@ fn nginx_plus_health_check_port_is_the_check_port() {
     let e = import::read(&p, &Options::default(), &Workload::default()).unwrap_err();
     assert!(e.to_string().contains("health_check port=0"), "{e}");
 }
+
+/// HAProxy's server `addr 10.0.1.2` (`srv_parse_addr`): the checks go to
+/// another host, so even a crash of app1 leaves it UP while its requests
+/// fail, where `check port` alone sees the crash; `addr` of the server's
+/// own host is no other host. Imported without a warning, written back
+/// with `addr`, `haproxy -c` takes it; the other exports refuse it.
+#[test]
+fn a_check_on_another_host_keeps_a_crashed_server_up_under_haproxy() {
+    let dir = tmp("check-addr");
+    let run = |params: &str, kind: &str| {
+        let p = dir.join("haproxy.cfg");
+        std::fs::write(&p, haproxy(params)).unwrap();
+        let im = import::read(&p, &Options::default(), &fault(kind, "app1")).unwrap();
+        assert!(
+            im.warnings
+                .iter()
+                .all(|w| !w.message.contains("not modelled")),
+            "{:?}",
+            im.warnings
+        );
+        let m = im.model().unwrap();
+        (hcsim::world::run(&m, 1), m)
+    };
+    let (other, m) = run(" addr 10.0.1.2 port 9090", "crash");
+    assert_eq!(m.nodes[0].check_addr, Some("10.0.1.2".parse().unwrap()));
+    assert_eq!(m.nodes[0].check_port, Some(9090));
+    assert_eq!(other.nodes[0].ejections, 0, "{:?}", other.nodes[0]);
+    assert!(other.client.errors > 0, "{:?}", other.client);
+    let (port_only, _) = run(" port 9090", "crash");
+    assert!(port_only.nodes[0].ejections > 0, "{:?}", port_only.nodes[0]);
+    assert!(other.client.errors > port_only.client.errors);
+    let (_, own) = run(" addr 10.0.0.1", "crash");
+    assert_eq!(own.nodes[0].check_addr, None);
+
+    let conf = export::haproxy::config(&m, &export::Options::of(&m)).unwrap();
+    assert!(conf.contains(" addr 10.0.1.2 port 9090"), "{conf}");
+    let out = dir.join("exported.cfg");
+    crate::import::assert_haproxy_accepts(&out, &conf);
+    let again = import::read(&out, &Options::default(), &Workload::default()).unwrap();
+    assert_eq!(again.doc["nodes"][0]["check_addr"], json!("10.0.1.2"));
+    assert!(export::nginx::write(&m).is_err());
+    assert!(export::envoy::write(&m).is_err());
+
+    std::fs::write(dir.join("bad.cfg"), haproxy(" addr backend-1")).unwrap();
+    let err = import::read(
+        &dir.join("bad.cfg"),
+        &Options::default(),
+        &Workload::default(),
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(
+        err.contains("bad.cfg:14") && err.contains("expected an IPv4 or IPv6 address"),
+        "{err}"
+    );
+}

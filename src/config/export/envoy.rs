@@ -19,6 +19,7 @@ pub fn write(model: &Model) -> Result<String, Unsupported> {
 pub fn write_with(model: &Model, opts: &Options) -> Result<String, Unsupported> {
     let g = &model.gateway;
     super::nginx_like(model)?;
+    super::no_check_addr(model, "Envoy")?;
     let name = ident(&model.name);
     let lb = match g.balancer {
         Balancer::RoundRobin => "ROUND_ROBIN",

@@ -287,9 +287,12 @@ pub fn server_names(model: &Model) -> Vec<String> {
         .collect()
 }
 
-/// A checked server's own check settings: `port`, `on-marked-down`,
+/// A checked server's own check settings: `addr`, `port`, `on-marked-down`,
 /// `on-marked-up`.
 fn node_check_params(n: &crate::spec::NodeSpec, s: &mut String) {
+    if let Some(addr) = n.check_addr {
+        let _ = write!(s, " addr {addr}");
+    }
     if let Some(port) = n.check_port {
         let _ = write!(s, " port {port}");
     }

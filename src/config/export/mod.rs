@@ -79,9 +79,25 @@ pub fn nginx_like(model: &Model) -> Result<(), Unsupported> {
     )))
 }
 
+/// `Err` when a node's checks go to another host (`nodes[].check_addr`,
+/// HAProxy's `addr`), which `format`'s export does not write.
+pub fn no_check_addr(model: &Model, format: &str) -> Result<(), Unsupported> {
+    match model.nodes.iter().find(|n| n.check_addr.is_some()) {
+        Some(n) => Err(Unsupported(format!(
+            "node {}'s checks go to another host, {} (check_addr): the {format} export \
+             writes no separate check address (--to haproxy does)",
+            n.name,
+            n.check_addr.map(|a| a.to_string()).unwrap_or_default()
+        ))),
+        None => Ok(()),
+    }
+}
+
 /// `Err` when a node's checks go to another port (`nodes[].check_port`,
-/// HAProxy's `check port N`), which `format`'s export does not write.
+/// HAProxy's `check port N`) or host (`nodes[].check_addr`, HAProxy's
+/// `addr`), which `format`'s export does not write.
 pub fn no_check_port(model: &Model, format: &str) -> Result<(), Unsupported> {
+    no_check_addr(model, format)?;
     match model.nodes.iter().find(|n| n.check_port.is_some()) {
         Some(n) => Err(Unsupported(format!(
             "node {}'s checks go to port {} (check_port): the {format} export writes no \

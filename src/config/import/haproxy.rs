@@ -551,6 +551,12 @@ impl Backend {
                 if p.node.get("check_port").and_then(Value::as_u64) == own {
                     p.node.remove("check_port");
                 }
+                // `addr` of the server's own host is no other host.
+                let host = addr.rsplit_once(':').map_or(*addr, |(h, _)| h);
+                let host = host.trim_start_matches('[').trim_end_matches(']');
+                if p.node.get("check_addr").and_then(Value::as_str) == Some(host) {
+                    p.node.remove("check_addr");
+                }
                 self.servers.push((name.to_string(), p, at.clone()));
             }
             ["server", ..] => {
@@ -1081,6 +1087,15 @@ fn server_params(
                 p.node.insert("check_port".into(), json!(port));
                 i += 1;
             }
+            // `srv_parse_addr` (src/server.c): the checks' address, an IP.
+            "addr" => {
+                let v = value()?;
+                let ip = v.parse::<std::net::IpAddr>().map_err(|_| {
+                    at.error(format!("addr: expected an IPv4 or IPv6 address, found \"{v}\""))
+                })?;
+                p.node.insert("check_addr".into(), json!(ip.to_string()));
+                i += 1;
+            }
             // `srv_parse_on_marked_down` / `_up` (src/server.c): one action each.
             "on-marked-down" | "on-marked-up" => {
                 let (v, field, want) = match kw {
@@ -1095,7 +1110,7 @@ fn server_params(
             }
             "agent-port" | "agent-inter" | "agent-addr" | "agent-send" | "track"
             | "minconn"
-            | "resolvers" | "addr" => {
+            | "resolvers" => {
                 value()?;
                 d.warn(at, format!("server keyword `{kw}` is not modelled"));
                 i += 1;
