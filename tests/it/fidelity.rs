@@ -130,24 +130,9 @@ fn istio_sending_unhealthy_endpoints_turns_panic_off() {
 /// Runs the binary on `doc` (one replication, its seed) and returns what
 /// `hcsim run --format json` prints.
 fn run_binary(name: &str, doc: &Value) -> Value {
-    let dir = crate::tmp(name);
-    let model = dir.join("model.json");
-    std::fs::write(&model, serde_json::to_vec_pretty(doc).unwrap()).unwrap();
-    let out = dir.join("out");
-    let o = crate::hcsim(&[
-        "run",
-        model.to_str().unwrap(),
-        "--reps",
-        "1",
-        "--no-charts",
-        "--format",
-        "json",
-        "--out",
-        out.to_str().unwrap(),
-    ]);
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let (o, out) = crate::run_doc(name, doc, &["--reps", "1", "--format", "json"]);
     let v = serde_json::from_slice(&o.stdout).expect("summary JSON");
-    let _ = std::fs::remove_dir_all(&dir);
+    let _ = std::fs::remove_dir_all(out.parent().unwrap());
     v
 }
 

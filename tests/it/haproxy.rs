@@ -243,19 +243,7 @@ fn queue_burst(haproxy: Value, max_queue: u32, keys: Option<u32>) -> Value {
 
 /// `hcsim run` of `doc`: its summary.json's run (`runs[0]`).
 fn run_binary(doc: &Value, name: &str) -> Value {
-    let dir = crate::tmp(name);
-    let model = dir.join("model.json");
-    std::fs::write(&model, serde_json::to_vec_pretty(doc).unwrap()).unwrap();
-    let out = dir.join("out");
-    let o = crate::hcsim(&[
-        "run",
-        model.to_str().unwrap(),
-        "--no-charts",
-        "-q",
-        "--out",
-        out.to_str().unwrap(),
-    ]);
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let (_, out) = crate::run_doc(name, doc, &["-q"]);
     let s: Value =
         serde_json::from_slice(&std::fs::read(out.join("summary.json")).unwrap()).unwrap();
     s["runs"][0].clone()

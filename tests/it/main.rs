@@ -88,6 +88,22 @@ pub fn hcsim(args: &[&str]) -> Output {
         .expect("run hcsim")
 }
 
+/// `hcsim run` of the model `doc`, written to a fresh temporary directory
+/// `name`, with `args` after it and `--no-charts --out DIR`: the run's
+/// output and its output directory (the run must succeed).
+pub fn run_doc(name: &str, doc: &serde_json::Value, args: &[&str]) -> (Output, PathBuf) {
+    let dir = tmp(name);
+    let model = dir.join("model.json");
+    std::fs::write(&model, serde_json::to_vec_pretty(doc).unwrap()).unwrap();
+    let out = dir.join("out");
+    let mut all = vec!["run", model.to_str().unwrap()];
+    all.extend_from_slice(args);
+    all.extend_from_slice(&["--no-charts", "--out", out.to_str().unwrap()]);
+    let o = hcsim(&all);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    (o, out)
+}
+
 /// Where a system binary is: `/usr/sbin/NAME` or `/usr/local/sbin/NAME`,
 /// else the bare name (looked up in `PATH`).
 pub fn sbin(name: &str) -> String {
