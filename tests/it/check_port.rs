@@ -25,6 +25,27 @@ fn haproxy(port: &str) -> String {
     )
 }
 
+/// [`haproxy`] with `params` imported (without a "not modelled" warning)
+/// and run with a `kind` fault of app1.
+fn import_run(
+    dir: &std::path::Path,
+    params: &str,
+    kind: &str,
+) -> (hcsim::metrics::RunSummary, hcsim::spec::Model) {
+    let p = dir.join("haproxy.cfg");
+    std::fs::write(&p, haproxy(params)).unwrap();
+    let im = import::read(&p, &Options::default(), &fault(kind, "app1")).unwrap();
+    assert!(
+        im.warnings
+            .iter()
+            .all(|w| !w.message.contains("not modelled")),
+        "{:?}",
+        im.warnings
+    );
+    let m = im.model().unwrap();
+    (hcsim::world::run(&m, 1), m)
+}
+
 /// `check port 9090`: imported without a warning, a hang of app1's traffic
 /// port leaves it UP (its requests time out on `timeout server`) where the
 /// same config without `port` marks it DOWN; a crash marks it DOWN either
@@ -39,20 +60,7 @@ fn haproxy(port: &str) -> String {
 #[test]
 fn a_check_on_another_port_keeps_a_hung_server_up_under_haproxy() {
     let dir = tmp("check-port");
-    let run = |port: &str, kind: &str| {
-        let p = dir.join("haproxy.cfg");
-        std::fs::write(&p, haproxy(port)).unwrap();
-        let im = import::read(&p, &Options::default(), &fault(kind, "app1")).unwrap();
-        assert!(
-            im.warnings
-                .iter()
-                .all(|w| !w.message.contains("not modelled")),
-            "{:?}",
-            im.warnings
-        );
-        let m = im.model().unwrap();
-        (hcsim::world::run(&m, 1), m)
-    };
+    let run = |port: &str, kind: &str| import_run(&dir, port, kind);
     let (apart, m) = run(" port 9090", "hang");
     assert_eq!(m.nodes[0].check_port, Some(9090));
     assert_eq!(apart.nodes[0].ejections, 0, "{:?}", apart.nodes[0]);
@@ -158,20 +166,7 @@ fn nginx_plus_health_check_port_is_the_check_port() {
 #[test]
 fn a_check_on_another_host_keeps_a_crashed_server_up_under_haproxy() {
     let dir = tmp("check-addr");
-    let run = |params: &str, kind: &str| {
-        let p = dir.join("haproxy.cfg");
-        std::fs::write(&p, haproxy(params)).unwrap();
-        let im = import::read(&p, &Options::default(), &fault(kind, "app1")).unwrap();
-        assert!(
-            im.warnings
-                .iter()
-                .all(|w| !w.message.contains("not modelled")),
-            "{:?}",
-            im.warnings
-        );
-        let m = im.model().unwrap();
-        (hcsim::world::run(&m, 1), m)
-    };
+    let run = |params: &str, kind: &str| import_run(&dir, params, kind);
     let (other, m) = run(" addr 10.0.1.2 port 9090", "crash");
     assert_eq!(m.nodes[0].check_addr, Some("10.0.1.2".parse().unwrap()));
     assert_eq!(m.nodes[0].check_port, Some(9090));
