@@ -397,6 +397,11 @@ impl World<'_> {
     #[cold]
     #[inline(never)]
     pub(crate) fn hap_watch(&mut self, scope: u16, node: NodeId) {
+        // A policy may speak of an id beyond the servers (as `refresh_node`
+        // skips): no server, no queue.
+        if node.index() >= self.gw.n {
+            return;
+        }
         let now = self.hap_usable(scope, node);
         let Some(p) = self.gw.pending.as_deref_mut() else {
             return;
