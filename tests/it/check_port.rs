@@ -35,15 +35,19 @@ fn import_run(
     let p = dir.join("haproxy.cfg");
     std::fs::write(&p, haproxy(params)).unwrap();
     let im = import::read(&p, &Options::default(), &fault(kind, "app1")).unwrap();
-    assert!(
-        im.warnings
-            .iter()
-            .all(|w| !w.message.contains("not modelled")),
-        "{:?}",
-        im.warnings
-    );
+    crate::import::assert_nothing_unmodelled(&im, "check port");
     let m = im.model().unwrap();
     (hcsim::world::run(&m, 1), m)
+}
+
+/// `m` exported for HAProxy (holding `want`), accepted by `haproxy -c` and
+/// imported again: the document.
+fn exported_again(dir: &std::path::Path, m: &hcsim::spec::Model, want: &str) -> import::Imported {
+    let conf = export::haproxy::config(m, &export::Options::of(m)).unwrap();
+    assert!(conf.contains(want), "{conf}");
+    let out = dir.join("exported.cfg");
+    crate::import::assert_haproxy_accepts(&out, &conf);
+    import::read(&out, &Options::default(), &Workload::default()).unwrap()
 }
 
 /// `check port 9090`: imported without a warning, a hang of app1's traffic
@@ -84,11 +88,7 @@ fn a_check_on_another_port_keeps_a_hung_server_up_under_haproxy() {
     let (_, same) = run(" port 8080", "hang");
     assert_eq!(same.nodes[0].check_port, None);
 
-    let conf = export::haproxy::config(&m, &export::Options::of(&m)).unwrap();
-    assert!(conf.contains(" port 9090"), "{conf}");
-    let out = dir.join("exported.cfg");
-    crate::import::assert_haproxy_accepts(&out, &conf);
-    let again = import::read(&out, &Options::default(), &Workload::default()).unwrap();
+    let again = exported_again(&dir, &m, " port 9090");
     assert_eq!(again.doc["nodes"][0]["check_port"], json!(9090));
     // Envoy writes it as the endpoint's health_check_config; nginx cannot.
     assert!(export::nginx::write(&m).is_err());
@@ -127,13 +127,7 @@ fn nginx_plus_health_check_port_is_the_check_port() {
     let p = dir.join("nginx.conf");
     std::fs::write(&p, conf).unwrap();
     let im = import::read(&p, &Options::default(), &fault("hang", "10.0.0.1:80")).unwrap();
-    assert!(
-        im.warnings
-            .iter()
-            .all(|w| !w.message.contains("not modelled")),
-        "{:?}",
-        im.warnings
-    );
+    crate::import::assert_nothing_unmodelled(&im, "check port");
     let ports: Vec<_> = (0..3)
         .map(|i| im.doc["nodes"][i].get("check_port").cloned())
         .collect();
@@ -178,11 +172,7 @@ fn a_check_on_another_host_keeps_a_crashed_server_up_under_haproxy() {
     let (_, own) = run(" addr 10.0.0.1", "crash");
     assert_eq!(own.nodes[0].check_addr, None);
 
-    let conf = export::haproxy::config(&m, &export::Options::of(&m)).unwrap();
-    assert!(conf.contains(" addr 10.0.1.2 port 9090"), "{conf}");
-    let out = dir.join("exported.cfg");
-    crate::import::assert_haproxy_accepts(&out, &conf);
-    let again = import::read(&out, &Options::default(), &Workload::default()).unwrap();
+    let again = exported_again(&dir, &m, " addr 10.0.1.2 port 9090");
     assert_eq!(again.doc["nodes"][0]["check_addr"], json!("10.0.1.2"));
     assert!(export::nginx::write(&m).is_err());
     assert!(export::envoy::write(&m).is_err());

@@ -798,7 +798,7 @@ fn kong_models_and_configs_round_trip_through_kong_yml() {
 }
 
 /// `im` imported without a "not modelled" warning (`what`: the case).
-fn assert_nothing_unmodelled(im: &import::Imported, what: &str) {
+pub(crate) fn assert_nothing_unmodelled(im: &import::Imported, what: &str) {
     assert!(
         im.warnings
             .iter()

@@ -29,25 +29,13 @@ fn model(a: Value) -> Value {
 /// `hcsim run --trace --events` on `doc`: summary.json, the attempts
 /// (time, node, result) and the time of the first DOWN line.
 fn run(name: &str, doc: Value) -> (Value, Vec<(f64, String, String)>, f64) {
-    let dir = tmp(name);
-    let m = dir.join("m.json");
-    std::fs::write(&m, doc.to_string()).unwrap();
-    let out = dir.join("out");
-    let o = hcsim(&[
-        "run",
-        m.to_str().unwrap(),
-        "--no-charts",
-        "--reps",
-        "1",
-        "--format",
-        "json",
-        "-q",
-        "--trace",
-        "--events",
-        "--out",
-        out.to_str().unwrap(),
-    ]);
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let (_, out) = crate::run_doc(
+        name,
+        &doc,
+        &[
+            "--reps", "1", "--format", "json", "-q", "--trace", "--events",
+        ],
+    );
     let summary: Value =
         serde_json::from_str(&std::fs::read_to_string(out.join("summary.json")).unwrap()).unwrap();
     let attempts = std::fs::read_to_string(out.join("attempts.csv")).unwrap();
@@ -144,13 +132,7 @@ fn on_marked_keywords_import_and_export() {
     let p = dir.join("haproxy.cfg");
     std::fs::write(&p, conf).unwrap();
     let im = import::read(&p, &Options::default(), &Workload::default()).unwrap();
-    assert!(
-        im.warnings
-            .iter()
-            .all(|w| !w.message.contains("not modelled")),
-        "{:?}",
-        im.warnings
-    );
+    crate::import::assert_nothing_unmodelled(&im, "on-marked");
     assert_eq!(
         im.doc["nodes"][0]["on_marked_down"],
         json!("shutdown_sessions")

@@ -15,15 +15,7 @@ use serde_json::json;
 /// `check inter 500ms rise 1 fall 1`, killing and restarting the backend.
 const MEASURED_HAPROXY_STEPS: [u32; 11] = [1, 2, 4, 5, 7, 9, 10, 12, 13, 15, 16];
 
-fn no_unmodelled(im: &import::Imported, what: &str) {
-    assert!(
-        im.warnings
-            .iter()
-            .all(|w| !w.message.contains("not modelled")),
-        "{what}: {:?}",
-        im.warnings
-    );
-}
+use crate::import::assert_nothing_unmodelled as no_unmodelled;
 
 fn crash(node: &str, at: u64, secs: u64, duration: u64) -> Workload {
     Workload {
