@@ -44,6 +44,7 @@ pub fn to_string_pretty_with_capacity<T: Serialize + ?Sized>(
         spread_cache: vec![None; SpreadKey::SLOTS],
         pool: Vec::new(),
         plain_names: [(0, 0); PLAIN_NAMES],
+        field_lines: vec![None; FIELD_LINES],
     };
     let _active = Active::enter();
     value.serialize(&mut w)?;
@@ -110,7 +111,9 @@ fn io(r: std::io::Result<()>) -> Result<(), serde_json::Error> {
 }
 
 /// A [`Spread`] handed to this writer, which writes it at once.
-const SPREAD: &str = "$hcsim::json::Spread";
+/// (A `static`, so that every use hands over the same address: [`is`]
+/// tells it by address before it compares text.)
+static SPREAD: &str = "$hcsim::json::Spread";
 
 thread_local! {
     /// The [`Spread`] being serialised, set by its `Serialize` just before
@@ -135,6 +138,7 @@ impl Serialize for SpreadFields<'_> {
 }
 
 impl Serialize for Spread {
+    #[inline]
     fn serialize<S: ser::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         if ACTIVE.with(Cell::get) {
             // To this writer: the spread itself. Any other serializer on this
@@ -148,8 +152,16 @@ impl Serialize for Spread {
     }
 }
 
+/// Is newtype `name` this writer's `marker`? By address first (a marker
+/// is a `static`), then by text (a newtype of someone else's of the same
+/// length compares its bytes).
+#[inline(always)]
+fn is(name: &'static str, marker: &'static str) -> bool {
+    std::ptr::eq(name, marker) || name == marker
+}
+
 /// The newtype name by which [`sorted`] asks this writer to sort.
-const SORTED: &str = "$hcsim::json::sorted";
+static SORTED: &str = "$hcsim::json::sorted";
 
 thread_local! {
     /// Set while this writer serialises on this thread: [`sorted`] then
@@ -196,7 +208,13 @@ struct Pretty {
     pool: Vec<Sorted>,
     /// Field names known to need no escape, by address and length.
     plain_names: [(usize, usize); PLAIN_NAMES],
+    /// By a field name's address and length and the depth: its line up to
+    /// the value, comma first (see [`Pretty::field_line`]).
+    field_lines: Vec<Option<((usize, usize, usize), Box<[u8]>)>>,
 }
+
+/// Slots of [`Pretty::field_lines`].
+const FIELD_LINES: usize = 256;
 
 /// Slots of [`Pretty::plain_names`].
 const PLAIN_NAMES: usize = 128;
@@ -259,6 +277,7 @@ impl SpreadLines {
 
 impl Pretty {
     /// `,` unless first, then a new line at the current depth.
+    #[inline]
     fn line(&mut self, first: bool) {
         if !first {
             self.out.push(b',');
@@ -266,6 +285,7 @@ impl Pretty {
         self.newline();
     }
 
+    #[inline]
     fn newline(&mut self) {
         let n = 1 + 2 * self.depth;
         if n <= NEWLINE_INDENT.len() {
@@ -282,6 +302,7 @@ impl Pretty {
 
     /// Does field name `key` need no escape? Remembered by its address: a
     /// document writes the same few dozen names thousands of times.
+    #[inline]
     fn plain_name(&mut self, key: &'static str) -> bool {
         let id = (key.as_ptr() as usize, key.len());
         let slot = &mut self.plain_names[(id.0 >> 3) % PLAIN_NAMES];
@@ -296,6 +317,7 @@ impl Pretty {
     }
 
     /// A field name (a Rust identifier or a serde `rename`) and `": "`.
+    #[inline]
     fn field_name(&mut self, key: &'static str) {
         if !self.plain_name(key) {
             // A `rename` may hold anything: serde_json escapes it.
@@ -308,22 +330,40 @@ impl Pretty {
         self.out.extend_from_slice(b"\": ");
     }
 
-    /// `,` unless first, a new line at the current depth and a field name.
+    /// `,` unless first, a new line at the current depth and a field name:
+    /// the text of a name at a depth is made once and then copied whole.
+    #[inline]
     fn field_line(&mut self, first: bool, key: &'static str) {
-        let n = 1 + 2 * self.depth;
-        if n > NEWLINE_INDENT.len() || !self.plain_name(key) {
-            self.line(first);
-            return self.field_name(key);
+        let id = (key.as_ptr() as usize, key.len(), self.depth);
+        let h = (id.0 as u64 ^ (id.2 as u64) << 48).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        let slot = (h >> 56) as usize % FIELD_LINES;
+        match &self.field_lines[slot] {
+            Some((k, text)) if *k == id => {
+                // `text` begins with the comma.
+                self.out.extend_from_slice(&text[usize::from(first)..]);
+            }
+            _ => self.new_field_line(first, key, id, slot),
         }
-        let out = &mut self.out;
-        out.reserve(n + key.len() + 5);
-        if !first {
-            out.push(b',');
+    }
+
+    #[inline(never)]
+    fn new_field_line(
+        &mut self,
+        first: bool,
+        key: &'static str,
+        id: (usize, usize, usize),
+        slot: usize,
+    ) {
+        let start = self.out.len();
+        self.line(false);
+        self.field_name(key);
+        let plain = self.plain_name(key);
+        if plain {
+            self.field_lines[slot] = Some((id, self.out[start..].into()));
         }
-        out.extend_from_slice(&NEWLINE_INDENT[..n]);
-        out.push(b'"');
-        out.extend_from_slice(key.as_bytes());
-        out.extend_from_slice(b"\": ");
+        if first {
+            self.out.remove(start);
+        }
     }
 
     /// A [`Spread`], as serde would write its five fields.
@@ -391,57 +431,80 @@ struct Compound<'a> {
 
 /// The entries of a sorted object. While they come in key order (a struct
 /// whose fields are declared sorted, a `BTreeMap`) they are written where
-/// they go at once; the first one out of order moves those into the arena,
+/// they go at once; the first one out of order moves those into a buffer of their own,
 /// and from then on all are written at the object's end, sorted.
 #[derive(Default)]
 struct Sorted {
     /// Written in place so far: where the object's first entry begins in
-    /// the document. `None`: in the arena.
+    /// the document. `None`: spilled, the entries are written into a buffer
+    /// of their own, which stands in for the document (see `parked`).
     direct: Option<usize>,
-    /// Every entry's text: its key's JSON, `": "` and its value's JSON.
-    arena: Vec<u8>,
-    // In place (`direct`), `entries` are ranges of the document.
-    /// Each entry's key and where its text lies in `arena`.
-    entries: Vec<(Cow<'static, str>, Range<usize>)>,
+    /// Once spilled, the document, set aside while the writer's buffer
+    /// holds the entries' text (each entry: its key's JSON, `": "` and its
+    /// value's JSON); it comes back when the object is finished. Before:
+    /// an empty buffer kept for the next spill.
+    parked: Vec<u8>,
+    /// Each entry's key and where its text lies in the writer's buffer
+    /// (the document in place, the entries' buffer once spilled).
+    entries: Vec<(Key, Range<usize>)>,
     /// A key between `serialize_key` and `serialize_value`, and where its
-    /// text begins in `arena`.
-    pending: Option<(Cow<'static, str>, usize)>,
+    /// text begins.
+    pending: Option<(Key, usize)>,
 }
 
-/// Runs `f` with the sorted entries' arena in place of the document;
-/// returns where its output begins in the arena.
-fn into_arena<R>(
-    w: &mut Pretty,
-    s: &mut Sorted,
-    f: impl FnOnce(&mut Pretty) -> Result<R, serde_json::Error>,
-) -> Result<(usize, R), serde_json::Error> {
-    std::mem::swap(&mut w.out, &mut s.arena);
-    let start = w.out.len();
-    let r = f(w);
-    std::mem::swap(&mut w.out, &mut s.arena);
-    Ok((start, r?))
+/// A sorted object's key, ordered as its text is, with its first eight
+/// bytes as a number (zero-padded, big-endian) to compare first: keys that
+/// differ there (most) are ordered without a call to `memcmp`. A padded
+/// prefix is smaller only if the text is: zero is the least byte.
+#[derive(PartialEq, Eq, PartialOrd, Ord)]
+struct Key {
+    prefix: u64,
+    text: Cow<'static, str>,
+}
+
+/// `key`'s first eight bytes, zero-padded, as a big-endian number.
+#[inline]
+fn prefix(key: &str) -> u64 {
+    let mut b = [0u8; 8];
+    let n = key.len().min(8);
+    b[..n].copy_from_slice(&key.as_bytes()[..n]);
+    u64::from_be_bytes(b)
+}
+
+impl Key {
+    fn of(text: Cow<'static, str>) -> Key {
+        Key {
+            prefix: prefix(&text),
+            text,
+        }
+    }
 }
 
 impl Sorted {
     /// Can an entry of key `key` be written in place? Only after every
     /// earlier entry in place, with a greater key (an equal one: a
     /// `BTreeMap` keeps the later value, which the sort sees to).
-    fn in_order(&self, key: &str) -> bool {
-        self.direct.is_some() && self.entries.last().is_none_or(|(k, _)| key > k.as_ref())
+    fn in_order(&self, key: &Key) -> bool {
+        self.direct.is_some() && self.entries.last().is_none_or(|(k, _)| k < key)
     }
 
-    /// Moves the entries written in place into the arena; the document is
-    /// left as it was when the object opened.
+    /// Moves the entries written in place into a buffer of their own,
+    /// which the writer then writes into until the object is finished; the
+    /// document, left as it was when the object opened, is parked. Writing
+    /// straight into the writer's buffer keeps each later entry (and any
+    /// object nested in it) as cheap as one written in place.
     fn spill(&mut self, w: &mut Pretty, first: &mut bool) {
         let Some(base) = self.direct.take() else {
             return;
         };
-        let off = self.arena.len();
-        self.arena.extend_from_slice(&w.out[base..]);
+        let mut entries = std::mem::take(&mut self.parked);
+        entries.extend_from_slice(&w.out[base..]);
         for (_, r) in &mut self.entries {
-            *r = r.start - base + off..r.end - base + off;
+            *r = r.start - base..r.end - base;
         }
         w.out.truncate(base);
+        std::mem::swap(&mut w.out, &mut entries);
+        self.parked = entries;
         *first = true;
     }
 }
@@ -453,26 +516,34 @@ impl<'a> Compound<'a> {
         v.serialize(&mut *self.w)
     }
 
+    /// A struct field's line up to its value. The common case, an object
+    /// not sorted, is inlined into each `Serialize`; sorting is out of line.
+    #[inline(always)]
     fn field(&mut self, key: &'static str) -> Result<(), serde_json::Error> {
-        match &mut self.sorted {
-            Some(s) if s.in_order(key) => {
-                let first = std::mem::replace(&mut self.first, false);
-                self.w.line(first);
-                s.pending = Some((Cow::Borrowed(key), self.w.out.len()));
-                self.w.field_name(key);
-            }
-            Some(s) => {
-                s.spill(self.w, &mut self.first);
-                let (start, ()) = into_arena(self.w, s, |w| {
-                    w.field_name(key);
-                    Ok(())
-                })?;
-                s.pending = Some((Cow::Borrowed(key), start));
-            }
-            None => {
-                let first = std::mem::replace(&mut self.first, false);
-                self.w.field_line(first, key);
-            }
+        if self.sorted.is_none() {
+            let first = std::mem::replace(&mut self.first, false);
+            self.w.field_line(first, key);
+            return Ok(());
+        }
+        self.sorted_field(key)
+    }
+
+    #[inline(never)]
+    fn sorted_field(&mut self, key: &'static str) -> Result<(), serde_json::Error> {
+        let Some(s) = &mut self.sorted else {
+            unreachable!("called for sorted objects only")
+        };
+        let k = Key::of(Cow::Borrowed(key));
+        if s.in_order(&k) {
+            let first = std::mem::replace(&mut self.first, false);
+            // The entry begins after the comma, line break and indentation.
+            let start = self.w.out.len() + usize::from(!first) + 1 + 2 * self.w.depth;
+            self.w.field_line(first, key);
+            s.pending = Some((k, start));
+        } else {
+            s.spill(self.w, &mut self.first);
+            s.pending = Some((k, self.w.out.len()));
+            self.w.field_name(key);
         }
         Ok(())
     }
@@ -484,27 +555,26 @@ impl<'a> Compound<'a> {
                 self.w.line(first);
                 let start = self.w.out.len();
                 let text = write_map_key(&mut self.w.out, key, true)?.unwrap_or_default();
-                if s.in_order(&text) {
+                let k = Key::of(Cow::Owned(text));
+                if s.in_order(&k) {
                     self.w.out.extend_from_slice(b": ");
                     self.first = false;
-                    s.pending = Some((Cow::Owned(text), start));
+                    s.pending = Some((k, start));
                     return Ok(());
                 }
-                // Out of order: undone, and written to the arena.
+                // Out of order: undone, and written with the spilled entries.
                 self.w.out.truncate(mark);
                 s.spill(self.w, &mut self.first);
-                let start = s.arena.len();
-                write_map_key(&mut s.arena, key, false)?;
-                s.arena.extend_from_slice(b": ");
-                s.pending = Some((Cow::Owned(text), start));
+                let start = self.w.out.len();
+                write_map_key(&mut self.w.out, key, false)?;
+                self.w.out.extend_from_slice(b": ");
+                s.pending = Some((k, start));
             }
             Some(s) => {
-                let (start, text) = into_arena(self.w, s, |w| {
-                    let text = write_map_key(&mut w.out, key, true)?;
-                    w.out.extend_from_slice(b": ");
-                    Ok(text)
-                })?;
-                s.pending = Some((Cow::Owned(text.unwrap_or_default()), start));
+                let start = self.w.out.len();
+                let text = write_map_key(&mut self.w.out, key, true)?;
+                self.w.out.extend_from_slice(b": ");
+                s.pending = Some((Key::of(Cow::Owned(text.unwrap_or_default())), start));
             }
             None => {
                 let first = std::mem::replace(&mut self.first, false);
@@ -516,23 +586,23 @@ impl<'a> Compound<'a> {
         Ok(())
     }
 
+    #[inline(always)]
     fn value<T: Serialize + ?Sized>(&mut self, v: &T) -> Result<(), serde_json::Error> {
-        match &mut self.sorted {
-            Some(s) if s.direct.is_some() => {
-                let (key, start) = s.pending.take().expect("a key before its value");
-                v.serialize(&mut *self.w)?;
-                s.entries.push((key, start..self.w.out.len()));
-                Ok(())
-            }
-            Some(s) => {
-                let (key, start) = s.pending.take().expect("a key before its value");
-                into_arena(self.w, s, |w| v.serialize(w))?;
-                let end = s.arena.len();
-                s.entries.push((key, start..end));
-                Ok(())
-            }
-            None => v.serialize(&mut *self.w),
+        if self.sorted.is_none() {
+            return v.serialize(&mut *self.w);
         }
+        self.sorted_value(v)
+    }
+
+    fn sorted_value<T: Serialize + ?Sized>(&mut self, v: &T) -> Result<(), serde_json::Error> {
+        let Some(s) = &mut self.sorted else {
+            unreachable!("called for sorted objects only")
+        };
+        let (key, start) = s.pending.take().expect("a key before its value");
+        // In place or spilled, the writer's buffer is where entries go.
+        v.serialize(&mut *self.w)?;
+        s.entries.push((key, start..self.w.out.len()));
+        Ok(())
     }
 
     /// Closes the object or array; gives back the writer.
@@ -543,6 +613,8 @@ impl<'a> Compound<'a> {
                 self.w.pool.push(s);
                 return self.write_close();
             }
+            // The document back; the entries' text into `parked`.
+            std::mem::swap(&mut self.w.out, &mut s.parked);
             // A `BTreeMap` keeps the last value of a repeated key.
             s.entries.reverse();
             s.entries.sort_by(|a, b| a.0.cmp(&b.0));
@@ -550,9 +622,9 @@ impl<'a> Compound<'a> {
             for (_, text) in s.entries.drain(..) {
                 let first = std::mem::replace(&mut self.first, false);
                 self.w.line(first);
-                self.w.out.extend_from_slice(&s.arena[text]);
+                self.w.out.extend_from_slice(&s.parked[text]);
             }
-            s.arena.clear();
+            s.parked.clear();
             self.w.pool.push(s);
         }
         self.write_close()
@@ -580,6 +652,7 @@ impl<'a> ser::Serializer for &'a mut Pretty {
     type SerializeStruct = Compound<'a>;
     type SerializeStructVariant = Variant<'a>;
 
+    #[inline]
     fn serialize_bool(self, v: bool) -> Result<(), Self::Error> {
         io(CompactFormatter.write_bool(&mut self.out, v))
     }
@@ -604,9 +677,11 @@ impl<'a> ser::Serializer for &'a mut Pretty {
     fn serialize_u16(self, v: u16) -> Result<(), Self::Error> {
         io(CompactFormatter.write_u16(&mut self.out, v))
     }
+    #[inline]
     fn serialize_u32(self, v: u32) -> Result<(), Self::Error> {
         io(CompactFormatter.write_u32(&mut self.out, v))
     }
+    #[inline]
     fn serialize_u64(self, v: u64) -> Result<(), Self::Error> {
         io(CompactFormatter.write_u64(&mut self.out, v))
     }
@@ -621,6 +696,7 @@ impl<'a> ser::Serializer for &'a mut Pretty {
             self.serialize_unit()
         }
     }
+    #[inline]
     fn serialize_f64(self, v: f64) -> Result<(), Self::Error> {
         if v.is_finite() {
             io(CompactFormatter.write_f64(&mut self.out, v))
@@ -631,6 +707,7 @@ impl<'a> ser::Serializer for &'a mut Pretty {
     fn serialize_char(self, v: char) -> Result<(), Self::Error> {
         self.string(v.encode_utf8(&mut [0; 4]))
     }
+    #[inline]
     fn serialize_str(self, v: &str) -> Result<(), Self::Error> {
         self.string(v)
     }
@@ -641,12 +718,15 @@ impl<'a> ser::Serializer for &'a mut Pretty {
         }
         seq.finish().map(drop)
     }
+    #[inline]
     fn serialize_none(self) -> Result<(), Self::Error> {
         self.serialize_unit()
     }
+    #[inline]
     fn serialize_some<T: Serialize + ?Sized>(self, v: &T) -> Result<(), Self::Error> {
         v.serialize(self)
     }
+    #[inline]
     fn serialize_unit(self) -> Result<(), Self::Error> {
         self.out.extend_from_slice(b"null");
         Ok(())
@@ -662,20 +742,22 @@ impl<'a> ser::Serializer for &'a mut Pretty {
     ) -> Result<(), Self::Error> {
         self.string(variant)
     }
+    #[inline]
     fn serialize_newtype_struct<T: Serialize + ?Sized>(
         self,
         name: &'static str,
         v: &T,
     ) -> Result<(), Self::Error> {
-        if name == SPREAD {
+        if is(name, SPREAD) {
             if let Some(spread) = PENDING_SPREAD.with(Cell::take) {
                 self.spread(&spread);
                 return Ok(());
             }
         }
-        if name == SORTED {
+        if is(name, SORTED) {
             let was = std::mem::replace(&mut self.sorted, true);
-            let r = v.serialize(&mut *self);
+            // Nodes then come with their keys sorted: written in place.
+            let r = crate::spec::with_sorted_keys(|| v.serialize(&mut *self));
             self.sorted = was;
             r
         } else {
@@ -784,6 +866,7 @@ impl ser::SerializeMap for Compound<'_> {
 impl ser::SerializeStruct for Compound<'_> {
     type Ok = ();
     type Error = serde_json::Error;
+    #[inline]
     fn serialize_field<T: Serialize + ?Sized>(
         &mut self,
         key: &'static str,

@@ -47,7 +47,7 @@ pub struct Summary {
     pub faults: Vec<FaultWindow>,
     /// The model as simulated, every default filled in.
     #[serde(serialize_with = "super::json::sorted")]
-    pub model_spec: ModelSpec,
+    pub model_spec: std::sync::Arc<ModelSpec>,
     pub probe_rounds: RoundStats,
     /// Overload and other reasons to doubt the figures, over the replications.
     #[serde(default)]

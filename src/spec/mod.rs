@@ -17,6 +17,7 @@ pub mod haproxy;
 pub mod limits;
 pub mod model;
 pub mod model_spec;
+mod node_order;
 pub mod overrides;
 pub mod pods;
 pub mod schedule;
@@ -40,6 +41,7 @@ pub use haproxy::{
 };
 pub use model::{Clients, Fault, FaultKind, Model, NextUpstreamMask};
 pub use model_spec::*;
+pub use node_order::with_sorted_keys;
 pub use overrides::{FieldPath, MAX_PATH_SEGMENTS, Override};
 pub use pods::Pods;
 pub use slow_start::SlowStartSpec;

@@ -11,7 +11,7 @@ use crate::policy::PolicySpec;
 /// A validated model, ready to run.
 #[derive(Clone, Debug)]
 pub struct Model {
-    pub spec: ModelSpec,
+    pub spec: std::sync::Arc<ModelSpec>,
     pub name: String,
     pub seed: u64,
     pub duration: SimDuration,
@@ -224,7 +224,7 @@ impl Model {
     /// (the measurement window, the timeline bucket) is left out unless set. The result is itself a valid model
     /// that checks to the same document (what `hcsim check` prints).
     pub fn effective_spec(&self) -> ModelSpec {
-        let mut spec = self.spec.clone();
+        let mut spec = ModelSpec::clone(&self.spec);
         spec.schema = None;
         // A derived window stays derived: written out only where it differs
         // from the whole run, so `--set duration=…` still moves its end.

@@ -115,7 +115,7 @@ impl Model {
             pods,
             policies,
             keys: spec.clients.keys(),
-            spec,
+            spec: std::sync::Arc::new(spec),
         })
     }
 }
