@@ -275,6 +275,23 @@ impl SpreadLines {
     }
 }
 
+/// A spread's number as serde_json writes it (`null` for none or a value
+/// not finite) into `buf`; gives its length.
+fn number(buf: &mut [u8; 32], v: Option<f64>) -> usize {
+    match v {
+        Some(x) if x.is_finite() => {
+            let mut rest = &mut buf[..];
+            // An f64's shortest text is at most 24 bytes.
+            let _ = CompactFormatter.write_f64(&mut rest, x);
+            32 - rest.len()
+        }
+        _ => {
+            buf[..4].copy_from_slice(b"null");
+            4
+        }
+    }
+}
+
 impl Pretty {
     /// `,` unless first, then a new line at the current depth.
     #[inline]
@@ -385,13 +402,25 @@ impl Pretty {
         let depth = self.depth;
         let lines =
             self.spread_lines[depth].get_or_insert_with(|| Box::new(SpreadLines::at(depth)));
-        for (i, v) in [s.max, s.mean, s.median, s.min].into_iter().enumerate() {
+        // The text of each number, made once when they are all the same
+        // (one replication: max = mean = median = min).
+        let mut text = [0u8; 32];
+        let mut same: Option<usize> = None;
+        let values = [s.max, s.mean, s.median, s.min];
+        if values
+            .iter()
+            .all(|v| v.map(f64::to_bits) == s.max.map(f64::to_bits))
+        {
+            same = Some(number(&mut text, s.max));
+        }
+        for (i, v) in values.into_iter().enumerate() {
             self.out.extend_from_slice(&lines.keys[i]);
-            match v {
-                Some(x) if x.is_finite() => {
-                    let _ = CompactFormatter.write_f64(&mut self.out, x);
+            match same {
+                Some(len) => self.out.extend_from_slice(&text[..len]),
+                None => {
+                    let len = number(&mut text, v);
+                    self.out.extend_from_slice(&text[..len]);
                 }
-                _ => self.out.extend_from_slice(b"null"),
             }
         }
         self.out.extend_from_slice(&lines.keys[4]);

@@ -80,8 +80,16 @@ struct InService {
 pub(crate) struct Node {
     backlog: usize,
     service: Sampler,
+    /// By worker: its job. Workers are handed out lowest first and the
+    /// table grows as they are (a node of 64 workers that never has more
+    /// than 3 busy holds 3 slots: a cluster of 10,000 such nodes would
+    /// otherwise fill 25 MB it never reads).
     busy: Vec<Option<InService>>,
+    /// Workers that have served and are free again, the last freed on top
+    /// (taken before any worker not yet used, as from one stack of all).
     idle_workers: Vec<u32>,
+    /// `workers`: how many `busy` may grow to.
+    workers: u32,
     /// Accepted connections waiting for a worker.
     queue: VecDeque<Job>,
     /// Of `queue`, the requests on kept connections (`Job::Request::kept`),
@@ -115,8 +123,9 @@ impl Node {
         Node {
             backlog: spec.backlog as usize,
             service: Sampler::new(&spec.service_time),
-            busy: vec![None; spec.workers as usize],
-            idle_workers: (0..spec.workers).rev().collect(),
+            busy: Vec::new(),
+            idle_workers: Vec::new(),
+            workers: spec.workers,
             queue: VecDeque::new(),
             kept_waiting: 0,
             not_listening: false,
@@ -147,6 +156,25 @@ impl Node {
     /// The accept queue is full: new connections, even local ones, are not accepted.
     pub(crate) fn accept_queue_full(&self) -> bool {
         self.queue.len() - self.kept_waiting >= self.backlog
+    }
+
+    /// Is a worker free?
+    #[inline]
+    fn has_idle_worker(&self) -> bool {
+        !self.idle_workers.is_empty() || self.busy.len() < self.workers as usize
+    }
+
+    /// A free worker, if any: the last freed, else the lowest never used.
+    #[inline]
+    fn take_worker(&mut self) -> Option<u32> {
+        if let Some(w) = self.idle_workers.pop() {
+            return Some(w);
+        }
+        let w = self.busy.len() as u32;
+        (w < self.workers).then(|| {
+            self.busy.push(None);
+            w
+        })
     }
 
     /// Workers occupied by a job (a frozen one included).
@@ -211,7 +239,7 @@ impl World<'_> {
             generation,
             kept,
         };
-        if n.queue.is_empty() && n.runnable() && !n.idle_workers.is_empty() {
+        if n.queue.is_empty() && n.runnable() && n.has_idle_worker() {
             // The common case: a worker is free and no one waits; the accept
             // queue is not touched.
             self.serve(node, job);
@@ -244,7 +272,7 @@ impl World<'_> {
     fn start_work(&mut self, node: NodeId) {
         loop {
             let n = &mut self.nodes[node.index()];
-            if !n.runnable() || n.idle_workers.is_empty() || n.queue.is_empty() {
+            if !n.runnable() || !n.has_idle_worker() || n.queue.is_empty() {
                 return;
             }
             let Some(job) = n.queue.pop_front() else {
@@ -266,7 +294,7 @@ impl World<'_> {
             Job::Probe { .. } | Job::SelfCheck { .. } => &mut self.rng.probe,
             Job::Accept => return, // accept() and close: no work
         };
-        let Some(w) = n.idle_workers.pop() else {
+        let Some(w) = n.take_worker() else {
             return;
         };
         let busy = n.busy_workers();
