@@ -46,8 +46,13 @@ pub fn read_capped(path: &Path, what: &str) -> Result<String, Error> {
 /// before they take memory.
 pub fn read_document(path: &Path) -> Result<Value, Error> {
     let text = read_capped(path, "a model or sweep file")?;
+    parse_document(&text, path)
+}
+
+/// [`read_document`] of text already read from `path`.
+fn parse_document(text: &str, path: &Path) -> Result<Value, Error> {
     let caps = [("nodes", super::limits::MAX_NODES)];
-    diagnostics::parse_json_capped(&text, &caps).map_err(|e| match e {
+    diagnostics::parse_json_capped(text, &caps).map_err(|e| match e {
         diagnostics::JsonError::TooLong { key, found } => Error::Invalid {
             path: path.to_path_buf(),
             field: key.into(),
@@ -58,8 +63,8 @@ pub fn read_document(path: &Path) -> Result<Value, Error> {
             line: e.line(),
             column: e.column(),
             msg: strip_position(&e.to_string())
-                + diagnostics::json_hint(&text, e.line(), e.column())
-                + config_hint(path, &text),
+                + diagnostics::json_hint(text, e.line(), e.column())
+                + config_hint(path, text),
         },
     })
 }
@@ -161,7 +166,13 @@ pub fn file_kind(doc: &Value) -> FileKind {
 /// Loads a model document and applies `--set PATH=VALUE` overrides. An error
 /// in a field that a `--set` changed says so.
 pub fn load_with_overrides(path: &Path, sets: &[Override]) -> Result<Model, Error> {
-    let mut doc = read_document(path)?;
+    let text = read_capped(path, "a model or sweep file")?;
+    if sets.is_empty()
+        && let Some(spec) = spec_from_text(&text)
+    {
+        return Model::from_spec(spec, path);
+    }
+    let mut doc = parse_document(&text, path)?;
     if file_kind(&doc) == FileKind::Tune {
         return Err(Error::Parse {
             path: path.to_path_buf(),
@@ -184,6 +195,39 @@ pub fn load_with_overrides(path: &Path, sets: &[Override]) -> Result<Model, Erro
     }
     let set_fields = apply_sets(&mut doc, path, sets)?;
     Model::from_document(&doc, path).map_err(|e| note_sets(e, &set_fields))
+}
+
+/// A model deserialized straight from its text, without a [`Value`]
+/// between: a model of many nodes reads in a fraction of the time. `None`
+/// for anything [`read_document`] and [`Model::from_document`] might refuse
+/// (or that is not a model); the caller then reads it that way, and its
+/// error is theirs. What this accepts, they accept as the same spec:
+///
+/// - a document that is not an object is left to them (a struct would
+///   also read from a list of its fields);
+/// - a repeated key is an error here too: the spec's structs refuse a
+///   repeated field, and its maps are read with
+///   [`diagnostics::unique_keys`];
+/// - `nodes` is capped while it is read ([`diagnostics::direct`]);
+/// - tune and sweep files have keys a model has not (`space`, `axes`,
+///   `model`): refused by the spec's unknown fields;
+/// - JSON text holds no non-finite numbers (serde_json refuses `1e999`).
+fn spec_from_text(text: &str) -> Option<super::model_spec::ModelSpec> {
+    use serde::Deserialize;
+    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
+    if !text
+        .trim_start_matches([' ', '\t', '\n', '\r'])
+        .starts_with('{')
+    {
+        return None;
+    }
+    let read = || {
+        let mut de = serde_json::Deserializer::from_str(text);
+        let spec = super::model_spec::ModelSpec::deserialize(&mut de).ok()?;
+        de.end().ok()?;
+        Some(spec)
+    };
+    diagnostics::untracked(|| diagnostics::direct(super::limits::MAX_NODES, read))
 }
 
 /// Applies overrides to the model document read from `path`, in order.
