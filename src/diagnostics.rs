@@ -556,7 +556,10 @@ where
             // What `BTreeMap`'s own visitor says.
             f.write_str("a map")
         }
-        fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+        fn visit_map<A: serde::de::MapAccess<'de>>(
+            self,
+            mut map: A,
+        ) -> Result<Self::Value, A::Error> {
             let mut m = BTreeMap::new();
             while let Some(k) = map.next_key::<String>()? {
                 match m.entry(k) {
