@@ -506,9 +506,7 @@ mod tests {
 
     #[test]
     fn a_repeated_cookie_value_is_refused_with_the_parsed_message() {
-        let text = format!(
-            r#"{{"name": "t", "duration": "10s", "clients": {{"kind": "open", "rate_per_s": 10, "keys": 10}}, "gateway": {{"flavor": "haproxy", "haproxy": {{"cookie": {{"values": {{"a": "x", "a": "y"}}}}}}}}, "nodes": [{{"name": "a"}}]}}"#
-        );
+        let text = r#"{"name": "t", "duration": "10s", "clients": {"kind": "open", "rate_per_s": 10, "keys": 10}, "gateway": {"flavor": "haproxy", "haproxy": {"cookie": {"values": {"a": "x", "a": "y"}}}}, "nodes": [{"name": "a"}]}"#.to_string();
         assert!(spec_from_text(&text).is_none());
         let p = write_tmp("cookie.json", &text);
         let e = load_with_overrides(&p, &[]).unwrap_err().to_string();

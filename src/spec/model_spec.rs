@@ -49,8 +49,7 @@ pub struct ModelSpec {
     pub clients: ClientsSpec,
     #[serde(default)]
     pub gateway: GatewaySpec,
-    /// Capped while it is read straight from a file's text (see
-    /// `document::spec_from_text`).
+    // Capped as it is read straight from text (`document::spec_from_text`).
     #[serde(deserialize_with = "crate::diagnostics::capped_list")]
     pub nodes: Vec<NodeSpec>,
     #[serde(default)]
@@ -635,13 +634,10 @@ mod latency_body {
         Uniform,
     }
 
-    /// A node's `service_time`. Read straight from text
-    /// ([`crate::diagnostics::direct`]), an object that gives `dist` first
-    /// is read in one pass, the body from the rest of the object: serde
-    /// buffers an internally tagged enum whole to find its tag anywhere,
-    /// which is half the cost of reading a node. Anything else here is an
-    /// error (the document is then read the buffered way, which takes it
-    /// or names the error); elsewhere it is `LatencySpec`'s own reading.
+    /// A node's `service_time`: straight from text ([`crate::diagnostics::direct`])
+    /// an object with `dist` first is read in one pass, not buffered as
+    /// serde reads a tagged enum (half a node's cost); any other is an error,
+    /// and the document is read the buffered way. Else `LatencySpec`'s own.
     pub(super) fn service_time<'de, D: Deserializer<'de>>(
         d: D,
     ) -> Result<super::LatencySpec, D::Error> {
