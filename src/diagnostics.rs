@@ -483,6 +483,103 @@ impl<'de> serde::de::Visitor<'de> for StrictVisitor<'_> {
     }
 }
 
+thread_local! {
+    /// Set by [`direct`]: the most items a [`capped_list`] may read.
+    static DIRECT: std::cell::Cell<Option<usize>> = const { std::cell::Cell::new(None) };
+}
+
+/// Runs `f`, a deserialization straight from JSON text (no `Value` read
+/// first), with every [`capped_list`] refusing more than `max_items` items
+/// as it reads them: no capped parse ([`parse_json_capped`]) has counted
+/// them. Readers that have a quicker way for text ask [`is_direct`].
+pub fn direct<R>(max_items: usize, f: impl FnOnce() -> R) -> R {
+    struct Restore(Option<usize>);
+    impl Drop for Restore {
+        fn drop(&mut self) {
+            DIRECT.with(|c| c.set(self.0));
+        }
+    }
+    let _restore = Restore(DIRECT.with(|c| c.replace(Some(max_items))));
+    f()
+}
+
+/// Whether this is inside [`direct`].
+pub fn is_direct() -> bool {
+    DIRECT.with(std::cell::Cell::get).is_some()
+}
+
+/// A list that, inside [`direct`], is refused as soon as it grows past the
+/// cap (the items beyond it are never made); elsewhere a plain `Vec`. Use
+/// with `deserialize_with`.
+pub fn capped_list<'de, D, T>(d: D) -> Result<Vec<T>, D::Error>
+where
+    D: Deserializer<'de>,
+    T: Deserialize<'de>,
+{
+    let Some(max) = DIRECT.with(std::cell::Cell::get) else {
+        return Vec::deserialize(d);
+    };
+    struct V<T>(usize, std::marker::PhantomData<T>);
+    impl<'de, T: Deserialize<'de>> serde::de::Visitor<'de> for V<T> {
+        type Value = Vec<T>;
+        fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+            // What `Vec`'s own visitor says.
+            f.write_str("a sequence")
+        }
+        fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<Vec<T>, A::Error> {
+            let mut items = Vec::new();
+            while let Some(item) = seq.next_element()? {
+                if items.len() == self.0 {
+                    return Err(A::Error::custom(format!("more than {} items", self.0)));
+                }
+                items.push(item);
+            }
+            Ok(items)
+        }
+    }
+    d.deserialize_seq(V(max, std::marker::PhantomData))
+}
+
+/// A map whose keys must differ: a map read straight from JSON text keeps
+/// the last of a repeated key silently, as [`parse_json`] would not. Use
+/// with `deserialize_with`; a map from a parsed document, whose keys are
+/// already unique, reads as a plain `BTreeMap`.
+pub fn unique_keys<'de, D, V>(d: D) -> Result<BTreeMap<String, V>, D::Error>
+where
+    D: Deserializer<'de>,
+    V: Deserialize<'de>,
+{
+    struct Unique<V>(std::marker::PhantomData<V>);
+    impl<'de, V: Deserialize<'de>> serde::de::Visitor<'de> for Unique<V> {
+        type Value = BTreeMap<String, V>;
+        fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+            // What `BTreeMap`'s own visitor says.
+            f.write_str("a map")
+        }
+        fn visit_map<A: serde::de::MapAccess<'de>>(
+            self,
+            mut map: A,
+        ) -> Result<Self::Value, A::Error> {
+            let mut m = BTreeMap::new();
+            while let Some(k) = map.next_key::<String>()? {
+                match m.entry(k) {
+                    std::collections::btree_map::Entry::Vacant(slot) => {
+                        slot.insert(map.next_value()?);
+                    }
+                    std::collections::btree_map::Entry::Occupied(o) => {
+                        return Err(A::Error::custom(format!(
+                            "duplicate key `{}` (only one value can count)",
+                            o.key()
+                        )));
+                    }
+                }
+            }
+            Ok(m)
+        }
+    }
+    d.deserialize_map(Unique(std::marker::PhantomData))
+}
+
 /// Lets a tagged enum's schema accept a `#[serde(alias)]` of a variant
 /// (schemars lists only the main name): `{"const": name}` becomes
 /// `{"enum": [name, alias]}` on the tag property.

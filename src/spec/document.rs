@@ -46,8 +46,13 @@ pub fn read_capped(path: &Path, what: &str) -> Result<String, Error> {
 /// before they take memory.
 pub fn read_document(path: &Path) -> Result<Value, Error> {
     let text = read_capped(path, "a model or sweep file")?;
+    parse_document(&text, path)
+}
+
+/// [`read_document`] of text already read from `path`.
+fn parse_document(text: &str, path: &Path) -> Result<Value, Error> {
     let caps = [("nodes", super::limits::MAX_NODES)];
-    diagnostics::parse_json_capped(&text, &caps).map_err(|e| match e {
+    diagnostics::parse_json_capped(text, &caps).map_err(|e| match e {
         diagnostics::JsonError::TooLong { key, found } => Error::Invalid {
             path: path.to_path_buf(),
             field: key.into(),
@@ -58,8 +63,8 @@ pub fn read_document(path: &Path) -> Result<Value, Error> {
             line: e.line(),
             column: e.column(),
             msg: strip_position(&e.to_string())
-                + diagnostics::json_hint(&text, e.line(), e.column())
-                + config_hint(path, &text),
+                + diagnostics::json_hint(text, e.line(), e.column())
+                + config_hint(path, text),
         },
     })
 }
@@ -161,7 +166,19 @@ pub fn file_kind(doc: &Value) -> FileKind {
 /// Loads a model document and applies `--set PATH=VALUE` overrides. An error
 /// in a field that a `--set` changed says so.
 pub fn load_with_overrides(path: &Path, sets: &[Override]) -> Result<Model, Error> {
-    let mut doc = read_document(path)?;
+    let text = read_capped(path, "a model or sweep file")?;
+    if sets.is_empty()
+        && let Some(spec) = spec_from_text(&text)
+    {
+        return Model::from_spec(spec, path);
+    }
+    load_parsed(&text, path, sets)
+}
+
+/// [`load_with_overrides`] by way of the parsed document: what names every
+/// error.
+fn load_parsed(text: &str, path: &Path, sets: &[Override]) -> Result<Model, Error> {
+    let mut doc = parse_document(text, path)?;
     if file_kind(&doc) == FileKind::Tune {
         return Err(Error::Parse {
             path: path.to_path_buf(),
@@ -184,6 +201,39 @@ pub fn load_with_overrides(path: &Path, sets: &[Override]) -> Result<Model, Erro
     }
     let set_fields = apply_sets(&mut doc, path, sets)?;
     Model::from_document(&doc, path).map_err(|e| note_sets(e, &set_fields))
+}
+
+/// A model deserialized straight from its text, without a [`Value`]
+/// between: a model of many nodes reads in a fraction of the time. `None`
+/// for anything [`read_document`] and [`Model::from_document`] might refuse
+/// (or that is not a model); the caller then reads it that way, and its
+/// error is theirs. What this accepts, they accept as the same spec:
+///
+/// - a document that is not an object is left to them (a struct would
+///   also read from a list of its fields);
+/// - a repeated key is an error here too: the spec's structs refuse a
+///   repeated field, and its maps are read with
+///   [`diagnostics::unique_keys`];
+/// - `nodes` is capped while it is read ([`diagnostics::direct`]);
+/// - tune and sweep files have keys a model has not (`space`, `axes`,
+///   `model`): refused by the spec's unknown fields;
+/// - JSON text holds no non-finite numbers (serde_json refuses `1e999`).
+fn spec_from_text(text: &str) -> Option<super::model_spec::ModelSpec> {
+    use serde::Deserialize;
+    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
+    if !text
+        .trim_start_matches([' ', '\t', '\n', '\r'])
+        .starts_with('{')
+    {
+        return None;
+    }
+    let read = || {
+        let mut de = serde_json::Deserializer::from_str(text);
+        let spec = super::model_spec::ModelSpec::deserialize(&mut de).ok()?;
+        de.end().ok()?;
+        Some(spec)
+    };
+    diagnostics::untracked(|| diagnostics::direct(super::limits::MAX_NODES, read))
 }
 
 /// Applies overrides to the model document read from `path`, in order.
@@ -287,6 +337,297 @@ mod tests {
         let ok = vec!["x"; super::super::MAX_PATH_SEGMENTS - 1].join(".");
         let mut d = minimal();
         set_path(&mut d, &format!("description2.{ok}"), json!(1)).unwrap();
+    }
+
+    /// Every JSON file of the repository's models, sweeps and test corpora.
+    fn corpus() -> Vec<std::path::PathBuf> {
+        fn walk(dir: &Path, out: &mut Vec<std::path::PathBuf>) {
+            let Ok(entries) = std::fs::read_dir(dir) else {
+                return;
+            };
+            for e in entries.flatten() {
+                let p = e.path();
+                if p.is_dir() {
+                    walk(&p, out);
+                } else if p.extension().is_some_and(|x| x == "json") {
+                    out.push(p);
+                }
+            }
+        }
+        let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+        let mut files = vec![];
+        for d in ["models", "sweeps", "tests", "calibration", "docs"] {
+            walk(&root.join(d), &mut files);
+        }
+        files.sort();
+        files
+    }
+
+    /// What `load_with_overrides` and the parsed path it falls back to make
+    /// of `text`: the model or the error, as a run would show it.
+    fn both_ways(text: &str, path: &Path) -> (String, String) {
+        let show = |r: Result<Model, Error>| match r {
+            Ok(m) => format!("{m:?}"),
+            Err(e) => format!("error: {e} ({e:?})"),
+        };
+        let direct = match spec_from_text(text) {
+            Some(spec) => show(Model::from_spec(spec, path)),
+            None => show(load_parsed(text, path, &[])),
+        };
+        (direct, show(load_parsed(text, path, &[])))
+    }
+
+    #[test]
+    fn the_direct_read_agrees_with_the_parsed_one_on_every_file() {
+        let (mut direct, mut models) = (0, 0);
+        for path in corpus() {
+            let Ok(text) = std::fs::read_to_string(&path) else {
+                continue;
+            };
+            let (fast, parsed) = both_ways(&text, &path);
+            assert_eq!(fast, parsed, "{}", path.display());
+            models += usize::from(!parsed.starts_with("error:"));
+            direct += usize::from(spec_from_text(&text).is_some());
+            // What the direct read takes, the parsed one takes.
+            if spec_from_text(&text).is_some() {
+                assert!(read_document(&path).is_ok_and(|d| file_kind(&d) == FileKind::Model));
+            }
+        }
+        assert!(
+            models > 150 && direct >= models,
+            "{direct} read directly of {models}"
+        );
+    }
+
+    /// `v` as JSON text, with object number `target` (in document order)
+    /// given `extra` entries first: the text a `Value` cannot hold.
+    fn with_entries(v: &Value, target: usize, extra: &dyn Fn(&Map) -> String) -> String {
+        fn emit(
+            v: &Value,
+            target: usize,
+            n: &mut usize,
+            extra: &dyn Fn(&Map) -> String,
+            out: &mut String,
+        ) {
+            match v {
+                Value::Object(m) => {
+                    let mut parts = vec![];
+                    if *n == target {
+                        parts.push(extra(m));
+                    }
+                    *n += 1;
+                    for (k, x) in m {
+                        let mut s = serde_json::to_string(k).unwrap() + ": ";
+                        emit(x, target, n, extra, &mut s);
+                        parts.push(s);
+                    }
+                    parts.retain(|p| !p.is_empty());
+                    out.push('{');
+                    out.push_str(&parts.join(", "));
+                    out.push('}');
+                }
+                Value::Array(a) => {
+                    out.push('[');
+                    for (i, x) in a.iter().enumerate() {
+                        if i > 0 {
+                            out.push_str(", ");
+                        }
+                        emit(x, target, n, extra, out);
+                    }
+                    out.push(']');
+                }
+                _ => out.push_str(&serde_json::to_string(v).unwrap()),
+            }
+        }
+        let mut out = String::new();
+        emit(v, target, &mut 0, extra, &mut out);
+        out
+    }
+    type Map = serde_json::Map<String, Value>;
+
+    #[test]
+    fn a_repeated_key_anywhere_in_a_model_is_never_read_directly() {
+        let objects = |v: &Value| {
+            fn count(v: &Value) -> usize {
+                match v {
+                    Value::Object(m) => 1 + m.values().map(count).sum::<usize>(),
+                    Value::Array(a) => a.iter().map(count).sum(),
+                    _ => 0,
+                }
+            }
+            count(v)
+        };
+        let first_again = |m: &Map| match m.iter().next() {
+            Some((k, v)) => format!("{}: {v}", serde_json::to_string(k).unwrap()),
+            None => String::new(),
+        };
+        // A key no struct has, twice: a map takes it, a struct refuses it.
+        let unknown_twice = |m: &Map| {
+            let v = m.values().next().cloned().unwrap_or(json!("x"));
+            format!("\"zz\": {v}, \"zz\": {v}")
+        };
+        let mut checked = 0;
+        for path in corpus() {
+            let Ok(text) = std::fs::read_to_string(&path) else {
+                continue;
+            };
+            if spec_from_text(&text).is_none() {
+                continue;
+            }
+            let doc = read_document(&path).unwrap();
+            // Some hundred objects of each file: a model of many nodes
+            // repeats one shape.
+            let n = objects(&doc);
+            for target in (0..n).step_by(n.div_ceil(100).max(1)) {
+                for extra in [&first_again as &dyn Fn(&Map) -> String, &unknown_twice] {
+                    let bad = with_entries(&doc, target, extra);
+                    if bad == with_entries(&doc, usize::MAX, extra) {
+                        continue; // an empty object: nothing to repeat
+                    }
+                    assert!(spec_from_text(&bad).is_none(), "{}: {bad}", path.display());
+                    assert!(diagnostics::parse_json(&bad).is_err());
+                    checked += 1;
+                }
+            }
+        }
+        assert!(checked > 1000, "{checked}");
+    }
+
+    fn write_tmp(name: &str, text: &str) -> std::path::PathBuf {
+        let dir = std::env::temp_dir().join(format!("hcsim-direct-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let p = dir.join(name);
+        std::fs::write(&p, text).unwrap();
+        p
+    }
+
+    const HEAD: &str =
+        r#""name": "t", "duration": "10s", "clients": {"kind": "open", "rate_per_s": 10}"#;
+
+    #[test]
+    fn a_repeated_cookie_value_is_refused_with_the_parsed_message() {
+        let text = r#"{"name": "t", "duration": "10s", "clients": {"kind": "open", "rate_per_s": 10, "keys": 10}, "gateway": {"flavor": "haproxy", "haproxy": {"cookie": {"values": {"a": "x", "a": "y"}}}}, "nodes": [{"name": "a"}]}"#.to_string();
+        assert!(spec_from_text(&text).is_none());
+        let p = write_tmp("cookie.json", &text);
+        let e = load_with_overrides(&p, &[]).unwrap_err().to_string();
+        assert!(
+            e.contains("duplicate key `a` (only one value can count)"),
+            "{e}"
+        );
+        assert_eq!(e, load_parsed(&text, &p, &[]).unwrap_err().to_string());
+        // Once each, the map reads the same both ways.
+        let once = text.replace(r#""a": "x", "#, "");
+        let (fast, parsed) = both_ways(&once, &p);
+        assert!(
+            spec_from_text(&once).is_some() && !fast.starts_with("error"),
+            "{fast}"
+        );
+        assert_eq!(fast, parsed);
+    }
+
+    #[test]
+    fn nodes_past_the_limit_are_refused_as_they_are_read() {
+        let max = super::super::limits::MAX_NODES;
+        let nodes = vec![r#"{"name": "n"}"#; max + 1].join(", ");
+        let text = format!(r#"{{{HEAD}, "nodes": [{nodes}]}}"#);
+        assert!(spec_from_text(&text).is_none());
+        let p = write_tmp("many.json", &text);
+        let e = load_with_overrides(&p, &[]).unwrap_err().to_string();
+        assert!(
+            e.contains(&format!(
+                "at most {max} nodes are supported, found {}",
+                max + 1
+            )),
+            "{e}"
+        );
+        // The items past the cap are never made.
+        thread_local!(static MADE: std::cell::Cell<usize> = const { std::cell::Cell::new(0) });
+        struct Counted;
+        impl<'de> serde::Deserialize<'de> for Counted {
+            fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+                serde::de::IgnoredAny::deserialize(d)?;
+                MADE.with(|m| m.set(m.get() + 1));
+                Ok(Counted)
+            }
+        }
+        let read = |text: &str| {
+            let mut de = serde_json::Deserializer::from_str(text);
+            diagnostics::capped_list::<_, Counted>(&mut de).map(|v| v.len())
+        };
+        assert_eq!(diagnostics::direct(3, || read("[1, 2, 3]")).unwrap(), 3);
+        MADE.with(|m| m.set(0));
+        assert!(diagnostics::direct(3, || read("[1, 2, 3, 4, 5, 6]")).is_err());
+        assert_eq!(MADE.with(std::cell::Cell::get), 4);
+        assert_eq!(
+            read("[1, 2, 3, 4, 5, 6]").unwrap(),
+            6,
+            "no cap outside `direct`"
+        );
+    }
+
+    #[test]
+    fn tune_sweep_and_non_object_files_get_their_messages() {
+        let cases = [
+            (
+                "tune.json",
+                r#"{"model": "m.json", "space": {}, "scenarios": []}"#,
+                "this is a tune file",
+            ),
+            (
+                "sweep.json",
+                r#"{"model": "m.json", "axes": []}"#,
+                "this is a sweep",
+            ),
+            ("list.json", "[1, 2]", "a model is a JSON object"),
+        ];
+        for (name, text, want) in cases {
+            assert!(spec_from_text(text).is_none(), "{name}");
+            let p = write_tmp(name, text);
+            let e = load_with_overrides(&p, &[]).unwrap_err().to_string();
+            assert!(e.contains(want), "{name}: {e}");
+        }
+        // A model's fields in a list read as the struct itself would: the
+        // direct read must leave a list to the parsed one.
+        let list = r#"[null, "t", "", 1, "10s", null, null, ["1s"], {"kind": "open", "rate_per_s": 1}, {}, [{"name": "a"}]]"#;
+        let mut de = serde_json::Deserializer::from_str(list);
+        assert!(<super::super::ModelSpec as serde::Deserialize>::deserialize(&mut de).is_ok());
+        assert!(spec_from_text(list).is_none());
+        let e = load_parsed(list, Path::new("l.json"), &[])
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("a model is a JSON object"), "{e}");
+    }
+
+    #[test]
+    fn numbers_read_the_same_both_ways() {
+        let p = Path::new("n.json");
+        let policy = r#""policy": {"kind": "resilience4j", "failure_rate_threshold": 1.00000017881393432617187499}"#;
+        let docs = [
+            // An integer for an f64, a float for an integer, -0, a huge one.
+            format!(
+                r#"{{{HEAD}, "nodes": [{{"name": "a", "service_time": {{"dist": "lognormal", "median": "5ms", "sigma": 1}}}}]}}"#
+            ),
+            format!(r#"{{{HEAD}, "nodes": [{{"name": "a", "weight": 2.0}}]}}"#),
+            format!(r#"{{{HEAD}, "nodes": [{{"name": "a", "weight": -0}}]}}"#),
+            format!(r#"{{{HEAD}, "nodes": [{{"name": "a", "weight": 1e999}}]}}"#),
+            format!(r#"{{{HEAD}, "seed": 18446744073709551616, "nodes": [{{"name": "a"}}]}}"#),
+            // An f32 that rounds differently straight from text than by f64.
+            format!(r#"{{{HEAD}, "nodes": [{{"name": "a"}}], {policy}}}"#),
+            // `dist` not first, a BOM, a duration with a fraction.
+            format!(
+                "\u{feff}{{{HEAD}, \"nodes\": [{{\"name\": \"a\", \"service_time\": {{\"mean\": \"1.5ms\", \"dist\": \"exponential\"}}}}]}}"
+            ),
+        ];
+        for d in &docs {
+            let (fast, parsed) = both_ways(d, p);
+            assert_eq!(fast, parsed, "{d}");
+        }
+        assert!(spec_from_text(&docs[0]).is_some() && spec_from_text(&docs[5]).is_some());
+        assert!(
+            both_ways(&docs[5], p)
+                .0
+                .contains("failure_rate_threshold: 1.0000002")
+        );
     }
 
     #[test]

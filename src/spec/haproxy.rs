@@ -55,7 +55,10 @@ pub struct HaproxyCookie {
     /// Each server's `cookie VALUE`, by node name. Empty (the default):
     /// every node's value is its name. When some are given, a node not
     /// listed has no cookie (its answers remove the client's cookie).
-    #[serde(skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    #[serde(
+        skip_serializing_if = "std::collections::BTreeMap::is_empty",
+        deserialize_with = "crate::diagnostics::unique_keys"
+    )]
     pub values: std::collections::BTreeMap<String, String>,
 }
 

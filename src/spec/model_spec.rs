@@ -49,6 +49,8 @@ pub struct ModelSpec {
     pub clients: ClientsSpec,
     #[serde(default)]
     pub gateway: GatewaySpec,
+    // Capped as it is read straight from text (`document::spec_from_text`).
+    #[serde(deserialize_with = "crate::diagnostics::capped_list")]
     pub nodes: Vec<NodeSpec>,
     #[serde(default)]
     pub faults: Vec<FaultSpec>,
@@ -490,7 +492,10 @@ pub struct NodeSpec {
     #[serde(default = "default_backlog")]
     pub backlog: u32,
     /// Time a worker spends on one request. Default constant 5ms.
-    #[serde(default = "default_service")]
+    #[serde(
+        default = "default_service",
+        deserialize_with = "latency_body::service_time"
+    )]
     pub service_time: LatencySpec,
     /// The node closes a kept-alive connection idle this long (Node.js 5s,
     /// gunicorn 2s). Default: never.
@@ -619,6 +624,82 @@ mod latency_body {
         d: D,
     ) -> Result<(SimDuration, SimDuration), D::Error> {
         tracked::<_, Uniform>(d).map(|b| (b.min, b.max))
+    }
+
+    /// The tag of a distribution, as `LatencySpec` names its variants.
+    #[derive(Deserialize)]
+    #[serde(rename_all = "snake_case")]
+    enum Dist {
+        Constant,
+        Exponential,
+        Lognormal,
+        Uniform,
+    }
+
+    /// A node's `service_time`: straight from text ([`crate::diagnostics::direct`])
+    /// an object with `dist` first is read in one pass, not buffered as
+    /// serde reads a tagged enum (half a node's cost); any other is an error,
+    /// and the document is read the buffered way. Else `LatencySpec`'s own.
+    pub(super) fn service_time<'de, D: Deserializer<'de>>(
+        d: D,
+    ) -> Result<super::LatencySpec, D::Error> {
+        use super::LatencySpec;
+        use serde::de::{Error, MapAccess, Visitor, value::MapAccessDeserializer};
+        if !crate::diagnostics::is_direct() {
+            return LatencySpec::deserialize(d);
+        }
+        struct IsDist;
+        impl<'de> serde::de::DeserializeSeed<'de> for IsDist {
+            type Value = bool;
+            fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<bool, D::Error> {
+                d.deserialize_str(self)
+            }
+        }
+        impl Visitor<'_> for IsDist {
+            type Value = bool;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("a key")
+            }
+            fn visit_str<E: Error>(self, v: &str) -> Result<bool, E> {
+                Ok(v == "dist")
+            }
+        }
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = LatencySpec;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("a distribution that gives `dist` first")
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<LatencySpec, A::Error> {
+                if map.next_key_seed(IsDist)? != Some(true) {
+                    return Err(A::Error::custom("`dist` is not first"));
+                }
+                let body = |map| MapAccessDeserializer::new(map);
+                Ok(match map.next_value::<Dist>()? {
+                    Dist::Constant => LatencySpec::Constant {
+                        value: Constant::deserialize(body(map))?.value,
+                    },
+                    Dist::Exponential => LatencySpec::Exponential {
+                        mean: Exponential::deserialize(body(map))?.mean,
+                    },
+                    Dist::Lognormal => {
+                        let b = Lognormal::deserialize(body(map))?;
+                        LatencySpec::Lognormal {
+                            median: b.median,
+                            sigma: b.sigma,
+                        }
+                    }
+                    Dist::Uniform => {
+                        let b = Uniform::deserialize(body(map))?;
+                        LatencySpec::Uniform {
+                            min: b.min,
+                            max: b.max,
+                        }
+                    }
+                })
+            }
+        }
+        d.deserialize_map(V)
     }
 }
 

@@ -527,13 +527,19 @@ fn check_nodes(nodes: &[NodeSpec]) -> Result<(), Invalid> {
         return Err(invalid("nodes", "the upstream needs at least one node"));
     }
     super::limits::check_node_count(nodes.len() as u64).map_err(|r| invalid("nodes", r))?;
+    // Sorted names tell whether any repeats in a fraction of the time a set
+    // of them takes (names written in order cost one pass): the set, which
+    // finds the first repeat in file order, is kept for when one does.
+    let mut sorted: Vec<&str> = nodes.iter().map(|n| n.name.as_str()).collect();
+    sorted.sort_unstable();
+    let repeats = sorted.windows(2).any(|w| w[0] == w[1]);
     let mut names = BTreeSet::new();
     for (i, n) in nodes.iter().enumerate() {
         let at = |f: &str| format!("nodes[{i}].{f}");
         if n.name.trim().is_empty() {
             return Err(invalid(at("name"), "must not be empty"));
         }
-        if !names.insert(n.name.as_str()) {
+        if repeats && !names.insert(n.name.as_str()) {
             return Err(invalid(
                 at("name"),
                 format!("duplicate node name \"{}\"", n.name),
@@ -577,9 +583,13 @@ fn faults(spec: &ModelSpec) -> Result<Vec<Fault>, Invalid> {
     let end = SimTime::ZERO + spec.duration;
     let mut faults = Vec::with_capacity(spec.faults.len());
     // A map keeps many faults linear; the first node of a name, as `node_index`.
-    let mut by_name: HashMap<&str, usize> = HashMap::with_capacity(spec.nodes.len());
-    for (i, n) in spec.nodes.iter().enumerate() {
-        by_name.entry(n.name.as_str()).or_insert(i);
+    // (Not built without faults: it would cost as much as the nodes' checks.)
+    let mut by_name: HashMap<&str, usize> = HashMap::new();
+    if !spec.faults.is_empty() {
+        by_name.reserve(spec.nodes.len());
+        for (i, n) in spec.nodes.iter().enumerate() {
+            by_name.entry(n.name.as_str()).or_insert(i);
+        }
     }
     for (i, f) in spec.faults.iter().enumerate() {
         let at = |field: &str| format!("faults[{i}].{field}");
