@@ -44,7 +44,7 @@ pub fn to_string_pretty_with_capacity<T: Serialize + ?Sized>(
         spread_cache: vec![None; SpreadKey::SLOTS],
         pool: Vec::new(),
         plain_names: [(0, 0); PLAIN_NAMES],
-        field_lines: vec![None; FIELD_LINES],
+        field_lines: vec![FieldLine::EMPTY; FIELD_LINES],
     };
     let _active = Active::enter();
     value.serialize(&mut w)?;
@@ -210,11 +210,30 @@ struct Pretty {
     plain_names: [(usize, usize); PLAIN_NAMES],
     /// By a field name's address and length and the depth: its line up to
     /// the value, comma first (see [`Pretty::field_line`]).
-    field_lines: Vec<Option<((usize, usize, usize), Box<[u8]>)>>,
+    field_lines: Vec<FieldLine>,
 }
 
-/// Slots of [`Pretty::field_lines`].
-const FIELD_LINES: usize = 256;
+/// Slots of [`Pretty::field_lines`]: a document names a few hundred
+/// (name, depth) pairs; a slot taken by another pair is remade, not grown.
+const FIELD_LINES: usize = 512;
+
+/// A field's line up to its value, comma first, for one name at one depth
+/// (a longer one is not kept).
+#[derive(Clone, Copy)]
+struct FieldLine {
+    /// The name's address and length, and the depth; all zero: empty.
+    id: (usize, usize, usize),
+    len: u8,
+    text: [u8; 55],
+}
+
+impl FieldLine {
+    const EMPTY: FieldLine = FieldLine {
+        id: (0, 0, 0),
+        len: 0,
+        text: [0; 55],
+    };
+}
 
 /// Slots of [`Pretty::plain_names`].
 const PLAIN_NAMES: usize = 128;
@@ -353,13 +372,14 @@ impl Pretty {
     fn field_line(&mut self, first: bool, key: &'static str) {
         let id = (key.as_ptr() as usize, key.len(), self.depth);
         let h = (id.0 as u64 ^ (id.2 as u64) << 48).wrapping_mul(0x9E37_79B9_7F4A_7C15);
-        let slot = (h >> 56) as usize % FIELD_LINES;
-        match &self.field_lines[slot] {
-            Some((k, text)) if *k == id => {
-                // `text` begins with the comma.
-                self.out.extend_from_slice(&text[usize::from(first)..]);
-            }
-            _ => self.new_field_line(first, key, id, slot),
+        let slot = (h >> 55) as usize % FIELD_LINES;
+        let line = &self.field_lines[slot];
+        if line.id == id {
+            // The text begins with the comma.
+            let text = &line.text[usize::from(first)..usize::from(line.len)];
+            self.out.extend_from_slice(text);
+        } else {
+            self.new_field_line(first, key, id, slot);
         }
     }
 
@@ -375,8 +395,12 @@ impl Pretty {
         self.line(false);
         self.field_name(key);
         let plain = self.plain_name(key);
-        if plain {
-            self.field_lines[slot] = Some((id, self.out[start..].into()));
+        let text = &self.out[start..];
+        if plain && text.len() <= FieldLine::EMPTY.text.len() {
+            let line = &mut self.field_lines[slot];
+            line.id = id;
+            line.len = text.len() as u8;
+            line.text[..text.len()].copy_from_slice(text);
         }
         if first {
             self.out.remove(start);
