@@ -459,9 +459,9 @@ pub enum NextUpstream {
     Off,
 }
 
-/// A backend server and how the gateway's upstream lists it. Written by
-/// `node_order.rs` (in this order, or sorted by key); the
-/// `skip_serializing_if`s below are the ones it keeps.
+// Written by `node_order.rs` (in this order, or sorted by key), whose two
+// views skip what the `skip_serializing_if`s below say.
+/// A backend server and how the gateway's upstream lists it.
 #[derive(Clone, Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct NodeSpec {
