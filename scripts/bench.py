@@ -324,14 +324,17 @@ def events_rate(reps, binaries):
     out = Path(tempfile.mkdtemp(prefix="hcsim-rate-"))
     for n in (2, 1000):
         (out / f"rate-{n}.json").write_text(json.dumps({**fixed_model(n), "duration": "20s"}))
+    # Each binary and size writes a directory of its own, as a user rerunning
+    # a model does: a run replaces its own last output, not another size's.
     cmd = lambda b, n: [b, "run", str(out / f"rate-{n}.json"), "--no-charts", "--jobs", "1",
-                        "--format", "json", "-q", "--out", str(out / "o")]
+                        "--format", "json", "-q", "--out", str(out / f"o-{binaries.index(b)}-{n}")]
     cpu, events = {}, {}
     for _ in range(reps):
         for n in (2, 1000):
             for b in binaries:
                 cpu.setdefault((b, n), []).append(timed(cmd(b, n))[1])
-                events[(b, n)] = json.loads((out / "o" / "summary.json").read_text())["runs"][0]["events"]
+                summary = out / f"o-{binaries.index(b)}-{n}" / "summary.json"
+                events[(b, n)] = json.loads(summary.read_text())["runs"][0]["events"]
     print(f"\n20 s runs, whole process: events per CPU second (median of {reps})\n")
     print("| binary | 2 nodes | 1,000 nodes | 1,000 / 2 |")
     print("|---|---|---|---|")
@@ -349,8 +352,10 @@ def fixed(reps, binaries, count_instructions):
     sizes = (2, 1000, 10000)
     for n in sizes:
         (out / f"fixed-{n}.json").write_text(json.dumps(fixed_model(n)))
+    # A directory for each binary and size: the 2-node run does not pay for
+    # replacing the 30 MB summary the 10,000-node run left (it did, once).
     cmd = lambda b, n: [b, "run", str(out / f"fixed-{n}.json"), "--no-charts", "--jobs", "1",
-                        "--format", "json", "-q", "--out", str(out / "o")]
+                        "--format", "json", "-q", "--out", str(out / f"o-{binaries.index(b)}-{n}")]
     cpu = {(b, n): [] for b in binaries for n in sizes}
     for _ in range(reps):  # interleaved, so that a noisy moment hits every size alike
         for n in sizes:
