@@ -343,7 +343,7 @@ fn node_table(summary: &Summary) -> Block {
             summary
                 .nodes
                 .iter()
-                .map(|n| n.fleet.as_ref().map_or(&none, f))
+                .map(|n| n.fleet.as_deref().map_or(&none, f))
                 .collect()
         };
         for (key, spreads) in [

@@ -35,17 +35,7 @@ pub fn to_string_pretty_with_capacity<T: Serialize + ?Sized>(
     value: &T,
     capacity: usize,
 ) -> Result<String, serde_json::Error> {
-    let mut w = Pretty {
-        out: Vec::with_capacity(capacity),
-        depth: 0,
-        sorted: false,
-        scratch: String::new(),
-        spread_lines: Vec::new(),
-        spread_cache: vec![None; SpreadKey::SLOTS],
-        pool: Vec::new(),
-        plain_names: [(0, 0); PLAIN_NAMES],
-        field_lines: vec![FieldLine::EMPTY; FIELD_LINES],
-    };
+    let mut w = Pretty::new(capacity, None);
     let _active = Active::enter();
     value.serialize(&mut w)?;
     // Every byte written is ASCII punctuation, or a `&str`'s bytes, or
@@ -55,6 +45,24 @@ pub fn to_string_pretty_with_capacity<T: Serialize + ?Sized>(
     // SAFETY: the bytes are UTF-8, as said above.
     Ok(unsafe { String::from_utf8_unchecked(w.out) })
 }
+
+/// The text of [`to_string_pretty`] written to `sink` as it is made, a
+/// piece of [`FLUSH_AT`] bytes or so at a time: a document of 30 MB is not
+/// held whole in memory (and its pages are not touched, which a short run
+/// of many nodes pays for as much as for writing it). An error of `sink`
+/// comes back as serde_json's I/O error (`std::io::Error::from` gives it back).
+pub fn to_writer_pretty<T: Serialize + ?Sized>(
+    value: &T,
+    sink: &mut dyn std::io::Write,
+) -> Result<(), serde_json::Error> {
+    let mut w = Pretty::new(2 * FLUSH_AT, Some(sink));
+    let _active = Active::enter();
+    value.serialize(&mut w)?;
+    w.flush()
+}
+
+/// How much text [`to_writer_pretty`] gathers before handing it on.
+const FLUSH_AT: usize = 64 * 1024;
 
 /// `#[serde(serialize_with = "json::sorted")]`: the field with every object
 /// key sorted, as serialising it through `serde_json::Value` gives.
@@ -191,12 +199,20 @@ const NEWLINE_INDENT: &[u8; 1 + 128] = &{
     b
 };
 
-struct Pretty {
+struct Pretty<'s> {
     out: Vec<u8>,
+    /// Where the text goes while it is written ([`to_writer_pretty`]): the
+    /// buffer is handed on whenever it holds enough and no sorted object is
+    /// open (whose entries point into it).
+    sink: Option<&'s mut dyn std::io::Write>,
     /// The nesting level of the values being written.
     depth: usize,
     /// Objects are written with their keys sorted (inside [`sorted`]).
     sorted: bool,
+    /// Inside [`sorted`], also where a part of it comes sorted already
+    /// (`sorted` is then off): the buffer holds entries still to be
+    /// ordered, and is not handed on.
+    held: bool,
     /// The text of a `collect_str`, before it is escaped.
     scratch: String,
     /// By depth: the text around a [`Spread`]'s numbers.
@@ -241,8 +257,23 @@ const PLAIN_NAMES: usize = 128;
 /// A [`Spread`]'s value, bit for bit, and the depth it is written at: what
 /// decides its text. (`None` is all ones, the bits of a NaN, which is
 /// written `null` as `None` is.)
-#[derive(Clone, Copy, PartialEq, Eq)]
+#[derive(Clone, Copy)]
 struct SpreadKey([u64; 6]);
+
+/// Word by word: the derived comparison of an array of six words is a call
+/// to `memcmp`, a tenth of the cost of writing a spread.
+impl PartialEq for SpreadKey {
+    fn eq(&self, other: &Self) -> bool {
+        let (a, b) = (&self.0, &other.0);
+        ((a[0] ^ b[0])
+            | (a[1] ^ b[1])
+            | (a[2] ^ b[2])
+            | (a[3] ^ b[3])
+            | (a[4] ^ b[4])
+            | (a[5] ^ b[5]))
+            == 0
+    }
+}
 
 impl SpreadKey {
     const SLOTS: usize = 64;
@@ -311,7 +342,32 @@ fn number(buf: &mut [u8; 32], v: Option<f64>) -> usize {
     }
 }
 
-impl Pretty {
+impl<'s> Pretty<'s> {
+    fn new(capacity: usize, sink: Option<&'s mut dyn std::io::Write>) -> Self {
+        Pretty {
+            out: Vec::with_capacity(capacity),
+            sink,
+            depth: 0,
+            sorted: false,
+            held: false,
+            scratch: String::new(),
+            spread_lines: Vec::new(),
+            spread_cache: vec![None; SpreadKey::SLOTS],
+            pool: Vec::new(),
+            plain_names: [(0, 0); PLAIN_NAMES],
+            field_lines: vec![FieldLine::EMPTY; FIELD_LINES],
+        }
+    }
+
+    /// Hands the text written so far to the sink, if there is one.
+    fn flush(&mut self) -> Result<(), serde_json::Error> {
+        if let Some(sink) = &mut self.sink {
+            sink.write_all(&self.out).map_err(serde_json::Error::io)?;
+            self.out.clear();
+        }
+        Ok(())
+    }
+
     /// `,` unless first, then a new line at the current depth.
     #[inline]
     fn line(&mut self, first: bool) {
@@ -456,7 +512,7 @@ impl Pretty {
         entry.1.extend_from_slice(&self.out[start..]);
     }
 
-    fn open(&mut self, bracket: u8) -> Compound<'_> {
+    fn open(&mut self, bracket: u8) -> Compound<'_, 's> {
         self.out.push(bracket);
         self.depth += 1;
         let sorted = (self.sorted && bracket == b'{').then(|| {
@@ -474,8 +530,8 @@ impl Pretty {
 }
 
 /// An object or an array being written.
-struct Compound<'a> {
-    w: &'a mut Pretty,
+struct Compound<'a, 's> {
+    w: &'a mut Pretty<'s>,
     first: bool,
     close: u8,
     /// An object written with its keys sorted: its entries so far.
@@ -546,7 +602,7 @@ impl Sorted {
     /// document, left as it was when the object opened, is parked. Writing
     /// straight into the writer's buffer keeps each later entry (and any
     /// object nested in it) as cheap as one written in place.
-    fn spill(&mut self, w: &mut Pretty, first: &mut bool) {
+    fn spill(&mut self, w: &mut Pretty<'_>, first: &mut bool) {
         let Some(base) = self.direct.take() else {
             return;
         };
@@ -562,11 +618,17 @@ impl Sorted {
     }
 }
 
-impl<'a> Compound<'a> {
+impl<'a, 's> Compound<'a, 's> {
     fn element<T: Serialize + ?Sized>(&mut self, v: &T) -> Result<(), serde_json::Error> {
         let first = std::mem::replace(&mut self.first, false);
         self.w.line(first);
-        v.serialize(&mut *self.w)
+        v.serialize(&mut *self.w)?;
+        // Between the elements of an array (a summary's nodes, its runs),
+        // outside any sorted object: nothing points into the buffer.
+        if self.w.out.len() >= FLUSH_AT && self.w.sink.is_some() && !self.w.held {
+            self.w.flush()?;
+        }
+        Ok(())
     }
 
     /// A struct field's line up to its value. The common case, an object
@@ -659,7 +721,7 @@ impl<'a> Compound<'a> {
     }
 
     /// Closes the object or array; gives back the writer.
-    fn finish(mut self) -> Result<&'a mut Pretty, serde_json::Error> {
+    fn finish(mut self) -> Result<&'a mut Pretty<'s>, serde_json::Error> {
         if let Some(mut s) = self.sorted.take() {
             if s.direct.take().is_some() {
                 s.entries.clear();
@@ -684,7 +746,7 @@ impl<'a> Compound<'a> {
     }
 
     /// The closing line and bracket.
-    fn write_close(self) -> Result<&'a mut Pretty, serde_json::Error> {
+    fn write_close(self) -> Result<&'a mut Pretty<'s>, serde_json::Error> {
         self.w.depth -= 1;
         if !self.first {
             self.w.newline();
@@ -694,16 +756,16 @@ impl<'a> Compound<'a> {
     }
 }
 
-impl<'a> ser::Serializer for &'a mut Pretty {
+impl<'a, 's> ser::Serializer for &'a mut Pretty<'s> {
     type Ok = ();
     type Error = serde_json::Error;
-    type SerializeSeq = Compound<'a>;
-    type SerializeTuple = Compound<'a>;
-    type SerializeTupleStruct = Compound<'a>;
-    type SerializeTupleVariant = Variant<'a>;
-    type SerializeMap = Compound<'a>;
-    type SerializeStruct = Compound<'a>;
-    type SerializeStructVariant = Variant<'a>;
+    type SerializeSeq = Compound<'a, 's>;
+    type SerializeTuple = Compound<'a, 's>;
+    type SerializeTupleStruct = Compound<'a, 's>;
+    type SerializeTupleVariant = Variant<'a, 's>;
+    type SerializeMap = Compound<'a, 's>;
+    type SerializeStruct = Compound<'a, 's>;
+    type SerializeStructVariant = Variant<'a, 's>;
 
     #[inline]
     fn serialize_bool(self, v: bool) -> Result<(), Self::Error> {
@@ -809,8 +871,15 @@ impl<'a> ser::Serializer for &'a mut Pretty {
         }
         if is(name, SORTED) {
             let was = std::mem::replace(&mut self.sorted, true);
+            let held = std::mem::replace(&mut self.held, true);
             // Nodes then come with their keys sorted: written in place.
             let r = crate::spec::with_sorted_keys(|| v.serialize(&mut *self));
+            (self.sorted, self.held) = (was, held);
+            r
+        } else if is(name, crate::spec::PRESORTED) {
+            // Keys already in order, all the way down: written as they come.
+            let was = std::mem::replace(&mut self.sorted, false);
+            let r = v.serialize(&mut *self);
             self.sorted = was;
             r
         } else {
@@ -829,18 +898,18 @@ impl<'a> ser::Serializer for &'a mut Pretty {
         map.value(v)?;
         map.finish().map(drop)
     }
-    fn serialize_seq(self, _: Option<usize>) -> Result<Compound<'a>, Self::Error> {
+    fn serialize_seq(self, _: Option<usize>) -> Result<Compound<'a, 's>, Self::Error> {
         // Arrays keep their order; objects inside them are still sorted.
         Ok(self.open(b'['))
     }
-    fn serialize_tuple(self, len: usize) -> Result<Compound<'a>, Self::Error> {
+    fn serialize_tuple(self, len: usize) -> Result<Compound<'a, 's>, Self::Error> {
         self.serialize_seq(Some(len))
     }
     fn serialize_tuple_struct(
         self,
         _: &'static str,
         len: usize,
-    ) -> Result<Compound<'a>, Self::Error> {
+    ) -> Result<Compound<'a, 's>, Self::Error> {
         self.serialize_seq(Some(len))
     }
     fn serialize_tuple_variant(
@@ -849,13 +918,13 @@ impl<'a> ser::Serializer for &'a mut Pretty {
         _: u32,
         variant: &'static str,
         _: usize,
-    ) -> Result<Variant<'a>, Self::Error> {
+    ) -> Result<Variant<'a, 's>, Self::Error> {
         Variant::open(self, variant, b'[')
     }
-    fn serialize_map(self, _: Option<usize>) -> Result<Compound<'a>, Self::Error> {
+    fn serialize_map(self, _: Option<usize>) -> Result<Compound<'a, 's>, Self::Error> {
         Ok(self.open(b'{'))
     }
-    fn serialize_struct(self, _: &'static str, _: usize) -> Result<Compound<'a>, Self::Error> {
+    fn serialize_struct(self, _: &'static str, _: usize) -> Result<Compound<'a, 's>, Self::Error> {
         Ok(self.open(b'{'))
     }
     fn serialize_struct_variant(
@@ -864,7 +933,7 @@ impl<'a> ser::Serializer for &'a mut Pretty {
         _: u32,
         variant: &'static str,
         _: usize,
-    ) -> Result<Variant<'a>, Self::Error> {
+    ) -> Result<Variant<'a, 's>, Self::Error> {
         Variant::open(self, variant, b'{')
     }
     fn collect_str<T: Display + ?Sized>(self, v: &T) -> Result<(), Self::Error> {
@@ -883,7 +952,7 @@ impl<'a> ser::Serializer for &'a mut Pretty {
 /// The compounds whose items are array elements.
 macro_rules! elements {
     ($($tr:ident::$method:ident),*) => {
-        $(impl ser::$tr for Compound<'_> {
+        $(impl ser::$tr for Compound<'_, '_> {
             type Ok = ();
             type Error = serde_json::Error;
             fn $method<T: Serialize + ?Sized>(&mut self, v: &T) -> Result<(), Self::Error> {
@@ -902,7 +971,7 @@ elements!(
     SerializeTupleStruct::serialize_field
 );
 
-impl ser::SerializeMap for Compound<'_> {
+impl ser::SerializeMap for Compound<'_, '_> {
     type Ok = ();
     type Error = serde_json::Error;
     fn serialize_key<T: Serialize + ?Sized>(&mut self, key: &T) -> Result<(), Self::Error> {
@@ -916,7 +985,7 @@ impl ser::SerializeMap for Compound<'_> {
     }
 }
 
-impl ser::SerializeStruct for Compound<'_> {
+impl ser::SerializeStruct for Compound<'_, '_> {
     type Ok = ();
     type Error = serde_json::Error;
     #[inline]
@@ -934,13 +1003,13 @@ impl ser::SerializeStruct for Compound<'_> {
 }
 
 /// An enum's tuple or struct variant: `{"Variant": [..]}` or `{"Variant": {..}}`.
-struct Variant<'a> {
-    inner: Compound<'a>,
+struct Variant<'a, 's> {
+    inner: Compound<'a, 's>,
 }
 
-impl<'a> Variant<'a> {
+impl<'a, 's> Variant<'a, 's> {
     fn open(
-        w: &'a mut Pretty,
+        w: &'a mut Pretty<'s>,
         variant: &'static str,
         bracket: u8,
     ) -> Result<Self, serde_json::Error> {
@@ -964,7 +1033,7 @@ impl<'a> Variant<'a> {
     }
 }
 
-impl ser::SerializeTupleVariant for Variant<'_> {
+impl ser::SerializeTupleVariant for Variant<'_, '_> {
     type Ok = ();
     type Error = serde_json::Error;
     fn serialize_field<T: Serialize + ?Sized>(&mut self, v: &T) -> Result<(), Self::Error> {
@@ -975,7 +1044,7 @@ impl ser::SerializeTupleVariant for Variant<'_> {
     }
 }
 
-impl ser::SerializeStructVariant for Variant<'_> {
+impl ser::SerializeStructVariant for Variant<'_, '_> {
     type Ok = ();
     type Error = serde_json::Error;
     fn serialize_field<T: Serialize + ?Sized>(
@@ -1322,6 +1391,45 @@ mod tests {
         };
         let theirs = serde_json::to_string_pretty(&serde_json::to_value(&o).unwrap()).unwrap();
         assert_eq!(to_string_pretty(&o).unwrap(), theirs);
+    }
+
+    /// A model's own keys and its nodes' come in order (`SortedModel`,
+    /// nodes marked presorted, written without sorting): the text is still
+    /// the `Value` round trip's, for nodes of every distribution and every
+    /// optional field, a pod's and a uniform time's (which are sorted)
+    /// among them, and the model's optional sections.
+    #[test]
+    fn a_model_whose_keys_come_sorted_is_written_as_the_value_round_trip() {
+        #[derive(Serialize)]
+        struct W<'a>(#[serde(serialize_with = "sorted")] crate::spec::SortedModel<'a>);
+        let mut m: Value =
+            serde_json::from_str(include_str!("../../models/bench-canonical.json")).unwrap();
+        let full = |name: &str, dist: Value| {
+            json!({
+                "name": name, "weight": 2, "backup": true, "down": false, "max_conns": 3,
+                "max_queue": 4, "workers": 5, "backlog": 6, "service_time": dist,
+                "keepalive_timeout": "5s", "keepalive_requests": 100, "check_port": 8081,
+                "check_addr": "10.0.0.9", "on_marked_down": "shutdown_sessions",
+                "on_marked_up": "shutdown_backup_sessions"
+            })
+        };
+        let mut pod = full("p", json!({"dist": "exponential", "mean": "5ms"}));
+        pod["pod"] = json!({});
+        m["nodes"] = json!([
+            full("c", json!({"dist": "constant", "value": "1ms"})),
+            full("e", json!({"dist": "exponential", "mean": "1500us"})),
+            full("l", json!({"dist": "lognormal", "median": "2ms", "sigma": 0.5})),
+            full("u", json!({"dist": "uniform", "min": "1ms", "max": "2ms"})),
+            {"name": "plain", "workers": 1},
+            pod,
+        ]);
+        m["$schema"] = json!("x.json");
+        m["timeline_bucket"] = json!("1s");
+        m["measure"] = json!({"from": "1s"});
+        let spec: crate::spec::ModelSpec = serde_json::from_value(m).unwrap();
+        let ours = to_string_pretty(&W(crate::spec::SortedModel::of(&spec))).unwrap();
+        let theirs = serde_json::to_string_pretty(&serde_json::to_value(&spec).unwrap()).unwrap();
+        assert_eq!(ours, theirs);
     }
 
     #[test]

@@ -101,14 +101,16 @@ pub fn prepare_dir(dir: &Path) -> Result<(), Error> {
 /// `events.csv` when they kept the gateway's event log. All are
 /// written before any replaces its predecessor, so a failure (a full disk)
 /// leaves the previous set, not a mix; a sweep's files left in `dir` are
-/// removed. Returns the text of `summary.json` (what `--format json`
-/// prints: a summary of many nodes is not serialized twice).
+/// removed. With `text`, returns the text of `summary.json` (what
+/// `--format json` prints: a summary of many nodes is not serialized
+/// twice); without, the summary is written as it is made, never held whole.
 pub fn write_run(
     dir: &Path,
     summary: &Summary,
     traces: Option<&[Vec<TraceLine>]>,
     events: Option<&[EventLog]>,
-) -> Result<String, Error> {
+    text: bool,
+) -> Result<Option<String>, Error> {
     let csv_err = |path: PathBuf| {
         move |e: ::csv::Error| Error::Write {
             path: path.clone(),
@@ -116,7 +118,7 @@ pub fn write_run(
         }
     };
     let runs = &summary.runs;
-    let json = summary.to_json();
+    let json = text.then(|| summary.to_json());
     let mut files: Vec<(PathBuf, Vec<u8>)> = Vec::new();
     let p = dir.join("timeline.csv");
     files.push((p, csv::timeline_csv(runs)));
@@ -145,17 +147,22 @@ pub fn write_run(
     }
     let summary_path = dir.join("summary.json");
     let mut staged = Vec::with_capacity(files.len() + 1);
-    let all = std::iter::once((&summary_path, json.as_bytes()))
-        .chain(files.iter().map(|(path, bytes)| (path, bytes.as_slice())));
+    let all = std::iter::once((&summary_path, json.as_ref().map(String::as_bytes))).chain(
+        files
+            .iter()
+            .map(|(path, bytes)| (path, Some(bytes.as_slice()))),
+    );
     for (path, bytes) in all {
-        let mut f = crate::atomic::Staged::create(path).map_err(|source| Error::Write {
+        let write_err = |source| Error::Write {
             path: path.clone(),
             source,
-        })?;
-        f.writer().write_all(bytes).map_err(|source| Error::Write {
-            path: path.clone(),
-            source,
-        })?;
+        };
+        let mut f = crate::atomic::Staged::create(path).map_err(write_err)?;
+        match bytes {
+            Some(bytes) => f.writer().write_all(bytes),
+            None => summary.write_json(f.writer()),
+        }
+        .map_err(write_err)?;
         staged.push(f);
     }
     crate::atomic::commit_all(staged).map_err(|(path, source)| Error::Write { path, source })?;

@@ -46,7 +46,7 @@ pub struct Summary {
     /// Fault windows, for charts.
     pub faults: Vec<FaultWindow>,
     /// The model as simulated, every default filled in.
-    #[serde(serialize_with = "super::json::sorted")]
+    #[serde(serialize_with = "sorted_model")]
     pub model_spec: std::sync::Arc<ModelSpec>,
     pub probe_rounds: RoundStats,
     /// Overload and other reasons to doubt the figures, over the replications.
@@ -143,7 +143,9 @@ pub struct NodeStats {
     pub backlog_refused: Spread,
     /// With `gateway.pool`: connections opened, reused, failures by cause.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub connections: Option<super::connections::ConnStats>,
+    // Boxed, as `fleet`: a run without them keeps 800 bytes a node less
+    // (a summary of 10,000 nodes, 8 MB less to touch).
+    pub connections: Option<Box<super::connections::ConnStats>>,
     pub ejected_time_s: Spread,
     pub ejections: Spread,
     pub failures: Spread,
@@ -172,7 +174,7 @@ pub struct NodeStats {
     pub warmups: Option<Spread>,
     /// With gateway replicas: the fleet's view, over the runs.
     #[serde(flatten, default, skip_serializing_if = "Option::is_none")]
-    pub fleet: Option<FleetStats>,
+    pub fleet: Option<Box<FleetStats>>,
 }
 
 /// The fields in the order the struct declares them, `fleet`'s inline: the
@@ -348,7 +350,7 @@ impl NodeStats {
             answered: count(|n| n.answered),
             attempts: count(|n| n.attempts),
             backlog_refused: count(|n| n.backlog_refused),
-            connections: super::connections::ConnStats::over(nodes),
+            connections: super::connections::ConnStats::over(nodes).map(Box::new),
             ejected_time_s: over(nodes, |n| n.ejected_time_s),
             ejections: count(|n| n.ejections),
             failures: count(|n| n.failures),
@@ -374,14 +376,20 @@ impl NodeStats {
                 .then(|| count(|n| n.warmups)),
             fleet: nodes[0].fleet.is_some().then(|| {
                 let fleets: Vec<_> = nodes.iter().filter_map(|n| n.fleet.as_ref()).collect();
-                FleetStats {
+                Box::new(FleetStats {
                     ejected_replica_s: over(&fleets, |f| f.ejected_replica_s),
                     last_ejection_delay_s: over_some(&fleets, |f| f.last_ejection_delay_s),
                     replicas_ejected: over(&fleets, |f| f.replicas_ejected),
-                }
+                })
             }),
         }
     }
+}
+
+/// `model_spec` as written: every object's keys sorted, the model's own
+/// given in that order to begin with.
+fn sorted_model<S: serde::Serializer>(m: &ModelSpec, s: S) -> Result<S::Ok, S::Error> {
+    super::json::sorted(&crate::spec::SortedModel::of(m), s)
 }
 
 impl Summary {
@@ -458,6 +466,12 @@ impl Summary {
             .expect("a summary serializes");
         json.push('\n');
         json
+    }
+
+    /// [`Summary::to_json`]'s text, written to `sink` as it is made.
+    pub fn write_json(&self, sink: &mut dyn std::io::Write) -> std::io::Result<()> {
+        super::json::to_writer_pretty(self, sink)?;
+        sink.write_all(b"\n")
     }
 
     /// Reads `summary.json` back (for charts and reports).
@@ -546,11 +560,11 @@ mod tests {
             utilization: s(17),
             warmup_share: Some(s(21)),
             warmups: Some(s(22)),
-            fleet: Some(FleetStats {
+            fleet: Some(Box::new(FleetStats {
                 ejected_replica_s: s(18),
                 last_ejection_delay_s: s(19),
                 replicas_ejected: s(20),
-            }),
+            })),
         };
         let text = crate::output::json::to_string_pretty(&n).unwrap();
         assert_eq!(text, serde_json::to_string_pretty(&n).unwrap());

@@ -123,7 +123,7 @@ pub fn table(report: &Summary) -> String {
     let conns: Vec<_> = report
         .nodes
         .iter()
-        .map(|n| (n.name.clone(), n.connections.as_ref()))
+        .map(|n| (n.name.clone(), n.connections.as_deref()))
         .collect();
     if let Some(block) = connection_block(&conns) {
         out.push('\n');

@@ -58,7 +58,7 @@ impl Runs<'_> {
             let out = Replications::of(&m).seed(seed).reps(self.reps).run();
             if *v == Variant::Mid {
                 let s = Summary::new(&m, self.model_path, seed, set, out.runs);
-                crate::output::write_run(dir, &s, None, None)?;
+                crate::output::write_run(dir, &s, None, None, false)?;
                 if self.charts {
                     crate::output::plot(dir)?;
                 }

@@ -112,10 +112,24 @@ impl<'m> Replications<'m> {
     /// Runs the replications on the current rayon pool (install one to
     /// choose the thread count); the outcome does not depend on it.
     pub fn run(&self) -> Outcome {
-        let results: Vec<One> = (0..self.reps)
-            .into_par_iter()
-            .map(|r| self.one(rep_seed(self.seed, r)))
-            .collect();
+        Self::gather(
+            (0..self.reps)
+                .into_par_iter()
+                .map(|r| self.one(rep_seed(self.seed, r)))
+                .collect(),
+        )
+    }
+
+    /// [`Replications::run`] one after the other on this thread.
+    pub fn run_here(&self) -> Outcome {
+        Self::gather(
+            (0..self.reps)
+                .map(|r| self.one(rep_seed(self.seed, r)))
+                .collect(),
+        )
+    }
+
+    fn gather(results: Vec<One>) -> Outcome {
         let mut out = Outcome::default();
         for (s, t, cut, log) in results {
             if let Some(c) = cut {

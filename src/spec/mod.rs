@@ -41,7 +41,7 @@ pub use haproxy::{
 };
 pub use model::{Clients, Fault, FaultKind, Model, NextUpstreamMask};
 pub use model_spec::*;
-pub use node_order::with_sorted_keys;
+pub use node_order::{PRESORTED, SortedModel, with_sorted_keys};
 pub use overrides::{FieldPath, MAX_PATH_SEGMENTS, Override};
 pub use pods::Pods;
 pub use slow_start::SlowStartSpec;
