@@ -700,10 +700,12 @@ impl Recorder {
                 end_s: e.map(|e| round6(e.as_secs_f64())),
             })
             .collect();
-        let timeline = self.build_timeline();
+        let mut timeline = self.build_timeline();
         let replicas = self.per_replica.as_ref().map_or_else(Vec::new, |t| {
             t.finish(&self.names, &self.fault_first_start, &self.fault_last_end)
         });
+        // Their last use: the timeline's columns take the names themselves.
+        timeline.node_names = std::mem::take(&mut self.names);
         let mut summary = RunSummary {
             model: model.to_string(),
             seed,
@@ -765,7 +767,8 @@ impl Recorder {
         }
         Timeline {
             bucket_s: self.bucket_us as f64 / 1e6,
-            node_names: self.names.clone(),
+            // Given by `finish`, which owns them.
+            node_names: Vec::new(),
             rows,
         }
     }

@@ -240,15 +240,19 @@ struct FieldLine {
     /// The name's address and length, and the depth; all zero: empty.
     id: (usize, usize, usize),
     len: u8,
-    text: [u8; 55],
+    /// Up to [`FieldLine::MAX`] bytes, and one spare: a copy of a fixed
+    /// `MAX` bytes from the first or the second is always in bounds.
+    text: [u8; FieldLine::MAX + 1],
 }
 
 impl FieldLine {
     const EMPTY: FieldLine = FieldLine {
         id: (0, 0, 0),
         len: 0,
-        text: [0; 55],
+        text: [0; FieldLine::MAX + 1],
     };
+    /// The longest line kept.
+    const MAX: usize = 55;
 }
 
 /// Slots of [`Pretty::plain_names`].
@@ -431,9 +435,21 @@ impl<'s> Pretty<'s> {
         let slot = (h >> 55) as usize % FIELD_LINES;
         let line = &self.field_lines[slot];
         if line.id == id {
-            // The text begins with the comma.
-            let text = &line.text[usize::from(first)..usize::from(line.len)];
-            self.out.extend_from_slice(text);
+            // The text begins with the comma. A fixed-size copy (a few
+            // vector moves, not a call to `memcpy`), of which the vector
+            // keeps the line's length.
+            let skip = usize::from(first);
+            let len = usize::from(line.len) - skip;
+            self.out.reserve(FieldLine::MAX);
+            let at = self.out.len();
+            // SAFETY: `reserve` leaves room for `MAX` bytes after `at`;
+            // `text[skip..skip + MAX]` is inside `text` (`MAX + 1` bytes, `skip` at most 1);
+            // the first `len <= MAX` of the bytes copied are the line, initialized.
+            unsafe {
+                let src = line.text.as_ptr().add(skip);
+                std::ptr::copy_nonoverlapping(src, self.out.as_mut_ptr().add(at), FieldLine::MAX);
+                self.out.set_len(at + len);
+            }
         } else {
             self.new_field_line(first, key, id, slot);
         }
@@ -452,7 +468,7 @@ impl<'s> Pretty<'s> {
         self.field_name(key);
         let plain = self.plain_name(key);
         let text = &self.out[start..];
-        if plain && text.len() <= FieldLine::EMPTY.text.len() {
+        if plain && text.len() <= FieldLine::MAX {
             let line = &mut self.field_lines[slot];
             line.id = id;
             line.len = text.len() as u8;
