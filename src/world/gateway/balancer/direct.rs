@@ -114,29 +114,47 @@ impl World<'_> {
     }
 
     /// `ngx_http_upstream_get_peer`: smooth weighted round-robin, strict `>`.
+    /// The set, the request and the policies looked up once; a peer's
+    /// tests cheapest first (`direct_eligible`'s, which are all pure, so
+    /// their order changes nothing but the cost), the best peer's current
+    /// weight kept rather than read again.
     pub(super) fn direct_pick_round_robin(&mut self, slot: u32, now: Now) -> Option<NodeId> {
-        let scope = self.gw.reqs[slot as usize].scope;
-        let mut best: Option<NodeId> = None;
+        let World {
+            gw, fleet, bank, ..
+        } = self;
+        let r = &gw.reqs[slot as usize];
+        let scope = r.scope;
+        let (policies, local) = if fleet.is_fleet() {
+            (bank.slice(fleet.policies_of(scope)), fleet.local(scope))
+        } else {
+            (bank.slice(0..bank.len()), scope)
+        };
+        let base = scope as usize * gw.n;
+        let set = if r.in_backup { &gw.backup } else { &gw.primary };
+        let mut best: Option<(NodeId, usize, i64)> = None;
         let mut total = 0;
-        for i in 0..self.direct_set_len(slot) {
-            let Some(node) = self.direct_eligible_peer(slot, i, now) else {
+        for &node in set {
+            let (i, k) = (node.index(), base + node.index());
+            if r.is_tried(node)
+                || gw.down[i]
+                || at_max_conns(gw.max_conns[i], gw.conns[k])
+                || !(r.panic || policies.iter().all(|p| p.is_routable(local, node, now)))
+            {
                 continue;
-            };
-            let gw = &mut self.gw;
-            let k = gw.k(scope, node);
-            gw.cw[k] += gw.ew[k];
+            }
+            let cw = gw.cw[k] + gw.ew[k];
+            gw.cw[k] = cw;
             total += gw.ew[k];
-            if gw.ew[k] < gw.weight[node.index()] {
+            if gw.ew[k] < gw.weight[i] {
                 gw.ew[k] += 1;
             }
-            if best.is_none_or(|b| gw.cw[k] > gw.cw[gw.k(scope, b)]) {
-                best = Some(node);
+            if best.is_none_or(|(_, _, b)| cw > b) {
+                best = Some((node, k, cw));
             }
         }
-        let best = best?;
-        self.gw.reqs[slot as usize].mark_tried(best);
-        let k = self.gw.k(scope, best);
-        self.gw.cw[k] -= total;
+        let (best, k, _) = best?;
+        gw.reqs[slot as usize].mark_tried(best);
+        gw.cw[k] -= total;
         Some(best)
     }
 
