@@ -40,7 +40,8 @@ METHOD = """## Method and tolerances
   connection) and, for nginx, `connections.reset_on_reuse` (error-log lines
   `upstream prematurely closed connection` / `recv() failed (104: ...)`).
 - Verdict: hcsim's median must lie in the real [min–max] widened by a
-  tolerance: delays max(50 ms, one request interval); shares 0.02; request
+  tolerance: delays max(50 ms, one request interval) + 5 ms (the real
+  proxy's latency on loopback); shares 0.02; request
   counts max(2, 2% of the requests sent); p50 latency 5 ms or the real median,
   whichever is larger (Python backends and the gateway share a loaded
   machine, which slows them and not hcsim); ejection counts
