@@ -219,9 +219,15 @@ impl Serialize for NodeSpec {
                 workers: *workers,
             };
             // Sorted all the way down, but for a pod's settings and a
-            // uniform time's `min` before `max`: those the writer sorts.
-            let uniform = matches!(service_time, LatencySpec::Uniform { .. });
-            if pod.is_none() && !uniform {
+            // uniform time's `min` before `max`: those the writer sorts. (No
+            // wildcard: a distribution added must say where its keys fall.)
+            let time_in_order = match service_time {
+                LatencySpec::Constant { .. }
+                | LatencySpec::Exponential { .. }
+                | LatencySpec::Lognormal { .. } => true,
+                LatencySpec::Uniform { .. } => false,
+            };
+            if pod.is_none() && time_in_order {
                 s.serialize_newtype_struct(PRESORTED, &sorted)
             } else {
                 sorted.serialize(s)

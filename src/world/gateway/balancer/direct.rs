@@ -12,6 +12,8 @@ use super::PickKind;
 use super::{at_max_conns, in_panic};
 use crate::ids::Scope;
 use crate::policy::{HealthPolicy, Now};
+use crate::world::fleet::Fleet;
+use crate::world::policies::PolicyBank;
 use crate::world::{NodeId, World};
 
 /// Upstreams with at most this many nodes pick by direct scans.
@@ -29,10 +31,27 @@ pub(super) fn direct_eligible(
     now: Now,
 ) -> bool {
     let k = gw.k(r.scope, node);
+    // Cheapest first: the tests are pure, so their order changes only the cost.
     !r.is_tried(node)
         && !gw.down[node.index()]
-        && (r.panic || policies.iter().all(|p| p.is_routable(local, node, now)))
         && !at_max_conns(gw.max_conns[node.index()], gw.conns[k])
+        && (r.panic || policies.iter().all(|p| p.is_routable(local, node, now)))
+}
+
+/// The policies of the replica of global scope `s`, and `s` as they call
+/// it (`World::replica_policies`, from the two parts it reads, so that a
+/// pick can hold them beside a mutable gateway).
+#[inline(always)]
+fn policies_in<'b>(
+    fleet: &Fleet,
+    bank: &'b PolicyBank,
+    s: Scope,
+) -> (&'b [Box<dyn HealthPolicy>], Scope) {
+    if fleet.is_fleet() {
+        (bank.slice(fleet.policies_of(s)), fleet.local(s))
+    } else {
+        (bank.slice(0..bank.len()), s)
+    }
 }
 
 impl World<'_> {
@@ -42,14 +61,7 @@ impl World<'_> {
         &self,
         s: Scope,
     ) -> (&[Box<dyn HealthPolicy>], Scope) {
-        if self.fleet.is_fleet() {
-            (
-                self.bank.slice(self.fleet.policies_of(s)),
-                self.fleet.local(s),
-            )
-        } else {
-            (self.bank.slice(0..self.bank.len()), s)
-        }
+        policies_in(&self.fleet, &self.bank, s)
     }
 
     /// `get_round_robin_peer` (or the configured balancer) with the backup fallback.
@@ -114,34 +126,23 @@ impl World<'_> {
     }
 
     /// `ngx_http_upstream_get_peer`: smooth weighted round-robin, strict `>`.
-    /// The set, the request and the policies looked up once; a peer's
-    /// tests cheapest first (`direct_eligible`'s, which are all pure, so
-    /// their order changes nothing but the cost), the best peer's current
-    /// weight kept rather than read again.
+    /// The set, the request and the policies looked up once, the best
+    /// peer's current weight kept rather than read again.
     pub(super) fn direct_pick_round_robin(&mut self, slot: u32, now: Now) -> Option<NodeId> {
         let World {
             gw, fleet, bank, ..
         } = self;
         let r = &gw.reqs[slot as usize];
-        let scope = r.scope;
-        let (policies, local) = if fleet.is_fleet() {
-            (bank.slice(fleet.policies_of(scope)), fleet.local(scope))
-        } else {
-            (bank.slice(0..bank.len()), scope)
-        };
-        let base = scope as usize * gw.n;
+        let policies = policies_in(fleet, bank, r.scope);
+        let base = r.scope as usize * gw.n;
         let set = if r.in_backup { &gw.backup } else { &gw.primary };
         let mut best: Option<(NodeId, usize, i64)> = None;
         let mut total = 0;
         for &node in set {
-            let (i, k) = (node.index(), base + node.index());
-            if r.is_tried(node)
-                || gw.down[i]
-                || at_max_conns(gw.max_conns[i], gw.conns[k])
-                || !(r.panic || policies.iter().all(|p| p.is_routable(local, node, now)))
-            {
+            if !direct_eligible(gw, policies, r, node, now) {
                 continue;
             }
+            let (i, k) = (node.index(), base + node.index());
             let cw = gw.cw[k] + gw.ew[k];
             gw.cw[k] = cw;
             total += gw.ew[k];
