@@ -280,6 +280,13 @@ pub enum LogEvent {
     },
 }
 
+/// The buffers a [`PolicyCx`] fills: timers asked for, notices, actions.
+pub type Buffers<'a> = (
+    &'a mut Vec<(SimTime, PolicyTimer)>,
+    &'a mut Vec<Notice>,
+    &'a mut Vec<Action>,
+);
+
 /// What a policy may do during a callback: read the time, draw random numbers,
 /// ask for timers, and report ejections.
 pub struct PolicyCx<'a> {
@@ -287,27 +294,21 @@ pub struct PolicyCx<'a> {
     pub(crate) rng: &'a mut SimRng,
     pub(crate) timers: &'a mut Vec<(SimTime, PolicyTimer)>,
     pub(crate) notices: &'a mut Vec<Notice>,
-    pub(crate) actions: Vec<Action>,
+    /// What it asked of the engine, in order (the caller's buffer, like
+    /// `timers` and `notices`: empty on most calls, and allocated once).
+    pub(crate) actions: &'a mut Vec<Action>,
     /// The gateway keeps an event log: [`PolicyCx::log`] queues lines.
     pub(crate) logging: bool,
 }
 
 impl<'a> PolicyCx<'a> {
-    pub fn new(
-        now: Now,
-        rng: &'a mut SimRng,
-        timers: &'a mut Vec<(SimTime, PolicyTimer)>,
-        notices: &'a mut Vec<Notice>,
-    ) -> Self {
-        Self::logged(now, rng, timers, notices, false)
-    }
-    /// Like [`PolicyCx::new`], queueing log lines if `logging` (see
+    /// A context at `now` whose timers, notices and actions go to the
+    /// caller's buffers, queueing log lines if `logging` (see
     /// [`PolicyCx::log`]).
     pub fn logged(
         now: Now,
         rng: &'a mut SimRng,
-        timers: &'a mut Vec<(SimTime, PolicyTimer)>,
-        notices: &'a mut Vec<Notice>,
+        (timers, notices, actions): Buffers<'a>,
         logging: bool,
     ) -> Self {
         PolicyCx {
@@ -315,7 +316,7 @@ impl<'a> PolicyCx<'a> {
             rng,
             timers,
             notices,
-            actions: Vec::new(),
+            actions,
             logging,
         }
     }
@@ -371,10 +372,6 @@ impl<'a> PolicyCx<'a> {
     /// Reports the duration of one probing round (for the metrics).
     pub fn probe_round(&mut self, duration: SimDuration) {
         self.notices.push(Notice::ProbeRound { duration });
-    }
-    /// The requests queued so far (the engine, or a test harness, takes them).
-    pub fn take_actions(&mut self) -> Vec<Action> {
-        std::mem::take(&mut self.actions)
     }
 }
 

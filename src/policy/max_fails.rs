@@ -123,6 +123,18 @@ impl MaxFails {
     pub fn fails(&self, scope: Scope, node: NodeId) -> u32 {
         self.peer(scope, node).fails
     }
+
+    /// `on_selected`, which needs nothing but the time
+    /// (`ngx_http_upstream_get_peer`: a peer chosen after its
+    /// `fail_timeout` is checked anew: `peer->checked = now`).
+    #[inline]
+    pub fn selected(&mut self, now: Now, scope: Scope, node: NodeId) {
+        let ft = self.fail_timeout;
+        let p = self.peer_mut(scope, node);
+        if now.wall_s - p.checked > ft {
+            p.checked = now.wall_s;
+        }
+    }
 }
 
 /// "upstream server temporarily disabled" for the event log.
@@ -152,13 +164,10 @@ impl HealthPolicy for MaxFails {
     }
 
     fn on_selected(&mut self, cx: &mut PolicyCx, scope: Scope, node: NodeId) {
-        let ft = self.fail_timeout;
-        let p = self.peer_mut(scope, node);
-        if cx.now().wall_s - p.checked > ft {
-            p.checked = cx.now().wall_s;
-        }
+        self.selected(cx.now(), scope, node);
     }
 
+    #[inline]
     fn on_attempt(&mut self, cx: &mut PolicyCx, r: &AttemptReport) {
         let max_fails = self.max_fails;
         let now = cx.now().wall_s;

@@ -106,11 +106,12 @@ impl<P> Harness<P> {
             self.now
         );
         self.now = t;
-        let (mut timers, mut notices) = (vec![], vec![]);
+        let (mut timers, mut notices, mut actions) = (vec![], vec![], vec![]);
         let now = self.clock.now(t);
-        let mut cx = PolicyCx::logged(now, &mut self.rng, &mut timers, &mut notices, self.logging);
+        let buffers = (&mut timers, &mut notices, &mut actions);
+        let mut cx = PolicyCx::logged(now, &mut self.rng, buffers, self.logging);
         let r = f(&mut self.policy, &mut cx);
-        for a in cx.take_actions() {
+        for a in actions {
             match a {
                 Action::Probe { node, req } => self.in_flight.push(InFlight {
                     sent_at: t,

@@ -11,13 +11,96 @@ use super::{Event, NodeId, World};
 use crate::engine::{SimDuration, SimRng, SimTime};
 use crate::ids::FleetLayout;
 use crate::policy::{
-    self, Action, FleetRole, HealthPolicy, Interests, Notice, Now, PolicyCx, PolicyTimer,
+    self, Action, AttemptReport, FleetRole, HealthPolicy, Interests, MaxFails, Notice, Now,
+    PolicyCx, PolicySpec, PolicyTimer, Scope,
 };
 use crate::spec::Model;
 
+/// One policy instance. nginx's `max_fails` (the default policy, and the one
+/// most sweeps vary) is held by value, so that its three hooks of every
+/// attempt (`is_routable` per peer, `on_selected`, `on_attempt`) are direct
+/// calls the compiler inlines into the pick and the accounting; every other
+/// policy is called through the trait. Any other hook of either reaches the
+/// trait object by `Deref`.
+pub(crate) enum Instance {
+    MaxFails(MaxFails),
+    Dyn(Box<dyn HealthPolicy>),
+}
+
+impl std::ops::Deref for Instance {
+    type Target = dyn HealthPolicy;
+    #[inline]
+    fn deref(&self) -> &(dyn HealthPolicy + 'static) {
+        match self {
+            Instance::MaxFails(p) => p,
+            Instance::Dyn(p) => p.as_ref(),
+        }
+    }
+}
+
+impl std::ops::DerefMut for Instance {
+    #[inline]
+    fn deref_mut(&mut self) -> &mut (dyn HealthPolicy + 'static) {
+        match self {
+            Instance::MaxFails(p) => p,
+            Instance::Dyn(p) => p.as_mut(),
+        }
+    }
+}
+
+impl Instance {
+    fn build(spec: &PolicySpec, scopes: usize, nodes: usize) -> Instance {
+        match spec {
+            PolicySpec::MaxFails(p) => Instance::MaxFails(MaxFails::new(p, scopes, nodes)),
+            _ => Instance::Dyn(policy::build(spec, scopes, nodes)),
+        }
+    }
+
+    /// [`HealthPolicy::is_routable`], direct for `max_fails`.
+    #[inline(always)]
+    pub(crate) fn is_routable(&self, scope: Scope, node: NodeId, now: Now) -> bool {
+        match self {
+            Instance::MaxFails(p) => p.is_routable(scope, node, now),
+            Instance::Dyn(p) => p.is_routable(scope, node, now),
+        }
+    }
+
+    /// [`HealthPolicy::on_selected`], direct for `max_fails`.
+    #[inline(always)]
+    pub(crate) fn on_selected(&mut self, cx: &mut PolicyCx, scope: Scope, node: NodeId) {
+        match self {
+            Instance::MaxFails(p) => p.on_selected(cx, scope, node),
+            Instance::Dyn(p) => p.on_selected(cx, scope, node),
+        }
+    }
+
+    /// [`HealthPolicy::on_selected`] where it needs no context: `max_fails`
+    /// only notes the time (see [`MaxFails::selected`]), so it is done here
+    /// and `true` returned; `false`: call it through [`World::with_policy`].
+    #[inline(always)]
+    pub(crate) fn selected_in_place(&mut self, now: Now, scope: Scope, node: NodeId) -> bool {
+        match self {
+            Instance::MaxFails(p) => {
+                p.selected(now, scope, node);
+                true
+            }
+            Instance::Dyn(_) => false,
+        }
+    }
+
+    /// [`HealthPolicy::on_attempt`], direct for `max_fails`.
+    #[inline(always)]
+    pub(crate) fn on_attempt(&mut self, cx: &mut PolicyCx, r: &AttemptReport) {
+        match self {
+            Instance::MaxFails(p) => p.on_attempt(cx, r),
+            Instance::Dyn(p) => p.on_attempt(cx, r),
+        }
+    }
+}
+
 pub(crate) struct PolicyBank {
     /// Replica by replica, each of the model's policies (`FleetLayout::policy`).
-    all: Vec<Box<dyn HealthPolicy>>,
+    all: Vec<Instance>,
     /// The policies that listen to `on_connected`, by index within a replica.
     pub(crate) hear_connections: Vec<usize>,
     /// The policies that listen to `on_selected`, by index within a replica.
@@ -37,6 +120,7 @@ pub(crate) struct PolicyBank {
     interests: Vec<Interests>,
     timers: Vec<(SimTime, PolicyTimer)>,
     notices: Vec<Notice>,
+    actions: Vec<Action>,
 }
 
 /// The indices (within a replica) of the policies for which `hears` holds.
@@ -50,10 +134,10 @@ impl PolicyBank {
     /// Every replica's instances of the model's policies; in a fleet, a
     /// server the replicas share (a registry) runs in replica 0's instance.
     pub(crate) fn new(model: &Model, layout: FleetLayout) -> Self {
-        let mut all: Vec<Box<dyn HealthPolicy>> = Vec::with_capacity(layout.policy_instances());
+        let mut all: Vec<Instance> = Vec::with_capacity(layout.policy_instances());
         for _ in 0..layout.replicas() {
             for p in &model.policies {
-                all.push(policy::build(
+                all.push(Instance::build(
                     p,
                     layout.scopes_per_replica(),
                     model.nodes.len(),
@@ -65,7 +149,9 @@ impl PolicyBank {
                 let listed = (0..model.nodes.len())
                     .map(|i| i < model.declared_nodes().len() || !pods.is_pod(i))
                     .collect();
-                all.push(Box::new(policy::endpoints::Endpoints::new(listed)));
+                all.push(Instance::Dyn(Box::new(policy::endpoints::Endpoints::new(
+                    listed,
+                ))));
             }
         }
         if layout.is_fleet() {
@@ -98,6 +184,7 @@ impl PolicyBank {
             all,
             timers: Vec::new(),
             notices: Vec::new(),
+            actions: Vec::new(),
         }
     }
 
@@ -108,13 +195,19 @@ impl PolicyBank {
 
     /// Instance `i`.
     #[inline]
-    pub(crate) fn get(&self, i: usize) -> &dyn HealthPolicy {
-        self.all[i].as_ref()
+    pub(crate) fn get(&self, i: usize) -> &Instance {
+        &self.all[i]
+    }
+
+    /// Instance `i`, to change.
+    #[inline]
+    pub(crate) fn get_mut(&mut self, i: usize) -> &mut Instance {
+        &mut self.all[i]
     }
 
     /// The instances `range` (one replica's: `FleetLayout::policies_of`).
     #[inline]
-    pub(crate) fn slice(&self, range: std::ops::Range<usize>) -> &[Box<dyn HealthPolicy>] {
+    pub(crate) fn slice(&self, range: std::ops::Range<usize>) -> &[Instance] {
         &self.all[range]
     }
 
@@ -137,9 +230,9 @@ impl PolicyBank {
         self.interests.iter().filter(|x| x.warms).count() as u32
     }
 
-    /// Calls instance `i` with a fresh context at `now`; returns its answer,
-    /// the actions it queued, and whether it asked for timers or notices
-    /// (which [`World::with_policy`] then applies).
+    /// Calls instance `i` with a fresh context at `now`; returns its answer
+    /// and whether it asked for anything (timers, notices, actions: which
+    /// [`World::with_policy`] then applies).
     #[inline]
     fn call<R>(
         &mut self,
@@ -147,14 +240,15 @@ impl PolicyBank {
         now: Now,
         rng: &mut SimRng,
         logging: bool,
-        f: impl FnOnce(&mut dyn HealthPolicy, &mut PolicyCx) -> R,
-    ) -> (R, Vec<Action>, bool) {
-        let mut cx = PolicyCx::logged(now, rng, &mut self.timers, &mut self.notices, logging);
-        let r = f(self.all[i].as_mut(), &mut cx);
-        let actions = cx.take_actions();
+        f: impl FnOnce(&mut Instance, &mut PolicyCx) -> R,
+    ) -> (R, bool) {
+        let buffers = (&mut self.timers, &mut self.notices, &mut self.actions);
+        let mut cx = PolicyCx::logged(now, rng, buffers, logging);
+        let r = f(&mut self.all[i], &mut cx);
         // Most calls ask for nothing: keep the draining out of the hot path.
-        let queued = !self.timers.is_empty() || !self.notices.is_empty();
-        (r, actions, queued)
+        let queued =
+            !self.timers.is_empty() || !self.notices.is_empty() || !self.actions.is_empty();
+        (r, queued)
     }
 }
 
@@ -166,31 +260,22 @@ impl World<'_> {
         &mut self,
         i: usize,
         about: Option<NodeId>,
-        f: impl FnOnce(&mut dyn HealthPolicy, &mut PolicyCx) -> R,
+        f: impl FnOnce(&mut Instance, &mut PolicyCx) -> R,
     ) -> R {
         let now = self.fleet.now_of_policy(i, self.q.now());
         let logging = self.obs.events.is_some();
-        let (r, actions, queued) = self.bank.call(i, now, &mut self.rng.policy, logging, f);
-        if queued {
-            self.apply_policy_requests(i, now.t);
-        }
+        let (r, queued) = self.bank.call(i, now, &mut self.rng.policy, logging, f);
+        // The actions wait until the timers and notices are applied and the
+        // node refreshed (they may call policies again).
+        let actions = queued.then(|| self.apply_policy_requests(i, now.t));
         if let Some(node) = about
             && !self.gw.direct
             && self.bank.refresh_after_call[i]
         {
             self.refresh_node(i, node, now);
         }
-        for a in actions {
-            match a {
-                Action::Probe { node, req } => self.send_probe(i as u16, node, req),
-                Action::StartHeartbeats(plan) => self.start_heartbeats(i as u16, plan),
-                Action::HostChecked { node, healthy } => self.host_checked(i, node, healthy),
-                Action::Warmed => self.on_warmed(self.fleet.replica_of_policy(i)),
-                Action::Log(ev) => self.log_policy_event(i, ev),
-                Action::Publish { node, routable, at } => {
-                    self.publish_to_replicas(i, node, routable, at)
-                }
-            }
+        if let Some(actions) = actions {
+            self.apply_actions(i, actions);
         }
         // HAProxy's queues hear a server change state (`pending.rs`).
         if self.gw.pending.is_some()
@@ -210,7 +295,7 @@ impl World<'_> {
     pub(crate) fn with_every_policy(
         &mut self,
         about: Option<NodeId>,
-        f: impl Fn(&mut dyn HealthPolicy, &mut PolicyCx),
+        f: impl Fn(&mut Instance, &mut PolicyCx),
     ) {
         for i in 0..self.bank.len() {
             self.with_policy(i, about, &f);
@@ -277,9 +362,35 @@ impl World<'_> {
         }
     }
 
-    /// Turns the timers and notices instance `i` queued into events and metrics.
+    /// What instance `i` asked of the engine, in order; the buffer goes
+    /// back to the bank, emptied, for the next call.
     #[cold]
-    fn apply_policy_requests(&mut self, i: usize, now: SimTime) {
+    #[inline(never)]
+    fn apply_actions(&mut self, i: usize, mut actions: Vec<Action>) {
+        for a in actions.drain(..) {
+            match a {
+                Action::Probe { node, req } => self.send_probe(i as u16, node, req),
+                Action::StartHeartbeats(plan) => self.start_heartbeats(i as u16, plan),
+                Action::HostChecked { node, healthy } => self.host_checked(i, node, healthy),
+                Action::Warmed => self.on_warmed(self.fleet.replica_of_policy(i)),
+                Action::Log(ev) => self.log_policy_event(i, ev),
+                Action::Publish { node, routable, at } => {
+                    self.publish_to_replicas(i, node, routable, at)
+                }
+            }
+        }
+        if self.bank.actions.capacity() < actions.capacity() {
+            self.bank.actions = actions;
+        }
+    }
+
+    /// Turns the timers and notices instance `i` queued into events and
+    /// metrics; returns the actions it queued (taken out of the bank's
+    /// buffer, since applying them may call policies again).
+    #[cold]
+    #[inline(never)]
+    fn apply_policy_requests(&mut self, i: usize, now: SimTime) -> Vec<Action> {
+        let actions = std::mem::take(&mut self.bank.actions);
         for (at, timer) in self.bank.timers.drain(..) {
             self.q.schedule(
                 at,
@@ -319,5 +430,6 @@ impl World<'_> {
         for (node, up) in marked {
             self.haproxy_marked(i, node, up);
         }
+        actions
     }
 }

@@ -11,9 +11,9 @@ use super::super::{Gateway, Request};
 use super::PickKind;
 use super::{at_max_conns, in_panic};
 use crate::ids::Scope;
-use crate::policy::{HealthPolicy, Now};
+use crate::policy::Now;
 use crate::world::fleet::Fleet;
-use crate::world::policies::PolicyBank;
+use crate::world::policies::{Instance, PolicyBank};
 use crate::world::{NodeId, World};
 
 /// Upstreams with at most this many nodes pick by direct scans.
@@ -25,7 +25,7 @@ pub(crate) const DIRECT_MAX_NODES: usize = 3;
 #[inline(always)]
 pub(super) fn direct_eligible(
     gw: &Gateway,
-    (policies, local): (&[Box<dyn HealthPolicy>], Scope),
+    (policies, local): (&[Instance], Scope),
     r: &Request,
     node: NodeId,
     now: Now,
@@ -42,11 +42,7 @@ pub(super) fn direct_eligible(
 /// it (`World::replica_policies`, from the two parts it reads, so that a
 /// pick can hold them beside a mutable gateway).
 #[inline(always)]
-fn policies_in<'b>(
-    fleet: &Fleet,
-    bank: &'b PolicyBank,
-    s: Scope,
-) -> (&'b [Box<dyn HealthPolicy>], Scope) {
+fn policies_in<'b>(fleet: &Fleet, bank: &'b PolicyBank, s: Scope) -> (&'b [Instance], Scope) {
     if fleet.is_fleet() {
         (bank.slice(fleet.policies_of(s)), fleet.local(s))
     } else {
@@ -57,10 +53,7 @@ fn policies_in<'b>(
 impl World<'_> {
     /// The policies of the replica of global scope `s`, and `s` as they call it.
     #[inline(always)]
-    pub(in crate::world::gateway) fn replica_policies(
-        &self,
-        s: Scope,
-    ) -> (&[Box<dyn HealthPolicy>], Scope) {
+    pub(in crate::world::gateway) fn replica_policies(&self, s: Scope) -> (&[Instance], Scope) {
         policies_in(&self.fleet, &self.bank, s)
     }
 
