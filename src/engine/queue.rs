@@ -46,27 +46,48 @@ const L2_MASK: usize = L2_SLOTS - 1;
 const PER_SLOT: u32 = L2_SHIFT - BUCKET_SHIFT;
 
 struct Entry<E> {
-    /// `(time << 64) | seq`: one comparison orders by time, then FIFO.
-    key: u128,
+    /// Time, then insertion sequence: orders by time, then FIFO.
+    key: Key,
     event: E,
 }
 
-fn key(time: SimTime, seq: u64) -> u128 {
-    ((time.as_micros() as u128) << 64) | seq as u128
+/// An entry's place in the order: its time in µs, then its insertion
+/// sequence (the derived order compares them in that order). Two words
+/// rather than one `u128`: a `u128` made of two words was written to the
+/// stack as two 8-byte stores and read back by one 16-byte load, which the
+/// store buffer cannot forward (a stall on every push and every refill).
+#[derive(Copy, Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+struct Key {
+    us: u64,
+    seq: u64,
 }
 
-fn time_of(key: u128) -> SimTime {
-    SimTime::from_micros((key >> 64) as u64)
+impl Key {
+    const MAX: Key = Key {
+        us: u64::MAX,
+        seq: u64::MAX,
+    };
+}
+
+fn key(time: SimTime, seq: u64) -> Key {
+    Key {
+        us: time.as_micros(),
+        seq,
+    }
+}
+
+fn time_of(key: Key) -> SimTime {
+    SimTime::from_micros(key.us)
 }
 
 /// The wheel bucket (absolute, not modulo the wheel) holding `key`.
-fn bucket(key: u128) -> u64 {
-    ((key >> 64) as u64) >> BUCKET_SHIFT
+fn bucket(key: Key) -> u64 {
+    key.us >> BUCKET_SHIFT
 }
 
 /// The second-level slot (absolute) holding `key`.
-fn slot2(key: u128) -> u64 {
-    ((key >> 64) as u64) >> L2_SHIFT
+fn slot2(key: Key) -> u64 {
+    key.us >> L2_SHIFT
 }
 
 /// The first set bit at or after position `start` of a ring of bits,
@@ -148,14 +169,16 @@ struct Wheel<E> {
 const NIL: u32 = u32::MAX;
 
 struct Node<E> {
-    key: u128,
+    key: Key,
     /// Next node of the same slot (or of the free list).
     next: u32,
-    /// `None` while the node is free.
-    event: Option<E>,
+    /// The event (stale while the node is free: events are `Copy`, so a
+    /// node is read in place, never taken out of an `Option`, whose copy
+    /// through the stack in odd-sized pieces stalled the store buffer).
+    event: E,
 }
 
-impl<E> Wheel<E> {
+impl<E: Copy> Wheel<E> {
     fn new() -> Self {
         Wheel {
             cur: 0,
@@ -183,14 +206,28 @@ impl<E> Wheel<E> {
         self.l2_next << PER_SLOT
     }
 
-    /// Adds `e`; `now` is the queue's clock.
-    #[inline]
-    fn push(&mut self, e: Entry<E>, now: SimTime) {
-        let b = bucket(e.key);
-        if b <= self.cur {
+    /// Adds the event `make` makes at `key`; `now` is the queue's clock.
+    /// The common case (a bucket of the first level ahead) writes the key
+    /// and the event straight into their node, the event made in the
+    /// branch that stores it: built once for every branch, it lived on the
+    /// stack, and its 16-byte copy waited on the narrower stores that wrote
+    /// it, which the store buffer cannot forward (a stall per push; so did
+    /// the key as one `u128`).
+    #[inline(always)]
+    fn push_with(&mut self, key: Key, make: impl FnOnce() -> E, now: SimTime) {
+        let b = bucket(key);
+        if b > self.cur && b < self.limit() {
+            self.put_in_slot(b, key, make);
+        } else {
+            self.push_other(Entry { key, event: make() }, now);
+        }
+    }
+
+    /// [`push`](Self::push) into the run or beyond the first level.
+    #[inline(never)]
+    fn push_other(&mut self, e: Entry<E>, now: SimTime) {
+        if bucket(e.key) <= self.cur {
             self.insert_into_run(e);
-        } else if b < self.limit() {
-            self.put_in_slot(b, e);
         } else {
             self.push_beyond(e, now);
         }
@@ -203,7 +240,7 @@ impl<E> Wheel<E> {
         let now_b = bucket(key(now, 0));
         if self.run.is_empty() && self.in_slots == 0 && now_b > self.cur {
             self.rebase(now_b);
-            self.push(e, now);
+            self.push_with(e.key, || e.event, now);
         } else if slot2(e.key) < self.l2_next + L2_SLOTS as u64 {
             self.put_in_l2(slot2(e.key), e);
         } else {
@@ -213,35 +250,39 @@ impl<E> Wheel<E> {
 
     /// A node holding `key` and `event`, followed by `next`.
     #[inline(always)]
-    fn alloc(&mut self, key: u128, event: E, next: u32) -> u32 {
-        let node = Node {
-            key,
-            next,
-            event: Some(event),
-        };
+    fn alloc(&mut self, key: Key, make: impl FnOnce() -> E, next: u32) -> u32 {
         let i = self.free;
         if i == NIL {
-            self.nodes.push(node);
-            (self.nodes.len() - 1) as u32
-        } else {
-            self.free = self.nodes[i as usize].next;
-            self.nodes[i as usize] = node;
-            i
+            return self.alloc_new(key, make(), next);
         }
+        let node = &mut self.nodes[i as usize];
+        self.free = node.next;
+        node.key = key;
+        node.next = next;
+        node.event = make();
+        i
+    }
+
+    /// [`alloc`](Self::alloc) with no free node: a new one.
+    #[cold]
+    #[inline(never)]
+    fn alloc_new(&mut self, key: Key, event: E, next: u32) -> u32 {
+        self.nodes.push(Node { key, next, event });
+        (self.nodes.len() - 1) as u32
     }
 
     #[inline(always)]
-    fn put_in_slot(&mut self, b: u64, e: Entry<E>) {
+    fn put_in_slot(&mut self, b: u64, key: Key, make: impl FnOnce() -> E) {
         let s = b as usize & SLOT_MASK;
-        self.heads[s] = self.alloc(e.key, e.event, self.heads[s]);
+        self.heads[s] = self.alloc(key, make, self.heads[s]);
         self.occupied[s / 64] |= 1 << (s % 64);
         self.in_slots += 1;
     }
 
-    #[inline]
+    #[inline(never)]
     fn put_in_l2(&mut self, c: u64, e: Entry<E>) {
         let s = c as usize & L2_MASK;
-        self.heads2[s] = self.alloc(e.key, e.event, self.heads2[s]);
+        self.heads2[s] = self.alloc(e.key, || e.event, self.heads2[s]);
         self.occupied2[s / 64] |= 1 << (s % 64);
         self.in_l2 += 1;
     }
@@ -259,7 +300,7 @@ impl<E> Wheel<E> {
     /// The earliest key, turning the wheel to the next non-empty bucket if
     /// the run is used up.
     #[inline]
-    fn front_key(&mut self) -> Option<u128> {
+    fn front_key(&mut self) -> Option<Key> {
         if let Some(e) = self.run.front() {
             return Some(e.key);
         }
@@ -271,18 +312,18 @@ impl<E> Wheel<E> {
     }
 
     /// The smallest key of the list starting at node `i`.
-    fn list_min(&self, mut i: u32) -> Option<u128> {
+    fn list_min(&self, mut i: u32) -> Option<Key> {
         let mut min = None;
         while i != NIL {
             let node = &self.nodes[i as usize];
-            min = Some(min.map_or(node.key, |m: u128| m.min(node.key)));
+            min = Some(min.map_or(node.key, |m: Key| m.min(node.key)));
             i = node.next;
         }
         min
     }
 
     /// Like `front_key`, without turning the wheel.
-    fn peek_key(&self) -> Option<u128> {
+    fn peek_key(&self) -> Option<Key> {
         if let Some(e) = self.run.front() {
             return Some(e.key);
         }
@@ -339,12 +380,10 @@ impl<E> Wheel<E> {
         while i != NIL {
             let node = &mut self.nodes[i as usize];
             let next = node.next;
-            if let Some(event) = node.event.take() {
-                self.run.push_back(Entry {
-                    key: node.key,
-                    event,
-                });
-            }
+            self.run.push_back(Entry {
+                key: node.key,
+                event: node.event,
+            });
             node.next = self.free;
             self.free = i;
             self.in_slots -= 1;
@@ -413,13 +452,10 @@ impl<E> Wheel<E> {
                 self.occupied[s / 64] |= 1 << (s % 64);
                 self.in_slots += 1;
             } else {
-                let key = node.key;
-                let event = node.event.take();
+                let (key, event) = (node.key, node.event);
                 node.next = self.free;
                 self.free = i;
-                if let Some(event) = event {
-                    self.insert_into_run(Entry { key, event });
-                }
+                self.insert_into_run(Entry { key, event });
             }
             i = next;
         }
@@ -437,7 +473,7 @@ impl<E> Wheel<E> {
             if b <= self.cur {
                 self.insert_into_run(e);
             } else if b < self.limit() {
-                self.put_in_slot(b, e);
+                self.put_in_slot(b, e.key, || e.event);
             } else {
                 self.put_in_l2(slot2(e.key), e);
             }
@@ -482,7 +518,7 @@ pub struct EventQueue<E> {
     popped: u64,
 }
 
-impl<E> Default for EventQueue<E> {
+impl<E: Copy> Default for EventQueue<E> {
     fn default() -> Self {
         Self::new()
     }
@@ -495,7 +531,7 @@ enum From {
     Lane(usize),
 }
 
-impl<E> EventQueue<E> {
+impl<E: Copy> EventQueue<E> {
     pub fn new() -> Self {
         EventQueue {
             wheel: Wheel::new(),
@@ -526,17 +562,21 @@ impl<E> EventQueue<E> {
     }
 
     /// Schedules `event` at `time`. Scheduling into the past is an engine bug.
-    #[inline]
+    #[inline(always)]
     pub fn schedule(&mut self, time: SimTime, event: E) {
+        self.schedule_with(time, || event);
+    }
+
+    /// [`schedule`](Self::schedule) with the event made where it is
+    /// stored (see `Wheel::push_with`): for the hottest events, built from
+    /// their fields at the call.
+    #[inline(always)]
+    pub fn schedule_with(&mut self, time: SimTime, make: impl FnOnce() -> E) {
         if time < self.now {
             refuse_past_event(time, self.now);
         }
         self.seq += 1;
-        let e = Entry {
-            key: key(time, self.seq),
-            event,
-        };
-        self.wheel.push(e, self.now);
+        self.wheel.push_with(key(time, self.seq), make, self.now);
     }
 
     /// Schedules `event` at `time` in lane `lane` when that keeps the lane in
@@ -585,7 +625,7 @@ impl<E> EventQueue<E> {
 
     /// The earliest lane entry with a key below `bound`, if any.
     #[inline]
-    fn earliest_lane(&self, mut bound: u128) -> Option<(usize, u128)> {
+    fn earliest_lane(&self, mut bound: Key) -> Option<(usize, Key)> {
         let mut best = None;
         let mut busy = self.busy_lanes;
         while busy != 0 {
@@ -604,7 +644,7 @@ impl<E> EventQueue<E> {
     /// The time of the next event, if any.
     pub fn peek_time(&self) -> Option<SimTime> {
         let w = self.wheel.peek_key();
-        let k = match self.earliest_lane(w.unwrap_or(u128::MAX)) {
+        let k = match self.earliest_lane(w.unwrap_or(Key::MAX)) {
             Some((_, k)) => k,
             None => w?,
         };
@@ -613,9 +653,9 @@ impl<E> EventQueue<E> {
 
     /// Where the earliest event is, and its key.
     #[inline]
-    fn earliest(&mut self) -> Option<(From, u128)> {
+    fn earliest(&mut self) -> Option<(From, Key)> {
         let w = self.wheel.front_key();
-        match self.earliest_lane(w.unwrap_or(u128::MAX)) {
+        match self.earliest_lane(w.unwrap_or(Key::MAX)) {
             Some((lane, k)) => Some((From::Lane(lane), k)),
             None => w.map(|k| (From::Wheel, k)),
         }
@@ -828,8 +868,12 @@ mod tests {
             }
             7 => {
                 // Near the first level's reach, bucket-aligned or not.
-                let b = (now >> BUCKET_SHIFT) + rng.random_range(700..1100);
-                edge(b << BUCKET_SHIFT, rng.random_range(0..260))
+                let reach = BUCKETS as u64;
+                let b = (now >> BUCKET_SHIFT) + rng.random_range(reach - 324..reach + 76);
+                edge(
+                    b << BUCKET_SHIFT,
+                    rng.random_range(0..(1 << BUCKET_SHIFT) + 4),
+                )
             }
             _ => now + rng.random_range(0..5) * 1_000_000 + rng.random_range(0..3),
         }

@@ -314,14 +314,11 @@ impl World<'_> {
             remaining: SimDuration::ZERO,
         });
         let epoch = n.epoch;
-        self.q.schedule(
-            done_at,
-            Event::ServiceDone {
-                node,
-                worker: w,
-                epoch,
-            },
-        );
+        self.q.schedule_with(done_at, || Event::ServiceDone {
+            node,
+            worker: w,
+            epoch,
+        });
         if let Job::Request {
             slot, generation, ..
         } = job
