@@ -126,14 +126,18 @@ impl MaxFails {
 
     /// `on_selected`, which needs nothing but the time
     /// (`ngx_http_upstream_get_peer`: a peer chosen after its
-    /// `fail_timeout` is checked anew: `peer->checked = now`).
+    /// `fail_timeout` is checked anew: `peer->checked = now`). Returns
+    /// whether the peer's state changed: if not, neither did the verdict
+    /// (which depends on the state and only grows more permissive with time).
     #[inline]
-    pub fn selected(&mut self, now: Now, scope: Scope, node: NodeId) {
+    pub fn selected(&mut self, now: Now, scope: Scope, node: NodeId) -> bool {
         let ft = self.fail_timeout;
         let p = self.peer_mut(scope, node);
-        if now.wall_s - p.checked > ft {
+        let stale = now.wall_s - p.checked > ft;
+        if stale {
             p.checked = now.wall_s;
         }
+        stale
     }
 }
 

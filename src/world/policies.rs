@@ -76,15 +76,18 @@ impl Instance {
 
     /// [`HealthPolicy::on_selected`] where it needs no context: `max_fails`
     /// only notes the time (see [`MaxFails::selected`]), so it is done here
-    /// and `true` returned; `false`: call it through [`World::with_policy`].
+    /// and whether its state changed returned; `None`: call it through
+    /// [`World::with_policy`].
     #[inline(always)]
-    pub(crate) fn selected_in_place(&mut self, now: Now, scope: Scope, node: NodeId) -> bool {
+    pub(crate) fn selected_in_place(
+        &mut self,
+        now: Now,
+        scope: Scope,
+        node: NodeId,
+    ) -> Option<bool> {
         match self {
-            Instance::MaxFails(p) => {
-                p.selected(now, scope, node);
-                true
-            }
-            Instance::Dyn(_) => false,
+            Instance::MaxFails(p) => Some(p.selected(now, scope, node)),
+            Instance::Dyn(_) => None,
         }
     }
 
@@ -268,11 +271,8 @@ impl World<'_> {
         // The actions wait until the timers and notices are applied and the
         // node refreshed (they may call policies again).
         let actions = queued.then(|| self.apply_policy_requests(i, now.t));
-        if let Some(node) = about
-            && !self.gw.direct
-            && self.bank.refresh_after_call[i]
-        {
-            self.refresh_node(i, node, now);
+        if let Some(node) = about {
+            self.refresh_after_call(i, node, now);
         }
         if let Some(actions) = actions {
             self.apply_actions(i, actions);
@@ -289,6 +289,16 @@ impl World<'_> {
             self.hap_watch(scope, node);
         }
         r
+    }
+
+    /// After a call to instance `i` about `node`: the balancers' structures
+    /// ask it again (nothing to do for direct scans, or for a policy that
+    /// routes by its notices).
+    #[inline(always)]
+    pub(crate) fn refresh_after_call(&mut self, i: usize, node: NodeId, now: Now) {
+        if !self.gw.direct && self.bank.refresh_after_call[i] {
+            self.refresh_node(i, node, now);
+        }
     }
 
     /// Calls every policy instance (`on_start`, `on_restarted`), in order.
