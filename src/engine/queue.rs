@@ -225,7 +225,7 @@ impl<E: Copy> Wheel<E> {
         }
     }
 
-    /// [`push`](Self::push) into the run or beyond the first level.
+    /// [`push_with`](Self::push_with) into the run or beyond the first level.
     #[inline(never)]
     fn push_other(&mut self, e: Entry<E>, now: SimTime) {
         if bucket(e.key) <= self.cur {
@@ -281,7 +281,7 @@ impl<E: Copy> Wheel<E> {
         self.in_slots += 1;
     }
 
-    #[inline(never)]
+    #[inline]
     fn put_in_l2(&mut self, c: u64, e: Entry<E>) {
         let s = c as usize & L2_MASK;
         self.heads2[s] = self.alloc(e.key, || e.event, self.heads2[s]);

@@ -21,7 +21,8 @@ use crate::spec::Model;
 /// attempt (`is_routable` per peer, `on_selected`, `on_attempt`) are direct
 /// calls the compiler inlines into the pick and the accounting; every other
 /// policy is called through the trait. Any other hook of either reaches the
-/// trait object by `Deref`.
+/// trait object by `Deref` (`max_fails`'s `on_selected` is done in place:
+/// [`World::selected_in_place`]).
 pub(crate) enum Instance {
     MaxFails(MaxFails),
     Dyn(Box<dyn HealthPolicy>),
@@ -65,19 +66,10 @@ impl Instance {
         }
     }
 
-    /// [`HealthPolicy::on_selected`], direct for `max_fails`.
-    #[inline(always)]
-    pub(crate) fn on_selected(&mut self, cx: &mut PolicyCx, scope: Scope, node: NodeId) {
-        match self {
-            Instance::MaxFails(p) => p.on_selected(cx, scope, node),
-            Instance::Dyn(p) => p.on_selected(cx, scope, node),
-        }
-    }
-
     /// [`HealthPolicy::on_selected`] where it needs no context: `max_fails`
     /// only notes the time (see [`MaxFails::selected`]), so it is done here
-    /// and whether its state changed returned; `None`: call it through
-    /// [`World::with_policy`].
+    /// and whether its state changed returned; `None`: not so for this
+    /// policy.
     #[inline(always)]
     pub(crate) fn selected_in_place(
         &mut self,
@@ -202,12 +194,6 @@ impl PolicyBank {
         &self.all[i]
     }
 
-    /// Instance `i`, to change.
-    #[inline]
-    pub(crate) fn get_mut(&mut self, i: usize) -> &mut Instance {
-        &mut self.all[i]
-    }
-
     /// The instances `range` (one replica's: `FleetLayout::policies_of`).
     #[inline]
     pub(crate) fn slice(&self, range: std::ops::Range<usize>) -> &[Instance] {
@@ -291,11 +277,34 @@ impl World<'_> {
         r
     }
 
+    /// Tells instance `i` that `node` was selected (in `local`, its scope)
+    /// without a context, if it needs none for it (`Instance::selected_in_place`),
+    /// and does what [`World::with_policy`] does after a call: the
+    /// structures ask again, if its state changed. `false`: nothing done,
+    /// call it through `with_policy`. HAProxy's queues, which hear every
+    /// call about a node, always take that way.
+    #[inline(always)]
+    pub(crate) fn selected_in_place(&mut self, i: usize, local: Scope, node: NodeId) -> bool {
+        if self.gw.pending.is_some() {
+            return false;
+        }
+        let now = self.fleet.now_of_policy(i, self.q.now());
+        match self.bank.all[i].selected_in_place(now, local, node) {
+            Some(changed) => {
+                if changed {
+                    self.refresh_after_call(i, node, now);
+                }
+                true
+            }
+            None => false,
+        }
+    }
+
     /// After a call to instance `i` about `node`: the balancers' structures
     /// ask it again (nothing to do for direct scans, or for a policy that
     /// routes by its notices).
     #[inline(always)]
-    pub(crate) fn refresh_after_call(&mut self, i: usize, node: NodeId, now: Now) {
+    fn refresh_after_call(&mut self, i: usize, node: NodeId, now: Now) {
         if !self.gw.direct && self.bank.refresh_after_call[i] {
             self.refresh_node(i, node, now);
         }

@@ -176,25 +176,10 @@ impl World<'_> {
             self.conns_changed(scope, node);
         }
         let (first, local) = (self.fleet.policies_of(scope).start, self.fleet.local(scope));
-        // Without HAProxy's queues, nothing but the balancers' structures
-        // needs to hear of a call that asks for nothing: a policy whose
-        // `on_selected` needs no context is told in place, and the
-        // structures ask it again only if its state changed.
-        let quiet = self.gw.pending.is_none();
         for k in 0..self.bank.hear_selections.len() {
             let i = first + self.bank.hear_selections[k];
-            if single && self.bank.bypass_single[i] {
-                continue;
-            }
-            let now = self.fleet.now_of_policy(i, self.q.now());
-            let in_place = match quiet {
-                true => self.bank.get_mut(i).selected_in_place(now, local, node),
-                false => None,
-            };
-            match in_place {
-                Some(false) => {}
-                Some(true) => self.refresh_after_call(i, node, now),
-                None => self.with_policy(i, Some(node), |p, cx| p.on_selected(cx, local, node)),
+            if !((single && self.bank.bypass_single[i]) || self.selected_in_place(i, local, node)) {
+                self.with_policy(i, Some(node), |p, cx| p.on_selected(cx, local, node));
             }
         }
     }
